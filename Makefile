@@ -1,0 +1,73 @@
+# mmaqm — multimedia-aware AQM on P4.  `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV        := .venv
+PY          := $(VENV)/bin/python
+BUILD       := build
+P4_MAIN     := p4src/v1model/main.p4
+P4_SOURCES  := $(wildcard p4src/include/*.p4) $(P4_MAIN)
+BMV2_JSON   := $(BUILD)/main.json
+P4INFO      := $(BUILD)/main.p4info.txtpb
+export PATH := $(if $(P4_TOOLCHAIN_PREFIX),$(P4_TOOLCHAIN_PREFIX)/bin:,)$(PATH)
+
+# Debian/Ubuntu packages the project needs at run time (the P4 toolchain
+# itself is a prerequisite: see README "Install").
+DEB_PACKAGES := python3 python3-venv python3-thrift iproute2 ethtool iptables \
+                iperf3 tcpdump procps gcc make libnetfilter-queue-dev libmnl-dev
+
+.PHONY: help deps deps-apt deps-venv check-toolchain build test test-unit test-ptf clean
+
+help:
+	@echo "make deps         install Debian packages + .venv, verify the P4 toolchain"
+	@echo "make build        compile $(P4_MAIN) -> $(BMV2_JSON), $(P4INFO)"
+	@echo "make test         unit tests + PTF conformance suite on BMv2 (needs root)"
+	@echo "make test-unit    unit tests only (no switch)"
+	@echo "make test-ptf     PTF suite only; one test: make test-ptf PTF_TEST=test_red.RedForcedDropTest"
+	@echo "make clean        remove build/ and results/"
+
+deps: deps-apt deps-venv check-toolchain
+
+deps-apt:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+	    | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -z "$$missing" ]; then echo "ok: Debian packages present"; \
+	elif [ "$$(id -u)" != 0 ]; then echo "mmaqm: run 'make deps' as root to install: $$missing" >&2; exit 1; \
+	else DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; fi
+
+# Re-installs only when requirements.txt or a package's pyproject.toml changes.
+deps-venv: $(VENV)/.installed
+$(VENV)/.installed: requirements.txt control-plane/pyproject.toml $(wildcard topologies/pyproject.toml)
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -e control-plane
+	if [ -f topologies/pyproject.toml ]; then $(PY) -m pip install -q --no-deps -e topologies; fi
+	touch $@
+
+check-toolchain:
+	@tools/check-toolchain.sh
+
+build: $(BMV2_JSON)
+$(BMV2_JSON) $(P4INFO) &: $(P4_SOURCES)
+	@mkdir -p $(BUILD)
+	p4c-bm2-ss --arch v1model --std p4-16 -o $(BMV2_JSON) \
+	    --p4runtime-files $(P4INFO) $(P4_MAIN) 2> $(BUILD)/p4c.log; \
+	  rc=$$?; cat $(BUILD)/p4c.log >&2; \
+	  if [ $$rc != 0 ]; then rm -f $(BMV2_JSON); exit $$rc; fi; \
+	  if grep -qi 'warning' $(BUILD)/p4c.log; then \
+	    echo "mmaqm: p4c emitted warnings; the build must be warning-free" >&2; \
+	    rm -f $(BMV2_JSON); exit 1; fi
+
+test: build deps-venv
+	$(PY) tools/run_tests.py
+
+test-unit: deps-venv
+	$(PY) tools/run_tests.py --unit-only
+
+test-ptf: build deps-venv
+	$(PY) tools/run_tests.py --ptf-only $(if $(PTF_TEST),--ptf-test $(PTF_TEST))
+
+clean:
+	rm -rf $(BUILD) results

@@ -1,0 +1,74 @@
+"""Dynamic Class-Based Thresholds (dcbt §3.1; DESIGN §2 D-CBT card).
+
+While red_avg > min_th, UDP packets face class thresholds:
+  tagged   : tagged_avg   > red_avg * share_tagged                    (computed in dcbt.p4)
+  untagged : untagged_avg > share_untagged * (min_th + max_p * (max_th - min_th))
+with share_c = n_c / n_all from the active-flow counts (dcbt §3.1 footnote 3).
+The untagged threshold changes only when the shares do, so the controller
+computes it; the tagged share goes to the switch as a Q16 fraction.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..fixedpoint import PROB_ONE, to_scaled
+
+
+def class_shares(n_tcp: int, n_tagged: int, n_untagged: int) -> tuple[float, float]:
+    """(share_tagged, share_untagged) = n_c / n_all (dcbt §3.1 footnote 3).
+
+    With no active flow at all (n_all == 0) this returns (1.0, 1.0): the
+    controller knows nothing yet, so neither UDP class is given a smaller
+    share than if it were alone. That is "no class restriction" for the
+    tagged class (tagged_avg can never exceed red_avg); the untagged class is
+    still held to its allowance min_th + max_p * (max_th - min_th), the
+    threshold a lone untagged class gets (dcbt §3.1).
+    """
+    for name, n in (("n_tcp", n_tcp), ("n_tagged", n_tagged), ("n_untagged", n_untagged)):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"{name} must be an int >= 0, got {n!r}")
+    n_all = n_tcp + n_tagged + n_untagged
+    if n_all == 0:
+        return 1.0, 1.0
+    return n_tagged / n_all, n_untagged / n_all
+
+
+def _check_share(share: float) -> None:
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or math.isnan(share):
+        raise ValueError(f"share must be a number, got {share!r}")
+
+
+def tagged_share_q16(share: float) -> int:
+    """round(share * 2^16) clamped to [0, 65536]: dcbt_tagged_share_q16."""
+    _check_share(share)
+    if share <= 0:
+        return 0
+    if share >= 1:
+        return PROB_ONE
+    return round(share * PROB_ONE)
+
+
+def untagged_threshold_scaled(share_untagged: float, min_th_pkts: float, max_th_pkts: float,
+                              max_p: float) -> int:
+    """to_scaled(share_untagged * (min_th + max_p * (max_th - min_th))) (dcbt §3.1).
+
+    max_p * (max_th - min_th) is the allowance of the impending-congestion
+    buffers ("10 % of (red_max - red_min) * untagged_UDP_share" for max_p = 0.1).
+    """
+    _check_share(share_untagged)
+    if not 0 <= share_untagged <= 1:
+        raise ValueError(f"share_untagged must be in [0, 1], got {share_untagged!r}")
+    return to_scaled(share_untagged * (min_th_pkts + max_p * (max_th_pkts - min_th_pkts)))
+
+
+def action_params(share_tagged: float, share_untagged: float, min_th_pkts: float,
+                  max_th_pkts: float, max_p: float) -> dict[str, int]:
+    """The D-CBT part of set_port_policy: untagged_th_scaled, dcbt_tagged_share_q16."""
+    if not 0 <= share_tagged <= 1:
+        raise ValueError(f"share_tagged must be in [0, 1], got {share_tagged!r}")
+    return {
+        "untagged_th_scaled": untagged_threshold_scaled(share_untagged, min_th_pkts,
+                                                        max_th_pkts, max_p),
+        "dcbt_tagged_share_q16": tagged_share_q16(share_tagged),
+    }

@@ -1,0 +1,47 @@
+"""BMv2 traffic-manager settings over Thrift (simple_switch_CLI).
+
+P4Runtime has no call for a port's queue rate or depth, so runners and tests
+use BMv2's Thrift CLI for exactly two commands: set_queue_rate (packets/s;
+0 = unlimited) and set_queue_depth (packets). It is a second control channel:
+used for building queues in tests and bottlenecks in topologies, never for
+AQM state. The Thrift server must be reachable only inside the switch's
+network namespace (DESIGN §1: no authentication).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+# simple_switch_CLI lives beside BMv2's own Python modules; it must run as its
+# own process so that they never share an interpreter with finsy (DESIGN §1).
+
+
+def _cli(thrift_port: int, commands: list[str], netns: str | None = None) -> str:
+    cli = shutil.which("simple_switch_CLI")
+    if cli is None:
+        raise FileNotFoundError("simple_switch_CLI not found: see README 'Install'")
+    argv = [cli, "--thrift-port", str(thrift_port)]
+    if netns:
+        argv = ["ip", "netns", "exec", netns, *argv]
+    proc = subprocess.run(
+        argv, input="\n".join(commands) + "\n", capture_output=True, text=True, timeout=30
+    )
+    out = proc.stdout + proc.stderr
+    if proc.returncode != 0 or "Error" in out or "Invalid" in out:
+        raise RuntimeError(f"simple_switch_CLI {commands}: {out.strip()}")
+    return out
+
+
+def set_queue_rate(thrift_port: int, port: int, rate_pps: int, netns: str | None = None) -> None:
+    """Egress queue rate of one port in packets per second (0 = unlimited)."""
+    if rate_pps < 0:
+        raise ValueError(f"rate_pps must be >= 0, got {rate_pps}")
+    _cli(thrift_port, [f"set_queue_rate {rate_pps} {port}"], netns)
+
+
+def set_queue_depth(thrift_port: int, port: int, depth_pkts: int, netns: str | None = None) -> None:
+    """Egress queue depth of one port in packets (BMv2 default 64)."""
+    if depth_pkts < 1:
+        raise ValueError(f"depth_pkts must be >= 1, got {depth_pkts}")
+    _cli(thrift_port, [f"set_queue_depth {depth_pkts} {port}"], netns)

@@ -1,0 +1,233 @@
+"""P4Runtime access to one mmaqm switch, over finsy.
+
+The driver hides how each input arrives (counters, digests) and how each
+output leaves (table entries). BMv2's P4Runtime server cannot read or write
+registers (DESIGN §1), so nothing here touches a register.
+
+Names are the P4Info aliases of p4src/v1model/main.p4.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import finsy as fy
+
+from . import p4constants as C
+
+LOG = logging.getLogger(__name__)
+
+TABLE_ROUTES = "ipv4_lpm"
+TABLE_CLASSIFIER = "classifier"
+TABLE_POLICY = "port_policy"
+DIGEST_FLOW = "flow_digest_t"
+POLICY_PARAMS = (
+    "algorithm", "queue_limit_pkts", "min_th_scaled", "max_th_scaled",
+    "red_slope_q24", "ewma_shift", "tagged_th_scaled", "untagged_th_scaled",
+    "dcbt_tagged_share_q16", "policy_epoch", "flow_epoch_shift",
+)
+# Priorities of classifier entries: TCP wins over any DSCP rule.
+_PRIO_TCP = 100
+_PRIO_TAGGED = 50
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_P4INFO = REPO_ROOT / "build" / "main.p4info.txtpb"
+DEFAULT_BMV2_JSON = REPO_ROOT / "build" / "main.json"
+
+
+@dataclass(frozen=True)
+class FlowReport:
+    """One active-flow digest entry (flow_report.p4)."""
+
+    egress_port: int
+    class_id: int
+    flow_key: tuple[int, int, int, int, int]  # src, dst, proto, sport, dport
+
+
+@dataclass(frozen=True)
+class CounterValue:
+    packets: int = 0
+    bytes: int = 0
+
+
+def _check_port(port: int) -> None:
+    if not 0 <= port < C.NUM_PORTS:
+        raise ValueError(f"port {port} outside 0..{C.NUM_PORTS - 1}")
+
+
+def _check_policy_params(params: Mapping[str, int]) -> None:
+    missing = set(POLICY_PARAMS) - set(params)
+    extra = set(params) - set(POLICY_PARAMS)
+    if missing or extra:
+        raise ValueError(f"policy params: missing {sorted(missing)}, unknown {sorted(extra)}")
+    if params["algorithm"] not in C.ALGORITHMS.values():
+        raise ValueError(f"policy params: unknown algorithm id {params['algorithm']}")
+
+
+class SwitchDriver:
+    """One P4Runtime connection to an mmaqm BMv2 switch.
+
+    Use as an async context manager. On entry it becomes primary and, when the
+    switch runs a different program (P4Info cookie), pushes the pipeline.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        address: str,
+        *,
+        device_id: int = 1,
+        p4info: Path = DEFAULT_P4INFO,
+        bmv2_json: Path = DEFAULT_BMV2_JSON,
+        election_id: int = 10,
+        push_pipeline: bool = True,
+    ) -> None:
+        for path in (p4info, bmv2_json) if push_pipeline else (p4info,):
+            if not Path(path).exists():
+                raise FileNotFoundError(f"{path} not found: run 'make build' first")
+        options = fy.SwitchOptions(
+            p4info=Path(p4info),
+            p4blob=Path(bmv2_json) if push_pipeline else None,
+            device_id=device_id,
+            initial_election_id=election_id,
+        )
+        self.name = name
+        self.switch = fy.Switch(name, address, options)
+
+    async def __aenter__(self) -> "SwitchDriver":
+        await self.switch.__aenter__()
+        if not self.switch.is_primary:
+            await self.switch.__aexit__(None, None, None)
+            raise RuntimeError(f"{self.name}: another controller is primary")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.switch.__aexit__(None, None, None)
+
+    # ---- table writes -------------------------------------------------
+    async def clear(self) -> None:
+        """Delete every table entry this program has (not the pipeline)."""
+        await self.switch.delete_all()
+
+    async def install_classifier(self, tagged_dscp: Iterable[int]) -> None:
+        """(IP protocol, DSCP) -> class (cbt §3): TCP, tagged UDP, else untagged."""
+        entries = [
+            +fy.P4TableEntry(
+                TABLE_CLASSIFIER,
+                match=fy.Match(ip_proto=C.IP_PROTO_TCP),
+                action=fy.Action("set_class", class_id=C.CLASS_TCP),
+                priority=_PRIO_TCP,
+            )
+        ]
+        for dscp in tagged_dscp:
+            if not 0 <= dscp <= 63:
+                raise ValueError(f"DSCP {dscp} outside 0..63")
+            entries.append(
+                +fy.P4TableEntry(
+                    TABLE_CLASSIFIER,
+                    match=fy.Match(ip_proto=C.IP_PROTO_UDP, dscp=dscp),
+                    action=fy.Action("set_class", class_id=C.CLASS_TAGGED),
+                    priority=_PRIO_TAGGED,
+                )
+            )
+        await self.switch.write(entries)
+
+    async def install_route(self, prefix: str, port: int, src_mac: str, next_hop_mac: str) -> None:
+        _check_port(port)
+        network = ipaddress.IPv4Network(prefix)  # raises on a bad prefix
+        await self.switch.write([
+            +fy.P4TableEntry(
+                TABLE_ROUTES,
+                match=fy.Match(ipv4_dst=str(network)),
+                action=fy.Action("route", port=port, src_mac=src_mac, dst_mac=next_hop_mac),
+            )
+        ])
+
+    async def read_port_policy(self, port: int) -> dict[str, int] | None:
+        _check_port(port)
+        async for entry in self.switch.read(
+            fy.P4TableEntry(TABLE_POLICY, match=fy.Match(port=port))
+        ):
+            action = entry.action
+            assert isinstance(action, fy.P4TableAction)
+            return {name: int(value) for name, value in (action.args or {}).items()}
+        return None
+
+    async def write_port_policy(self, port: int, params: Mapping[str, int]) -> None:
+        """Insert or modify the port's policy entry (one atomic table write)."""
+        _check_port(port)
+        _check_policy_params(params)
+        exists = await self.read_port_policy(port) is not None
+        entry = fy.P4TableEntry(
+            TABLE_POLICY,
+            match=fy.Match(port=port),
+            action=fy.Action("set_port_policy", **{k: int(v) for k, v in params.items()}),
+        )
+        await self.switch.write([~entry if exists else +entry])
+
+    async def next_policy_epoch(self, port: int) -> int:
+        """An epoch different from the installed one, so a new policy resets averages."""
+        current = await self.read_port_policy(port)
+        if current is None:
+            return 1
+        return current["policy_epoch"] % 0xFFFF + 1
+
+    # ---- counters -----------------------------------------------------
+    async def read_counter(self, counter: str) -> dict[int, CounterValue]:
+        result: dict[int, CounterValue] = {}
+        async for entry in self.switch.read(fy.P4CounterEntry(counter)):
+            if entry.index is not None:
+                result[entry.index] = CounterValue(entry.packet_count, entry.byte_count)
+        return result
+
+    async def read_counter_index(self, counter: str, index: int) -> CounterValue:
+        async for entry in self.switch.read(fy.P4CounterEntry(counter, index=index)):
+            return CounterValue(entry.packet_count, entry.byte_count)
+        return CounterValue()
+
+    # ---- digests ------------------------------------------------------
+    async def enable_flow_reports(self, *, max_list_size: int = 64, max_timeout_ms: int = 10) -> None:
+        await self.switch.write([
+            +fy.P4DigestEntry(
+                DIGEST_FLOW,
+                max_list_size=max_list_size,
+                max_timeout_ns=max_timeout_ms * 1_000_000,
+                ack_timeout_ns=1_000_000_000,
+            )
+        ], warn_only=True)  # already enabled is fine
+
+    async def flow_reports(self) -> AsyncIterator[list[FlowReport]]:
+        """Digest lists as FlowReports; each list is acknowledged once decoded."""
+        async for digest_list in self.switch.read_digests(DIGEST_FLOW):
+            reports = [
+                FlowReport(
+                    egress_port=int(item["egress_port"]),
+                    class_id=int(item["class_id"]),
+                    flow_key=(int(item["src_addr"]), int(item["dst_addr"]), int(item["protocol"]),
+                              int(item["src_port"]), int(item["dst_port"])),
+                )
+                for item in digest_list
+            ]
+            await self.switch.write([digest_list.ack()])
+            yield reports
+
+
+async def wait_for_grpc(address: str, timeout_s: float = 20.0) -> None:
+    """Wait until a TCP connect to the P4Runtime address succeeds."""
+    host, _, port = address.rpartition(":")
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        try:
+            _, writer = await asyncio.open_connection(host.strip("[]"), int(port))
+            writer.close()
+            await writer.wait_closed()
+            return
+        except OSError:
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"no P4Runtime server at {address} after {timeout_s} s")
+            await asyncio.sleep(0.1)

@@ -1,0 +1,383 @@
+"""Fixed-point conversions and a bit-exact reference model of the P4 AQM.
+
+Units (defines.p4):
+  * ``*_scaled``: packets * 2^AVG_FRAC_BITS, in bit<32>;
+  * ``*_q16``:    probabilities / shares * 2^PROB_FRAC_BITS;
+  * ``*_q24``:    RED slope max_p / (max_th - min_th) per packet * 2^SLOPE_FRAC_BITS.
+
+Two families live here:
+  * controller conversions (``to_scaled``, ``prob_to_q16``, ``red_slope_q24``,
+    ``ewma_shift_from_weight``) that turn configuration into action parameters;
+  * the reference model (``p4_to_scaled``, ``ewma``, ``red_p_b_q16``,
+    ``red_decide``, ``PortModel``) that follows averages.p4, red.p4, cbt.p4,
+    dcbt.p4 and aqm.p4 line by line, with the same bit widths, wraparound and
+    ``>>`` truncation, so switch tests can predict exact outcomes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import Union
+
+from . import p4constants as C
+
+MASK32 = (1 << 32) - 1
+MASK64 = (1 << 64) - 1
+AVG_ONE = 1 << C.AVG_FRAC_BITS          # 1 packet, scaled
+PROB_ONE = C.PROB_ONE                   # 1.0 in Q16
+MAX_EWMA_SHIFT = 31
+
+ADMIT = "ADMIT"
+# Drop reason names (DROP_REASONS of defines.p4), as returned by the model.
+QUEUE_LIMIT: str = C.DROP_REASON_NAMES[C.DROP_QUEUE_LIMIT]
+RED_EARLY: str = C.DROP_REASON_NAMES[C.DROP_RED_EARLY]
+RED_FORCED: str = C.DROP_REASON_NAMES[C.DROP_RED_FORCED]
+CLASS_THRESHOLD: str = C.DROP_REASON_NAMES[C.DROP_CLASS_THRESHOLD]
+
+# Parameters of action set_port_policy (aqm.p4), in declaration order, with
+# their bit widths. tests/test_fixedpoint.py checks this against aqm.p4.
+POLICY_PARAM_BITS: dict[str, int] = {
+    "algorithm": 8,
+    "queue_limit_pkts": 32,
+    "min_th_scaled": 32,
+    "max_th_scaled": 32,
+    "red_slope_q24": 32,
+    "ewma_shift": 8,
+    "tagged_th_scaled": 32,
+    "untagged_th_scaled": 32,
+    "dcbt_tagged_share_q16": 32,
+    "policy_epoch": 16,
+    "flow_epoch_shift": 8,
+}
+
+RandSource = Callable[[], int]
+
+
+# ---------------------------------------------------------------- conversions
+def _check_finite_nonneg(what: str, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a number, got {value!r}")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{what} must be finite and >= 0, got {value!r}")
+
+
+def to_scaled(pkts: float) -> int:
+    """Packets -> packets * 2^AVG_FRAC_BITS, rounded; must fit bit<32>."""
+    _check_finite_nonneg("pkts", pkts)
+    scaled = round(pkts * AVG_ONE)
+    if scaled > MASK32:
+        raise ValueError(f"{pkts!r} packets * 2^{C.AVG_FRAC_BITS} does not fit in bit<32>")
+    return scaled
+
+
+def from_scaled(value_scaled: int) -> float:
+    """packets * 2^AVG_FRAC_BITS -> packets."""
+    return value_scaled / AVG_ONE
+
+
+def prob_to_q16(p: float) -> int:
+    """Probability or share in [0, 1] -> round(p * 2^PROB_FRAC_BITS)."""
+    _check_finite_nonneg("p", p)
+    if p > 1:
+        raise ValueError(f"probability must be in [0, 1], got {p!r}")
+    return round(p * PROB_ONE)
+
+
+def q16_to_prob(value_q16: int) -> float:
+    return value_q16 / PROB_ONE
+
+
+def red_slope_q24(min_th_pkts: float, max_th_pkts: float, max_p: float) -> int:
+    """round(max_p / (max_th - min_th) * 2^24): RED's p_b per packet above min_th (red.p4)."""
+    _check_finite_nonneg("min_th_pkts", min_th_pkts)
+    _check_finite_nonneg("max_th_pkts", max_th_pkts)
+    _check_finite_nonneg("max_p", max_p)
+    if max_th_pkts <= min_th_pkts:
+        raise ValueError(f"max_th_pkts ({max_th_pkts!r}) must be > min_th_pkts ({min_th_pkts!r})")
+    slope = round(max_p / (max_th_pkts - min_th_pkts) * (1 << C.SLOPE_FRAC_BITS))
+    if slope > MASK32:
+        raise ValueError(
+            f"red_slope_q24 = {slope} does not fit in bit<32>: max_th - min_th "
+            f"({max_th_pkts - min_th_pkts!r}) is too small for max_p {max_p!r}"
+        )
+    return slope
+
+
+def ewma_shift_from_weight(weight: float) -> int:
+    """EWMA weight w = 2^-k (k in 0..31) -> k, the ewma_shift of averages.p4.
+
+    The data plane multiplies by w with a shift, so only powers of two exist.
+    """
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+        raise ValueError(f"weight must be a number, got {weight!r}")
+    if not math.isfinite(weight) or weight <= 0:
+        raise ValueError(f"weight must be > 0, got {weight!r}")
+    k = round(-math.log2(weight))
+    if 0 <= k <= MAX_EWMA_SHIFT and abs(weight - 2.0**-k) <= 1e-12 * 2.0**-k:
+        return k
+    if weight > 1:
+        return _raise(f"{weight!r} is above the largest allowed weight 2^0 = 1.0")
+    if weight < 2.0**-MAX_EWMA_SHIFT:
+        return _raise(
+            f"{weight!r} is below the smallest allowed weight "
+            f"2^-{MAX_EWMA_SHIFT} = {2.0**-MAX_EWMA_SHIFT!r}"
+        )
+    upper_k = math.floor(-math.log2(weight))  # 2^-upper_k > weight
+    lower_k = upper_k + 1                     # 2^-lower_k < weight
+    return _raise(
+        f"{weight!r} is not a power of two; nearest are "
+        f"2^-{lower_k} = {2.0**-lower_k!r} and 2^-{upper_k} = {2.0**-upper_k!r}"
+    )
+
+
+def _raise(message: str) -> int:
+    raise ValueError(message)
+
+
+def weight_from_shift(shift: int) -> float:
+    return 2.0**-shift
+
+
+# ------------------------------------------------ bit-exact P4 arithmetic
+def _check_bits(what: str, value: int, bits: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << bits:
+        raise ValueError(f"{what} must be an int in 0..2^{bits}-1, got {value!r}")
+
+
+def p4_to_scaled(pkts: int) -> int:
+    """averages.p4 to_scaled: pkts << AVG_FRAC_BITS in bit<32> (wraps at 65536 packets)."""
+    _check_bits("pkts", pkts, 32)
+    return (pkts << C.AVG_FRAC_BITS) & MASK32
+
+
+def ewma(avg_scaled: int, sample_scaled: int, shift: int) -> int:
+    """averages.p4 ewma(): avg += (sample - avg) >> shift, truncating toward avg."""
+    _check_bits("avg_scaled", avg_scaled, 32)
+    _check_bits("sample_scaled", sample_scaled, 32)
+    _check_bits("shift", shift, 8)
+    # A bit<32> shifted by >= 32 is 0 in P4, as in Python for values < 2^32.
+    if sample_scaled >= avg_scaled:
+        return (avg_scaled + ((sample_scaled - avg_scaled) >> shift)) & MASK32
+    return (avg_scaled - ((avg_scaled - sample_scaled) >> shift)) & MASK32
+
+
+def red_p_b_q16(avg_scaled: int, min_th_scaled: int, red_slope_q24: int) -> int:
+    """red.p4: p_b_q16 = (bit<64>)(avg - min_th) * slope >> SLOPE_FRAC_BITS.
+
+    avg - min_th is bit<32> and wraps when avg < min_th (RedDrop never asks then).
+    """
+    _check_bits("avg_scaled", avg_scaled, 32)
+    _check_bits("min_th_scaled", min_th_scaled, 32)
+    _check_bits("red_slope_q24", red_slope_q24, 32)
+    excess_scaled = (avg_scaled - min_th_scaled) & MASK32
+    return ((excess_scaled * red_slope_q24) & MASK64) >> C.SLOPE_FRAC_BITS
+
+
+def dcbt_tagged_th_scaled(red_avg_scaled: int, tagged_share_q16: int) -> int:
+    """dcbt.p4: tagged_th = (bit<32>)((bit<64>)red_avg * share_q16 >> PROB_FRAC_BITS) (dcbt §3.1)."""
+    _check_bits("red_avg_scaled", red_avg_scaled, 32)
+    _check_bits("tagged_share_q16", tagged_share_q16, 32)
+    return (((red_avg_scaled * tagged_share_q16) & MASK64) >> C.PROB_FRAC_BITS) & MASK32
+
+
+@dataclass(frozen=True)
+class RedState:
+    """Registers red_count and red_rand_q16 of one port (red.p4). Power-up: both 0."""
+
+    count: int = 0
+    rand_q16: int = 0
+
+
+def _draw(rand_source: RandSource) -> int:
+    """random(r, 0, PROB_ONE - 1)."""
+    value = rand_source()
+    _check_bits("rand_source()", value, C.PROB_FRAC_BITS)
+    return value
+
+
+def red_decide(
+    avg_scaled: int,
+    policy_params: Mapping[str, int],
+    state: RedState,
+    rand_source: RandSource,
+) -> tuple[str | None, RedState]:
+    """RedDrop (red.p4) on an already updated average -> (drop reason or None, new state).
+
+    Uses policy_params min_th_scaled, max_th_scaled, red_slope_q24.
+    rand_source() plays random(0, PROB_ONE - 1) and is called exactly when the
+    P4 calls random() (restart_count).
+    """
+    _check_bits("avg_scaled", avg_scaled, 32)
+    min_th = policy_params["min_th_scaled"]
+    max_th = policy_params["max_th_scaled"]
+    if avg_scaled < min_th:                       # below min_th: enqueue, restart
+        return None, RedState(0, _draw(rand_source))
+    if avg_scaled >= max_th:                      # at/above max_th: forced drop
+        return RED_FORCED, RedState(0, _draw(rand_source))
+    count = (state.count + 1) & MASK32
+    p_b_q16 = red_p_b_q16(avg_scaled, min_th, policy_params["red_slope_q24"])
+    # Drop when count * p_b >= R (the uniform-gap form of p_a = p_b / (1 - count p_b)).
+    if (count * p_b_q16) & MASK64 >= state.rand_q16:
+        return RED_EARLY, RedState(0, _draw(rand_source))
+    return None, RedState(count, state.rand_q16)
+
+
+# ------------------------------------------------------- one port's AQM
+@dataclass(frozen=True)
+class Occupancy:
+    """occupancy_t: the port's exact queue occupancy when the packet arrives."""
+
+    queue_pkts: int = 0
+    tcp_pkts: int = 0
+    tagged_pkts: int = 0
+    untagged_pkts: int = 0
+
+
+OccupancyLike = Union[Occupancy, Mapping[str, int]]
+_SHORT_OCCUPANCY = {"queue": "queue_pkts", "tcp": "tcp_pkts",
+                    "tagged": "tagged_pkts", "untagged": "untagged_pkts"}
+
+
+def as_occupancy(value: OccupancyLike) -> Occupancy:
+    """Occupancy from itself or a dict keyed queue_pkts.. (or queue/tcp/tagged/untagged)."""
+    if isinstance(value, Occupancy):
+        occupancy = value
+    else:
+        known = {f.name for f in fields(Occupancy)}
+        kwargs: dict[str, int] = {}
+        for key, count in value.items():
+            name = _SHORT_OCCUPANCY.get(key, key)
+            if name not in known:
+                raise ValueError(f"occupancy: unknown key {key!r}")
+            kwargs[name] = count
+        occupancy = Occupancy(**kwargs)
+    for f in fields(Occupancy):
+        _check_bits(f"occupancy.{f.name}", getattr(occupancy, f.name), 32)
+    return occupancy
+
+
+def check_policy_params(params: Mapping[str, int]) -> dict[str, int]:
+    """Exactly the set_port_policy parameters, each fitting its bit width."""
+    missing = [name for name in POLICY_PARAM_BITS if name not in params]
+    unknown = [name for name in params if name not in POLICY_PARAM_BITS]
+    if missing or unknown:
+        raise ValueError(f"policy params: missing {missing}, unknown {unknown}")
+    for name, bits in POLICY_PARAM_BITS.items():
+        _check_bits(name, params[name], bits)
+    return {name: params[name] for name in POLICY_PARAM_BITS}
+
+
+class PortModel:
+    """Reference model of one egress port's Aqm control (aqm.p4) with its registers.
+
+    The caller supplies the occupancy at each arrival (it models departures)
+    and applies the decision to its own occupancy. Register names follow the P4.
+    """
+
+    def __init__(self, params: Mapping[str, int], rand_source: RandSource) -> None:
+        self.params = check_policy_params(params)
+        self.rand_source = rand_source
+        # Registers at power-up: all zero.
+        self.red_avg_scaled = 0
+        self.class_avg_scaled = [0] * C.CLASS_SLOTS
+        self.avg_policy_epoch = 0
+        self.red_state = RedState()
+        # Counters (packets): per class, and per (class, reason).
+        self.arrivals: Counter[int] = Counter()
+        self.admits: Counter[int] = Counter()
+        self.drops: Counter[tuple[int, str]] = Counter()
+
+    def set_policy(self, params: Mapping[str, int]) -> None:
+        """The controller modifies the port_policy entry (registers untouched)."""
+        self.params = check_policy_params(params)
+
+    # -- aqm.p4 apply
+    def arrive(self, class_id: int, occupancy: OccupancyLike) -> str:
+        """One packet of class_id arrives -> "ADMIT" or a DROP_REASONS name."""
+        if class_id not in C.CLASS_NAMES:
+            raise ValueError(f"class_id {class_id!r} is not one of {C.CLASSES}")
+        occ = as_occupancy(occupancy)
+        p = self.params
+        self.arrivals[class_id] += 1
+
+        if self.avg_policy_epoch != p["policy_epoch"]:   # AveragesResetOnNewPolicy
+            self.avg_policy_epoch = p["policy_epoch"]
+            self.red_avg_scaled = 0
+            for cls in (C.CLASS_TCP, C.CLASS_TAGGED, C.CLASS_UNTAGGED):
+                self.class_avg_scaled[cls] = 0
+            self.red_state = RedState(0, _draw(self.rand_source))  # RedResetState
+
+        algorithm = p["algorithm"]
+        reason: str | None = None
+        if algorithm == C.ALGO_RED:
+            reason = self._red(occ)
+        elif algorithm in (C.ALGO_CBT_RED_ALL, C.ALGO_CBT_RED_TCP_ONLY):
+            reason = self._cbt(class_id, occ)
+        elif algorithm == C.ALGO_DCBT:
+            reason = self._dcbt(class_id, occ)
+        # ALGO_DROP_TAIL (and any unknown id, as in the P4): queue limit only.
+
+        if reason is None and occ.queue_pkts >= p["queue_limit_pkts"]:
+            reason = QUEUE_LIMIT
+        if reason is not None:
+            self.drops[(class_id, reason)] += 1
+            return reason
+        self.admits[class_id] += 1
+        return ADMIT
+
+    def _red_test(self, avg_scaled: int) -> str | None:
+        reason, self.red_state = red_decide(avg_scaled, self.params, self.red_state, self.rand_source)
+        return reason
+
+    def _update_red_avg(self, sample_pkts: int) -> int:
+        self.red_avg_scaled = ewma(self.red_avg_scaled, p4_to_scaled(sample_pkts),
+                                   self.params["ewma_shift"])
+        return self.red_avg_scaled
+
+    def _update_class_avg(self, class_id: int, sample_pkts: int) -> int:
+        self.class_avg_scaled[class_id] = ewma(self.class_avg_scaled[class_id],
+                                               p4_to_scaled(sample_pkts), self.params["ewma_shift"])
+        return self.class_avg_scaled[class_id]
+
+    def _red(self, occ: Occupancy) -> str | None:
+        """red.p4 Red: average of the whole queue on every arrival."""
+        return self._red_test(self._update_red_avg(occ.queue_pkts))
+
+    def _cbt(self, class_id: int, occ: Occupancy) -> str | None:
+        """cbt.p4 (cbt §3): class average updated on that class's arrivals only."""
+        red_for_all = self.params["algorithm"] == C.ALGO_CBT_RED_ALL
+        is_udp_class = class_id != C.CLASS_TCP
+        reason: str | None = None
+        if is_udp_class:
+            if class_id == C.CLASS_TAGGED:
+                class_pkts, threshold = occ.tagged_pkts, self.params["tagged_th_scaled"]
+            else:
+                class_pkts, threshold = occ.untagged_pkts, self.params["untagged_th_scaled"]
+            if self._update_class_avg(class_id, class_pkts) > threshold:
+                reason = CLASS_THRESHOLD
+        if reason is None and (red_for_all or not is_udp_class):
+            # RED for TCP only: RED's average counts TCP packets only (cbt §3).
+            sample_pkts = occ.queue_pkts if red_for_all else occ.tcp_pkts
+            reason = self._red_test(self._update_red_avg(sample_pkts))
+        return reason
+
+    def _dcbt(self, class_id: int, occ: Occupancy) -> str | None:
+        """dcbt.p4 (dcbt §3.1): synchronised averages, thresholds while red_avg > min_th."""
+        red_avg = self._update_red_avg(occ.queue_pkts)
+        tagged_avg = self._update_class_avg(C.CLASS_TAGGED, occ.tagged_pkts)
+        untagged_avg = self._update_class_avg(C.CLASS_UNTAGGED, occ.untagged_pkts)
+        reason: str | None = None
+        if red_avg > self.params["min_th_scaled"]:
+            if class_id == C.CLASS_TAGGED:
+                tagged_th = dcbt_tagged_th_scaled(red_avg, self.params["dcbt_tagged_share_q16"])
+                if tagged_avg > tagged_th:
+                    reason = CLASS_THRESHOLD
+            elif class_id == C.CLASS_UNTAGGED:
+                if untagged_avg > self.params["untagged_th_scaled"]:
+                    reason = CLASS_THRESHOLD
+        if reason is None:
+            reason = self._red_test(red_avg)
+        return reason

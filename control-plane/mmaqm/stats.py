@@ -1,0 +1,112 @@
+"""Counter readings -> plain-text table (pure formatting, no switch).
+
+A reading is keyed by (port, class name) and holds packet/byte counts::
+
+    {(2, "TCP"): {
+        "arrivals":   {"packets": 100, "bytes": 100000},
+        "admits":     {"packets": 90,  "bytes": 90000},
+        "departures": {"packets": 85,  "bytes": 85000},
+        "drops": {"RED_EARLY": {"packets": 10, "bytes": 10000}},   # missing reasons = 0
+    }}
+
+Counts may also be objects with ``packets`` / ``bytes`` attributes (the
+driver's CounterValue). Counter index arithmetic lives in p4constants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from . import p4constants as C
+
+COUNTERS = ("arrivals", "admits", "departures")
+UNITS = ("packets", "bytes")
+_DROP_REASONS = tuple(sorted(C.DROP_REASONS, key=C.DROP_REASONS.__getitem__))
+
+Readings = Mapping[tuple[int, str], Mapping[str, Any]]
+
+
+def _count(value: Any, unit: str) -> int:
+    """packets or bytes of one counter value (mapping or object); absent = 0."""
+    if value is None:
+        return 0
+    if isinstance(value, Mapping):
+        return int(value.get(unit, 0))
+    return int(getattr(value, unit))
+
+
+def loss_percent(dropped: int, arrivals: int) -> float | None:
+    """100 * dropped / arrivals; None without arrivals."""
+    return None if arrivals == 0 else 100.0 * dropped / arrivals
+
+
+def _row(port: int, class_name: str, reading: Mapping[str, Any], unit: str) -> list[str]:
+    unknown = set(reading) - set(COUNTERS) - {"drops"}
+    if unknown:
+        raise ValueError(f"({port}, {class_name}): unknown counters {sorted(unknown)}")
+    drops: Mapping[str, Any] = reading.get("drops") or {}
+    unknown = set(drops) - set(_DROP_REASONS)
+    if unknown:
+        raise ValueError(f"({port}, {class_name}): unknown drop reasons {sorted(unknown)}")
+    arrivals = _count(reading.get("arrivals"), unit)
+    admitted = _count(reading.get("admits"), unit)
+    departed = _count(reading.get("departures"), unit)
+    drop_counts = [_count(drops.get(reason), unit) for reason in _DROP_REASONS]
+    loss = loss_percent(sum(drop_counts), arrivals)
+    return [str(port), class_name, str(arrivals), str(admitted), str(departed),
+            str(admitted - departed), *map(str, drop_counts),
+            "-" if loss is None else f"{loss:.2f}"]
+
+
+def _sort_key(key: tuple[int, str]) -> tuple[int, int, str]:
+    port, class_name = key
+    return port, C.CLASSES.get(class_name, len(C.CLASSES)), class_name
+
+
+def format_table(readings: Readings, *, unit: str = "packets") -> str:
+    """One row per (port, class), sorted by port then class id.
+
+    Columns: port, class, arrivals, admitted, departed, queued (= admitted -
+    departed), one column per drop reason, loss% (all drops / arrivals).
+    """
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
+    header = ["port", "class", "arrivals", "admitted", "departed", "queued",
+              *_DROP_REASONS, "loss%"]
+    rows = [_row(port, class_name, readings[(port, class_name)], unit)
+            for port, class_name in sorted(readings, key=_sort_key)]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        # Text columns (port is a number but reads better left-aligned) left, numbers right.
+        return "  ".join(cell.ljust(w) if i < 2 else cell.rjust(w)
+                         for i, (cell, w) in enumerate(zip(cells, widths))).rstrip()
+
+    return "\n".join(line(cells) for cells in [header, *rows]) + "\n"
+
+
+def readings_from_counters(
+    ports: Iterable[int],
+    *,
+    arrivals: Mapping[int, Any],
+    admits: Mapping[int, Any],
+    departures: Mapping[int, Any],
+    drops: Mapping[int, Any],
+    classes: Iterable[str] = tuple(C.CLASSES),
+) -> dict[tuple[int, str], dict[str, Any]]:
+    """Readings from whole-counter reads {index: value} of queue_arrivals,
+    queue_admits, queue_departures and queue_drops; absent indexes read 0."""
+    result: dict[tuple[int, str], dict[str, Any]] = {}
+    for port in ports:
+        for class_name in classes:
+            class_id = C.CLASSES[class_name]
+            index = C.class_index(port, class_id)
+            result[(port, class_name)] = {
+                "arrivals": arrivals.get(index),
+                "admits": admits.get(index),
+                "departures": departures.get(index),
+                "drops": {reason: drops.get(C.drop_index(port, class_id, reason_id))
+                          for reason, reason_id in C.DROP_REASONS.items()},
+            }
+    return result

@@ -1,0 +1,87 @@
+// mmaqm: multimedia-aware active queue management, BMv2 v1model top file.
+// Wires the shared controls of p4src/include; see README.md "Architecture".
+#include <core.p4>
+#include <v1model.p4>
+
+#include "../include/defines.p4"
+#include "../include/headers.p4"
+#include "../include/parser.p4"
+#include "../include/routing.p4"
+#include "../include/classifier.p4"
+#include "../include/aqm.p4"
+#include "../include/flow_report.p4"
+
+// Discards before the AQM, index ingress_port * NUM_DISCARD_REASONS + reason.
+counter(NUM_PORTS * NUM_DISCARD_REASONS, CounterType.packets_and_bytes) ingress_discards;
+
+control MmaqmIngress(inout headers_t hdr,
+                     inout local_metadata_t meta,
+                     inout standard_metadata_t standard_metadata) {
+    Routing() routing;
+    Classifier() classifier;
+    Aqm() aqm;
+    FlowReport() flow_report;
+
+    action discard(bit<8> reason) {
+        mark_to_drop(standard_metadata);
+        ingress_discards.count((bit<32>)standard_metadata.ingress_port * NUM_DISCARD_REASONS
+                               + (bit<32>)reason);
+    }
+
+    apply {
+        // v1model leaves egress_spec at 0 (DESIGN §1): drop unless a route says otherwise.
+        mark_to_drop(standard_metadata);
+
+        if (standard_metadata.parser_error != error.NoError) {
+            discard(DISCARD_MALFORMED);
+        } else if (!hdr.ipv4.isValid()) {
+            discard(DISCARD_NOT_IPV4);
+        } else if (hdr.ipv4.ihl != 5) {
+            discard(DISCARD_IPV4_OPTIONS);
+        } else if (standard_metadata.checksum_error == 1) {
+            discard(DISCARD_BAD_CHECKSUM);
+        } else if (hdr.ipv4.total_len < 20
+                   || (bit<32>)hdr.ipv4.total_len + 14 > standard_metadata.packet_length) {
+            // IPv4 length field claims more than the frame carries: truncated.
+            discard(DISCARD_MALFORMED);
+        } else if (hdr.ipv4.ttl <= 1) {
+            discard(DISCARD_TTL_EXPIRED);
+        } else {
+            bool routed;
+            routing.apply(hdr, meta, standard_metadata, routed);
+            if (!routed) {
+                discard(DISCARD_NO_ROUTE);
+            } else if ((bit<32>)standard_metadata.egress_spec >= NUM_PORTS) {
+                discard(DISCARD_NO_POLICY);
+            } else {
+                meta.port_index = (bit<32>)standard_metadata.egress_spec;
+                classifier.apply(hdr, meta);
+                bool has_policy;
+                aqm.apply(meta, standard_metadata, has_policy);
+                if (!has_policy) {
+                    discard(DISCARD_NO_POLICY);
+                } else {
+                    flow_report.apply(hdr, meta, standard_metadata);
+                }
+            }
+        }
+    }
+}
+
+control MmaqmEgress(inout headers_t hdr,
+                    inout local_metadata_t meta,
+                    inout standard_metadata_t standard_metadata) {
+    OccupancyRelease() occupancy_release;
+    apply {
+        if (meta.admitted) {
+            occupancy_release.apply(meta, standard_metadata);
+        }
+    }
+}
+
+V1Switch(MmaqmParser(),
+         MmaqmVerifyChecksum(),
+         MmaqmIngress(),
+         MmaqmEgress(),
+         MmaqmComputeChecksum(),
+         MmaqmDeparser()) main;

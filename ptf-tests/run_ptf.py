@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Run the mmaqm PTF conformance suite against a real simple_switch_grpc.
+
+Everything lives in one network namespace made for the run: veth pairs
+swN <-> ptfN (N = 1..NUM_PORTS, IPv6 off, TX checksum offload off), BMv2 with
+sw1..swN as ports 1..N, P4Runtime on 127.0.0.1 and Thrift on its default port,
+both reachable only inside the namespace. The pipeline is pushed with the
+project's controller library, then `ptf` (never with --relax) runs the tests.
+The namespace, its veths and the switch are removed on exit, on failure and
+on Ctrl-C; a namespace left by a killed run is removed before starting.
+
+Exit status: ptf's. With --xunit-dir, ptf writes JUnit XML there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "control-plane"))
+
+from mmaqm.driver import SwitchDriver, wait_for_grpc  # noqa: E402
+
+NETNS = "mmaqm-ptf"
+NUM_PORTS = 4
+GRPC_ADDR = "127.0.0.1:9559"
+THRIFT_PORT = 9090
+DEVICE_ID = 1  # switch and controller must agree (DESIGN §1)
+
+
+def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, check=check, capture_output=True, text=True)
+
+
+def in_ns(*argv: str) -> list[str]:
+    return ["ip", "netns", "exec", NETNS, *argv]
+
+
+def teardown(switch: subprocess.Popen[bytes] | None) -> None:
+    if switch is not None and switch.poll() is None:
+        os.killpg(switch.pid, signal.SIGTERM)
+        try:
+            switch.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(switch.pid, signal.SIGKILL)
+            switch.wait()
+    # Any process still inside the namespace (a crashed earlier run) goes too.
+    pids = sh("ip", "netns", "pids", NETNS, check=False).stdout.split()
+    for pid in pids:
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if NETNS in sh("ip", "netns", "list", check=False).stdout.split():
+        sh("ip", "netns", "delete", NETNS, check=False)  # also deletes its veths
+
+
+def setup_namespace() -> None:
+    sh("ip", "netns", "add", NETNS)
+    sh(*in_ns("ip", "link", "set", "lo", "up"))
+    sh(*in_ns("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"))
+    sh(*in_ns("sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"))
+    for n in range(1, NUM_PORTS + 1):
+        sh(*in_ns("ip", "link", "add", f"sw{n}", "type", "veth", "peer", "name", f"ptf{n}"))
+        for ifname in (f"sw{n}", f"ptf{n}"):
+            sh(*in_ns("sysctl", "-qw", f"net.ipv6.conf.{ifname}.disable_ipv6=1"))
+            sh(*in_ns("ethtool", "-K", ifname, "tx", "off", "rx", "off"))
+            sh(*in_ns("ip", "link", "set", ifname, "mtu", "9000", "up"))
+
+
+def start_switch(log_dir: Path) -> subprocess.Popen[bytes]:
+    log_dir.mkdir(parents=True, exist_ok=True)
+    argv = [
+        "simple_switch_grpc", "--device-id", str(DEVICE_ID), "--no-p4",
+        "--thrift-port", str(THRIFT_PORT),
+        "--log-file", str(log_dir / "bmv2"), "--log-flush",
+        "--log-level", os.environ.get("MMAQM_BMV2_LOG_LEVEL", "info"),
+    ]
+    for n in range(1, NUM_PORTS + 1):
+        argv += ["-i", f"{n}@sw{n}"]
+    argv += ["--", "--grpc-server-addr", GRPC_ADDR]
+    out = open(log_dir / "bmv2.stdout", "wb")
+    return subprocess.Popen(in_ns(*argv), stdout=out, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+async def push_pipeline() -> None:
+    """Wait for the switch, then push the pipeline with the controller library."""
+    await wait_for_grpc(GRPC_ADDR)
+    async with SwitchDriver("ptf", GRPC_ADDR, device_id=DEVICE_ID) as driver:
+        await driver.clear()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("tests", nargs="*", help="test names, e.g. test_red.RedForcedDropTest")
+    parser.add_argument("--xunit-dir", type=Path)
+    parser.add_argument("--log-dir", type=Path, default=REPO / "build" / "ptf")
+    args = parser.parse_args()
+
+    if os.geteuid() != 0:
+        print("run_ptf: needs root (network namespaces, veths)", file=sys.stderr)
+        return 2
+    for tool in ("simple_switch_grpc", "simple_switch_CLI", "ptf"):
+        if shutil.which(tool) is None and not (Path(sys.executable).parent / tool).exists():
+            print(f"run_ptf: {tool} not found; run 'make deps'", file=sys.stderr)
+            return 2
+
+    switch = None
+
+    def on_signal(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        teardown(None)  # leftovers of a killed run
+        setup_namespace()
+        switch = start_switch(args.log_dir)
+        asyncio.run(push_pipeline())
+        if switch.poll() is not None:
+            print(f"run_ptf: simple_switch_grpc exited; see {args.log_dir}", file=sys.stderr)
+            return 2
+        ptf = str(Path(sys.executable).parent / "ptf")
+        argv = [sys.executable, ptf, "--test-dir", str(REPO / "ptf-tests" / "tests"),
+                "--test-params",
+                f"grpc_addr='{GRPC_ADDR}';device_id={DEVICE_ID};thrift_port={THRIFT_PORT};"
+                f"repo='{REPO}'",
+                "--log-file", str(args.log_dir / "ptf.log")]
+        for n in range(1, NUM_PORTS + 1):
+            argv += ["-i", f"{n}@ptf{n}"]
+        if args.xunit_dir:
+            args.xunit_dir.mkdir(parents=True, exist_ok=True)
+            argv += ["--xunit", "--xunit-dir", str(args.xunit_dir)]
+        argv += args.tests
+        env = dict(os.environ, PYTHONPATH=str(REPO / "control-plane"))
+        started = time.monotonic()
+        rc = subprocess.run(in_ns(*argv), env=env).returncode
+        print(f"run_ptf: ptf exited {rc} after {time.monotonic() - started:.0f} s")
+        if switch.poll() is not None:
+            print("run_ptf: simple_switch_grpc died during the suite", file=sys.stderr)
+            rc = rc or 1
+        return rc
+    except KeyboardInterrupt:
+        print("run_ptf: interrupted; cleaning up", file=sys.stderr)
+        return 130
+    finally:
+        teardown(switch)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,222 @@
+"""Shared fixtures of the mmaqm PTF suite (not a test module: no runTest here).
+
+Every test starts from the baseline of ptf-tests/ptf-config.yaml, written with
+the project's controller library: tables cleared, classifier and routes
+installed, every port DROP_TAIL with a fresh policy epoch (which resets the
+port's averages on its next packet), queue rates unlimited, TM depth large.
+
+Queue states are built with real packets only (BMv2 has no P4Runtime register
+writes). `burst()` freezes a port: BMv2 fixes each packet's departure time when
+it is enqueued (QueueingLogicRL), so after one "sacrificial" packet leaves a
+port limited to FREEZE_RATE_PPS, nothing else leaves for 1/FREEZE_RATE_PPS s;
+a burst sent inside that window sees exactly the occupancy the reference
+model (mmaqm.fixedpoint.PortModel) predicts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import ptf
+import ptf.testutils as tu
+from ptf.base_tests import BaseTest
+from scapy.layers.inet import ICMP, IP, TCP, UDP
+from scapy.layers.l2 import Ether
+
+from mmaqm import bmv2_tm
+from mmaqm import p4constants as C
+from mmaqm.blocking import BlockingSwitch
+from mmaqm.config import Config, load_config, parse_policy, policy_action_params
+from mmaqm.driver import SwitchDriver
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG: Config = load_config(REPO / "ptf-tests" / "ptf-config.yaml")
+SWITCH = CONFIG.switches["ptf"]
+PORTS = sorted(SWITCH.ports)
+FREEZE_RATE_PPS = 10      # a frozen port lets one packet out per 100 ms
+TM_DEPTH_PKTS = 1024      # above every queue_limit_pkts used in the suite
+SRC_HOST_PORT = 1         # tests send from the host behind port 1 ...
+OUT_PORT = 2              # ... towards the host behind port 2, unless stated
+
+
+def router_mac(port: int) -> str:
+    return SWITCH.ports[port].mac
+
+
+def host_mac(port: int) -> str:
+    return f"02:00:00:00:{port:02x}:01"
+
+
+def host_ip(port: int, host: int = 2) -> str:
+    return f"10.0.{port}.{host}"
+
+
+def packet(kind: str, *, out_port: int = OUT_PORT, in_port: int = SRC_HOST_PORT,
+           dscp: int = 0, sport: int = 1000, dport: int = 2000, seq: int = 0,
+           ttl: int = 64, payload_len: int = 64, dst_host: int = 2) -> Ether:
+    """A packet from the host behind in_port to a host behind out_port.
+
+    kind: "tcp", "udp", "icmp" or "gre" (other IP). `seq` goes into the IPv4
+    identification field, so every packet of a burst is distinguishable.
+    """
+    ip = IP(src=host_ip(in_port), dst=host_ip(out_port, dst_host), ttl=ttl,
+            tos=dscp << 2, id=seq & 0xFFFF)
+    payload = bytes(payload_len)
+    if kind == "tcp":
+        l4 = TCP(sport=sport, dport=dport, flags="A") / payload
+    elif kind == "udp":
+        l4 = UDP(sport=sport, dport=dport) / payload
+    elif kind == "icmp":
+        l4 = ICMP() / payload
+    elif kind == "gre":
+        ip.proto = 47
+        l4 = payload
+    else:
+        raise ValueError(kind)
+    return Ether(src=host_mac(in_port), dst=router_mac(in_port)) / ip / l4
+
+
+def forwarded(pkt: Ether, out_port: int = OUT_PORT) -> Ether:
+    """What the router must emit for `pkt`: MACs rewritten, TTL - 1, new checksum."""
+    out = pkt.copy()
+    out[Ether].src = router_mac(out_port)
+    out[Ether].dst = host_mac(out_port)
+    out[IP].ttl -= 1
+    del out[IP].chksum
+    return Ether(bytes(out))
+
+
+@dataclass
+class Counters:
+    """All counters of the program, by index."""
+
+    arrivals: dict[int, int] = field(default_factory=dict)
+    admits: dict[int, int] = field(default_factory=dict)
+    departures: dict[int, int] = field(default_factory=dict)
+    drops: dict[int, int] = field(default_factory=dict)
+    discards: dict[int, int] = field(default_factory=dict)
+
+    def minus(self, before: "Counters") -> "Counters":
+        def sub(a: dict[int, int], b: dict[int, int]) -> dict[int, int]:
+            keys = set(a) | set(b)
+            return {k: a.get(k, 0) - b.get(k, 0) for k in keys if a.get(k, 0) != b.get(k, 0)}
+        return Counters(sub(self.arrivals, before.arrivals), sub(self.admits, before.admits),
+                        sub(self.departures, before.departures), sub(self.drops, before.drops),
+                        sub(self.discards, before.discards))
+
+    # Friendly views of a delta -------------------------------------------
+    def per_class(self, table: dict[int, int], port: int) -> dict[str, int]:
+        return {name: table.get(C.class_index(port, cid), 0)
+                for name, cid in C.CLASSES.items() if table.get(C.class_index(port, cid), 0)}
+
+    def drop_reasons(self, port: int, class_id: int) -> dict[str, int]:
+        return {name: self.drops.get(C.drop_index(port, class_id, r), 0)
+                for name, r in C.DROP_REASONS.items() if self.drops.get(C.drop_index(port, class_id, r), 0)}
+
+    def discard_reasons(self, port: int) -> dict[str, int]:
+        return {name: self.discards.get(C.discard_index(port, r), 0)
+                for name, r in C.DISCARD_REASONS.items() if self.discards.get(C.discard_index(port, r), 0)}
+
+
+class MmaqmTest(BaseTest):
+    """Base class: connects, restores the baseline, offers counters and bursts."""
+
+    def setUp(self) -> None:
+        BaseTest.setUp(self)
+        self.dataplane = ptf.dataplane_instance
+        self.dataplane.flush()
+        params = tu.test_params_get()
+        self.thrift_port = int(params["thrift_port"])
+        self.sw = BlockingSwitch(SwitchDriver(
+            "ptf", params["grpc_addr"], device_id=int(params["device_id"]),
+            p4info=REPO / "build" / "main.p4info.txtpb", bmv2_json=REPO / "build" / "main.json"))
+        self.sw.clear()
+        self.sw.install_classifier(CONFIG.classifier.tagged_dscp)
+        for route in SWITCH.routes:
+            self.sw.install_route(route.prefix, route.port, router_mac(route.port), route.next_hop_mac)
+        for port in PORTS:
+            bmv2_tm.set_queue_rate(self.thrift_port, port, 0)
+            bmv2_tm.set_queue_depth(self.thrift_port, port, TM_DEPTH_PKTS)
+            self.set_policy(port, SWITCH.policies[port])
+
+    def tearDown(self) -> None:
+        try:
+            for port in PORTS:
+                bmv2_tm.set_queue_rate(self.thrift_port, port, 0)
+        finally:
+            self.sw.close()
+            BaseTest.tearDown(self)
+
+    # ---- policies ---------------------------------------------------------
+    def set_policy(self, port: int, policy, *, flow_epoch_shift: int = 0,
+                   share_tagged: float = 1.0, share_untagged: float = 1.0) -> dict[str, int]:
+        """Install a policy (a dict is validated like a config entry) with a new epoch."""
+        if isinstance(policy, dict):
+            policy = parse_policy(policy, f"test.policies.{port}")
+        params = policy_action_params(
+            policy, policy_epoch=self.sw.next_policy_epoch(port),
+            flow_epoch_shift=flow_epoch_shift,
+            share_tagged=share_tagged, share_untagged=share_untagged)
+        self.sw.write_port_policy(port, params)
+        return params
+
+    # ---- counters -----------------------------------------------------------
+    def counters(self) -> Counters:
+        def read(name: str) -> dict[int, int]:
+            return {i: v.packets for i, v in self.sw.read_counter(name).items() if v.packets}
+        return Counters(read("queue_arrivals"), read("queue_admits"), read("queue_departures"),
+                        read("queue_drops"), read("ingress_discards"))
+
+    def wait_counter(self, pred, timeout_s: float = 5.0) -> Counters:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            now = self.counters()
+            if pred(now) or time.monotonic() > deadline:
+                return now
+            time.sleep(0.02)
+
+    # ---- packets ------------------------------------------------------------
+    def send(self, pkt: Ether, port: int = SRC_HOST_PORT) -> None:
+        tu.send_packet(self, port, pkt)
+
+    def receive_ids(self, port: int, count: int, timeout_s: float) -> list[int]:
+        """IPv4 ids of the next `count` packets on `port` (fewer on timeout)."""
+        ids: list[int] = []
+        deadline = time.monotonic() + timeout_s
+        while len(ids) < count and time.monotonic() < deadline:
+            res = self.dataplane.poll(port_number=port, timeout=0.2)
+            if isinstance(res, self.dataplane.PollSuccess):
+                ids.append(Ether(res.packet)[IP].id)
+        return ids
+
+    def burst(self, out_port: int, pkts: Sequence[Ether], sacrificial: Ether) -> list[int]:
+        """Freeze out_port, send `pkts` back to back, return the ids forwarded.
+
+        The sacrificial packet is sent first and must come out before the
+        burst starts; the caller's model must include it (an arrival at
+        occupancy 0 that departs at once).
+        """
+        bmv2_tm.set_queue_rate(self.thrift_port, out_port, FREEZE_RATE_PPS)
+        time.sleep(1.0 / FREEZE_RATE_PPS + 0.05)  # the previous slot has passed
+        self.send(sacrificial)
+        got = self.receive_ids(out_port, 1, timeout_s=2.0)
+        self.assertEqual(got, [sacrificial[IP].id], "sacrificial packet did not pass")
+        frames = [bytes(p) for p in pkts]
+        started = time.monotonic()
+        for frame in frames:
+            self.dataplane.send(SRC_HOST_PORT, frame)
+        sent_s = time.monotonic() - started
+        # All of the burst must be in before the next departure slot (see module doc).
+        self.assertLess(sent_s, 0.5 / FREEZE_RATE_PPS,
+                        f"burst of {len(frames)} took {sent_s * 1e3:.1f} ms to send")
+        return []
+
+    def collect(self, out_port: int, expected_count: int) -> list[int]:
+        """Packets of a frozen port trickle out at FREEZE_RATE_PPS; gather them."""
+        ids = self.receive_ids(out_port, expected_count,
+                               timeout_s=expected_count / FREEZE_RATE_PPS + 3.0)
+        bmv2_tm.set_queue_rate(self.thrift_port, out_port, 0)
+        return ids
