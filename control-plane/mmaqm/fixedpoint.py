@@ -129,7 +129,7 @@ def ewma_shift_from_weight(weight: float) -> int:
     lower_k = upper_k + 1                     # 2^-lower_k < weight
     return _raise(
         f"{weight!r} is not a power of two; nearest are "
-        f"2^-{lower_k} = {2.0**-lower_k!r} and 2^-{upper_k} = {2.0**-upper_k!r}"
+        f"2^{-lower_k} = {2.0**-lower_k!r} and 2^{-upper_k} = {2.0**-upper_k!r}"
     )
 
 
@@ -219,8 +219,8 @@ def red_decide(
         return RED_FORCED, RedState(0, _draw(rand_source))
     count = (state.count + 1) & MASK32
     p_b_q16 = red_p_b_q16(avg_scaled, min_th, policy_params["red_slope_q24"])
-    # Drop when count * p_b >= R (the uniform-gap form of p_a = p_b / (1 - count p_b)).
-    if (count * p_b_q16) & MASK64 >= state.rand_q16:
+    # Drop when count * p_b > R (the uniform-gap form of p_a = p_b / (1 - count p_b)).
+    if (count * p_b_q16) & MASK64 > state.rand_q16:  # strict: P(drop) = count * p_b / 2^16 exactly
         return RED_EARLY, RedState(0, _draw(rand_source))
     return None, RedState(count, state.rand_q16)
 

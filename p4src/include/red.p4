@@ -6,8 +6,10 @@
 // Fixed point, no division in the data plane (Linux include/net/red.h):
 //   p_b_q16 = (avg_scaled - min_th_scaled) * red_slope_q24 >> 24, where the
 //   controller computes red_slope_q24 = max_p / (max_th - min_th) * 2^24;
-//   instead of dividing for p_a, one uniform threshold R in [0, 1) is drawn
-//   after every drop and the packet is dropped when count * p_b >= R. For a
+//   instead of dividing for p_a, one uniform threshold R in {0..2^16-1} is
+//   drawn after every drop and the packet is dropped when count * p_b_q16 > R,
+//   i.e. with probability min(1, count * p_b) for this count (strict '>', so
+//   p_b = 0 never drops). For a
 //   constant p_b this makes the gap between drops uniform on 1..1/p_b, which
 //   is exactly the distribution p_a produces.
 #ifndef MMAQM_RED_P4
@@ -58,7 +60,7 @@ control RedDrop(inout local_metadata_t meta, in bit<32> avg_scaled) {
             count = count + 1;
             bit<64> p_b_q16 = ((bit<64>)(avg_scaled - meta.policy.min_th_scaled)
                                * (bit<64>)meta.policy.red_slope_q24) >> SLOPE_FRAC_BITS;
-            if ((bit<64>)count * p_b_q16 >= (bit<64>)rand_q16) {
+            if ((bit<64>)count * p_b_q16 > (bit<64>)rand_q16) {
                 drop(DROP_RED_EARLY);
             } else {
                 red_count.write(meta.port_index, count);

@@ -29,8 +29,9 @@ from scapy.layers.l2 import Ether
 from mmaqm import bmv2_tm
 from mmaqm import p4constants as C
 from mmaqm.blocking import BlockingSwitch
-from mmaqm.config import Config, load_config, parse_policy, policy_action_params
+from mmaqm.config import Config, PortPolicy, load_config, policy_action_params
 from mmaqm.driver import SwitchDriver
+from mmaqm.fixedpoint import Occupancy, PortModel
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG: Config = load_config(REPO / "ptf-tests" / "ptf-config.yaml")
@@ -155,7 +156,7 @@ class MmaqmTest(BaseTest):
                    share_tagged: float = 1.0, share_untagged: float = 1.0) -> dict[str, int]:
         """Install a policy (a dict is validated like a config entry) with a new epoch."""
         if isinstance(policy, dict):
-            policy = parse_policy(policy, f"test.policies.{port}")
+            policy = PortPolicy(**policy)
         params = policy_action_params(
             policy, policy_epoch=self.sw.next_policy_epoch(port),
             flow_epoch_shift=flow_epoch_shift,
@@ -192,8 +193,8 @@ class MmaqmTest(BaseTest):
                 ids.append(Ether(res.packet)[IP].id)
         return ids
 
-    def burst(self, out_port: int, pkts: Sequence[Ether], sacrificial: Ether) -> list[int]:
-        """Freeze out_port, send `pkts` back to back, return the ids forwarded.
+    def burst(self, out_port: int, pkts: Sequence[Ether], sacrificial: Ether) -> None:
+        """Freeze out_port, then send `pkts` back to back.
 
         The sacrificial packet is sent first and must come out before the
         burst starts; the caller's model must include it (an arrival at
@@ -212,7 +213,6 @@ class MmaqmTest(BaseTest):
         # All of the burst must be in before the next departure slot (see module doc).
         self.assertLess(sent_s, 0.5 / FREEZE_RATE_PPS,
                         f"burst of {len(frames)} took {sent_s * 1e3:.1f} ms to send")
-        return []
 
     def collect(self, out_port: int, expected_count: int) -> list[int]:
         """Packets of a frozen port trickle out at FREEZE_RATE_PPS; gather them."""
@@ -220,3 +220,90 @@ class MmaqmTest(BaseTest):
                                timeout_s=expected_count / FREEZE_RATE_PPS + 3.0)
         bmv2_tm.set_queue_rate(self.thrift_port, out_port, 0)
         return ids
+
+
+def no_early_drop_max_p(min_th_pkts: float, max_th_pkts: float) -> float:
+    """max_p giving red_slope_q24 == 1: p_b = (avg - min_th) * 1 >> 24 is 0 for any
+    avg below max_th when max_th - min_th < 256 packets, so RED never drops early
+    and outcomes are deterministic."""
+    return (max_th_pkts - min_th_pkts) / 2**24
+
+
+CLASS_OF = {"tcp": "TCP", "tagged": "TAGGED", "untagged": "UNTAGGED"}
+
+
+def burst_packet(kind: str, seq: int, out_port: int = OUT_PORT, flow: int = 0) -> Ether:
+    """kind: "tcp", "tagged" (UDP, DSCP EF) or "untagged" (UDP, DSCP 0)."""
+    if kind == "tcp":
+        return packet("tcp", out_port=out_port, seq=seq, sport=1000 + flow)
+    dscp = 46 if kind == "tagged" else 0
+    return packet("udp", out_port=out_port, seq=seq, dscp=dscp, sport=3000 + flow)
+
+
+def predict(params: dict[str, int], kinds: Sequence[str], rand_source=lambda: 0) -> list[str]:
+    """Decisions of the reference model for: the sacrificial TCP packet at an
+    empty queue (it leaves at once), then `kinds` arriving at a frozen queue."""
+    model = PortModel(params, rand_source)
+    assert model.arrive(C.CLASSES["TCP"], Occupancy()) == "ADMIT"
+    occ = {"TCP": 0, "TAGGED": 0, "UNTAGGED": 0}
+    decisions = []
+    for kind in kinds:
+        cls = CLASS_OF[kind]
+        decision = model.arrive(C.CLASSES[cls], Occupancy(
+            queue_pkts=sum(occ.values()), tcp_pkts=occ["TCP"],
+            tagged_pkts=occ["TAGGED"], untagged_pkts=occ["UNTAGGED"]))
+        if decision == "ADMIT":
+            occ[cls] += 1
+        decisions.append(decision)
+    return decisions
+
+
+class QueueTest(MmaqmTest):
+    """Runs frozen bursts and checks them against the reference model."""
+
+    SACRIFICIAL_ID = 0xFFFF
+
+    def run_burst(self, params: dict[str, int], kinds: Sequence[str], out_port: int = OUT_PORT,
+                  expected: Sequence[str] | None = None) -> tuple[list[str], Counters]:
+        """Send `kinds` as a frozen burst; return (observed decisions, counter delta).
+
+        Observed decisions: "ADMIT" for a forwarded packet, else the drop reason
+        taken from the per-reason counters (checked against `expected`, or the
+        model's prediction when `expected` is None).
+        """
+        if expected is None:
+            expected = predict(params, kinds)
+        pkts = [burst_packet(k, seq=i + 1, out_port=out_port, flow=i % 4) for i, k in enumerate(kinds)]
+        sacrificial = burst_packet("tcp", seq=self.SACRIFICIAL_ID, out_port=out_port)
+        before = self.counters()
+        self.burst(out_port, pkts, sacrificial)
+        n = len(pkts) + 1
+        after_in = self.wait_counter(
+            lambda c: sum(c.minus(before).arrivals.values()) >= n, timeout_s=10)
+        delta_in = after_in.minus(before)
+        self.assertEqual(sum(delta_in.arrivals.values()), n, "not every packet reached the AQM")
+        # Departures are read after every arrival was counted: if only the
+        # sacrificial left by then, the burst saw a frozen queue (module doc).
+        self.assertEqual(sum(delta_in.departures.values()), 1,
+                         "queue drained during the burst: the frozen-queue precondition failed")
+        admitted_ids = [i + 1 for i, d in enumerate(expected) if d == "ADMIT"]
+        got = self.collect(out_port, len(admitted_ids))
+        self.assertEqual(got, admitted_ids, "forwarded packets differ from the prediction")
+        tu.verify_no_other_packets(self)
+        delta = self.wait_counter(
+            lambda c: sum(c.minus(before).departures.values()) >= len(admitted_ids) + 1).minus(before)
+        # Exact counter deltas per class: arrivals, admits, departures, drops by reason.
+        for cls, cid in C.CLASSES.items():
+            idx = C.class_index(out_port, cid)
+            want_arrivals = sum(1 for k in kinds if CLASS_OF[k] == cls) + (cls == "TCP")
+            want_admits = sum(1 for k, d in zip(kinds, expected) if CLASS_OF[k] == cls and d == "ADMIT") + (cls == "TCP")
+            self.assertEqual(delta.arrivals.get(idx, 0), want_arrivals, f"{cls} arrivals")
+            self.assertEqual(delta.admits.get(idx, 0), want_admits, f"{cls} admits")
+            self.assertEqual(delta.departures.get(idx, 0), want_admits,
+                             f"{cls} departures: occupancy must return to 0")
+            want_drops = {}
+            for k, d in zip(kinds, expected):
+                if CLASS_OF[k] == cls and d != "ADMIT":
+                    want_drops[d] = want_drops.get(d, 0) + 1
+            self.assertEqual(delta.drop_reasons(out_port, cid), want_drops, f"{cls} drops")
+        return list(expected), delta

@@ -1,0 +1,89 @@
+"""mmaqm-ctl: drive mmaqm switches from a YAML config.
+
+  mmaqm-ctl --config cfg.yaml [run]   install every switch, then keep D-CBT shares current
+  mmaqm-ctl --config cfg.yaml install install and exit
+  mmaqm-ctl --config cfg.yaml check   validate the config only; writes nothing
+  mmaqm-ctl --config cfg.yaml stats   per-port, per-class counters as a table
+
+The config is validated completely before any switch is contacted; an invalid
+config prints every error with its field path and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from .config import ConfigError, load_config
+from .controller import run_switches
+from .driver import DEFAULT_BMV2_JSON, DEFAULT_P4INFO, SwitchDriver
+from .stats import format_table, readings_from_counters
+
+
+async def _read_stats(cfg, names, p4info: Path) -> str:
+    out = []
+    for name in names:
+        sw = cfg.switches[name]
+        async with SwitchDriver(name, sw.p4runtime_addr, device_id=sw.device_id,
+                                p4info=p4info, push_pipeline=False, election_id=5) as d:
+            counters = {c: await d.read_counter(c) for c in
+                        ("queue_arrivals", "queue_admits", "queue_departures", "queue_drops")}
+        rows = readings_from_counters(
+            sorted(sw.ports), arrivals=counters["queue_arrivals"], admits=counters["queue_admits"],
+            departures=counters["queue_departures"], drops=counters["queue_drops"])
+        out.append(f"switch {name}\n{format_table(rows)}")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mmaqm-ctl", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", "-c", type=Path, required=True)
+    parser.add_argument("--switch", action="append", help="only this switch (repeatable)")
+    parser.add_argument("--p4info", type=Path, default=DEFAULT_P4INFO)
+    parser.add_argument("--bmv2-json", type=Path, default=DEFAULT_BMV2_JSON)
+    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("command", nargs="?", default="run",
+                        choices=("run", "install", "check", "stats"))
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    try:
+        cfg = load_config(args.config)
+    except ConfigError as err:
+        print(f"mmaqm-ctl: invalid config {args.config}:", file=sys.stderr)
+        for line in err.errors:
+            print(f"  {line}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        print(f"mmaqm-ctl: {err}", file=sys.stderr)
+        return 2
+    names = args.switch or sorted(cfg.switches)
+    unknown = [n for n in names if n not in cfg.switches]
+    if unknown:
+        print(f"mmaqm-ctl: unknown switch {unknown}; config has {sorted(cfg.switches)}",
+              file=sys.stderr)
+        return 2
+
+    if args.command == "check":
+        print(f"{args.config}: ok ({len(cfg.switches)} switches)")
+        return 0
+    try:
+        if args.command == "stats":
+            print(asyncio.run(_read_stats(cfg, names, args.p4info)))
+        else:
+            asyncio.run(run_switches(cfg, p4info=args.p4info, bmv2_json=args.bmv2_json,
+                                     install_only=args.command == "install", names=names))
+    except KeyboardInterrupt:
+        return 130
+    except (FileNotFoundError, RuntimeError, TimeoutError) as err:
+        print(f"mmaqm-ctl: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""The mmaqm controller: installs a switch from config and runs the D-CBT loop.
+
+One asyncio process drives any number of switches (one SwitchController each).
+Inputs arrive as digests (active flows, flow_report.p4); outputs leave as
+table entries (port_policy action parameters). The arithmetic lives in
+mmaqm.algorithms and mmaqm.config; this module only moves data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from . import p4constants as C
+from .algorithms import dcbt
+from .config import Config, SwitchConfig, policy_action_params
+from .driver import DEFAULT_BMV2_JSON, DEFAULT_P4INFO, SwitchDriver
+from .flows import ActiveFlowTable
+
+LOG = logging.getLogger(__name__)
+
+
+class SwitchController:
+    """Keeps one switch configured and its D-CBT shares current."""
+
+    def __init__(self, config: Config, switch: SwitchConfig, driver: SwitchDriver,
+                 clock_ms: Callable[[], float] = lambda: time.monotonic() * 1000) -> None:
+        self.config = config
+        self.switch = switch
+        self.driver = driver
+        self.clock_ms = clock_ms
+        self.flows = ActiveFlowTable()
+        self.epochs: dict[int, int] = {}
+        self.pushed: dict[int, dict[str, int]] = {}
+        self.flow_epoch_shift = config.active_flows.flow_epoch_shift
+
+    async def install(self) -> None:
+        """Replace every table entry with the configuration (validated already)."""
+        d = self.driver
+        await d.clear()
+        await d.install_classifier(self.config.classifier.tagged_dscp)
+        for route in self.switch.routes:
+            await d.install_route(str(route.prefix), route.port,
+                                  self.switch.ports[route.port].mac, route.next_hop_mac)
+        for port, policy in sorted(self.switch.policies.items()):
+            self.epochs[port] = await d.next_policy_epoch(port)
+            await self._push(port, self.policy_params(port))
+        await d.enable_flow_reports()
+        LOG.info("%s: installed %d routes, %d port policies", self.switch.name,
+                 len(self.switch.routes), len(self.switch.policies))
+
+    def policy_params(self, port: int) -> dict[str, int]:
+        """Action params for the port, with D-CBT shares from the active flows."""
+        policy = self.switch.policies[port]
+        counts = self.flows.counts(port)
+        share_tagged, share_untagged = dcbt.class_shares(
+            counts[C.CLASS_TCP], counts[C.CLASS_TAGGED], counts[C.CLASS_UNTAGGED])
+        return policy_action_params(
+            policy, policy_epoch=self.epochs[port], flow_epoch_shift=self.flow_epoch_shift,
+            share_tagged=share_tagged, share_untagged=share_untagged)
+
+    async def _push(self, port: int, params: dict[str, int]) -> None:
+        await self.driver.write_port_policy(port, params)
+        self.pushed[port] = params
+
+    async def update_shares(self) -> list[int]:
+        """Expire flows, recompute D-CBT shares, push the ports whose params changed."""
+        self.flows.expire(self.clock_ms(), self.config.active_flows.expiry_interval_ms)
+        changed = []
+        for port, policy in sorted(self.switch.policies.items()):
+            if policy.algorithm != "DCBT":
+                continue
+            params = self.policy_params(port)
+            if params != self.pushed.get(port):
+                await self._push(port, params)
+                changed.append(port)
+                LOG.debug("%s port %d: flows %s -> share_q16 %d untagged_th %d", self.switch.name,
+                          port, self.flows.counts(port), params["dcbt_tagged_share_q16"],
+                          params["untagged_th_scaled"])
+        return changed
+
+    async def receive_flow_reports(self) -> None:
+        async for reports in self.driver.flow_reports():
+            now_ms = self.clock_ms()
+            for report in reports:
+                self.flows.observe(report.egress_port, report.class_id, report.flow_key, now_ms)
+
+    async def run(self) -> None:
+        """Receive flow reports and update shares every update_interval_ms, forever."""
+        receiver = asyncio.create_task(self.receive_flow_reports())
+        try:
+            while True:
+                await self.update_shares()
+                await asyncio.sleep(self.config.active_flows.update_interval_ms / 1000)
+        finally:
+            receiver.cancel()
+            await asyncio.gather(receiver, return_exceptions=True)
+
+
+async def run_switches(config: Config, *, p4info: Path = DEFAULT_P4INFO,
+                       bmv2_json: Path = DEFAULT_BMV2_JSON, install_only: bool = False,
+                       names: list[str] | None = None) -> None:
+    """Connect to every (or the named) switch, install it, then run the loops."""
+    selected = [config.switches[n] for n in (names or sorted(config.switches))]
+
+    async def one(sw: SwitchConfig) -> None:
+        async with SwitchDriver(sw.name, sw.p4runtime_addr, device_id=sw.device_id,
+                                p4info=p4info, bmv2_json=bmv2_json) as driver:
+            controller = SwitchController(config, sw, driver)
+            await controller.install()
+            if not install_only:
+                await controller.run()
+
+    await asyncio.gather(*(one(sw) for sw in selected))

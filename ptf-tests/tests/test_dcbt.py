@@ -1,0 +1,94 @@
+"""D-CBT (dcbt §3.1): threshold tests only while red_avg > min_th; thresholds
+follow the controller's active-flow shares as flows appear and expire."""
+
+import asyncio
+import time
+
+from mmaqm import fixedpoint as fp
+from mmaqm.config import Config, SwitchConfig
+from mmaqm.controller import SwitchController
+from mmaqm_base import CONFIG, OUT_PORT, SWITCH, QueueTest, burst_packet, no_early_drop_max_p, predict
+
+DCBT = {"algorithm": "DCBT", "queue_limit_pkts": 200, "min_th_pkts": 6, "max_th_pkts": 100,
+        "max_p": no_early_drop_max_p(6, 100), "ewma_weight": 1.0}
+
+
+class DcbtThresholdActivationTest(QueueTest):
+    """Weight 1: red_avg = queue, tagged_avg = tagged occupancy. share_tagged 1/4.
+    12 tagged: q = 0..6 -> red_avg <= min_th (6): test inactive, all queued
+    (although tagged_avg > red_avg/4); q = 7 -> 7 > 6, threshold 7/4 = 1.75 < 7:
+    CLASS_THRESHOLD, and q stays 7: 7 queued, 5 dropped."""
+
+    def runTest(self):
+        params = self.set_policy(2, DCBT, share_tagged=0.25, share_untagged=0.25)
+        kinds = ["tagged"] * 12
+        expected = ["ADMIT"] * 7 + ["CLASS_THRESHOLD"] * 5
+        self.assertEqual(predict(params, kinds), expected)
+        self.run_burst(params, kinds, expected=expected)
+
+
+class DcbtTaggedShareTest(QueueTest):
+    """Above min_th a tagged packet passes while tagged_avg <= red_avg * share.
+    8 TCP (q 0..7), then tagged at q = 8, 9, 10, 11 with tagged occupancy 0..3:
+    0 <= 2, 1 <= 2.25, 2 <= 2.5 pass; 3 > 2.75 dropped. Untagged: share 1/4 of
+    (6 + 94 * 2^-24 * 94), 1.5 packets after rounding: untagged occupancy 0, 1 pass, 2 > 1.5 dropped."""
+
+    def runTest(self):
+        params = self.set_policy(2, DCBT, share_tagged=0.25, share_untagged=0.25)
+        self.assertEqual(params["untagged_th_scaled"], fp.to_scaled(0.25 * (6 + DCBT["max_p"] * 94)))
+        kinds = ["tcp"] * 8 + ["tagged"] * 4 + ["untagged"] * 3
+        expected = ["ADMIT"] * 8 + ["ADMIT"] * 3 + ["CLASS_THRESHOLD"] + ["ADMIT"] * 2 + ["CLASS_THRESHOLD"]
+        self.assertEqual(predict(params, kinds), expected)
+        self.run_burst(params, kinds, expected=expected)
+
+
+class DcbtSharesFollowFlowsTest(QueueTest):
+    """The controller counts flows from digests and pushes shares (dcbt §3.1):
+    3 TCP + 1 tagged flow -> share_tagged 1/4, untagged threshold 0;
+    + 1 untagged flow -> 1/5 and 1/5 * (min_th + max_p * (max_th - min_th));
+    all flows silent for longer than the 300 ms expiry -> no flows: shares 1."""
+
+    def wait_entry(self, want_share_q16: int, want_untagged_th: int, timeout_s: float = 2.0):
+        deadline = time.monotonic() + timeout_s
+        while True:
+            entry = self.sw.read_port_policy(OUT_PORT)
+            got = (entry["dcbt_tagged_share_q16"], entry["untagged_th_scaled"])
+            if got == (want_share_q16, want_untagged_th) or time.monotonic() > deadline:
+                return got, time.monotonic()
+            time.sleep(0.01)
+
+    def runTest(self):
+        from mmaqm.config import PortPolicy
+        policy = PortPolicy(**DCBT)
+        switch = SwitchConfig(name=SWITCH.name, p4runtime_addr=SWITCH.p4runtime_addr,
+                              device_id=SWITCH.device_id, ports=SWITCH.ports, routes=SWITCH.routes,
+                              policies={**SWITCH.policies, OUT_PORT: policy})
+        config = Config(switches={SWITCH.name: switch}, classifier=CONFIG.classifier,
+                        active_flows=CONFIG.active_flows)
+        controller = SwitchController(config, switch, self.sw.driver)
+        self.sw.run(controller.install())
+        loop_task = asyncio.run_coroutine_threadsafe(controller.run(), self.sw._loop)
+        try:
+            base_th = 6 + DCBT["max_p"] * 94
+            self.assertEqual(self.wait_entry(65536, fp.to_scaled(base_th))[0],
+                             (65536, fp.to_scaled(base_th)), "no flows: shares 1")
+            for flow in range(3):
+                self.send(burst_packet("tcp", seq=flow, flow=flow))
+            self.send(burst_packet("tagged", seq=10, flow=0))
+            got, _ = self.wait_entry(16384, 0)
+            self.assertEqual(got, (16384, 0), "3 TCP + 1 tagged")
+            self.send(burst_packet("untagged", seq=11, flow=0))
+            got, last_change = self.wait_entry(13107, fp.to_scaled(0.2 * base_th))
+            self.assertEqual(got, (13107, fp.to_scaled(0.2 * base_th)), "+1 untagged")
+            # Still active 100 ms later (expiry 300 ms), then all expire.
+            time.sleep(0.1)
+            entry = self.sw.read_port_policy(OUT_PORT)
+            self.assertEqual(entry["dcbt_tagged_share_q16"], 13107, "expired too early")
+            got, expired_at = self.wait_entry(65536, fp.to_scaled(base_th))
+            self.assertEqual(got, (65536, fp.to_scaled(base_th)), "flows did not expire")
+            self.assertGreater(expired_at - last_change, 0.25)
+            # Drain the 5 single packets (queue rate is unlimited here).
+            for _ in range(5):
+                self.dataplane.poll(port_number=OUT_PORT, timeout=1)
+        finally:
+            loop_task.cancel()
