@@ -289,6 +289,9 @@ def _describe(value: object) -> str:
 
 
 def _fmt(value: float) -> str:
+    """A number as the user would write it: 50.0 -> "50", 0.1 -> "0.1"."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
     return repr(value)
 
 

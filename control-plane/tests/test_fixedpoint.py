@@ -152,7 +152,7 @@ def test_red_decide_forced_at_max_th() -> None:
 
 def test_red_decide_early_drop_on_the_third_packet() -> None:
     # avg 20 packets -> p_b_q16 = 2184, R = 5000:
-    #   count 1: 2184 < 5000 keep; count 2: 4368 < 5000 keep; count 3: 6552 >= 5000 drop
+    #   count 1: 2184 <= 5000 keep; count 2: 4368 <= 5000 keep; count 3: 6552 > 5000 drop
     rand = RandSequence([777])
     state = F.RedState(0, 5000)
     reasons = []
@@ -164,11 +164,21 @@ def test_red_decide_early_drop_on_the_third_packet() -> None:
     assert rand.calls == 1                      # R is drawn only at the drop
 
 
-def test_red_decide_at_min_th_is_the_early_zone() -> None:
-    # avg == min_th: p_b = 0; count * 0 >= R only if R == 0
+def test_red_decide_early_drop_is_strict() -> None:
+    # red.p4: drop when count * p_b_q16 > R. R = 4368 = 2 * 2184: count 2 keeps, count 3 drops.
+    rand = RandSequence([0])
+    reason, state = F.red_decide(20 * PKT, RED_15_30, F.RedState(1, 4368), rand)
+    assert (reason, state) == (None, F.RedState(2, 4368))
+    reason, state = F.red_decide(20 * PKT, RED_15_30, state, rand)
+    assert (reason, state) == ("RED_EARLY", F.RedState(0, 0))
+
+
+def test_red_decide_at_min_th_is_the_early_zone_and_never_drops() -> None:
+    # avg == min_th: early zone (count moves, no redraw), p_b = 0 and 0 > R is false even for R = 0
     rand = RandSequence([5])
     assert F.red_decide(15 * PKT, RED_15_30, F.RedState(0, 1), rand) == (None, F.RedState(1, 1))
-    assert F.red_decide(15 * PKT, RED_15_30, F.RedState(0, 0), rand)[0] == "RED_EARLY"
+    assert F.red_decide(15 * PKT, RED_15_30, F.RedState(4, 0), rand) == (None, F.RedState(5, 0))
+    assert rand.calls == 0
 
 
 def test_red_decide_checks_rand_source_range() -> None:
@@ -357,15 +367,21 @@ def test_epoch_reset() -> None:
     assert model.red_state == F.RedState(0, 300)
 
 
-def test_epoch_0_does_not_reset_power_up_registers() -> None:
-    # avg_policy_epoch powers up at 0: a policy with epoch 0 never triggers RedResetState,
-    # so R stays 0 and the first early-zone packet is dropped even with p_b = 0.
+@pytest.mark.parametrize("epoch, decision, draws", [
+    (0, "RED_EARLY", 1),    # no reset: R stays at its power-up 0, 655 > 0 drops; the drop draws
+    (1, "ADMIT", 1),        # reset draws R = 60000; 655 <= 60000 admits
+])
+def test_epoch_0_does_not_reset_power_up_registers(epoch: int, decision: str, draws: int) -> None:
+    # avg_policy_epoch powers up at 0, so a first policy with epoch 0 never runs
+    # RedResetState: R keeps its power-up value 0.
+    # min 0, max 10, max_p 0.1, w = 1: slope = 0.01 * 2^24 = 167772.16 -> 167772;
+    # avg 1 packet: p_b = 65536 * 167772 >> 24 = 655.36 -> 655
     params = policy("RED", min_th_scaled=0, max_th_scaled=10 * PKT,
-                    red_slope_q24=F.red_slope_q24(0, 10, 0.1), ewma_shift=0, policy_epoch=0)
+                    red_slope_q24=F.red_slope_q24(0, 10, 0.1), ewma_shift=0, policy_epoch=epoch)
     rand = RandSequence([60000])
     model = F.PortModel(params, rand)
-    assert model.arrive(TCP, occ(queue=0)) == "RED_EARLY"
-    assert rand.calls == 1                    # drawn by the drop, not by a reset
+    assert model.arrive(TCP, occ(queue=1)) == decision
+    assert rand.calls == draws
 
 
 def test_occupancy_from_dict() -> None:

@@ -1,0 +1,631 @@
+"""config: schema validation, resolved policies, action parameters."""
+
+from __future__ import annotations
+
+import copy
+import textwrap
+from typing import Any
+
+import pytest
+
+from mmaqm import fixedpoint as F
+from mmaqm.config import (
+    ConfigError,
+    PortPolicy,
+    flow_epoch_shift_for,
+    load_config,
+    parse_config,
+    policy_action_params,
+)
+
+RED_POLICY = {"algorithm": "RED", "min_th_pkts": 15, "max_th_pkts": 30, "max_p": 0.1,
+              "queue_limit_pkts": 60}
+BASE: dict[str, Any] = {
+    "switches": {
+        "s1": {
+            "p4runtime_addr": "127.0.0.1:9559",
+            "ports": {
+                1: {"mac": "02:00:00:00:00:01"},
+                2: {"mac": "02:00:00:00:00:02"},
+                3: {"mac": "02:00:00:00:00:03"},
+            },
+            "routes": [
+                {"prefix": "10.0.1.0/24", "port": 1, "next_hop_mac": "02:00:00:01:00:01"},
+                {"prefix": "10.0.2.0/24", "port": 2, "next_hop_mac": "02:00:00:02:00:01"},
+            ],
+            "policies": {
+                "default": {"algorithm": "DROP_TAIL"},
+                2: dict(RED_POLICY),
+            },
+        }
+    }
+}
+
+
+def base() -> dict[str, Any]:
+    return copy.deepcopy(BASE)
+
+
+def s1(cfg: dict[str, Any]) -> dict[str, Any]:
+    return cfg["switches"]["s1"]
+
+
+def errors_of(cfg: object) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        parse_config(cfg)
+    assert isinstance(info.value, ValueError)
+    assert str(info.value) == "\n".join(info.value.errors)
+    return info.value.errors
+
+
+def assert_error(cfg: object, expected: str) -> None:
+    errors = errors_of(cfg)
+    assert expected in errors, errors
+
+
+# ------------------------------------------------------------------ valid
+def test_valid_config_and_defaults() -> None:
+    config = parse_config(base())
+    assert config.classifier.tagged_dscp == (46, 34)
+    assert config.active_flows.expiry_interval_ms == 300
+    assert config.active_flows.update_interval_ms == 50
+    assert config.active_flows.flow_epoch_shift == 17
+    switch = config.switches["s1"]
+    assert switch.name == "s1" and switch.device_id == 1
+    assert switch.p4runtime_addr == "127.0.0.1:9559"
+    assert sorted(switch.ports) == [1, 2, 3]
+    assert switch.ports[1].mac == "02:00:00:00:00:01"
+    assert [str(r.prefix) for r in switch.routes] == ["10.0.1.0/24", "10.0.2.0/24"]
+    # own policy wins; the default covers every other port in ports
+    assert switch.policies[2].algorithm == "RED"
+    assert switch.policies[1].algorithm == "DROP_TAIL"
+    assert switch.policies[3].algorithm == "DROP_TAIL"
+    red = switch.policies[2]
+    assert red.queue_limit_pkts == 60
+    assert red.ewma_weight == 2**-9 and red.ewma_shift == 9     # default weight 1/512
+    assert switch.policies[1].queue_limit_pkts == 64             # default queue limit
+    assert switch.policies[1].ewma_shift == 0
+
+
+def test_valid_boundaries_are_accepted() -> None:
+    cfg = base()
+    s1(cfg)["policies"][2] = {"algorithm": "CBT_RED_ALL", "min_th_pkts": 0, "max_th_pkts": 60,
+                              "max_p": 1.0, "queue_limit_pkts": 60, "tagged_th_pkts": 60,
+                              "untagged_th_pkts": 0, "tm_queue_depth_pkts": 61,
+                              "link_rate_pps": 1, "ewma_weight": 1}
+    cfg["classifier"] = {"tagged_dscp": [0, 63]}
+    cfg["active_flows"] = {"expiry_interval_ms": 100, "update_interval_ms": 100}
+    s1(cfg)["ports"][63] = {"mac": "02:00:00:00:00:3f"}
+    s1(cfg)["device_id"] = 0
+    config = parse_config(cfg)
+    policy = config.switches["s1"].policies[2]
+    assert (policy.min_th_pkts, policy.max_th_pkts, policy.ewma_shift) == (0, 60, 0)
+    assert config.classifier.tagged_dscp == (0, 63)
+    assert config.switches["s1"].device_id == 0
+
+
+def test_mac_is_normalised_to_lower_case() -> None:
+    cfg = base()
+    s1(cfg)["ports"][1]["mac"] = "02:AB:00:00:00:01"
+    assert parse_config(cfg).switches["s1"].ports[1].mac == "02:ab:00:00:00:01"
+
+
+# ------------------------------------------------------------------ errors
+def test_example_error_message() -> None:
+    cfg = base()
+    s1(cfg)["policies"][2].update(min_th_pkts=20, max_th_pkts=15)
+    assert errors_of(cfg) == [
+        "switches.s1.policies.2.min_th_pkts: must be < max_th_pkts (15), got 20"]
+
+
+def test_min_th_equal_max_th() -> None:
+    cfg = base()
+    s1(cfg)["policies"][2].update(min_th_pkts=15, max_th_pkts=15)
+    assert_error(cfg, "switches.s1.policies.2.min_th_pkts: must be < max_th_pkts (15), got 15")
+
+
+def test_all_errors_are_reported_together() -> None:
+    cfg = base()
+    s1(cfg)["policies"][2]["max_p"] = 2
+    s1(cfg)["routes"][0]["prefix"] = "10.0.1.1/24"
+    cfg["classifier"] = {"tagged_dscp": [46, 46]}
+    errors = errors_of(cfg)
+    assert len(errors) == 3, errors
+    assert set(errors) == {
+        "classifier.tagged_dscp.1: duplicate DSCP 46 (also at index 0)",
+        "switches.s1.routes.0.prefix: host bits set in '10.0.1.1/24' (the network is 10.0.1.0/24)",
+        "switches.s1.policies.2.max_p: must be in (0, 1], got 2",
+    }
+
+
+def test_unknown_port_in_route() -> None:
+    cfg = base()
+    s1(cfg)["routes"][1]["port"] = 5
+    assert_error(cfg, "switches.s1.routes.1.port: unknown port 5 (not in switches.s1.ports)")
+
+
+def test_unknown_port_in_policy() -> None:
+    cfg = base()
+    s1(cfg)["policies"][7] = dict(RED_POLICY)
+    assert errors_of(cfg) == ["switches.s1.policies.7: unknown port 7 (not in switches.s1.ports)"]
+
+
+def test_port_at_or_above_num_ports() -> None:
+    cfg = base()
+    s1(cfg)["ports"][64] = {"mac": "02:00:00:00:00:40"}
+    assert errors_of(cfg) == ["switches.s1.ports.64: must be in 0..63, got 64"]
+    cfg = base()
+    s1(cfg)["routes"][0]["port"] = 64
+    assert errors_of(cfg) == ["switches.s1.routes.0.port: must be in 0..63, got 64"]
+    cfg = base()
+    s1(cfg)["policies"][64] = dict(RED_POLICY)
+    assert errors_of(cfg) == ["switches.s1.policies.64: must be in 0..63, got 64"]
+
+
+def test_port_key_must_be_an_integer() -> None:
+    cfg = base()
+    s1(cfg)["ports"]["eth1"] = {"mac": "02:00:00:00:00:09"}
+    assert_error(cfg, "switches.s1.ports.eth1: must be an integer, got string 'eth1'")
+
+
+@pytest.mark.parametrize("max_p", [0, -0.1, 1.5, 2])
+def test_max_p_outside_0_1(max_p: float) -> None:
+    cfg = base()
+    s1(cfg)["policies"][2]["max_p"] = max_p
+    assert errors_of(cfg) == [f"switches.s1.policies.2.max_p: must be in (0, 1], got {max_p!r}"]
+
+
+def test_max_th_above_queue_limit() -> None:
+    cfg = base()
+    s1(cfg)["policies"][2]["max_th_pkts"] = 61
+    assert errors_of(cfg) == [
+        "switches.s1.policies.2.max_th_pkts: must be <= queue_limit_pkts (60), got 61"]
+
+
+def test_max_th_above_default_queue_limit() -> None:
+    cfg = base()
+    del s1(cfg)["policies"][2]["queue_limit_pkts"]
+    s1(cfg)["policies"][2]["max_th_pkts"] = 65
+    assert errors_of(cfg) == [
+        "switches.s1.policies.2.max_th_pkts: must be <= queue_limit_pkts (64), got 65"]
+
+
+@pytest.mark.parametrize("key", ["tagged_th_pkts", "untagged_th_pkts"])
+def test_cbt_thresholds_above_queue_limit_or_negative(key: str) -> None:
+    cfg = base()
+    s1(cfg)["policies"][2] = {**RED_POLICY, "algorithm": "CBT_RED_ALL", "tagged_th_pkts": 10,
+                              "untagged_th_pkts": 2}
+    s1(cfg)["policies"][2][key] = 60.5
+    assert errors_of(cfg) == [
+        f"switches.s1.policies.2.{key}: must be <= queue_limit_pkts (60), got 60.5"]
+    s1(cfg)["policies"][2][key] = -1
+    assert errors_of(cfg) == [f"switches.s1.policies.2.{key}: must be >= 0, got -1"]
+
+
+def test_negative_min_th() -> None:
+    cfg = base()
+    s1(cfg)["policies"][2]["min_th_pkts"] = -1
+    assert errors_of(cfg) == ["switches.s1.policies.2.min_th_pkts: must be >= 0, got -1"]
+
+
+@pytest.mark.parametrize("limit", [0, 65536, 100000])
+def test_queue_limit_range(limit: int) -> None:
+    cfg = base()
+    s1(cfg)["policies"]["default"]["queue_limit_pkts"] = limit
+    assert errors_of(cfg) == [
+        f"switches.s1.policies.default.queue_limit_pkts: must be in 1..65535 (averages are "
+        f"bit<32> packets * 2^16), got {limit}"]
+
+
+def test_unknown_algorithm() -> None:
+    cfg = base()
+    s1(cfg)["policies"][2]["algorithm"] = "REDD"
+    assert errors_of(cfg) == [
+        "switches.s1.policies.2.algorithm: must be one of DROP_TAIL, RED, CBT_RED_ALL, "
+        "CBT_RED_TCP_ONLY, DCBT, got string 'REDD'"]
+
+
+@pytest.mark.parametrize("mac, message", [
+    ("02:00:00:00:00", 'must be a MAC like "02:00:00:00:00:01", got string \'02:00:00:00:00\''),
+    ("02-00-00-00-00-01", 'must be a MAC like "02:00:00:00:00:01", got string \'02-00-00-00-00-01\''),
+    ("zz:00:00:00:00:01", 'must be a MAC like "02:00:00:00:00:01", got string \'zz:00:00:00:00:01\''),
+    ("01:00:5e:00:00:01", "must be a unicast MAC (first octet even), got '01:00:5e:00:00:01'"),
+    ("ff:ff:ff:ff:ff:ff", "must be a unicast MAC (first octet even), got 'ff:ff:ff:ff:ff:ff'"),
+    ("00:00:00:00:00:00", "must not be the all-zero MAC, got '00:00:00:00:00:00'"),
+    (9783936001, "must be a quoted string: YAML read the unquoted MAC as the number 9783936001"),
+])
+def test_bad_mac(mac: object, message: str) -> None:
+    cfg = base()
+    s1(cfg)["ports"][3]["mac"] = mac
+    assert errors_of(cfg) == [f"switches.s1.ports.3.mac: {message}"]
+    cfg = base()
+    s1(cfg)["routes"][0]["next_hop_mac"] = mac
+    assert errors_of(cfg) == [f"switches.s1.routes.0.next_hop_mac: {message}"]
+
+
+@pytest.mark.parametrize("prefix, message", [
+    ("10.0.1.1/24", "host bits set in '10.0.1.1/24' (the network is 10.0.1.0/24)"),
+    ("10.0.1.0", "must be an IPv4 network like 10.0.1.0/24, got string '10.0.1.0'"),
+    ("10.0.1.0/33", "must be an IPv4 network like 10.0.1.0/24, got '10.0.1.0/33'"),
+    ("300.0.0.0/8", "must be an IPv4 network like 10.0.1.0/24, got '300.0.0.0/8'"),
+    ("fd00::/64", "must be an IPv4 network like 10.0.1.0/24, got 'fd00::/64'"),
+    (10, "must be an IPv4 network like 10.0.1.0/24, got 10"),
+])
+def test_bad_prefix(prefix: object, message: str) -> None:
+    cfg = base()
+    s1(cfg)["routes"][0]["prefix"] = prefix
+    errors = errors_of(cfg)
+    assert len(errors) == 1 and errors[0].startswith(f"switches.s1.routes.0.prefix: {message}")
+
+
+def test_default_route_is_a_valid_prefix() -> None:
+    cfg = base()
+    s1(cfg)["routes"][0]["prefix"] = "0.0.0.0/0"
+    assert str(parse_config(cfg).switches["s1"].routes[0].prefix) == "0.0.0.0/0"
+
+
+def test_duplicate_route_prefix() -> None:
+    cfg = base()
+    s1(cfg)["routes"].append({"prefix": "10.0.1.0/24", "port": 2,
+                              "next_hop_mac": "02:00:00:02:00:01"})
+    assert errors_of(cfg) == [
+        "switches.s1.routes.2.prefix: duplicate prefix 10.0.1.0/24 (also switches.s1.routes.0)"]
+
+
+def test_same_network_different_length_is_not_a_duplicate() -> None:
+    cfg = base()
+    s1(cfg)["routes"].append({"prefix": "10.0.1.0/25", "port": 2,
+                              "next_hop_mac": "02:00:00:02:00:01"})
+    assert len(parse_config(cfg).switches["s1"].routes) == 3
+
+
+def test_tagged_dscp_duplicate_and_range() -> None:
+    cfg = base()
+    cfg["classifier"] = {"tagged_dscp": [46, 34, 46, 64, -1]}
+    assert errors_of(cfg) == [
+        "classifier.tagged_dscp.2: duplicate DSCP 46 (also at index 0)",
+        "classifier.tagged_dscp.3: must be in 0..63, got 64",
+        "classifier.tagged_dscp.4: must be in 0..63, got -1",
+    ]
+
+
+def test_tagged_dscp_may_be_empty() -> None:
+    cfg = base()
+    cfg["classifier"] = {"tagged_dscp": []}
+    assert parse_config(cfg).classifier.tagged_dscp == ()
+
+
+@pytest.mark.parametrize("where, path", [
+    (lambda c: c, "clasifier"),
+    (lambda c: c.setdefault("classifier", {}), "classifier.tagged"),
+    (lambda c: c.setdefault("active_flows", {}), "active_flows.expiry_ms"),
+    (lambda c: s1(c), "switches.s1.policy"),
+    (lambda c: s1(c)["ports"][1], "switches.s1.ports.1.vlan"),
+    (lambda c: s1(c)["routes"][0], "switches.s1.routes.0.gateway"),
+    (lambda c: s1(c)["policies"][2], "switches.s1.policies.2.max_th"),
+    (lambda c: s1(c)["policies"]["default"], "switches.s1.policies.default.queue_limit"),
+])
+def test_unknown_key(where, path: str) -> None:
+    cfg = base()
+    where(cfg)[path.rsplit(".", 1)[-1]] = 1
+    errors = errors_of(cfg)
+    assert any(e.startswith(f"{path}: unknown key (allowed: ") for e in errors), errors
+
+
+def test_unknown_policy_key_lists_the_allowed_keys() -> None:
+    cfg = base()
+    s1(cfg)["policies"][2]["max_th"] = 30
+    assert errors_of(cfg) == [
+        "switches.s1.policies.2.max_th: unknown key (allowed: algorithm, queue_limit_pkts, "
+        "min_th_pkts, max_th_pkts, max_p, ewma_weight, tagged_th_pkts, untagged_th_pkts, "
+        "tm_queue_depth_pkts, link_rate_pps)"]
+
+
+@pytest.mark.parametrize("remove, path", [
+    (lambda c: c.pop("switches"), "switches"),
+    (lambda c: s1(c).pop("p4runtime_addr"), "switches.s1.p4runtime_addr"),
+    (lambda c: s1(c).pop("ports"), "switches.s1.ports"),
+    (lambda c: s1(c)["ports"][1].pop("mac"), "switches.s1.ports.1.mac"),
+    (lambda c: s1(c)["routes"][0].pop("prefix"), "switches.s1.routes.0.prefix"),
+    (lambda c: s1(c)["routes"][0].pop("port"), "switches.s1.routes.0.port"),
+    (lambda c: s1(c)["routes"][0].pop("next_hop_mac"), "switches.s1.routes.0.next_hop_mac"),
+    (lambda c: s1(c)["policies"][2].pop("algorithm"), "switches.s1.policies.2.algorithm"),
+    (lambda c: s1(c)["policies"][2].pop("min_th_pkts"), "switches.s1.policies.2.min_th_pkts"),
+    (lambda c: s1(c)["policies"][2].pop("max_th_pkts"), "switches.s1.policies.2.max_th_pkts"),
+    (lambda c: s1(c)["policies"][2].pop("max_p"), "switches.s1.policies.2.max_p"),
+])
+def test_missing_required_key(remove, path: str) -> None:
+    cfg = base()
+    remove(cfg)
+    errors = errors_of(cfg)
+    assert any(e.startswith(f"{path}: required") for e in errors), errors
+
+
+@pytest.mark.parametrize("algorithm", ["CBT_RED_ALL", "CBT_RED_TCP_ONLY"])
+def test_cbt_requires_class_thresholds(algorithm: str) -> None:
+    cfg = base()
+    s1(cfg)["policies"][2]["algorithm"] = algorithm
+    assert errors_of(cfg) == [
+        f"switches.s1.policies.2.tagged_th_pkts: required for {algorithm}",
+        f"switches.s1.policies.2.untagged_th_pkts: required for {algorithm}",
+    ]
+
+
+@pytest.mark.parametrize("algorithm", ["RED", "DCBT"])
+def test_class_thresholds_forbidden_outside_cbt(algorithm: str) -> None:
+    cfg = base()
+    s1(cfg)["policies"][2].update(algorithm=algorithm, untagged_th_pkts=2)
+    assert errors_of(cfg) == [
+        "switches.s1.policies.2.untagged_th_pkts: only for CBT_RED_ALL and CBT_RED_TCP_ONLY"]
+
+
+def test_drop_tail_takes_no_red_parameters() -> None:
+    cfg = base()
+    s1(cfg)["policies"]["default"].update(max_p=0.1, ewma_weight=0.5)
+    assert errors_of(cfg) == [
+        "switches.s1.policies.default.max_p: not used by DROP_TAIL",
+        "switches.s1.policies.default.ewma_weight: not used by DROP_TAIL",
+    ]
+
+
+def test_routed_port_needs_a_policy() -> None:
+    cfg = base()
+    del s1(cfg)["policies"]["default"]
+    assert errors_of(cfg) == [
+        "switches.s1.routes.0.port: port 1 has no policy (add policies.1 or policies.default)"]
+
+
+def test_unrouted_port_without_policy_is_fine() -> None:
+    cfg = base()
+    del s1(cfg)["policies"]["default"]
+    s1(cfg)["routes"].pop(0)
+    switch = parse_config(cfg).switches["s1"]
+    assert sorted(switch.policies) == [2]
+
+
+def test_ewma_weight_must_be_a_power_of_two() -> None:
+    cfg = base()
+    s1(cfg)["policies"][2]["ewma_weight"] = 0.002
+    assert errors_of(cfg) == [
+        "switches.s1.policies.2.ewma_weight: 0.002 is not a power of two; nearest are "
+        "2^-9 = 0.001953125 and 2^-8 = 0.00390625"]
+
+
+def test_ewma_weight_power_of_two_gives_shift() -> None:
+    cfg = base()
+    s1(cfg)["policies"][2]["ewma_weight"] = 0.0078125   # 2^-7
+    assert parse_config(cfg).switches["s1"].policies[2].ewma_shift == 7
+
+
+def test_tm_queue_depth_must_exceed_queue_limit() -> None:
+    cfg = base()
+    s1(cfg)["policies"][2]["tm_queue_depth_pkts"] = 60
+    assert errors_of(cfg) == [
+        "switches.s1.policies.2.tm_queue_depth_pkts: must be > queue_limit_pkts (60) so the "
+        "traffic manager never drops behind the P4 program, got 60"]
+
+
+def test_link_rate_must_be_positive() -> None:
+    cfg = base()
+    s1(cfg)["policies"][2]["link_rate_pps"] = 0
+    assert errors_of(cfg) == ["switches.s1.policies.2.link_rate_pps: must be >= 1, got 0"]
+
+
+@pytest.mark.parametrize("flows, message", [
+    ({"expiry_interval_ms": 0}, "active_flows.expiry_interval_ms: must be >= 0.004 (two 2 us flow "
+                                "epochs), got 0"),
+    ({"update_interval_ms": 0}, "active_flows.update_interval_ms: must be > 0, got 0"),
+    ({"update_interval_ms": 301}, "active_flows.update_interval_ms: must be <= "
+                                  "expiry_interval_ms (300), got 301"),
+    ({"expiry_interval_ms": 40}, "active_flows.update_interval_ms: must be <= "
+                                 "expiry_interval_ms (40), got 50"),
+])
+def test_active_flows_intervals(flows: dict, message: str) -> None:
+    cfg = base()
+    cfg["active_flows"] = flows
+    assert errors_of(cfg) == [message]
+
+
+@pytest.mark.parametrize("addr, message", [
+    ("localhost", "must be host:port, got 'localhost'"),
+    ("localhost:99999", "port must be 1..65535, got '99999', got 'localhost:99999'"),
+    ("::1:9559", "an IPv6 address must be in brackets: [addr]:port, got '::1:9559'"),
+    ("[zz::1]:9559", "bad IPv6 address '[zz::1]', got '[zz::1]:9559'"),
+    ("bad host:9559", "bad host 'bad host', got 'bad host:9559'"),
+])
+def test_bad_p4runtime_addr(addr: str, message: str) -> None:
+    cfg = base()
+    s1(cfg)["p4runtime_addr"] = addr
+    assert errors_of(cfg) == [f"switches.s1.p4runtime_addr: {message}"]
+
+
+@pytest.mark.parametrize("addr", ["localhost:9559", "[::1]:9559", "s1.example:50001"])
+def test_good_p4runtime_addr(addr: str) -> None:
+    cfg = base()
+    s1(cfg)["p4runtime_addr"] = addr
+    assert parse_config(cfg).switches["s1"].p4runtime_addr == addr
+
+
+def test_two_switches_on_one_endpoint() -> None:
+    cfg = base()
+    cfg["switches"]["s2"] = copy.deepcopy(s1(cfg))
+    assert errors_of(cfg) == [
+        "switches.s2.p4runtime_addr: 127.0.0.1:9559 device_id 1 is also switch s1"]
+    cfg["switches"]["s2"]["device_id"] = 2
+    assert sorted(parse_config(cfg).switches) == ["s1", "s2"]
+
+
+def test_bad_switch_name_and_empty_sections() -> None:
+    cfg = base()
+    cfg["switches"]["s 1"] = cfg["switches"].pop("s1")
+    assert_error(cfg, "switches.s 1: switch name must match [A-Za-z0-9_-]+, got string 's 1'")
+    assert_error({"switches": {}}, "switches: must list at least one switch")
+    cfg = base()
+    s1(cfg)["ports"] = {}
+    assert_error(cfg, "switches.s1.ports: must list at least one port")
+
+
+@pytest.mark.parametrize("value, message", [
+    (True, "must be an integer, got boolean true"),
+    ("64", "must be an integer, got string '64'"),
+    (6.5, "must be an integer, got 6.5"),
+    (None, "must be an integer, got nothing (null)"),
+])
+def test_integer_fields_reject_other_types(value: object, message: str) -> None:
+    cfg = base()
+    s1(cfg)["policies"][2]["queue_limit_pkts"] = value
+    assert errors_of(cfg) == [f"switches.s1.policies.2.queue_limit_pkts: {message}"]
+
+
+def test_number_given_as_yaml_1_1_exponent_string() -> None:
+    cfg = base()
+    s1(cfg)["policies"][2]["max_p"] = "1e-1"
+    assert errors_of(cfg) == [
+        "switches.s1.policies.2.max_p: must be a number, got string '1e-1' (YAML 1.1 reads "
+        "exponents without a dot as text: write 1.0e-3)"]
+
+
+def test_root_must_be_a_mapping() -> None:
+    assert errors_of(None) == ["(root): must be a mapping, got nothing (null)"]
+    assert errors_of([]) == ["(root): must be a mapping, got a list"]
+
+
+def test_port_policy_constructor_validates() -> None:
+    with pytest.raises(ConfigError) as info:
+        PortPolicy(algorithm="RED", min_th_pkts=5, max_th_pkts=4, max_p=0.1)
+    assert info.value.errors == ["min_th_pkts: must be < max_th_pkts (4), got 5"]
+    assert PortPolicy(algorithm="RED", min_th_pkts=4, max_th_pkts=5, max_p=0.1).ewma_shift == 9
+
+
+# ------------------------------------------------------------------ YAML files
+def test_load_config_from_yaml(tmp_path) -> None:
+    path = tmp_path / "lab.yaml"
+    path.write_text(textwrap.dedent("""\
+        classifier:
+          tagged_dscp: [46]
+        switches:
+          s1:
+            p4runtime_addr: 127.0.0.1:9559
+            ports:
+              1: {mac: "02:00:00:00:00:01"}
+            routes:
+              - {prefix: 10.0.1.0/24, port: 1, next_hop_mac: "02:00:00:01:00:01"}
+            policies:
+              1: {algorithm: DCBT, min_th_pkts: 15, max_th_pkts: 30, max_p: 0.1}
+        """))
+    config = load_config(path)
+    assert config.classifier.tagged_dscp == (46,)
+    assert config.switches["s1"].policies[1].algorithm == "DCBT"
+
+
+def test_load_config_reports_duplicate_yaml_keys(tmp_path) -> None:
+    path = tmp_path / "dup.yaml"
+    path.write_text(textwrap.dedent("""\
+        switches:
+          s1:
+            p4runtime_addr: 127.0.0.1:9559
+            ports:
+              1: {mac: "02:00:00:00:00:01"}
+              1: {mac: "02:00:00:00:00:02"}
+        """))
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.errors == [f"{path}: line 6: duplicate key 1"]
+
+
+def test_load_config_reports_yaml_syntax_errors(tmp_path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("switches: [\n")
+    with pytest.raises(ConfigError, match="invalid YAML"):
+        load_config(path)
+
+
+# ------------------------------------------------------------------ action params
+def policy_of(**policy: Any) -> PortPolicy:
+    cfg = base()
+    s1(cfg)["policies"][2] = policy
+    return parse_config(cfg).switches["s1"].policies[2]
+
+
+def test_action_params_red() -> None:
+    params = policy_action_params(policy_of(**RED_POLICY), policy_epoch=3, flow_epoch_shift=0)
+    # 15 * 2^16 = 983040; 30 * 2^16 = 1966080; 0.1 / 15 * 2^24 = 111848.1 -> 111848
+    assert params == {
+        "algorithm": 1, "queue_limit_pkts": 60, "min_th_scaled": 983040,
+        "max_th_scaled": 1966080, "red_slope_q24": 111848, "ewma_shift": 9,
+        "tagged_th_scaled": 0, "untagged_th_scaled": 0, "dcbt_tagged_share_q16": 0,
+        "policy_epoch": 3, "flow_epoch_shift": 0,
+    }
+    assert list(params) == list(F.POLICY_PARAM_BITS)       # declaration order of aqm.p4
+
+
+def test_action_params_cbt() -> None:
+    policy = policy_of(**RED_POLICY, algorithm_placeholder=None) if False else policy_of(
+        algorithm="CBT_RED_TCP_ONLY", min_th_pkts=15, max_th_pkts=30, max_p=0.1,
+        queue_limit_pkts=60, tagged_th_pkts=10, untagged_th_pkts=2, ewma_weight=0.25)
+    params = policy_action_params(policy, policy_epoch=1, flow_epoch_shift=17,
+                                  share_tagged=0.5, share_untagged=0.5)  # shares unused by CBT
+    # tagged 10 * 65536 = 655360; untagged 2 * 65536 = 131072 (cbt §4); w = 2^-2
+    assert params == {
+        "algorithm": 3, "queue_limit_pkts": 60, "min_th_scaled": 983040,
+        "max_th_scaled": 1966080, "red_slope_q24": 111848, "ewma_shift": 2,
+        "tagged_th_scaled": 655360, "untagged_th_scaled": 131072, "dcbt_tagged_share_q16": 0,
+        "policy_epoch": 1, "flow_epoch_shift": 17,
+    }
+
+
+def test_action_params_dcbt() -> None:
+    policy = policy_of(algorithm="DCBT", min_th_pkts=15, max_th_pkts=30, max_p=0.1,
+                       queue_limit_pkts=60)
+    params = policy_action_params(policy, policy_epoch=65535, flow_epoch_shift=17,
+                                  share_tagged=0.5, share_untagged=0.25)
+    # untagged: 0.25 * (15 + 0.1 * 15) = 4.125 pkts = 270336; tagged share 0.5 = 32768
+    assert params == {
+        "algorithm": 4, "queue_limit_pkts": 60, "min_th_scaled": 983040,
+        "max_th_scaled": 1966080, "red_slope_q24": 111848, "ewma_shift": 9,
+        "tagged_th_scaled": 0, "untagged_th_scaled": 270336, "dcbt_tagged_share_q16": 32768,
+        "policy_epoch": 65535, "flow_epoch_shift": 17,
+    }
+    # default shares 1.0: untagged 16.5 pkts = 1081344, tagged 65536
+    defaults = policy_action_params(policy, policy_epoch=1, flow_epoch_shift=17)
+    assert (defaults["untagged_th_scaled"], defaults["dcbt_tagged_share_q16"]) == (1081344, 65536)
+
+
+def test_action_params_drop_tail() -> None:
+    params = policy_action_params(policy_of(algorithm="DROP_TAIL", queue_limit_pkts=100),
+                                  policy_epoch=1, flow_epoch_shift=0)
+    assert params == {
+        "algorithm": 0, "queue_limit_pkts": 100, "min_th_scaled": 0, "max_th_scaled": 0,
+        "red_slope_q24": 0, "ewma_shift": 0, "tagged_th_scaled": 0, "untagged_th_scaled": 0,
+        "dcbt_tagged_share_q16": 0, "policy_epoch": 1, "flow_epoch_shift": 0,
+    }
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"policy_epoch": 65536, "flow_epoch_shift": 0},
+    {"policy_epoch": -1, "flow_epoch_shift": 0},
+    {"policy_epoch": 1, "flow_epoch_shift": 41},
+    {"policy_epoch": 1, "flow_epoch_shift": 0, "share_tagged": 1.5},
+    {"policy_epoch": 1, "flow_epoch_shift": 0, "share_untagged": -0.5},
+])
+def test_action_params_reject(kwargs: dict) -> None:
+    policy = policy_of(algorithm="DCBT", min_th_pkts=15, max_th_pkts=30, max_p=0.1)
+    with pytest.raises(ValueError):
+        policy_action_params(policy, **kwargs)
+
+
+@pytest.mark.parametrize("expiry_ms, shift", [
+    (300, 17),          # 150000 us: 2^17 = 131072 <= 150000 < 2^18 = 262144
+    (0.512, 8),         # 256 us = 2^8 exactly (<= is inclusive)
+    (0.51, 7),          # 255 us
+    (0.004, 1),         # 2 us = 2^1
+    (1e12, 40),         # capped
+])
+def test_flow_epoch_shift_for(expiry_ms: float, shift: int) -> None:
+    assert flow_epoch_shift_for(expiry_ms) == shift
+    assert 2**shift <= expiry_ms * 1000 / 2
+
+
+def test_flow_epoch_shift_for_rejects_tiny_intervals() -> None:
+    with pytest.raises(ValueError):
+        flow_epoch_shift_for(0.003)             # 1.5 us: no k >= 1
