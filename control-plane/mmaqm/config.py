@@ -129,7 +129,8 @@ class PortPolicy:
     ewma_shift: int = field(init=False)
 
     def __post_init__(self) -> None:
-        if self.algorithm in C.ALGORITHMS and self.algorithm != "DROP_TAIL" and self.ewma_weight is None:
+        uses_average = _is_algorithm(self.algorithm) and self.algorithm != "DROP_TAIL"
+        if uses_average and self.ewma_weight is None:
             object.__setattr__(self, "ewma_weight", DEFAULT_EWMA_WEIGHT)
         problems = _policy_problems(_policy_values(self))
         if problems:
@@ -203,12 +204,8 @@ def flow_epoch_shift_for(expiry_interval_ms: float) -> int:
                          f"got {expiry_interval_ms!r}")
     if math.isinf(half_us):
         return MAX_FLOW_EPOCH_SHIFT
-    k = min(math.floor(math.log2(half_us)), MAX_FLOW_EPOCH_SHIFT + 1)
-    while 2**k > half_us:                      # guard against log2 rounding
-        k -= 1
-    while k < MAX_FLOW_EPOCH_SHIFT and 2 ** (k + 1) <= half_us:
-        k += 1
-    return min(k, MAX_FLOW_EPOCH_SHIFT)
+    _, exponent = math.frexp(half_us)          # half_us = m * 2^exponent, 0.5 <= m < 1: exact
+    return min(exponent - 1, MAX_FLOW_EPOCH_SHIFT)
 
 
 def policy_action_params(
@@ -306,6 +303,12 @@ def _unknown_keys(raw: Mapping[Any, Any], path: str, allowed: tuple[str, ...], e
     for key in raw:
         if key not in allowed:
             errs.add(_join(path, key), f"unknown key (allowed: {', '.join(allowed)})")
+
+
+def _section(raw: Mapping[Any, Any], key: str, default: Any) -> Any:
+    """An optional section; absent or empty (YAML null) means the default."""
+    value = raw.get(key)
+    return default if value is None else value
 
 
 def _get(raw: Mapping[Any, Any], key: str, path: str, errs: _Errors, default: Any) -> Any:
@@ -647,9 +650,9 @@ def _parse_switch(name: object, value: object, path: str, errs: _Errors) -> Swit
     # Membership checks only against a port list without errors (no cascades).
     known_ports = set(ports) if ports is not None and len(errs.items) == before_ports else None
 
-    routes = _parse_routes(raw.get("routes", []), _join(path, "routes"), ports_path,
+    routes = _parse_routes(_section(raw, "routes", []), _join(path, "routes"), ports_path,
                            known_ports, errs)
-    own, default, broken = _parse_policies(raw.get("policies", {}), _join(path, "policies"),
+    own, default, broken = _parse_policies(_section(raw, "policies", {}), _join(path, "policies"),
                                            ports_path, known_ports, errs)
 
     effective: dict[int, PortPolicy] = {}
@@ -731,8 +734,8 @@ def parse_config(data: object) -> Config:
     if raw is None:
         raise ConfigError(errs.items)
     _unknown_keys(raw, "", ("classifier", "active_flows", "switches"), errs)
-    classifier = _parse_classifier(raw.get("classifier", {}), errs)
-    active_flows = _parse_active_flows(raw.get("active_flows", {}), errs)
+    classifier = _parse_classifier(_section(raw, "classifier", {}), errs)
+    active_flows = _parse_active_flows(_section(raw, "active_flows", {}), errs)
     switches: dict[str, SwitchConfig] = {}
     switches_raw: Mapping[Any, Any] | None = None
     if "switches" not in raw:

@@ -619,6 +619,9 @@ def test_action_params_reject(kwargs: dict) -> None:
     (0.512, 8),         # 256 us = 2^8 exactly (<= is inclusive)
     (0.51, 7),          # 255 us
     (0.004, 1),         # 2 us = 2^1
+    (0.0079, 1),        # 3.95 us
+    (2**20 / 500, 20),  # 2^20 us exactly
+    (2**20 / 500 * (1 - 1e-15), 19),  # a hair below 2^20 us
     (1e12, 40),         # capped
 ])
 def test_flow_epoch_shift_for(expiry_ms: float, shift: int) -> None:
@@ -629,3 +632,21 @@ def test_flow_epoch_shift_for(expiry_ms: float, shift: int) -> None:
 def test_flow_epoch_shift_for_rejects_tiny_intervals() -> None:
     with pytest.raises(ValueError):
         flow_epoch_shift_for(0.003)             # 1.5 us: no k >= 1
+
+
+def test_empty_optional_sections_mean_their_defaults(tmp_path) -> None:
+    path = tmp_path / "empty.yaml"
+    path.write_text(textwrap.dedent("""\
+        classifier:
+        active_flows:
+        switches:
+          s1:
+            p4runtime_addr: 127.0.0.1:9559
+            ports:
+              1: {mac: "02:00:00:00:00:01"}
+            routes:
+            policies:
+        """))
+    config = load_config(path)
+    assert config.classifier.tagged_dscp == (46, 34)
+    assert config.switches["s1"].routes == () and dict(config.switches["s1"].policies) == {}

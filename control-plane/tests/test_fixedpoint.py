@@ -290,13 +290,13 @@ def test_cbt_red_for_all_red_tests_udp_survivors() -> None:
 
 def test_cbt_red_for_tcp_only() -> None:
     model = F.PortModel(cbt_params("CBT_RED_TCP_ONLY"), RandSequence([60000]))
-    # UDP survivors skip RED (queue 25 would be forced) and do not move RED's average
-    assert model.arrive(TAGGED, occ(queue=25, tagged=1)) == "ADMIT"
-    assert model.red_avg_scaled == 0
     # TCP: RED's average counts TCP packets only (cbt §3): sample 3, not 25
     assert model.arrive(TCP, occ(queue=25, tcp=3, tagged=22)) == "ADMIT"
     assert model.red_avg_scaled == 3 * PKT
     assert model.arrive(TCP, occ(queue=25, tcp=20)) == "RED_FORCED"
+    # UDP survivors skip RED (tcp 25 >= max_th 20 would be forced) and leave RED's average alone
+    assert model.arrive(TAGGED, occ(queue=26, tcp=25, tagged=1)) == "ADMIT"
+    assert model.red_avg_scaled == 20 * PKT
 
 
 def dcbt_params(**overrides: int) -> dict[str, int]:

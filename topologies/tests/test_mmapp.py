@@ -3,7 +3,6 @@ run between two network namespaces (root only)."""
 
 from __future__ import annotations
 
-import csv
 import json
 import select
 import subprocess
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mmaqm_exp import metrics
+from mmaqm_exp import metrics, samples
 from mmaqm_exp.mmapp import (
     DATA_HDR,
     DEFAULT_SIZE,
@@ -122,24 +121,14 @@ def _wait_ready(p: subprocess.Popen, timeout: float = 5.0) -> None:
     assert "ready" in line, line
 
 
-def _read_recv(path: Path) -> dict[int, list[dict]]:
-    by_flow: dict[int, list[dict]] = {}
-    with open(path) as f:
-        for row in csv.DictReader(f):
-            r = {k: int(v) for k, v in row.items()}
-            by_flow.setdefault(r["flow_id"], []).append(r)
-    return by_flow
+def _read_recv(path: Path) -> dict[int, list[samples.RecvSample]]:
+    return samples.by_flow(samples.read_recv_csv(path))
 
 
-def _read_log(path: Path) -> list[dict]:
-    with open(path) as f:
-        return list(csv.DictReader(f))
-
-
-def _rate_kbps(rows: list[dict]) -> float:
+def _rate_kbps(rows: list[samples.RecvSample]) -> float:
     """Receive rate from first to last packet: (n-1) packets' bytes over the span."""
-    t = [r["recv_ts_ns"] for r in rows]
-    return sum(r["bytes"] for r in rows[1:]) * 8 / ((t[-1] - t[0]) / 1e9) / 1000
+    t = [r.recv_ts_ns for r in rows]
+    return sum(r.bytes for r in rows[1:]) * 8 / ((t[-1] - t[0]) / 1e9) / 1000
 
 
 @pytest.mark.skipif(SKIP is not None, reason=SKIP or "")
@@ -176,47 +165,52 @@ def test_mmapp_between_namespaces(net, py_env, tmp_path):
 
     # --- flow 1: every packet arrives, in order, tagged EF, 1000-byte datagrams
     f1 = by_flow[1]
-    seqs = [r["seq"] for r in f1]
+    seqs = [r.seq for r in f1]
     assert all(b > a for a, b in zip(seqs, seqs[1:])), "seq not increasing"
     assert len(f1) == summary[1]["sent"] and seqs == list(range(len(f1)))
-    assert {r["dscp"] for r in f1} == {46}
-    assert {r["bytes"] for r in f1} == {1000}
+    assert {r.dscp for r in f1} == {46}
+    assert {r.bytes for r in f1} == {1000}
     # flow control without loss: up one scale per feedback/RTT, 0 -> 4, never cut
-    log1 = _read_log(tmp_path / "s1.csv")
+    log1 = samples.read_send_log(tmp_path / "s1.csv")
     assert summary[1]["ups"] == 4 and summary[1]["cuts"] == 0 and summary[1]["final_scale"] == 4
-    t_start = int(log1[0]["t_ns"])
-    t_top = next(int(r["t_ns"]) for r in log1 if r["scale"] == "4")
-    assert (t_top - t_start) / 1e9 < 0.5
+    assert log1[0].event == "start" and log1[-1].event == "end"
+    t_top = next(r.t_ns for r in log1 if r.scale == 4)
+    assert (t_top - log1[0].t_ns) / 1e9 < 0.5
     assert 0 < summary[1]["srtt_us"] < 20000
     # pacing at scale 4 (1100 kbit/s, 137.5 packets/s) measured at the receiver
-    top = [r for r in f1 if r["scale"] == 4]
+    top = [r for r in f1 if r.scale == 4]
     assert len(top) > 250
     rate = _rate_kbps(top)
     assert abs(rate - 1100) / 1100 < 0.10, rate
+    # the sender's own schedule (send timestamps, free of receive-side noise) keeps
+    # the 8000 bit / 1100 kbit/s = 7.2727 ms spacing: sleep drift would show here
+    ts = [r.send_ts_ns for r in top]
+    spacing_ms = (ts[-1] - ts[0]) / (len(ts) - 1) / 1e6
+    assert abs(spacing_ms - 8000 / 1100) / (8000 / 1100) < 0.02, spacing_ms
     # one-way delay is measurable (shared clock) and small on a bare veth
-    d = metrics.delay_stats([(r["send_ts_ns"] / 1e9, r["recv_ts_ns"] / 1e9) for r in f1])
+    d = metrics.delay_stats(samples.delay_pairs_s(f1, t0_ns=f1[0].send_ts_ns))
     assert 0 < d.min and d.mean < 0.02
 
     # --- flow 2: losses make the sender cut its scale
     f2 = by_flow[2]
-    seqs2 = [r["seq"] for r in f2]
+    seqs2 = [r.seq for r in f2]
     assert all(b > a for a, b in zip(seqs2, seqs2[1:]))
     lost = summary[2]["sent"] - len(f2)
     assert 0.1 < lost / summary[2]["sent"] < 0.3  # about 20 %
     assert summary[2]["cuts"] >= 5
-    log2 = _read_log(tmp_path / "s2.csv")
-    assert any(r["event"] == "cut" for r in log2)
-    assert min(int(r["scale"]) for r in log2) <= 1
+    log2 = samples.read_send_log(tmp_path / "s2.csv")
+    assert any(r.event == "cut" for r in log2)
+    assert min(r.scale for r in log2) <= 1
 
-    def mean_scale(log):
-        t = [int(r["t_ns"]) / 1e9 for r in log]
-        return metrics.time_weighted_mean(t, [int(r["scale"]) for r in log], t[0], t[-1])
+    def mean_scale(log: list[samples.SendLogRow]) -> float:
+        t = [(r.t_ns - log[0].t_ns) / 1e9 for r in log]
+        return metrics.time_weighted_mean(t, [r.scale for r in log], t[0], t[-1])
 
     assert mean_scale(log2) < mean_scale(log1) - 0.5
     assert _rate_kbps(f2) < 0.9 * 1100  # it spent time below the top scale
 
     # --- flow 3: CBR, untagged, accurate rate, no flow control
     f3 = by_flow[3]
-    assert {r["dscp"] for r in f3} == {0} and {r["scale"] for r in f3} == {255}
+    assert {r.dscp for r in f3} == {0} and {r.scale for r in f3} == {255}
     assert abs(_rate_kbps(f3) - 2000) / 2000 < 0.10
     assert summary[3]["mode"] == "cbr" and summary[3]["cuts"] == 0

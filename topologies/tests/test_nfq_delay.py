@@ -13,7 +13,6 @@ headers, make, gcc or iptables are missing.
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import select
@@ -26,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from mmaqm_exp import metrics
+from mmaqm_exp import metrics, samples
 from mmaqm_exp.netns import NsPair, missing_prereqs, ns_pair
 
 DELAY_DIR = Path(__file__).resolve().parents[1] / "delay"
@@ -123,16 +122,14 @@ def test_udp_blast_5000pps(net, nfq_delay_bin, py_env, tmp_path):
     assert net.stop(rx) == 0
     stats = _stop_delay(net, el, stats_path)
 
-    with open(recv_csv) as f:
-        rows = list(csv.DictReader(f))
+    rows = samples.read_recv_csv(recv_csv)
     assert sent >= 9500  # the sender kept up with 5000 packets/s
     assert metrics.loss_rate(sent, len(rows)) < 0.01, (sent, len(rows))
     # every packet went through the element (+ a few stray ones at most)
     assert stats["packets"] >= len(rows)
-    seqs = [int(r["seq"]) for r in rows]
+    seqs = [r.seq for r in rows]
     assert all(b > a for a, b in zip(seqs, seqs[1:])), "the element reordered packets"
-    owd = metrics.delay_stats(
-        [(int(r["send_ts_ns"]) / 1e6, int(r["recv_ts_ns"]) / 1e6) for r in rows])  # ms
+    owd = metrics.delay_stats([(r.send_ts_ns / 1e6, r.recv_ts_ns / 1e6) for r in rows])  # ms
     assert owd.min >= DELAY_MS - 0.01, owd
     assert owd.mean < DELAY_MS + 2.0, owd
     assert stats["mean_abs_err_us"] < 200, stats

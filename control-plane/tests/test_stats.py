@@ -1,0 +1,85 @@
+"""stats: counter readings -> text table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from mmaqm import p4constants as C
+from mmaqm.stats import format_table, loss_percent, readings_from_counters
+
+
+def pb(packets: int, bytes_: int | None = None) -> dict[str, int]:
+    return {"packets": packets, "bytes": packets * 1000 if bytes_ is None else bytes_}
+
+
+READINGS = {
+    (2, "UNTAGGED"): {"arrivals": pb(0), "admits": pb(0), "departures": pb(0), "drops": {}},
+    (2, "TCP"): {
+        "arrivals": pb(200), "admits": pb(150), "departures": pb(140),
+        "drops": {"RED_EARLY": pb(30), "RED_FORCED": pb(10), "QUEUE_LIMIT": pb(10)},
+    },
+    (1, "TAGGED"): {
+        "arrivals": pb(8), "admits": pb(7), "departures": pb(7),
+        "drops": {"CLASS_THRESHOLD": pb(1)},
+    },
+}
+
+
+def test_format_table_packets() -> None:
+    # port 2 TCP: queued = 150 - 140 = 10; loss = (10 + 30 + 10) / 200 = 25.00 %
+    # port 1 TAGGED: queued 0; loss = 1 / 8 = 12.50 %; no arrivals -> "-"
+    # rows sorted by port, then class id (TCP 0, TAGGED 1, UNTAGGED 2)
+    assert format_table(READINGS) == (
+        "port  class     arrivals  admitted  departed  queued  QUEUE_LIMIT  RED_EARLY  RED_FORCED  CLASS_THRESHOLD  loss%\n"
+        "1     TAGGED           8         7         7       0            0          0           0                1  12.50\n"
+        "2     TCP            200       150       140      10           10         30          10                0  25.00\n"
+        "2     UNTAGGED         0         0         0       0            0          0           0                0      -\n"
+    )
+
+
+def test_format_table_bytes() -> None:
+    table = format_table({(1, "TCP"): {"arrivals": pb(2, 3000), "admits": pb(1, 1000),
+                                       "departures": pb(0, 0),
+                                       "drops": {"QUEUE_LIMIT": pb(1, 2000)}}}, unit="bytes")
+    # bytes: 3000 arrived, 1000 admitted, 0 departed -> queued 1000; loss 2000 / 3000 = 66.67 %
+    assert table.splitlines()[1].split() == ["1", "TCP", "3000", "1000", "0", "1000", "2000",
+                                             "0", "0", "0", "66.67"]
+
+
+def test_loss_percent() -> None:
+    assert loss_percent(1, 8) == 12.5
+    assert loss_percent(0, 0) is None
+
+
+def test_unknown_reason_or_counter_is_an_error() -> None:
+    with pytest.raises(ValueError, match="unknown drop reasons"):
+        format_table({(1, "TCP"): {"arrivals": pb(1), "drops": {"RED_EARLY_TYPO": pb(1)}}})
+    with pytest.raises(ValueError, match="unknown counters"):
+        format_table({(1, "TCP"): {"arivals": pb(1)}})
+    with pytest.raises(ValueError):
+        format_table(READINGS, unit="frames")
+
+
+@dataclass(frozen=True)
+class CounterValue:           # shape of driver.CounterValue
+    packets: int = 0
+    bytes: int = 0
+
+
+def test_readings_from_counters_uses_the_p4_indexes() -> None:
+    # port 2 TAGGED: class index 2*4+1 = 9; CLASS_THRESHOLD drop index 9*4+3 = 39
+    readings = readings_from_counters(
+        [2],
+        arrivals={9: CounterValue(5, 500)},
+        admits={9: CounterValue(4, 400)},
+        departures={9: CounterValue(3, 300)},
+        drops={39: CounterValue(1, 100)},
+    )
+    assert set(readings) == {(2, "TCP"), (2, "TAGGED"), (2, "UNTAGGED")}
+    assert readings[(2, "TAGGED")]["drops"]["CLASS_THRESHOLD"] == CounterValue(1, 100)
+    lines = format_table(readings).splitlines()
+    assert lines[2].split() == ["2", "TAGGED", "5", "4", "3", "1", "0", "0", "0", "1", "20.00"]
+    assert lines[1].split()[-1] == "-"          # TCP: no arrivals
+    assert C.drop_index(2, C.CLASS_TAGGED, C.DROP_CLASS_THRESHOLD) == 39
