@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+import mmt_testenv  # first: puts topologies/ on sys.path
+
 from mmaqm_exp import metrics, samples
 from mmaqm_exp.mmapp import (
     DATA_HDR,
@@ -132,13 +134,13 @@ def _rate_kbps(rows: list[samples.RecvSample]) -> float:
 
 
 @pytest.mark.skipif(SKIP is not None, reason=SKIP or "")
-def test_mmapp_between_namespaces(net, py_env, tmp_path):
+def test_mmapp_between_namespaces(net, tmp_path):
     py = [sys.executable, "-m", "mmaqm_exp.mmapp"]
     recv_out = {p: tmp_path / f"recv{p}.csv" for p in (CLEAN_PORT, LOSSY_PORT)}
     receivers = {}
     for port, out in recv_out.items():
         receivers[port] = net.popen(net.ns_b, py + ["recv", "--port", str(port), "--out", str(out)],
-                                    env=py_env)
+                                    env=mmt_testenv.py_env())
     for p in receivers.values():
         _wait_ready(p)
 
@@ -152,7 +154,7 @@ def test_mmapp_between_namespaces(net, py_env, tmp_path):
         # flow 3: unresponsive CBR at 2 Mbit/s, untagged
         3: py + common + ["--port", str(CLEAN_PORT), "--flow-id", "3", "--cbr-kbps", "2000"],
     }
-    procs = {f: net.popen(net.ns_a, argv, env=py_env) for f, argv in senders.items()}
+    procs = {f: net.popen(net.ns_a, argv, env=mmt_testenv.py_env()) for f, argv in senders.items()}
     summary = {}
     for f, p in procs.items():
         out, err = p.communicate(timeout=SEND_S + 10)

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+import mmt_testenv  # first: puts topologies/ on sys.path
+
 from mmaqm_exp import metrics, samples
 from mmaqm_exp.netns import NsPair, missing_prereqs, ns_pair
 
@@ -85,19 +87,19 @@ def _stop_delay(net: NsPair, p: subprocess.Popen, stats: Path) -> dict:
     return json.loads(stats.read_text())
 
 
-def _ping(net: NsPair, env: dict) -> list[float]:
+def _ping(net: NsPair) -> list[float]:
     out = net.run(net.ns_a, [sys.executable, "-m", "mmaqm_exp.probes", net.ip_b,
-                             "-c", "20", "-i", "0.05"], env=env, timeout=20).stdout
+                             "-c", "20", "-i", "0.05"], env=mmt_testenv.py_env(), timeout=20).stdout
     res = json.loads(out)
     assert res["received"] == 20, res
     return res["rtts_ms"]
 
 
-def test_ping_rtt_grows_by_delay(net, nfq_delay_bin, py_env, tmp_path):
-    base = _ping(net, py_env)
+def test_ping_rtt_grows_by_delay(net, nfq_delay_bin, tmp_path):
+    base = _ping(net)
     stats_path = tmp_path / "stats.json"
     el = _start_delay(net, nfq_delay_bin, stats_path)
-    delayed = _ping(net, py_env)
+    delayed = _ping(net)
     stats = _stop_delay(net, el, stats_path)
 
     added = statistics.median(delayed) - statistics.median(base)
@@ -106,17 +108,17 @@ def test_ping_rtt_grows_by_delay(net, nfq_delay_bin, py_env, tmp_path):
     assert stats["packets"] >= 20 and stats["verdicts"] == stats["packets"]
 
 
-def test_udp_blast_5000pps(net, nfq_delay_bin, py_env, tmp_path):
+def test_udp_blast_5000pps(net, nfq_delay_bin, tmp_path):
     stats_path = tmp_path / "stats.json"
     recv_csv = tmp_path / "recv.csv"
     py = [sys.executable, "-m", "mmaqm_exp.mmapp"]
     el = _start_delay(net, nfq_delay_bin, stats_path)
-    rx = net.popen(net.ns_b, py + ["recv", "--out", str(recv_csv)], env=py_env)
+    rx = net.popen(net.ns_b, py + ["recv", "--out", str(recv_csv)], env=mmt_testenv.py_env())
     r, _, _ = select.select([rx.stderr], [], [], 5.0)
     assert r and "ready" in rx.stderr.readline()
     # 40 000 kbit/s of 1000-byte IPv4 datagrams = 5000 packets/s, for 2 s
     tx = net.run(net.ns_a, py + ["send", "--dst", net.ip_b, "--duration", "2",
-                                 "--cbr-kbps", "40000"], env=py_env, timeout=30)
+                                 "--cbr-kbps", "40000"], env=mmt_testenv.py_env(), timeout=30)
     sent = json.loads(tx.stdout.strip().splitlines()[-1])["sent"]
     time.sleep(DELAY_MS / 1000 + 0.3)  # held packets drain
     assert net.stop(rx) == 0

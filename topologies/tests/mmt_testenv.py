@@ -1,0 +1,25 @@
+"""Test helper imported first by every test module here.
+
+Puts topologies/ on sys.path so ``mmaqm_exp`` imports from source (also when it
+is not pip-installed), and builds the environment for ``python -m mmaqm_exp...``
+child processes. (Not a conftest.py on purpose: control-plane/tests has one and
+its modules import from it by the name ``conftest``; two conftest modules in one
+pytest run would shadow each other.)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+TOPO = Path(__file__).resolve().parents[1]
+if str(TOPO) not in sys.path:
+    sys.path.insert(0, str(TOPO))
+
+
+def py_env() -> dict[str, str]:
+    """os.environ with topologies/ prepended to PYTHONPATH."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(TOPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
