@@ -7,9 +7,6 @@ and an entry of :data:`CONSTANTS`.
 
 The file is found at ``<repo>/p4src/include/defines.p4``; the environment
 variable ``MMAQM_DEFINES_P4`` overrides the path (read at import time).
-The constants of ``headers.p4`` in the same directory (ETHERTYPE_IPV4,
-IP_PROTO_*), when that file exists, are parsed the same way and exposed too,
-because the classifier entries need IP_PROTO_TCP / IP_PROTO_UDP.
 
 Counter index helpers mirror the index arithmetic of aqm.p4, occupancy.p4 and
 main.p4, so that no other module repeats it.
@@ -69,15 +66,8 @@ def defines_path() -> Path:
 
 
 def load_constants(path: Path) -> dict[str, int]:
-    """Constants of ``path`` plus those of ``headers.p4`` next to it, if present."""
-    constants = parse_constants(path.read_text(), source=str(path))
-    headers = path.parent / "headers.p4"
-    if headers.exists():
-        for name, value in parse_constants(headers.read_text(), source=str(headers)).items():
-            if name in constants and constants[name] != value:
-                raise ValueError(f"{headers}: {name} = {value} contradicts {path}")
-            constants.setdefault(name, value)
-    return constants
+    """Constants of one defines.p4 file."""
+    return parse_constants(path.read_text(), source=str(path))
 
 
 def _with_prefix(constants: dict[str, int], prefix: str) -> dict[str, int]:

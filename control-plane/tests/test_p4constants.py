@@ -57,8 +57,8 @@ def test_name_maps() -> None:
     assert C.DROP_REASON_NAMES[3] == "CLASS_THRESHOLD"
 
 
-def test_headers_p4_constants_are_exposed_too() -> None:
-    # headers.p4: const bit<8> IP_PROTO_TCP = 6; IP_PROTO_UDP = 17; ETHERTYPE_IPV4 = 0x0800.
+def test_protocol_constants_come_from_defines_p4() -> None:
+    # defines.p4: const bit<8> IP_PROTO_TCP = 6; IP_PROTO_UDP = 17; ETHERTYPE_IPV4 = 0x0800.
     assert C.IP_PROTO_TCP == 6
     assert C.IP_PROTO_UDP == 17
     assert C.ETHERTYPE_IPV4 == 0x0800

@@ -22,10 +22,13 @@ control MmaqmIngress(inout headers_t hdr,
     Aqm() aqm;
     FlowReport() flow_report;
 
+    // Frames from port numbers >= NUM_PORTS (outside the counter) are dropped uncounted.
     action discard(bit<8> reason) {
         mark_to_drop(standard_metadata);
-        ingress_discards.count((bit<32>)standard_metadata.ingress_port * NUM_DISCARD_REASONS
-                               + (bit<32>)reason);
+        if ((bit<32>)standard_metadata.ingress_port < NUM_PORTS) {
+            ingress_discards.count((bit<32>)standard_metadata.ingress_port * NUM_DISCARD_REASONS
+                                   + (bit<32>)reason);
+        }
     }
 
     apply {
