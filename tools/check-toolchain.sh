@@ -13,9 +13,10 @@ prefix=${P4_TOOLCHAIN_PREFIX:-}
 [ -n "$prefix" ] && export PATH="$prefix/bin:$PATH"
 
 fail=0
-say_missing() {
+say_missing() { echo "mmaqm: $1" >&2; fail=1; }
+
+how_to_get() {
   cat >&2 <<MSG
-mmaqm: $1
   The P4 toolchain is a prerequisite (no Debian or PyPI package ships it):
     p4c >= $MIN_P4C, BMv2 simple_switch_grpc >= $MIN_BMV2 built with PI (P4Runtime).
   Get it from the upstream p4lang packages (Ubuntu 20.04+/Debian 11:
@@ -26,7 +27,6 @@ mmaqm: $1
   If it is installed under a prefix that is not on PATH, set
   P4_TOOLCHAIN_PREFIX=/that/prefix (binaries in \$P4_TOOLCHAIN_PREFIX/bin).
 MSG
-  fail=1
 }
 
 # version_ge A B: true when dotted version A >= B
@@ -72,4 +72,5 @@ else
   echo "ok: simple_switch_CLI ($cli)"
 fi
 
+[ "$fail" = 0 ] || how_to_get
 exit $fail
