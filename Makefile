@@ -13,7 +13,7 @@ export PATH := $(if $(P4_TOOLCHAIN_PREFIX),$(P4_TOOLCHAIN_PREFIX)/bin:,)$(PATH)
 
 # Debian/Ubuntu packages the project needs at run time (the P4 toolchain
 # itself is a prerequisite: see README "Install").
-DEB_PACKAGES := python3 python3-venv python3-thrift iproute2 ethtool iptables \
+DEB_PACKAGES := python3 python3-venv iproute2 ethtool iptables \
                 iperf3 tcpdump procps gcc make libnetfilter-queue-dev libmnl-dev
 
 .PHONY: help deps deps-apt deps-venv check-toolchain build test test-unit test-ptf clean
@@ -46,8 +46,8 @@ $(VENV)/.installed: requirements.txt control-plane/pyproject.toml $(wildcard top
 	if [ -f topologies/pyproject.toml ]; then $(PY) -m pip install -q --no-deps -e topologies; fi
 	touch $@
 
-check-toolchain:
-	@tools/check-toolchain.sh
+check-toolchain: deps-venv
+	@MMAQM_PYTHON=$(PY) tools/check-toolchain.sh
 
 build: $(BMV2_JSON)
 $(BMV2_JSON) $(P4INFO) &: $(P4_SOURCES)

@@ -69,7 +69,13 @@ cli=$(command -v simple_switch_CLI || true)
 if [ -z "$cli" ]; then
   say_missing "simple_switch_CLI not found (installed with BMv2)"
 else
-  echo "ok: simple_switch_CLI ($cli)"
+  # It must run under the project's Python (bmv2_tm.py runs it that way).
+  py=${MMAQM_PYTHON:-python3}
+  if out=$("$py" "$cli" --help 2>&1); then
+    echo "ok: simple_switch_CLI ($cli, run with $py)"
+  else
+    say_missing "simple_switch_CLI at $cli does not run under $py: $(echo "$out" | tail -n1)"
+  fi
 fi
 
 [ "$fail" = 0 ] || how_to_get

@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 
 # simple_switch_CLI lives beside BMv2's own Python modules; it must run as its
 # own process so that they never share an interpreter with finsy (DESIGN §1).
+# It runs under this interpreter (the project venv, where `thrift` is pinned):
+# its `#!/usr/bin/env python3` line may find a Python without thrift.
 
 
 def _cli(thrift_port: int, commands: list[str], netns: str | None = None) -> str:
     cli = shutil.which("simple_switch_CLI")
     if cli is None:
         raise FileNotFoundError("simple_switch_CLI not found: see README 'Install'")
-    argv = [cli, "--thrift-port", str(thrift_port)]
+    argv = [sys.executable, cli, "--thrift-port", str(thrift_port)]
     if netns:
         argv = ["ip", "netns", "exec", netns, *argv]
     proc = subprocess.run(

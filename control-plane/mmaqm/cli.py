@@ -1,6 +1,7 @@
 """mmaqm-ctl: drive mmaqm switches from a YAML config.
 
   mmaqm-ctl --config cfg.yaml [run]   install every switch, then keep D-CBT shares current
+      [--stats-out FILE.jsonl [--stats-interval-ms 100]]   and log counter samples
   mmaqm-ctl --config cfg.yaml install install and exit
   mmaqm-ctl --config cfg.yaml check   validate the config only; writes nothing
   mmaqm-ctl --config cfg.yaml stats   per-port, per-class counters as a table
@@ -13,12 +14,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
+import signal
 import sys
 from pathlib import Path
 
 from .config import ConfigError, load_config
-from .controller import run_switches
+from .controller import jsonl_sink, run_switches
 from .driver import DEFAULT_BMV2_JSON, DEFAULT_P4INFO, SwitchDriver
 from .stats import format_table, readings_from_counters
 
@@ -38,12 +41,21 @@ async def _read_stats(cfg, names, p4info: Path) -> str:
     return "\n".join(out)
 
 
+def _sigterm_as_interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")  # same clean shutdown as Ctrl-C
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mmaqm-ctl", description=__doc__.splitlines()[0])
     parser.add_argument("--config", "-c", type=Path, required=True)
     parser.add_argument("--switch", action="append", help="only this switch (repeatable)")
     parser.add_argument("--p4info", type=Path, default=DEFAULT_P4INFO)
     parser.add_argument("--bmv2-json", type=Path, default=DEFAULT_BMV2_JSON)
+    parser.add_argument("--stats-out", type=Path,
+                        help="run: append one JSON line of cumulative per-port, per-class "
+                             "counters (and active flows, shares) per switch per sample")
+    parser.add_argument("--stats-interval-ms", type=float, default=100.0,
+                        help="run: sampling interval of --stats-out [100]")
     parser.add_argument("-v", "--verbose", action="store_true")
     parser.add_argument("command", nargs="?", default="run",
                         choices=("run", "install", "check", "stats"))
@@ -68,15 +80,29 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
 
+    if args.stats_interval_ms <= 0:
+        print("mmaqm-ctl: --stats-interval-ms must be > 0", file=sys.stderr)
+        return 2
+    if args.stats_out is not None and args.command != "run":
+        print("mmaqm-ctl: --stats-out only applies to 'run'", file=sys.stderr)
+        return 2
+
     if args.command == "check":
         print(f"{args.config}: ok ({len(cfg.switches)} switches)")
         return 0
+    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         if args.command == "stats":
             print(asyncio.run(_read_stats(cfg, names, args.p4info)))
         else:
-            asyncio.run(run_switches(cfg, p4info=args.p4info, bmv2_json=args.bmv2_json,
-                                     install_only=args.command == "install", names=names))
+            with contextlib.ExitStack() as stack:
+                sink = None
+                if args.stats_out is not None:
+                    sink = jsonl_sink(stack.enter_context(open(args.stats_out, "a")))
+                asyncio.run(run_switches(cfg, p4info=args.p4info, bmv2_json=args.bmv2_json,
+                                         install_only=args.command == "install", names=names,
+                                         stats_sink=sink,
+                                         stats_interval_ms=args.stats_interval_ms))
     except KeyboardInterrupt:
         return 130
     except (FileNotFoundError, RuntimeError, TimeoutError) as err:

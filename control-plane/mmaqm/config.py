@@ -597,6 +597,8 @@ def _parse_routes(value: object, path: str, ports_path: str, known_ports: set[in
             mac = _parse_mac(mac_value, _join(route_path, "next_hop_mac"), errs)
         if prefix is not None and port is not None and mac is not None:
             routes.append((route_path, Route(prefix=prefix, port=port, next_hop_mac=mac)))
+    if len(value) > C.ROUTE_TABLE_SIZE:
+        errs.add(path, f"{len(value)} routes exceed the ipv4_lpm table size {C.ROUTE_TABLE_SIZE}")
     return routes
 
 
@@ -701,6 +703,9 @@ def _parse_classifier(value: object, errs: _Errors) -> ClassifierConfig:
             errs.add(item_path, f"duplicate DSCP {dscp} (also at index {first_index[dscp]})")
         else:
             first_index[dscp] = index
+    if 1 + len(first_index) > C.CLASSIFIER_TABLE_SIZE:  # + the TCP entry
+        errs.add("classifier.tagged_dscp", f"{len(first_index)} DSCPs + the TCP entry exceed the "
+                 f"classifier table size {C.CLASSIFIER_TABLE_SIZE}")
     return ClassifierConfig(tagged_dscp=tuple(first_index))
 
 

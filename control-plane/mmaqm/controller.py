@@ -9,16 +9,21 @@ mmaqm.algorithms and mmaqm.config; this module only moves data.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TextIO
 
 from . import p4constants as C
 from .algorithms import dcbt
 from .config import Config, SwitchConfig, policy_action_params
 from .driver import DEFAULT_BMV2_JSON, DEFAULT_P4INFO, SwitchDriver
 from .flows import ActiveFlowTable
+from .stats import QUEUE_COUNTERS, counter_indexes, readings_from_counters, readings_to_json
+
+StatsSink = Callable[[dict[str, Any]], None]
 
 LOG = logging.getLogger(__name__)
 
@@ -27,7 +32,8 @@ class SwitchController:
     """Keeps one switch configured and its D-CBT shares current."""
 
     def __init__(self, config: Config, switch: SwitchConfig, driver: SwitchDriver,
-                 clock_ms: Callable[[], float] = lambda: time.monotonic() * 1000) -> None:
+                 clock_ms: Callable[[], float] = lambda: time.monotonic() * 1000,
+                 stats_sink: StatsSink | None = None, stats_interval_ms: float = 100) -> None:
         self.config = config
         self.switch = switch
         self.driver = driver
@@ -36,6 +42,8 @@ class SwitchController:
         self.epochs: dict[int, int] = {}
         self.pushed: dict[int, dict[str, int]] = {}
         self.flow_epoch_shift = config.active_flows.flow_epoch_shift
+        self.stats_sink = stats_sink
+        self.stats_interval_ms = stats_interval_ms
 
     async def install(self) -> None:
         """Replace every table entry with the configuration (validated already)."""
@@ -88,28 +96,72 @@ class SwitchController:
             for report in reports:
                 self.flows.observe(report.egress_port, report.class_id, report.flow_key, now_ms)
 
+    async def sample_stats(self) -> dict[str, Any]:
+        """One time-series sample: cumulative queue counters of every configured
+        port (one ReadRequest), active-flow counts and the pushed D-CBT shares."""
+        ports = sorted(self.switch.ports)
+        t_ns = time.time_ns()  # CLOCK_REALTIME: namespaces and hosts share it
+        values = await self.driver.read_counter_indexes(counter_indexes(ports))
+        readings = readings_from_counters(
+            ports, **{key: values[name] for name, key in QUEUE_COUNTERS.items()})
+        class_names = {v: k for k, v in C.CLASSES.items()}
+        return {
+            "t_ns": t_ns,
+            "switch": self.switch.name,
+            "readings": readings_to_json(readings),
+            "active_flows": {str(p): {class_names[c]: n for c, n in self.flows.counts(p).items()}
+                             for p in ports},
+            "policies": {str(p): {k: self.pushed[p][k] for k in (
+                "algorithm", "dcbt_tagged_share_q16", "tagged_th_scaled", "untagged_th_scaled")}
+                for p in sorted(self.pushed)},
+        }
+
+    async def _stats_loop(self) -> None:
+        assert self.stats_sink is not None
+        while True:
+            self.stats_sink(await self.sample_stats())
+            await asyncio.sleep(self.stats_interval_ms / 1000)
+
     async def run(self) -> None:
-        """Receive flow reports and update shares every update_interval_ms, forever."""
-        receiver = asyncio.create_task(self.receive_flow_reports())
+        """Receive flow reports and update shares every update_interval_ms, forever;
+        with a stats sink, also sample counters every stats_interval_ms."""
+        tasks = [asyncio.create_task(self.receive_flow_reports())]
+        if self.stats_sink is not None:
+            tasks.append(asyncio.create_task(self._stats_loop()))
         try:
             while True:
+                for task in tasks:  # a failed reader must not go unnoticed
+                    if task.done():
+                        task.result()
+                        raise RuntimeError(f"{self.switch.name}: background task ended")
                 await self.update_shares()
                 await asyncio.sleep(self.config.active_flows.update_interval_ms / 1000)
         finally:
-            receiver.cancel()
-            await asyncio.gather(receiver, return_exceptions=True)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def jsonl_sink(stream: TextIO) -> StatsSink:
+    """A stats sink writing one JSON object per line, flushed at once."""
+    def write(sample: dict[str, Any]) -> None:
+        stream.write(json.dumps(sample, separators=(",", ":")) + "\n")
+        stream.flush()
+    return write
 
 
 async def run_switches(config: Config, *, p4info: Path = DEFAULT_P4INFO,
                        bmv2_json: Path = DEFAULT_BMV2_JSON, install_only: bool = False,
-                       names: list[str] | None = None) -> None:
+                       names: list[str] | None = None, stats_sink: StatsSink | None = None,
+                       stats_interval_ms: float = 100) -> None:
     """Connect to every (or the named) switch, install it, then run the loops."""
     selected = [config.switches[n] for n in (names or sorted(config.switches))]
 
     async def one(sw: SwitchConfig) -> None:
         async with SwitchDriver(sw.name, sw.p4runtime_addr, device_id=sw.device_id,
                                 p4info=p4info, bmv2_json=bmv2_json) as driver:
-            controller = SwitchController(config, sw, driver)
+            controller = SwitchController(config, sw, driver, stats_sink=stats_sink,
+                                          stats_interval_ms=stats_interval_ms)
             await controller.install()
             if not install_only:
                 await controller.run()

@@ -110,3 +110,40 @@ def readings_from_counters(
                           for reason, reason_id in C.DROP_REASONS.items()},
             }
     return result
+
+
+QUEUE_COUNTERS = {  # P4 counter name -> reading key (aqm.p4, occupancy.p4)
+    "queue_arrivals": "arrivals",
+    "queue_admits": "admits",
+    "queue_departures": "departures",
+    "queue_drops": "drops",
+}
+
+
+def counter_indexes(ports: Iterable[int],
+                    classes: Iterable[str] = tuple(C.CLASSES)) -> dict[str, list[int]]:
+    """The counter indexes that readings_from_counters needs for these ports."""
+    class_ids = [C.CLASSES[name] for name in classes]
+    per_class = [C.class_index(p, c) for p in ports for c in class_ids]
+    drops = [C.drop_index(p, c, r) for p in ports for c in class_ids
+             for r in C.DROP_REASONS.values()]
+    return {"queue_arrivals": per_class, "queue_admits": per_class,
+            "queue_departures": per_class, "queue_drops": drops}
+
+
+def readings_to_json(readings: Readings) -> list[dict[str, Any]]:
+    """Readings as JSON-ready rows: one per (port, class), packets and bytes,
+    every drop reason present (0 when absent). Sorted by port, then class id."""
+    def both(value: Any) -> dict[str, int]:
+        return {unit: _count(value, unit) for unit in UNITS}
+
+    rows = []
+    for port, class_name in sorted(readings, key=_sort_key):
+        reading = readings[(port, class_name)]
+        drops = reading.get("drops") or {}
+        rows.append({
+            "port": port, "class": class_name,
+            **{name: both(reading.get(name)) for name in COUNTERS},
+            "drops": {reason: both(drops.get(reason)) for reason in _DROP_REASONS},
+        })
+    return rows

@@ -650,3 +650,22 @@ def test_empty_optional_sections_mean_their_defaults(tmp_path) -> None:
     config = load_config(path)
     assert config.classifier.tagged_dscp == (46, 34)
     assert config.switches["s1"].routes == () and dict(config.switches["s1"].policies) == {}
+
+
+def test_table_sizes_from_defines_p4_are_enforced() -> None:
+    """Config that could not fit the P4 tables is rejected before any write."""
+    from mmaqm import p4constants as C
+    assert C.ROUTE_TABLE_SIZE == 1024 and C.CLASSIFIER_TABLE_SIZE == 64
+    raw = {"classifier": {"tagged_dscp": list(range(64))},
+           "switches": {"s1": {"p4runtime_addr": "127.0.0.1:9559", "ports": {1: {"mac": "02:00:00:00:00:01"}},
+                               "routes": [{"prefix": f"10.{i // 256}.{i % 256}.0/24", "port": 1,
+                                           "next_hop_mac": "02:00:00:00:01:01"} for i in range(1025)],
+                               "policies": {"default": {"algorithm": "DROP_TAIL"}}}}}
+    with pytest.raises(ConfigError) as err:
+        parse_config(raw)
+    text = "\n".join(err.value.errors)
+    assert "switches.s1.routes: 1025 routes exceed the ipv4_lpm table size 1024" in text
+    assert "classifier.tagged_dscp: 64 DSCPs + the TCP entry exceed the classifier table size 64" in text
+    raw["classifier"]["tagged_dscp"] = list(range(63))
+    raw["switches"]["s1"]["routes"] = raw["switches"]["s1"]["routes"][:1024]
+    parse_config(raw)  # exactly full tables are fine

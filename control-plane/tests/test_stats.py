@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import pytest
 
 from mmaqm import p4constants as C
-from mmaqm.stats import format_table, loss_percent, readings_from_counters
+from mmaqm.stats import (counter_indexes, format_table, loss_percent, readings_from_counters,
+                         readings_to_json)
 
 
 def pb(packets: int, bytes_: int | None = None) -> dict[str, int]:
@@ -83,3 +84,28 @@ def test_readings_from_counters_uses_the_p4_indexes() -> None:
     assert lines[2].split() == ["2", "TAGGED", "5", "4", "3", "1", "0", "0", "0", "1", "20.00"]
     assert lines[1].split()[-1] == "-"          # TCP: no arrivals
     assert C.drop_index(2, C.CLASS_TAGGED, C.DROP_CLASS_THRESHOLD) == 39
+
+
+def test_counter_indexes_cover_exactly_what_readings_need() -> None:
+    idx = counter_indexes([2], classes=("TAGGED",))
+    # port 2 TAGGED: class index 9; drop indexes 9*4 + reason 0..3 = 36..39
+    assert idx == {"queue_arrivals": [9], "queue_admits": [9], "queue_departures": [9],
+                   "queue_drops": [36, 37, 38, 39]}
+    full = counter_indexes([1, 3])
+    assert len(full["queue_arrivals"]) == 2 * 3 and len(full["queue_drops"]) == 2 * 3 * 4
+
+
+def test_readings_to_json_fills_missing_reasons_with_zero() -> None:
+    readings = readings_from_counters(
+        [2], arrivals={9: CounterValue(5, 500)}, admits={9: CounterValue(4, 400)},
+        departures={9: CounterValue(3, 300)}, drops={39: CounterValue(1, 100)},
+        classes=("TAGGED", "TCP"))
+    rows = readings_to_json(readings)
+    assert [r["class"] for r in rows] == ["TCP", "TAGGED"]      # sorted by class id
+    tagged = rows[1]
+    assert tagged["arrivals"] == {"packets": 5, "bytes": 500}
+    assert tagged["departures"] == {"packets": 3, "bytes": 300}
+    assert tagged["drops"]["CLASS_THRESHOLD"] == {"packets": 1, "bytes": 100}
+    assert tagged["drops"]["RED_EARLY"] == {"packets": 0, "bytes": 0}
+    assert set(tagged["drops"]) == set(C.DROP_REASONS)
+    assert rows[0]["admits"] == {"packets": 0, "bytes": 0}      # absent index reads 0

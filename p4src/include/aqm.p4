@@ -59,7 +59,7 @@ control Aqm(inout local_metadata_t meta,
         key = { standard_metadata.egress_spec : exact @name("port"); }
         actions = { set_port_policy; @defaultonly no_policy; }
         const default_action = no_policy();
-        size = 64;
+        size = NUM_PORTS;
     }
 
     apply {
@@ -88,7 +88,9 @@ control Aqm(inout local_metadata_t meta,
         // ALGO_DROP_TAIL: only the queue limit below.
 
         // The physical queue: ingress is the only place that drops, because the
-        // traffic manager's queue depth is set above queue_limit_pkts.
+        // traffic manager's queue depth is set above queue_limit_pkts. The
+        // controller caps queue_limit_pkts at 65535 (config.MAX_QUEUE_LIMIT_PKTS)
+        // so that every threshold scaled by 2^AVG_FRAC_BITS fits in bit<32>.
         if (!meta.aqm_drop && meta.occupancy.queue_pkts >= meta.policy.queue_limit_pkts) {
             meta.aqm_drop = true;
             meta.drop_reason = DROP_QUEUE_LIMIT;

@@ -18,7 +18,7 @@ control Classifier(in headers_t hdr, inout local_metadata_t meta) {
         }
         actions = { set_class; }
         const default_action = set_class(CLASS_UNTAGGED);
-        size = 64;
+        size = CLASSIFIER_TABLE_SIZE;
     }
 
     apply {

@@ -10,6 +10,8 @@ const bit<32> CLASS_SLOTS = 4;         // per-port class index = port * 4 + clas
 const bit<32> NUM_DROP_REASONS = 4;
 const bit<32> NUM_DISCARD_REASONS = 8;
 const bit<32> FLOW_SLOTS = 65536;      // active-flow table (crc16 index)
+const bit<32> ROUTE_TABLE_SIZE = 1024;     // ipv4_lpm entries
+const bit<32> CLASSIFIER_TABLE_SIZE = 64;  // classifier entries: 1 (TCP) + one per tagged DSCP
 
 // ---- protocols
 const bit<16> ETHERTYPE_IPV4 = 0x0800;

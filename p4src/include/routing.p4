@@ -23,7 +23,7 @@ control Routing(inout headers_t hdr,
         key = { hdr.ipv4.dst_addr : lpm @name("ipv4_dst"); }
         actions = { route; @defaultonly route_miss; }
         const default_action = route_miss();
-        size = 1024;
+        size = ROUTE_TABLE_SIZE;
     }
 
     apply {
