@@ -45,7 +45,7 @@ p4c=$(command -v p4c-bm2-ss || true)
 if [ -z "$p4c" ]; then
   say_missing "p4c-bm2-ss not found"
 elif check_libs "$p4c"; then
-  v=$("$p4c" --version 2>/dev/null | grep -oE '[0-9]+\.[0-9]+\.[0-9]+(\.[0-9]+)?' | head -n1)
+  v=$("$p4c" --version 2>&1 | grep -oE '[0-9]+\.[0-9]+\.[0-9]+(\.[0-9]+)?' | head -n1)
   if [ -z "$v" ] || ! version_ge "$v" "$MIN_P4C"; then
     say_missing "p4c-bm2-ss at $p4c is version '${v:-unknown}', need >= $MIN_P4C"
   else

@@ -12,11 +12,11 @@ register<bit<32>>(NUM_PORTS) red_avg_scaled;
 register<bit<32>>(NUM_PORTS * CLASS_SLOTS) class_avg_scaled;
 register<bit<16>>(NUM_PORTS) avg_policy_epoch;
 
-function bit<32> to_scaled(in bit<32> pkts) {
+bit<32> to_scaled(in bit<32> pkts) {
     return pkts << AVG_FRAC_BITS;
 }
 
-function bit<32> ewma(in bit<32> avg_scaled, in bit<32> sample_scaled, in bit<8> shift) {
+bit<32> ewma(in bit<32> avg_scaled, in bit<32> sample_scaled, in bit<8> shift) {
     if (sample_scaled >= avg_scaled) {
         return avg_scaled + ((sample_scaled - avg_scaled) >> shift);
     }

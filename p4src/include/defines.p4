@@ -25,6 +25,7 @@ const bit<8> CLASS_TAGGED = 1;
 const bit<8> CLASS_UNTAGGED = 2;
 
 // ---- algorithms selected per egress port by the port_policy table
+@noWarn("unused")  // the controller uses it; aqm.p4 treats "no other algorithm" as drop-tail
 const bit<8> ALGO_DROP_TAIL = 0;
 const bit<8> ALGO_RED = 1;
 const bit<8> ALGO_CBT_RED_ALL = 2;        // cbt §3 "CBT with RED for all"
