@@ -208,6 +208,14 @@ def flow_epoch_shift_for(expiry_interval_ms: float) -> int:
     return min(exponent - 1, MAX_FLOW_EPOCH_SHIFT)
 
 
+def policy_epoch_from_clock(now_ns: int, installed: int | None) -> int:
+    """A new policy epoch (driver.next_policy_epoch): wall-clock milliseconds mod 2^32, skipping 0 and the installed epoch."""
+    epoch = now_ns // 1_000_000 % 2**32
+    while epoch == 0 or epoch == installed:
+        epoch = (epoch + 1) % 2**32
+    return epoch
+
+
 def policy_action_params(
     policy: PortPolicy,
     *,
@@ -218,10 +226,10 @@ def policy_action_params(
 ) -> dict[str, int]:
     """Parameters of action set_port_policy (aqm.p4), in declaration order.
 
-    policy_epoch (0..65535): a value different from the installed one resets the
-    port's averages and RED state; keep it for shares-only updates. The
-    registers power up at epoch 0, so the first install should use a non-zero
-    epoch. flow_epoch_shift: 0 = no flow reports, else 1..40.
+    policy_epoch (32 bits): a value the port's packets have not carried before
+    resets the port's averages and RED state (see policy_epoch_from_clock);
+    keep it for shares-only updates. The registers power up at epoch 0, so
+    epoch 0 never resets. flow_epoch_shift: 0 = no flow reports, else 1..40.
     D-CBT: untagged_th_scaled and dcbt_tagged_share_q16 come from the shares
     (dcbt §3.1); CBT: the static thresholds (cbt §3). Unused parameters are 0.
     """

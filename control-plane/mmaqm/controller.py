@@ -19,7 +19,7 @@ from typing import Any, TextIO
 from . import p4constants as C
 from .algorithms import dcbt
 from .config import Config, SwitchConfig, policy_action_params
-from .driver import DEFAULT_BMV2_JSON, DEFAULT_P4INFO, SwitchDriver
+from .driver import DEFAULT_BMV2_JSON, DEFAULT_P4INFO, SwitchDriver, wait_for_grpc
 from .flows import ActiveFlowTable
 from .stats import QUEUE_COUNTERS, counter_indexes, readings_from_counters, readings_to_json
 
@@ -158,6 +158,7 @@ async def run_switches(config: Config, *, p4info: Path = DEFAULT_P4INFO,
     selected = [config.switches[n] for n in (names or sorted(config.switches))]
 
     async def one(sw: SwitchConfig) -> None:
+        await wait_for_grpc(sw.p4runtime_addr)  # a switch just started may not listen yet
         async with SwitchDriver(sw.name, sw.p4runtime_addr, device_id=sw.device_id,
                                 p4info=p4info, bmv2_json=bmv2_json) as driver:
             controller = SwitchController(config, sw, driver, stats_sink=stats_sink,

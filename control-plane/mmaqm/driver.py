@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from pathlib import Path
 import finsy as fy
 
 from . import p4constants as C
+from .config import policy_epoch_from_clock
 
 LOG = logging.getLogger(__name__)
 
@@ -171,11 +173,19 @@ class SwitchDriver:
         await self.switch.write([~entry if exists else +entry])
 
     async def next_policy_epoch(self, port: int) -> int:
-        """An epoch different from the installed one, so a new policy resets averages."""
+        """An epoch that the port's packets have never carried, so a new policy
+        resets its averages (averages.p4).
+
+        The data plane remembers the epoch of the last packet per port in a
+        register that P4Runtime cannot read, and table entries (and with them
+        the installed epoch) may have been cleared since, by this or another
+        controller. A counter restarting at 1 would then repeat an old epoch
+        and silently keep stale averages. So the epoch is the wall clock in
+        milliseconds mod 2^32 (it repeats after 49.7 days), and never the
+        installed one or 0 (the register's power-up value)."""
         current = await self.read_port_policy(port)
-        if current is None:
-            return 1
-        return current["policy_epoch"] % 0xFFFF + 1
+        installed = None if current is None else current["policy_epoch"]
+        return policy_epoch_from_clock(time.time_ns(), installed)
 
     # ---- counters -----------------------------------------------------
     async def read_counter(self, counter: str) -> dict[int, CounterValue]:
@@ -183,6 +193,17 @@ class SwitchDriver:
         async for entry in self.switch.read(fy.P4CounterEntry(counter)):
             if entry.index is not None:
                 result[entry.index] = CounterValue(entry.packet_count, entry.byte_count)
+        return result
+
+    async def read_counters(self, names: Iterable[str]) -> dict[str, dict[int, CounterValue]]:
+        """Every index of several counters in ONE ReadRequest (one consistent-ish
+        snapshot instead of one round trip per counter)."""
+        names = list(names)
+        result: dict[str, dict[int, CounterValue]] = {name: {} for name in names}
+        async for entry in self.switch.read([fy.P4CounterEntry(name) for name in names]):
+            if entry.index is not None and entry.counter_id in result:
+                result[entry.counter_id][entry.index] = CounterValue(
+                    entry.packet_count, entry.byte_count)
         return result
 
     async def read_counter_indexes(

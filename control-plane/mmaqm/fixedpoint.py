@@ -49,7 +49,7 @@ POLICY_PARAM_BITS: dict[str, int] = {
     "tagged_th_scaled": 32,
     "untagged_th_scaled": 32,
     "dcbt_tagged_share_q16": 32,
-    "policy_epoch": 16,
+    "policy_epoch": 32,
     "flow_epoch_shift": 8,
 }
 

@@ -602,7 +602,7 @@ def test_action_params_drop_tail() -> None:
 
 
 @pytest.mark.parametrize("kwargs", [
-    {"policy_epoch": 65536, "flow_epoch_shift": 0},
+    {"policy_epoch": 2**32, "flow_epoch_shift": 0},
     {"policy_epoch": -1, "flow_epoch_shift": 0},
     {"policy_epoch": 1, "flow_epoch_shift": 41},
     {"policy_epoch": 1, "flow_epoch_shift": 0, "share_tagged": 1.5},
@@ -669,3 +669,14 @@ def test_table_sizes_from_defines_p4_are_enforced() -> None:
     raw["classifier"]["tagged_dscp"] = list(range(63))
     raw["switches"]["s1"]["routes"] = raw["switches"]["s1"]["routes"][:1024]
     parse_config(raw)  # exactly full tables are fine
+
+
+def test_policy_epoch_from_clock_is_ms_mod_2_32_never_0_nor_installed() -> None:
+    from mmaqm.config import policy_epoch_from_clock
+    assert policy_epoch_from_clock(1_234_567_891_000_000, None) == 1_234_567_891 % 2**32
+    assert policy_epoch_from_clock(5_000_000, 5) == 6          # skips the installed epoch
+    assert policy_epoch_from_clock(2**32 * 1_000_000, None) == 1   # skips 0 (power-up value)
+    assert policy_epoch_from_clock((2**32 - 1) * 1_000_000, 2**32 - 1) == 1  # wraps, skips 0
+    # Two installs 1 ms apart get different epochs even after the tables were cleared
+    # (the bug a restarting counter had: clear() + epoch 1 repeated an old epoch).
+    assert policy_epoch_from_clock(10_000_000, None) != policy_epoch_from_clock(11_000_000, None)

@@ -199,7 +199,7 @@ def test_check_policy_params() -> None:
     params = dict.fromkeys(F.POLICY_PARAM_BITS, 0)
     assert F.check_policy_params(params) == params
     with pytest.raises(ValueError, match="policy_epoch"):
-        F.check_policy_params({**params, "policy_epoch": 65536})
+        F.check_policy_params({**params, "policy_epoch": 2**32})
     with pytest.raises(ValueError, match="unknown"):
         F.check_policy_params({**params, "bogus": 1})
     with pytest.raises(ValueError, match="missing"):

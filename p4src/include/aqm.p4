@@ -38,7 +38,7 @@ control Aqm(inout local_metadata_t meta,
                            bit<32> tagged_th_scaled,
                            bit<32> untagged_th_scaled,
                            bit<32> dcbt_tagged_share_q16,
-                           bit<16> policy_epoch,
+                           bit<32> policy_epoch,
                            bit<8> flow_epoch_shift) {
         meta.policy.algorithm = algorithm;
         meta.policy.queue_limit_pkts = queue_limit_pkts;

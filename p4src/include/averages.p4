@@ -10,7 +10,7 @@
 
 register<bit<32>>(NUM_PORTS) red_avg_scaled;
 register<bit<32>>(NUM_PORTS * CLASS_SLOTS) class_avg_scaled;
-register<bit<16>>(NUM_PORTS) avg_policy_epoch;
+register<bit<32>>(NUM_PORTS) avg_policy_epoch;
 
 bit<32> to_scaled(in bit<32> pkts) {
     return pkts << AVG_FRAC_BITS;
@@ -28,7 +28,7 @@ bit<32> ewma(in bit<32> avg_scaled, in bit<32> sample_scaled, in bit<8> shift) {
 // the epoch, so D-CBT's averages survive them.
 control AveragesResetOnNewPolicy(in local_metadata_t meta, out bool reset) {
     apply {
-        bit<16> stored_epoch;
+        bit<32> stored_epoch;
         avg_policy_epoch.read(stored_epoch, meta.port_index);
         reset = stored_epoch != meta.policy.policy_epoch;
         if (reset) {

@@ -73,7 +73,7 @@ struct policy_t {
     bit<32> tagged_th_scaled;       // CBT static tagged threshold
     bit<32> untagged_th_scaled;     // CBT static / D-CBT dynamic untagged threshold
     bit<32> dcbt_tagged_share_q16;  // D-CBT n_tagged / n_all, * 2^16
-    bit<16> policy_epoch;           // new value => reset this port's averages
+    bit<32> policy_epoch;           // new value => reset this port's averages
     bit<8>  flow_epoch_shift;       // active-flow epoch = 2^shift us; 0 = no reports
 }
 

@@ -10,7 +10,9 @@ writes). `burst()` freezes a port: BMv2 fixes each packet's departure time when
 it is enqueued (QueueingLogicRL), so after one "sacrificial" packet leaves a
 port limited to FREEZE_RATE_PPS, nothing else leaves for 1/FREEZE_RATE_PPS s;
 a burst sent inside that window sees exactly the occupancy the reference
-model (mmaqm.fixedpoint.PortModel) predicts.
+model (mmaqm.fixedpoint.PortModel) predicts. The precondition is checked, not
+assumed: one ReadRequest, made right after the burst, must show every arrival
+and only the sacrificial departure.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ REPO = Path(__file__).resolve().parents[2]
 CONFIG: Config = load_config(REPO / "ptf-tests" / "ptf-config.yaml")
 SWITCH = CONFIG.switches["ptf"]
 PORTS = sorted(SWITCH.ports)
-FREEZE_RATE_PPS = 10      # a frozen port lets one packet out per 100 ms
+FREEZE_RATE_PPS = 4       # a frozen port lets one packet out per 250 ms: room for the
+                          # burst (< 125 ms, asserted) and one counter read (< 50 ms)
 TM_DEPTH_PKTS = 1024      # above every queue_limit_pkts used in the suite
 SRC_HOST_PORT = 1         # tests send from the host behind port 1 ...
 OUT_PORT = 2              # ... towards the host behind port 2, unless stated
@@ -134,6 +137,7 @@ class MmaqmTest(BaseTest):
         self.sw = BlockingSwitch(SwitchDriver(
             "ptf", params["grpc_addr"], device_id=int(params["device_id"]),
             p4info=REPO / "build" / "main.p4info.txtpb", bmv2_json=REPO / "build" / "main.json"))
+        self.wait_queues_empty()
         self.sw.clear()
         self.sw.install_classifier(CONFIG.classifier.tagged_dscp)
         for route in SWITCH.routes:
@@ -165,11 +169,29 @@ class MmaqmTest(BaseTest):
         return params
 
     # ---- counters -----------------------------------------------------------
+    COUNTER_NAMES = ("queue_arrivals", "queue_admits", "queue_departures", "queue_drops",
+                     "ingress_discards")
+
     def counters(self) -> Counters:
-        def read(name: str) -> dict[int, int]:
-            return {i: v.packets for i, v in self.sw.read_counter(name).items() if v.packets}
-        return Counters(read("queue_arrivals"), read("queue_admits"), read("queue_departures"),
-                        read("queue_drops"), read("ingress_discards"))
+        """All five counters, packets, from ONE P4Runtime ReadRequest."""
+        values = self.sw.read_counters(self.COUNTER_NAMES)
+        return Counters(*({i: v.packets for i, v in values[name].items() if v.packets}
+                          for name in self.COUNTER_NAMES))
+
+    def wait_queues_empty(self, timeout_s: float = 30.0) -> None:
+        """Start from empty queues: a failed earlier test may have left packets in a
+        frozen queue (their departure times are fixed), which would otherwise come
+        out during this test. Then forget anything already received."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            c = self.counters()
+            queued = {i: c.admits.get(i, 0) - c.departures.get(i, 0) for i in c.admits}
+            if not any(queued.values()):
+                break
+            if time.monotonic() > deadline:
+                self.fail(f"queues did not drain within {timeout_s} s: {queued}")
+            time.sleep(0.1)
+        self.dataplane.flush()
 
     def wait_counter(self, pred, timeout_s: float = 5.0) -> Counters:
         deadline = time.monotonic() + timeout_s
@@ -208,7 +230,7 @@ class MmaqmTest(BaseTest):
         frames = [bytes(p) for p in pkts]
         started = time.monotonic()
         for frame in frames:
-            self.dataplane.send(SRC_HOST_PORT, frame)
+            tu.send_packet(self, SRC_HOST_PORT, frame)
         sent_s = time.monotonic() - started
         # All of the burst must be in before the next departure slot (see module doc).
         self.assertLess(sent_s, 0.5 / FREEZE_RATE_PPS,

@@ -77,16 +77,23 @@ class DcbtSharesFollowFlowsTest(QueueTest):
             self.send(burst_packet("tagged", seq=10, flow=0))
             got, _ = self.wait_entry(16384, 0)
             self.assertEqual(got, (16384, 0), "3 TCP + 1 tagged")
-            self.send(burst_packet("untagged", seq=11, flow=0))
-            got, last_change = self.wait_entry(13107, fp.to_scaled(0.2 * base_th))
+            # A new 5-tuple: the data plane identifies flows by 5-tuple, not DSCP, so
+            # the tagged flow 0 re-marked untagged would count as already reported.
+            self.send(burst_packet("untagged", seq=11, flow=4))
+            sent_untagged = time.monotonic()
+            got, _ = self.wait_entry(13107, fp.to_scaled(0.2 * base_th))
             self.assertEqual(got, (13107, fp.to_scaled(0.2 * base_th)), "+1 untagged")
-            # Still active 100 ms later (expiry 300 ms), then all expire.
-            time.sleep(0.1)
-            entry = self.sw.read_port_policy(OUT_PORT)
-            self.assertEqual(entry["dcbt_tagged_share_q16"], 13107, "expired too early")
+            # Then every flow expires: expiry_interval after the controller saw its
+            # (only) report, which came after its one packet was sent; the controller
+            # checks every update_interval, and a report may wait for the next epoch
+            # boundary (2^flow_epoch_shift us) at most.
             got, expired_at = self.wait_entry(65536, fp.to_scaled(base_th))
             self.assertEqual(got, (65536, fp.to_scaled(base_th)), "flows did not expire")
-            self.assertGreater(expired_at - last_change, 0.25)
+            expiry_s = CONFIG.active_flows.expiry_interval_ms / 1000
+            epoch_s = 2 ** CONFIG.active_flows.flow_epoch_shift / 1e6
+            self.assertGreaterEqual(expired_at - sent_untagged, expiry_s, "expired too early")
+            self.assertLess(expired_at - sent_untagged, expiry_s + epoch_s + 0.5,
+                            "expired too late")
             # Drain the 5 single packets (queue rate is unlimited here).
             for _ in range(5):
                 self.dataplane.poll(port_number=OUT_PORT, timeout=1)

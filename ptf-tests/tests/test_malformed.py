@@ -18,8 +18,9 @@ class MalformedTest(MmaqmTest):
         good = bytes(packet("udp"))
         ip_start = 14
         cases = []
-        # Ethernet header cut short (10 bytes): parser error.
-        cases.append(("truncated ethernet", good[:10], "MALFORMED"))
+        # Ethernet header alone with the IPv4 ethertype: parser error (PacketTooShort).
+        # (A frame shorter than 14 bytes cannot be sent: AF_PACKET refuses it.)
+        cases.append(("ethernet header only", good[:ip_start], "MALFORMED"))
         # IPv4 header cut after 10 bytes: parser error.
         cases.append(("truncated ipv4", good[:ip_start + 10], "MALFORMED"))
         # UDP header cut after 4 bytes, IPv4 length consistent with the frame.
@@ -55,7 +56,7 @@ class MalformedTest(MmaqmTest):
     def runTest(self):
         for name, frame, reason in self.frames():
             before = self.counters()
-            self.dataplane.send(SRC_HOST_PORT, frame)
+            tu.send_packet(self, SRC_HOST_PORT, frame)
             delta = self.wait_counter(lambda c: c.minus(before).discards).minus(before)
             self.assertEqual(delta.discard_reasons(SRC_HOST_PORT), {reason: 1}, name)
             self.assertEqual(delta.arrivals, {}, f"{name} reached the AQM")

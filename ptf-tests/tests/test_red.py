@@ -92,6 +92,7 @@ class RedEarlyDropRateTest(QueueTest):
         self.burst(OUT_PORT, pkts, burst_packet("tcp", seq=self.SACRIFICIAL_ID))
         after = self.wait_counter(lambda c: sum(c.minus(before).arrivals.values()) >= self.N + 1)
         delta = after.minus(before)
+        self.assertEqual(sum(delta.arrivals.values()), self.N + 1, "not every packet reached the AQM")
         self.assertEqual(sum(delta.departures.values()), 1, "frozen-queue precondition failed")
         reasons = delta.drop_reasons(OUT_PORT, C.CLASS_TCP)
         early = reasons.pop("RED_EARLY", 0)
