@@ -24,6 +24,7 @@ help:
 	@echo "make test         unit tests + PTF conformance suite on BMv2 (needs root)"
 	@echo "make test-unit    unit tests only (no switch)"
 	@echo "make test-ptf     PTF suite only; one test: make test-ptf PTF_TEST=test_red.RedForcedDropTest"
+	@echo "make bench        BMv2 packet rate: AQM program vs minimal IPv4 forwarder (needs root)"
 	@echo "make clean        remove build/ and results/"
 
 deps: deps-apt deps-venv check-toolchain
@@ -68,6 +69,10 @@ test-unit: deps-venv
 
 test-ptf: build deps-venv
 	$(PY) tools/run_tests.py --ptf-only $(if $(PTF_TEST),--ptf-test $(PTF_TEST))
+
+.PHONY: bench
+bench: build deps-venv
+	$(PY) bench/run_bench.py
 
 clean:
 	rm -rf $(BUILD) results

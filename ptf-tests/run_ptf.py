@@ -25,7 +25,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "ptf-tests" / "ptf-config.yaml"  # the tests' baseline; must match GRPC_ADDR
-NETNS = "mmaqm-ptf"
+NETNS = os.environ.get("MMAQM_PTF_NETNS", "mmaqm-ptf")  # override to run two suites at once
 NUM_PORTS = 4
 GRPC_ADDR = "127.0.0.1:9559"
 THRIFT_PORT = 9090
