@@ -24,6 +24,8 @@ help:
 	@echo "make test         unit tests + PTF conformance suite on BMv2 (needs root)"
 	@echo "make test-unit    unit tests only (no switch)"
 	@echo "make test-ptf     PTF suite only; one test: make test-ptf PTF_TEST=test_red.RedForcedDropTest"
+	@echo "make run          the D-CBT paper experiment under DROP_TAIL, RED, CBT, D-CBT (needs root)"
+	@echo "                  (options: make run RUN_ARGS='--algorithms RED,DCBT --duration 15')"
 	@echo "make bench        BMv2 packet rate: AQM program vs minimal IPv4 forwarder (needs root)"
 	@echo "make clean        remove build/ and results/"
 
@@ -69,6 +71,10 @@ test-unit: deps-venv
 
 test-ptf: build deps-venv
 	$(PY) tools/run_tests.py --ptf-only $(if $(PTF_TEST),--ptf-test $(PTF_TEST))
+
+.PHONY: run
+run: build deps-venv
+	$(PY) -m mmaqm_exp.experiment $(RUN_ARGS)
 
 .PHONY: bench
 bench: build deps-venv

@@ -1,0 +1,757 @@
+#!/usr/bin/env python3
+"""BMv2 packet rate through the mmaqm program vs a minimal IPv4 forwarder.
+
+One run measures, on the same simple_switch_grpc binary with the same flags,
+the maximum forwarding rate of 1000-byte UDP packets through
+bench/minimal_ipv4.p4 (the baseline) and through build/main.json under each
+AQM algorithm, and reports each variant's median packets per second and its
+ratio to the baseline. See bench/README.md for what the numbers mean.
+
+Topology (one namespace, mmb-bench):
+
+    udpgen --> h1 ==veth== sw1 [BMv2 port 1]   [BMv2 port 2] sw2 ==veth== h2 --> counted
+
+udpgen (bench/udpgen.c) sends paced raw frames on h1 and samples the
+interface counters once a second; "delivered" is h2's rx_packets. h2's own
+MAC differs from the next hop the switch writes, so its kernel drops every
+delivered frame at once (no socket, no ICMP back into the switch).
+
+Every variant gets a freshly started switch; rounds are interleaved
+(round-robin, rotated each round) so that drift affects all variants alike.
+The namespace, veths and every process are removed on exit, on failure and
+on Ctrl-C; leftovers of a killed run (namespaces named mmb-*) are removed
+first. Needs root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH = REPO / "bench"
+BUILD = REPO / "build" / "bench"
+MAIN_JSON = REPO / "build" / "main.json"
+MAIN_P4INFO = REPO / "build" / "main.p4info.txtpb"
+MIN_P4 = BENCH / "minimal_ipv4.p4"
+MIN_JSON = BUILD / "minimal_ipv4.json"
+MIN_P4INFO = BUILD / "minimal_ipv4.p4info.txtpb"
+UDPGEN_C = BENCH / "udpgen.c"
+UDPGEN = BUILD / "udpgen"
+
+PREFIX = "mmb-"
+NETNS = PREFIX + "bench"
+GRPC_ADDR = "127.0.0.1:9559"
+THRIFT_PORT = 9090
+DEVICE_ID = 1
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+sys.path.insert(0, str(REPO / "control-plane"))   # mmaqm, also without the editable install
+
+# Port 1 faces the sender, port 2 the receiver.
+ROUTER_MAC = {1: "02:00:00:00:00:01", 2: "02:00:00:00:00:02"}
+NEXT_HOP_MAC = {1: "02:00:00:00:01:01", 2: "02:00:00:00:02:01"}
+HOST_IF_MAC = {1: "02:00:00:00:01:01", 2: "02:00:00:00:02:fe"}  # h2 != next hop: dropped at once
+PREFIXES = {1: "10.0.1.0/24", 2: "10.0.2.0/24"}
+SRC_IP, DST_IP = "10.0.1.1", "10.0.2.1"
+
+ALGORITHMS = ("DROP_TAIL", "RED", "CBT_RED_ALL", "CBT_RED_TCP_ONLY", "DCBT")
+BASELINE = "minimal_ipv4"
+# AQM settings under which no AQM decision can drop at the bench load: the
+# queue the P4 program sees never comes near these (checked after every
+# measurement from the program's own drop counters).
+QUEUE_LIMIT_PKTS = 1000
+MIN_TH_PKTS, MAX_TH_PKTS = 900, 1000
+CLASS_TH_PKTS = 1000
+TM_QUEUE_DEPTH_PKTS = 1024   # > queue limit: the traffic manager never drops first (DESIGN §1)
+
+
+def log(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def sh(argv: list[str], check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed ({r.returncode}): "
+                           f"{(r.stderr or r.stdout).strip()}")
+    return r
+
+
+def in_ns(*argv: str) -> list[str]:
+    return ["ip", "netns", "exec", NETNS, *argv]
+
+
+# ------------------------------------------------------------ build steps
+def stale(target: Path, *sources: Path) -> bool:
+    return not target.exists() or any(s.stat().st_mtime > target.stat().st_mtime for s in sources)
+
+
+def build_tools() -> None:
+    BUILD.mkdir(parents=True, exist_ok=True)
+    if stale(MIN_JSON, MIN_P4) or stale(MIN_P4INFO, MIN_P4):
+        log(f"compiling {MIN_P4.relative_to(REPO)}")
+        r = subprocess.run(["p4c-bm2-ss", "--arch", "v1model", "--std", "p4-16",
+                            "-o", str(MIN_JSON), "--p4runtime-files", str(MIN_P4INFO), str(MIN_P4)],
+                           capture_output=True, text=True)
+        out = (r.stdout + r.stderr).strip()
+        if r.returncode != 0 or "warning" in out.lower():
+            MIN_JSON.unlink(missing_ok=True)
+            raise RuntimeError(f"p4c-bm2-ss on {MIN_P4.name} "
+                               f"{'failed' if r.returncode else 'warned (must be warning-free)'}:\n{out}")
+    if stale(UDPGEN, UDPGEN_C):
+        log(f"compiling {UDPGEN_C.relative_to(REPO)}")
+        sh(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(UDPGEN), str(UDPGEN_C)])
+
+
+# ------------------------------------------------------------ namespace
+def namespaces() -> list[str]:
+    return [line.split()[0] for line in sh(["ip", "netns", "list"], check=False).stdout.splitlines()
+            if line.strip()]
+
+
+def remove_namespace(ns: str) -> None:
+    """Kill every process inside ns (by pid), then delete it (which deletes its veths)."""
+    for pid in sh(["ip", "netns", "pids", ns], check=False).stdout.split():
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass
+    sh(["ip", "netns", "delete", ns], check=False)
+
+
+def remove_leftovers() -> None:
+    for ns in namespaces():
+        if ns.startswith(PREFIX):
+            log(f"removing leftover namespace {ns}")
+            remove_namespace(ns)
+
+
+def setup_namespace() -> None:
+    sh(["ip", "netns", "add", NETNS])
+    sh(in_ns("ip", "link", "set", "lo", "up"))
+    sh(in_ns("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"))
+    sh(in_ns("sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"))
+    for n in (1, 2):
+        sh(in_ns("ip", "link", "add", f"sw{n}", "type", "veth", "peer", "name", f"h{n}"))
+        sh(in_ns("ip", "link", "set", f"h{n}", "address", HOST_IF_MAC[n]))
+        for ifname in (f"sw{n}", f"h{n}"):
+            sh(in_ns("sysctl", "-qw", f"net.ipv6.conf.{ifname}.disable_ipv6=1"))
+            sh(in_ns("ethtool", "-K", ifname, "tx", "off", "rx", "off", "tso", "off", "gso", "off",
+                     "gro", "off"))  # libpcap ring frames sized for 256 KiB packets otherwise
+            sh(in_ns("ip", "link", "set", ifname, "up"))
+
+
+# ------------------------------------------------------------ processes
+class Procs:
+    """Processes this run started, stopped by pid (each leads its own session)."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen] = []
+
+    def start(self, argv: list[str], **kw) -> subprocess.Popen:
+        p = subprocess.Popen(argv, start_new_session=True, **kw)
+        self.procs.append(p)
+        return p
+
+    def stop(self, p: subprocess.Popen, timeout: float = 10) -> None:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+                p.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+            except ProcessLookupError:
+                pass
+        if p in self.procs:
+            self.procs.remove(p)
+
+    def stop_all(self) -> None:
+        for p in list(self.procs):
+            self.stop(p)
+
+
+def start_switch(procs: Procs, tag: str) -> subprocess.Popen:
+    """simple_switch_grpc, same flags for every variant; logging off."""
+    argv = ["simple_switch_grpc", "--device-id", str(DEVICE_ID), "--no-p4",
+            "--thrift-port", str(THRIFT_PORT), "-i", "1@sw1", "-i", "2@sw2",
+            "--", "--grpc-server-addr", GRPC_ADDR]
+    out = open(BUILD / f"bmv2-{tag}.stdout", "wb")
+    try:
+        p = procs.start(in_ns(*argv), stdout=out, stderr=subprocess.STDOUT)
+    finally:
+        out.close()
+    # `ip netns exec` execs the command, so p.pid is simple_switch_grpc itself.
+    for _ in range(50):
+        try:
+            comm = Path(f"/proc/{p.pid}/comm").read_text().strip()
+        except OSError:
+            comm = ""
+        if comm.startswith("simple_switch"):
+            return p
+        if p.poll() is not None:
+            break
+        time.sleep(0.05)
+    raise RuntimeError(f"simple_switch_grpc did not start (see {BUILD / f'bmv2-{tag}.stdout'})")
+
+
+def ctl(*args: str, timeout: float = 90) -> dict:
+    """bench/bench_ctl.py inside the namespace; its JSON result."""
+    r = sh(in_ns(sys.executable, str(BENCH / "bench_ctl.py"), *args), check=False, timeout=timeout)
+    try:
+        result = json.loads(r.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        raise RuntimeError(f"bench_ctl {args[0]} failed ({r.returncode}): {r.stderr.strip()[-2000:]}")
+    if r.returncode != 0:
+        raise RuntimeError(f"bench_ctl {args[0]}: {result}")
+    return result
+
+
+# ------------------------------------------------------------ configuration
+def aqm_config(algorithm: str) -> dict:
+    policy: dict = {"algorithm": algorithm, "queue_limit_pkts": QUEUE_LIMIT_PKTS,
+                    "tm_queue_depth_pkts": TM_QUEUE_DEPTH_PKTS}
+    if algorithm != "DROP_TAIL":
+        policy.update(min_th_pkts=MIN_TH_PKTS, max_th_pkts=MAX_TH_PKTS, max_p=0.1)
+    if algorithm in ("CBT_RED_ALL", "CBT_RED_TCP_ONLY"):
+        policy.update(tagged_th_pkts=CLASS_TH_PKTS, untagged_th_pkts=CLASS_TH_PKTS)
+    return {
+        "switches": {"bench": {
+            "p4runtime_addr": GRPC_ADDR,
+            "device_id": DEVICE_ID,
+            "ports": {n: {"mac": ROUTER_MAC[n]} for n in (1, 2)},
+            "routes": [{"prefix": PREFIXES[n], "port": n, "next_hop_mac": NEXT_HOP_MAC[n]}
+                       for n in (1, 2)],
+            "policies": {"default": policy},
+        }},
+    }
+
+
+def write_aqm_configs(algorithms: list[str]) -> dict[str, Path]:
+    import yaml
+    from mmaqm.config import ConfigError, parse_config
+
+    paths = {}
+    for algorithm in algorithms:
+        data = aqm_config(algorithm)
+        try:
+            parse_config(data)
+        except ConfigError as err:
+            raise RuntimeError(f"bench config for {algorithm} is invalid:\n{err}") from None
+        path = BUILD / f"aqm-{algorithm}.yaml"
+        path.write_text("# generated by bench/run_bench.py\n" + yaml.safe_dump(data, sort_keys=False))
+        paths[algorithm] = path
+    return paths
+
+
+# ------------------------------------------------------------ traffic
+def udpgen_argv(rate: float, duration: float, *, watch_pid: int | None = None,
+                ifstats: tuple[str, ...] = ("h1", "sw1", "sw2", "h2"), flows: int = 1,
+                size: int = 1000, dump: bool = False) -> list[str]:
+    argv = [str(UDPGEN), "--iface", "h1", "--src-mac", HOST_IF_MAC[1], "--dst-mac", ROUTER_MAC[1],
+            "--src-ip", SRC_IP, "--dst-ip", DST_IP, "--size", str(size), "--flows", str(flows),
+            "--rate", str(rate), "--duration", str(duration), "--sample-ms", "1000"]
+    for ifname in ifstats:
+        argv += ["--ifstat", ifname]
+    if watch_pid:
+        argv += ["--watch-pid", str(watch_pid)]
+    if dump:
+        argv += ["--dump-frame", "1"]
+    return argv
+
+
+def run_udpgen(procs: Procs, argv: list[str], duration: float) -> list[dict]:
+    p = procs.start(in_ns(*argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(timeout=duration + 30)
+    finally:
+        procs.stop(p)
+    if p.returncode != 0:
+        raise RuntimeError(f"udpgen exited {p.returncode}: {err.strip()}")
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def window_stats(samples: list[dict], warmup: float) -> dict:
+    """Rates over the samples from the first one at or after warmup to the last."""
+    win = [s for s in samples if s["t"] >= warmup - 0.05]
+    if len(win) < 2:
+        raise RuntimeError(f"measurement too short: {len(samples)} samples")
+    a, b = win[0], win[-1]
+    span = b["t"] - a["t"]
+
+    def d(ifname: str, k: int) -> int:
+        return b["if"][ifname][k] - a["if"][ifname][k]
+
+    RX, RXD, TX, TXD = range(4)
+    sent = b["sent"] - a["sent"]
+    delivered = d("h2", RX)
+    per_second = [(y["if"]["h2"][RX] - x["if"]["h2"][RX]) / (y["t"] - x["t"])
+                  for x, y in zip(win, win[1:])]
+    res = {
+        "window_s": round(span, 3),
+        "sent": sent,
+        "send_err": b["send_err"] - a["send_err"],
+        "delivered": delivered,
+        "offered_pps": sent / span,
+        "pps": delivered / span,
+        "pps_per_second": [round(x, 1) for x in per_second],
+        "loss_pct": 100.0 * (1 - delivered / sent) if sent else None,
+        # where the missing packets went
+        "h1_tx_dropped": d("h1", TXD),        # veth could not hand them to sw1's side
+        "sw1_rx": d("sw1", RX),
+        "sw2_tx": d("sw2", TX),                # what BMv2 transmitted
+        "lost_in_bmv2": d("sw1", RX) - d("sw2", TX),   # socket ring overflow or program drops
+        "gen_cpu_pct": 100.0 * (b["self_cpu_s"] - a["self_cpu_s"]) / span,
+    }
+    # Machine CPU in % of one core (all cores together: 2 cores = 200 %).
+    ticks = [y - x for x, y in zip(a["cpu_ticks"], b["cpu_ticks"])]
+    pct = lambda t: 100.0 * t / CLK_TCK / span  # noqa: E731
+    user, nice, system, idle, iowait, irq, softirq, steal = ticks
+    res["machine_busy_pct"] = pct(user + nice + system + irq + softirq)
+    res["machine_softirq_pct"] = pct(softirq + irq)
+    res["machine_steal_pct"] = pct(steal)
+    if a["pid_cpu_ticks"] >= 0 and b["pid_cpu_ticks"] >= 0:
+        res["bmv2_cpu_pct"] = pct(b["pid_cpu_ticks"] - a["pid_cpu_ticks"])
+        threads = {tid: pct(b["threads"][tid] - a["threads"].get(tid, 0))
+                   for tid in b.get("threads", {})}
+        res["bmv2_thread_cpu_pct"] = dict(sorted(threads.items(), key=lambda kv: -kv[1]))
+        res["bmv2_busiest_thread_pct"] = max(threads.values(), default=None)
+        # everything else: the generator's kernel work shows up in its own time,
+        # softirq, other processes on the machine
+        res["other_cpu_pct"] = res["machine_busy_pct"] - res["bmv2_cpu_pct"] - res["gen_cpu_pct"]
+    else:
+        res["bmv2_cpu_pct"] = res["bmv2_busiest_thread_pct"] = res["other_cpu_pct"] = None
+    return res
+
+
+def generator_alone(procs: Procs, seconds: float, size: int) -> dict:
+    """udpgen unpaced into h1 with no switch on sw1 (the kernel drops at sw1)."""
+    samples = run_udpgen(procs, udpgen_argv(0, seconds + 1, ifstats=("h1", "sw1"), size=size),
+                         seconds + 1)
+    win = [s for s in samples if s["t"] >= 1 - 0.05]
+    a, b = win[0], win[-1]
+    span = b["t"] - a["t"]
+    return {
+        "pps": (b["sent"] - a["sent"]) / span,
+        "sw1_rx_pps": (b["if"]["sw1"][0] - a["if"]["sw1"][0]) / span,
+        "cpu_pct": 100.0 * (b["self_cpu_s"] - a["self_cpu_s"]) / span,
+        "window_s": round(span, 3),
+    }
+
+
+def machine_busy_pct(seconds: float = 1.0) -> float:
+    """Busy CPU of the whole machine over `seconds`, % of one core."""
+    def ticks() -> list[int]:
+        return [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    a = ticks()
+    time.sleep(seconds)
+    d = [y - x for x, y in zip(a, ticks())]
+    return 100.0 * (d[0] + d[1] + d[2] + d[5] + d[6]) / CLK_TCK / seconds
+
+
+def wait_quiet(limit_pct: float, max_wait_s: float) -> dict:
+    """Wait (up to max_wait_s) until the machine is nearly idle before timing."""
+    started = time.monotonic()
+    while True:
+        busy = machine_busy_pct()
+        waited = time.monotonic() - started
+        if busy <= limit_pct:
+            return {"busy_pct": round(busy, 1), "waited_s": round(waited, 1), "quiet": True}
+        if waited >= max_wait_s:
+            log(f"machine still {busy:.0f} % busy after {waited:.0f} s; measuring anyway")
+            return {"busy_pct": round(busy, 1), "waited_s": round(waited, 1), "quiet": False}
+        time.sleep(2)
+
+
+# ------------------------------------------------------------ one variant
+class Bench:
+    def __init__(self, args: argparse.Namespace, procs: Procs, configs: dict[str, Path]) -> None:
+        self.args = args
+        self.procs = procs
+        self.configs = configs
+        self.frame_hex = sh(udpgen_argv(1, 1, size=args.size, dump=True)).stdout.strip()
+
+    def bring_up(self, variant: str, tag: str) -> tuple[subprocess.Popen, dict]:
+        switch = start_switch(self.procs, tag)
+        t0 = time.monotonic()
+        if variant == BASELINE:
+            routes = [{"prefix": PREFIXES[n], "port": n, "src_mac": ROUTER_MAC[n],
+                       "next_hop_mac": NEXT_HOP_MAC[n]} for n in (1, 2)]
+            info = ctl("push-baseline", "--grpc", GRPC_ADDR, "--p4info", str(MIN_P4INFO),
+                       "--bmv2-json", str(MIN_JSON), "--routes", json.dumps(routes))
+        else:
+            info = ctl("install-aqm", "--config", str(self.configs[variant]))
+        from mmaqm import bmv2_tm
+        for port in (1, 2):   # same traffic-manager depth for every variant
+            bmv2_tm.set_queue_depth(THRIFT_PORT, port, TM_QUEUE_DEPTH_PKTS, netns=NETNS)
+        check = ctl("verify", "--tx-if", "h1", "--rx-if", "h2", "--frame-hex", self.frame_hex,
+                    "--expect", json.dumps({"src_mac": ROUTER_MAC[2], "dst_mac": NEXT_HOP_MAC[2]}))
+        info.update(ready_s=round(time.monotonic() - t0, 2), verify=check)
+        if switch.poll() is not None:
+            raise RuntimeError(f"simple_switch_grpc ({variant}) exited during setup")
+        return switch, info
+
+    def measure(self, variant: str, rate: float, tag: str, *, warmup: float,
+                duration: float) -> dict:
+        """Fresh switch, quiet machine, then rate pps for warmup + duration seconds."""
+        switch, info = self.bring_up(variant, tag)
+        a = self.args
+        try:
+            time.sleep(a.settle)
+            info["quiet_gate"] = wait_quiet(a.quiet_pct, a.quiet_wait)
+            samples = run_udpgen(self.procs, udpgen_argv(rate, warmup + duration, watch_pid=switch.pid,
+                                                         flows=a.flows, size=a.size),
+                                 warmup + duration)
+            if switch.poll() is not None:
+                raise RuntimeError(f"simple_switch_grpc ({variant}) died during the measurement")
+            res = window_stats(samples, warmup)
+            res.update(variant=variant, offered_rate_pps=rate, setup=info, samples=samples)
+            if variant != BASELINE:
+                time.sleep(0.5)   # let the queue drain before reading the counters
+                counters = ctl("aqm-counters", "--config", str(self.configs[variant]))
+                res["aqm_counters"] = counters
+                res["aqm_drops"] = sum(counters["queue_drops"].values())
+                res["ingress_discards"] = sum(counters["ingress_discards"].values())
+            return res
+        finally:
+            self.procs.stop(switch)
+
+    def pilot(self, gen_max_pps: float) -> tuple[float, list[dict]]:
+        """Stepped offered rates through the baseline; its highest delivered rate."""
+        switch, _ = self.bring_up(BASELINE, "pilot")
+        steps = []
+        try:
+            rate = 2000.0
+            while rate <= gen_max_pps:
+                for attempt in range(self.args.retries + 1):
+                    wait_quiet(self.args.quiet_pct, self.args.quiet_wait)
+                    samples = run_udpgen(self.procs, udpgen_argv(rate, 4, watch_pid=switch.pid,
+                                                                 flows=self.args.flows,
+                                                                 size=self.args.size), 4)
+                    st = window_stats(samples, 1)
+                    if (st["other_cpu_pct"] or 0) <= self.args.max_other_cpu:
+                        break
+                steps.append({"offered_rate_pps": rate, "pps": round(st["pps"], 1),
+                              "loss_pct": round(st["loss_pct"], 3),
+                              "bmv2_cpu_pct": st["bmv2_cpu_pct"],
+                              "other_cpu_pct": st["other_cpu_pct"]})
+                log(f"pilot: offered {rate:8.0f} pps -> delivered {st['pps']:8.0f} pps, "
+                    f"loss {st['loss_pct']:.2f} %, BMv2 CPU {st['bmv2_cpu_pct']:.0f} %")
+                if st["loss_pct"] > 10:
+                    break
+                rate *= 1.5
+        finally:
+            self.procs.stop(switch)
+        return max(s["pps"] for s in steps), steps
+
+
+# ------------------------------------------------------------ report
+def machine_info() -> dict:
+    def out(argv: list[str]) -> str:
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+            return " ".join((r.stdout + r.stderr).split()) or "?"
+        except (OSError, subprocess.TimeoutExpired):
+            return "?"
+
+    model = "?"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    try:
+        from importlib.metadata import version
+        finsy = version("finsy")
+    except Exception:  # noqa: BLE001 - informational only
+        finsy = "?"
+    return {
+        "nproc": out(["nproc"]),
+        "cpu_model": model,
+        "kernel": platform.release(),
+        "bmv2": out(["simple_switch_grpc", "--version"]),
+        "p4c": out(["p4c-bm2-ss", "--version"]),
+        "python": platform.python_version(),
+        "finsy": finsy,
+        "simple_switch_grpc": shutil.which("simple_switch_grpc"),
+    }
+
+
+def _median(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def summarize(measurements: list[dict], variants: list[str]) -> list[dict]:
+    by_variant = {v: [m for m in measurements if m["variant"] == v] for v in variants}
+    base = {m["round"]: m["pps"] for m in by_variant[BASELINE]}
+    base_median = statistics.median(base.values())
+    rows = []
+    for v in variants:
+        ms = by_variant[v]
+        pps = [m["pps"] for m in ms]
+        med = statistics.median(pps)
+        per_round = [m["pps"] / base[m["round"]] for m in ms if m["round"] in base]
+        cpu = [m["bmv2_cpu_pct"] for m in ms if m["bmv2_cpu_pct"] is not None]
+        rows.append({
+            "variant": v,
+            "n": len(ms),
+            "pps_median": med,
+            "pps_min": min(pps),
+            "pps_max": max(pps),
+            "spread_pct": 100.0 * (max(pps) - min(pps)) / med if med else None,
+            "ratio": med / base_median,
+            "ratio_per_round_min": min(per_round) if per_round else None,
+            "ratio_per_round_max": max(per_round) if per_round else None,
+            "loss_pct_median": statistics.median(m["loss_pct"] for m in ms),
+            "bmv2_cpu_pct_median": statistics.median(cpu) if cpu else None,
+            "bmv2_busiest_thread_pct_median": _median(m["bmv2_busiest_thread_pct"] for m in ms),
+            "gen_cpu_pct_median": statistics.median(m["gen_cpu_pct"] for m in ms),
+            "other_cpu_pct_median": _median(m["other_cpu_pct"] for m in ms),
+            "machine_busy_pct_median": statistics.median(m["machine_busy_pct"] for m in ms),
+            "offered_pps_median": statistics.median(m["offered_pps"] for m in ms),
+            "aqm_drops": None if v == BASELINE else sum(m["aqm_drops"] for m in ms),
+            "ingress_discards": None if v == BASELINE else sum(m["ingress_discards"] for m in ms),
+        })
+    return rows
+
+
+def format_table(rows: list[dict]) -> str:
+    header = ["variant", "pps median", "min-max", "spread", "ratio vs " + BASELINE,
+              "per-round ratio", "offered", "loss", "BMv2 CPU", "busiest thread", "gen CPU",
+              "other CPU", "AQM drops"]
+    pct = lambda v: "?" if v is None else f"{v:.0f} %"  # noqa: E731
+    lines = []
+    for r in rows:
+        lines.append([
+            r["variant"],
+            f"{r['pps_median']:.0f}",
+            f"{r['pps_min']:.0f}-{r['pps_max']:.0f}",
+            f"{r['spread_pct']:.1f} %",
+            f"{r['ratio']:.3f}",
+            f"{r['ratio_per_round_min']:.3f}-{r['ratio_per_round_max']:.3f}",
+            f"{r['offered_pps_median']:.0f}",
+            f"{r['loss_pct_median']:.1f} %",
+            pct(r["bmv2_cpu_pct_median"]),
+            pct(r["bmv2_busiest_thread_pct_median"]),
+            pct(r["gen_cpu_pct_median"]),
+            pct(r["other_cpu_pct_median"]),
+            "-" if r["aqm_drops"] is None else str(r["aqm_drops"]),
+        ])
+    widths = [max(len(x) for x in col) for col in zip(header, *lines)]
+    fmt = lambda row: "  ".join(x.ljust(w) if i == 0 else x.rjust(w)  # noqa: E731
+                                for i, (x, w) in enumerate(zip(row, widths)))
+    return "\n".join([fmt(header), fmt(["-" * w for w in widths]), *map(fmt, lines)])
+
+
+# ------------------------------------------------------------ main
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--reps", type=int, default=3, help="measurements per variant [3]")
+    p.add_argument("--duration", type=float, default=10.0, help="steady window, s [10]")
+    p.add_argument("--warmup", type=float, default=3.0, help="traffic before the window, s [3]")
+    p.add_argument("--settle", type=float, default=1.0,
+                   help="idle time after install, before traffic, s [1]")
+    p.add_argument("--algorithms", default=",".join(ALGORITHMS),
+                   help=f"comma-separated subset of {','.join(ALGORITHMS)}")
+    p.add_argument("--offered-pps", type=float,
+                   help="rate offered to every variant; default: --offer-factor x the "
+                        "baseline's best rate in a stepped pilot")
+    p.add_argument("--offer-factor", type=float, default=1.5,
+                   help="offered rate / the pilot's best baseline rate [1.5]")
+    p.add_argument("--size", type=int, default=1000, help="IPv4 packet size, bytes [1000]")
+    p.add_argument("--flows", type=int, default=1, help="UDP flows (source ports) [1]")
+    p.add_argument("--quiet-pct", type=float, default=25.0,
+                   help="before each measurement wait until the machine's busy CPU is at most "
+                        "this (%% of one core; the idle switch included) [25]")
+    p.add_argument("--quiet-wait", type=float, default=120.0,
+                   help="longest wait for a quiet machine, s [120]")
+    p.add_argument("--max-other-cpu", type=float, default=25.0,
+                   help="a measurement during which processes other than BMv2 and the "
+                        "generator used more CPU than this (%% of one core) is repeated [25]")
+    p.add_argument("--retries", type=int, default=2,
+                   help="repeats of a disturbed measurement; all attempts are kept in the JSON [2]")
+    p.add_argument("--out-dir", type=Path, default=REPO / "results" / "bench")
+    args = p.parse_args()
+    algos = [a.strip() for a in args.algorithms.split(",") if a.strip()]
+    unknown = [a for a in algos if a not in ALGORITHMS]
+    if unknown or not algos:
+        p.error(f"--algorithms: unknown {unknown}; choose from {', '.join(ALGORITHMS)}")
+    if args.reps < 1 or args.duration < 2 or args.warmup < 1 or args.retries < 0:
+        p.error("--reps >= 1, --duration >= 2, --warmup >= 1, --retries >= 0")
+    if args.offer_factor <= 1:
+        p.error("--offer-factor must be > 1 (the offered rate must exceed capacity)")
+    args.algorithm_list = algos
+    return args
+
+
+def main() -> int:
+    args = parse_args()
+    if os.geteuid() != 0:
+        print("run_bench: needs root (network namespaces, veths, raw sockets); "
+              "run 'sudo make bench'", file=sys.stderr)
+        return 2
+    missing = [t for t in ("simple_switch_grpc", "simple_switch_CLI", "p4c-bm2-ss", "gcc",
+                           "ip", "ethtool", "sysctl") if shutil.which(t) is None]
+    if missing:
+        print(f"run_bench: not found: {', '.join(missing)} (see README 'Install')", file=sys.stderr)
+        return 2
+    try:
+        import finsy  # noqa: F401  (only checked here; used by bench_ctl.py)
+        import mmaqm.config  # noqa: F401
+    except ImportError as err:
+        print(f"run_bench: {err}; run it with the project venv ('make bench')", file=sys.stderr)
+        return 2
+    for path in (MAIN_JSON, MAIN_P4INFO):
+        if not path.exists():
+            print(f"run_bench: {path} not found; run 'make build'", file=sys.stderr)
+            return 2
+
+    procs = Procs()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+    started = dt.datetime.now()
+    try:
+        build_tools()
+        configs = write_aqm_configs(args.algorithm_list)
+        remove_leftovers()
+        setup_namespace()
+        bench = Bench(args, procs, configs)
+        machine = machine_info()
+        log(f"machine: {machine['nproc']} CPUs, {machine['cpu_model']}, kernel {machine['kernel']}")
+        log(f"BMv2: {machine['bmv2']}; p4c: {machine['p4c']}")
+
+        gen = generator_alone(procs, 3.0, args.size)
+        log(f"generator alone (unpaced, no switch): {gen['pps']:.0f} pps at {gen['cpu_pct']:.0f} % CPU")
+
+        pilot_steps: list[dict] = []
+        if args.offered_pps:
+            rate = args.offered_pps
+        else:
+            cap, pilot_steps = bench.pilot(gen["pps"])
+            rate = round(args.offer_factor * cap, -2)
+            log(f"pilot: baseline delivered at most {cap:.0f} pps; offering {rate:.0f} pps")
+        if rate > 0.9 * gen["pps"]:
+            log(f"warning: offered rate near what the generator alone can do ({gen['pps']:.0f} pps)")
+
+        variants = [BASELINE, *args.algorithm_list]
+        measurements = []
+        for rnd in range(args.reps):
+            order = variants[rnd % len(variants):] + variants[:rnd % len(variants)]
+            for variant in order:
+                tag = f"{variant}-r{rnd}"
+                discarded = []
+                for attempt in range(args.retries + 1):
+                    m = bench.measure(variant, rate, f"{tag}-a{attempt}", warmup=args.warmup,
+                                      duration=args.duration)
+                    other = m["other_cpu_pct"]
+                    if other is None or other <= args.max_other_cpu or attempt == args.retries:
+                        break
+                    log(f"{variant}: other processes used {other:.0f} % CPU during the window "
+                        f"({m['pps']:.0f} pps); repeating")
+                    discarded.append(m)
+                m["round"] = rnd
+                m["disturbed"] = m["other_cpu_pct"] is not None and \
+                    m["other_cpu_pct"] > args.max_other_cpu
+                m["discarded_attempts"] = discarded
+                measurements.append(m)
+                extra = "" if variant == BASELINE else \
+                    f", AQM drops {m['aqm_drops']}, discards {m['ingress_discards']}"
+                log(f"round {rnd + 1}/{args.reps} {variant:17s} {m['pps']:8.0f} pps "
+                    f"(offered {m['offered_pps']:.0f}, "
+                    f"loss {m['loss_pct']:.1f} %), BMv2 CPU {m['bmv2_cpu_pct']:.0f} % "
+                    f"(busiest thread {m['bmv2_busiest_thread_pct']:.0f} %), "
+                    f"gen {m['gen_cpu_pct']:.0f} %, other {m['other_cpu_pct']:.0f} %, "
+                    f"machine {m['machine_busy_pct']:.0f} %{extra}")
+    except KeyboardInterrupt:
+        print("run_bench: interrupted; cleaning up", file=sys.stderr)
+        return 130
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as err:
+        print(f"run_bench: {err}", file=sys.stderr)
+        return 1
+    finally:
+        procs.stop_all()
+        if NETNS in namespaces():
+            remove_namespace(NETNS)
+
+    rows = summarize(measurements, variants)
+    stamp = started.strftime("%Y%m%d-%H%M%S")
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    out_path = args.out_dir / f"bench-{stamp}.json"
+    unsaturated = [r["variant"] for r in rows if r["loss_pct_median"] < 2.0]
+    disturbed = sum(m["disturbed"] for m in measurements)
+    retried = sum(len(m["discarded_attempts"]) for m in measurements)
+    aqm_dropped = [r["variant"] for r in rows if r["aqm_drops"]]
+    result = {
+        "started": started.isoformat(timespec="seconds"),
+        "machine": machine,
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "packet": {"ipv4_bytes": args.size, "frame_bytes": args.size + 14,
+                   "udp_payload_bytes": args.size - 28, "flows": args.flows, "dscp": 0},
+        "aqm_settings": {"queue_limit_pkts": QUEUE_LIMIT_PKTS, "min_th_pkts": MIN_TH_PKTS,
+                         "max_th_pkts": MAX_TH_PKTS, "max_p": 0.1,
+                         "class_th_pkts": CLASS_TH_PKTS, "tm_queue_depth_pkts": TM_QUEUE_DEPTH_PKTS},
+        "switch_argv": ["simple_switch_grpc", "--device-id", str(DEVICE_ID), "--no-p4",
+                        "--thrift-port", str(THRIFT_PORT), "-i", "1@sw1", "-i", "2@sw2", "--",
+                        "--grpc-server-addr", GRPC_ADDR],
+        "generator_alone": gen,
+        "pilot": pilot_steps,
+        "offered_rate_pps": rate,
+        "summary": rows,
+        "measurements": measurements,
+    }
+    out_path.write_text(json.dumps(result, indent=1))
+
+    print(f"mmaqm bench {result['started']}: BMv2 packet rate, {args.size}-byte IPv4/UDP packets "
+          f"({args.size + 14}-byte frames), {args.flows} flow(s)")
+    print(f"machine: nproc {machine['nproc']}, {machine['cpu_model']}, kernel {machine['kernel']}")
+    print(f"BMv2: {machine['bmv2']} ({machine['simple_switch_grpc']}); p4c: {machine['p4c']}")
+    print(f"generator alone: {gen['pps']:.0f} pps unpaced at {gen['cpu_pct']:.0f} % of one core")
+    if pilot_steps:
+        clean = [s["offered_rate_pps"] for s in pilot_steps if s["loss_pct"] < 0.1]
+        print("pilot (baseline, offered -> delivered pps): " + ", ".join(
+            f"{s['offered_rate_pps']:.0f}->{s['pps']:.0f}" for s in pilot_steps)
+            + (f"; highest step with < 0.1 % loss: {max(clean):.0f} pps" if clean else ""))
+    print(f"each measurement: fresh switch, {rate:.0f} pps offered (every variant), "
+          f"{args.warmup:g} s warm-up + {args.duration:g} s window; {args.reps} rounds, "
+          f"round-robin")
+    print(f"AQM settings: queue_limit {QUEUE_LIMIT_PKTS}, RED min/max_th {MIN_TH_PKTS}/"
+          f"{MAX_TH_PKTS} pkts, CBT class thresholds {CLASS_TH_PKTS}: no AQM decision can drop at "
+          f"this load, so every packet the program sees is forwarded and the rate measures "
+          f"processing cost (checked: 'AQM drops' column, from the program's counters)")
+    print()
+    print(format_table(rows))
+    print()
+    print("pps = packets/s delivered to the receiver; ratio = variant median / "
+          f"{BASELINE} median; per-round ratio = min-max of variant/baseline within a round;")
+    print("offered = median offered pps in the window; loss = offered packets not delivered (the "
+          "switch could not keep up);")
+    print("CPU = % of one core (2 cores = 200 %): BMv2 all threads, its busiest thread, the "
+          "generator, and everything else on the machine.")
+    if unsaturated:
+        print(f"WARNING: {', '.join(unsaturated)} lost < 2 %: the offered load may not have "
+              "exceeded capacity; rerun with a higher --offer-factor")
+    if retried or disturbed:
+        print(f"note: {retried} measurement(s) repeated because other processes used more than "
+              f"{args.max_other_cpu:g} % CPU; {disturbed} kept although still disturbed")
+    if aqm_dropped:
+        print(f"WARNING: the AQM dropped packets in {', '.join(aqm_dropped)}; see the JSON")
+    print(f"raw measurements: {out_path.relative_to(REPO) if out_path.is_relative_to(REPO) else out_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,257 @@
+"""mmaqm-exp: one scenario on one topology under a list of AQM algorithms (issue 3 §4).
+
+    mmaqm-exp --topology topologies/topos/dcbt-dumbbell.json \\
+              --scenario topologies/scenarios/dcbt-fig7.yaml \\
+              --policies topologies/policies/dcbt-fig7.yaml \\
+              --algorithms DROP_TAIL,RED,CBT_RED_ALL,DCBT --out results/dcbt-fig7
+
+The topology comes up once (namespaces, veths, one simple_switch_grpc per
+switch, receive-side delay elements) and is always torn down, also on errors
+and Ctrl-C. For each algorithm, in the same network and with the same
+traffic:
+  1. the controller config is generated from the topology with that
+     algorithm's policy on the bottleneck port, validated by the controller's
+     own checks, and written to <out>/<algo>/controller.yaml;
+  2. `mmaqm-ctl run --stats-out counters.jsonl` starts in the switches'
+     namespace: it pushes the pipeline, installs every table with a fresh
+     policy epoch (averages start from zero), runs the D-CBT loop and logs
+     cumulative per-class counters every 100 ms;
+  3. the bottleneck's BMv2 queue rate and depth are set;
+  4. the scenario's traffic runs (mmaqm_exp.traffic) while the CPU of every
+     switch, delay element and the controller is sampled;
+  5. the controller stops; raw files stay; summary.json and flows.csv are
+     derived from them (mmaqm_exp.analysis).
+Then the comparison table and plots go to <out> (mmaqm_exp.report).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+import yaml
+
+from . import analysis, report
+from .cpu import CpuSampler
+from .network import Network, missing_prereqs
+from .scenario import load_scenario
+from .topology import controller_config, load_topology
+from .traffic import run_scenario
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_BMV2_JSON = REPO / "build" / "main.json"
+DEFAULT_P4INFO = REPO / "build" / "main.p4info.txtpb"
+DEFAULT_TOPOLOGY = REPO / "topologies" / "topos" / "dcbt-dumbbell.json"
+DEFAULT_SCENARIO = REPO / "topologies" / "scenarios" / "dcbt-fig7.yaml"
+DEFAULT_POLICIES = REPO / "topologies" / "policies" / "dcbt-fig7.yaml"
+DEFAULT_ALGORITHMS = ("DROP_TAIL", "RED", "CBT_RED_ALL", "DCBT")
+STATS_INTERVAL_MS = 100
+CONTROLLER_READY_TIMEOUT_S = 60.0
+SETTLE_S = 1.0          # between algorithms: the queue drains, old flows are forgotten
+
+
+class ExperimentError(RuntimeError):
+    pass
+
+
+def load_policies(path: Path) -> dict[str, dict[str, Any]]:
+    """{algorithm: policy dict} from a policies YAML file (see topologies/policies/)."""
+    data = yaml.safe_load(Path(path).read_text())
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise ExperimentError(f"{path}: must map algorithm names to policy mappings")
+    return {str(k): dict(v) for k, v in data.items()}
+
+
+def controller_yaml(topo, policy: dict[str, Any]) -> str:
+    """The controller config for this policy, validated like any user config."""
+    from mmaqm.config import ConfigError, parse_config
+
+    cfg = controller_config(topo, policy)
+    try:
+        parse_config(cfg)
+    except ConfigError as err:
+        raise ExperimentError("invalid policy:\n  " + "\n  ".join(err.errors)) from err
+    return yaml.safe_dump(cfg, sort_keys=False)
+
+
+def _wait_controller(ctl: subprocess.Popen, counters: Path, log: Path) -> None:
+    """Ready = the controller has installed every switch and logged a sample."""
+    deadline = time.monotonic() + CONTROLLER_READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if ctl.poll() is not None:
+            tail = log.read_text()[-2000:] if log.exists() else ""
+            raise ExperimentError(f"mmaqm-ctl exited {ctl.returncode}:\n{tail}")
+        if counters.exists() and counters.stat().st_size > 0:
+            return
+        time.sleep(0.1)
+    raise ExperimentError(f"mmaqm-ctl not ready after {CONTROLLER_READY_TIMEOUT_S} s; see {log}")
+
+
+def _stop(proc: subprocess.Popen, timeout_s: float = 10.0) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _progress_printer(algorithm: str, stream) -> Callable[..., None]:
+    def show(elapsed_s: float, phase: Optional[str], rates_kbps: dict[str, float], *_: Any) -> None:
+        rates = "  ".join(f"{cls} {kbps / 1000:5.2f} Mb/s" for cls, kbps in sorted(rates_kbps.items()))
+        print(f"  [{algorithm:<16}] t={elapsed_s:5.1f} s  phase {phase or '-':<10} {rates}",
+              file=stream, flush=True)
+    return show
+
+
+def run_algorithm(net: Network, topo, scenario, algorithm: str, policy: dict[str, Any],
+                  out: Path, *, p4info: Path, bmv2_json: Path, stream=sys.stdout) -> dict[str, Any]:
+    """One algorithm on a running network; returns its summary (also written to out)."""
+    out.mkdir(parents=True, exist_ok=True)
+    cfg_path = out / "controller.yaml"
+    cfg_path.write_text(controller_yaml(topo, policy))
+    counters = out / "counters.jsonl"
+    counters.unlink(missing_ok=True)
+    log = out / "controller.log"
+    with open(log, "w") as log_file:
+        ctl = net.popen_switch_ns(
+            [sys.executable, "-m", "mmaqm.cli", "--config", str(cfg_path), "--p4info", str(p4info),
+             "--bmv2-json", str(bmv2_json), "run", "--stats-out", str(counters),
+             "--stats-interval-ms", str(STATS_INTERVAL_MS)],
+            stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    sampler = None
+    try:
+        _wait_controller(ctl, counters, log)
+        bn = net.configure_bottleneck(
+            max(policy.get("queue_limit_pkts", 64) + 16, net.bottleneck.queue_depth_pkts))
+        pids = {f"bmv2 {name}": pid for name, pid in net.switch_pids().items()}
+        pids.update({f"delay {name}": pid for name, pid in net.delay_pids().items()})
+        pids["controller"] = ctl.pid
+        sampler = CpuSampler(pids).start()
+        rate_kbps = bn.rate_pps * topo.bottleneck.packet_bytes * 8 / 1000
+        result = run_scenario(net, scenario, out / "traffic",
+                              progress=_progress_printer(algorithm, stream),
+                              bottleneck_rate_kbps=rate_kbps)
+    finally:
+        if sampler is not None:
+            sampler.stop()
+            sampler.write_csv(out / "cpu.csv")
+        _stop(ctl)
+    summary = analysis.analyze(result, counters_jsonl=counters, bottleneck=(bn.switch, bn.port),
+                               bottleneck_rate_kbps=rate_kbps)
+    summary["algorithm"] = algorithm
+    summary["policy"] = policy
+    summary["cpu"] = sampler.summary()
+    summary["bottleneck"] = {"switch": bn.switch, "port": bn.port, "rate_pps": bn.rate_pps,
+                             "rate_kbps": rate_kbps, "queue_depth_pkts": bn.queue_depth_pkts}
+    analysis.write_outputs(summary, out)
+    return summary
+
+
+def run_experiment(topology: Path, scenario_path: Path, policies_path: Path,
+                   algorithms: Sequence[str], out: Path, *, duration_s: Optional[float] = None,
+                   p4info: Path = DEFAULT_P4INFO, bmv2_json: Path = DEFAULT_BMV2_JSON,
+                   stream=sys.stdout) -> dict[str, dict[str, Any]]:
+    """Every algorithm on one network; returns {algorithm: summary}. Validates all
+    inputs before creating anything."""
+    topo = load_topology(topology)
+    scenario = load_scenario(scenario_path)
+    scenario.check_hosts(topo.hosts)
+    if duration_s is not None:
+        scenario = scenario.with_duration(duration_s)
+    policies = load_policies(policies_path)
+    unknown = [a for a in algorithms if a not in policies]
+    if unknown:
+        raise ExperimentError(f"{policies_path} has no policy for {unknown}; it has {sorted(policies)}")
+    for a in algorithms:
+        controller_yaml(topo, policies[a])   # every policy is valid before anything starts
+    for path in (p4info, bmv2_json):
+        if not Path(path).exists():
+            raise ExperimentError(f"{path} not found: run 'make build'")
+    why = missing_prereqs()
+    if why:
+        raise ExperimentError(why)
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "experiment.json").write_text(json.dumps({
+        "topology": str(topology), "scenario": str(scenario_path), "policies": str(policies_path),
+        "algorithms": list(algorithms), "duration_s": scenario.duration_s,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "nproc": os.cpu_count(),
+    }, indent=1))
+    summaries: dict[str, dict[str, Any]] = {}
+    started = time.monotonic()
+    with Network(topo, out / "network", bmv2_json) as net:
+        print(f"mmaqm-exp: network up in {time.monotonic() - started:.1f} s; bottleneck "
+              f"{net.bottleneck.switch} port {net.bottleneck.port} at {net.bottleneck.rate_pps} pkt/s",
+              file=stream, flush=True)
+        for i, algorithm in enumerate(algorithms):
+            if i:
+                time.sleep(SETTLE_S)
+            print(f"mmaqm-exp: {algorithm} ({i + 1}/{len(algorithms)}), "
+                  f"{scenario.duration_s:g} s of traffic", file=stream, flush=True)
+            summaries[algorithm] = run_algorithm(net, topo, scenario, algorithm, policies[algorithm],
+                                                 out / algorithm, p4info=p4info,
+                                                 bmv2_json=bmv2_json, stream=stream)
+    paths = report.write_report(summaries, out)
+    print(paths["table"].read_text(), file=stream, end="")
+    cpu_lines = []
+    for algorithm, summary in summaries.items():
+        parts = [f"{name} {v['mean_pct']:.0f}% (max {v['max_pct']:.0f}%)"
+                 for name, v in sorted(summary["cpu"].items())]
+        cpu_lines.append(f"  {algorithm:<16} " + ", ".join(parts))
+    cpu_text = "CPU, percent of one core, mean (max) over the traffic:\n" + "\n".join(cpu_lines) + "\n"
+    (out / "cpu.txt").write_text(cpu_text)
+    print(cpu_text, file=stream, end="")
+    print(f"mmaqm-exp: results in {out} ({time.monotonic() - started:.0f} s)", file=stream)
+    return summaries
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="mmaqm-exp", description=__doc__.splitlines()[0])
+    p.add_argument("--topology", type=Path, default=DEFAULT_TOPOLOGY)
+    p.add_argument("--scenario", type=Path, default=DEFAULT_SCENARIO)
+    p.add_argument("--policies", type=Path, default=DEFAULT_POLICIES,
+                   help="YAML mapping algorithm -> bottleneck policy")
+    p.add_argument("--algorithms", default=",".join(DEFAULT_ALGORITHMS),
+                   help="comma-separated, run in this order [%(default)s]")
+    p.add_argument("--duration", type=float, help="scale the scenario to this many seconds")
+    p.add_argument("--out", type=Path, help="results folder [results/<scenario>-<time>]")
+    p.add_argument("--p4info", type=Path, default=DEFAULT_P4INFO)
+    p.add_argument("--bmv2-json", type=Path, default=DEFAULT_BMV2_JSON)
+    a = p.parse_args(argv)
+    if os.geteuid() != 0:
+        print("mmaqm-exp: needs root (network namespaces, veths, BMv2)", file=sys.stderr)
+        return 2
+    algorithms = [x.strip() for x in a.algorithms.split(",") if x.strip()]
+    out = a.out or REPO / "results" / f"{a.scenario.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+    def on_sigterm(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        run_experiment(a.topology, a.scenario, a.policies, algorithms, out,
+                       duration_s=a.duration, p4info=a.p4info, bmv2_json=a.bmv2_json)
+    except KeyboardInterrupt:
+        print("mmaqm-exp: interrupted; network torn down", file=sys.stderr)
+        return 130
+    except (ExperimentError, ValueError, OSError) as err:
+        print(f"mmaqm-exp: {err}", file=sys.stderr)
+        return 1
+    latest = out.parent / "latest"
+    if latest.is_symlink() or not latest.exists():
+        latest.unlink(missing_ok=True)
+        latest.symlink_to(out.name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

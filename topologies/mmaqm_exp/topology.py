@@ -1,0 +1,770 @@
+"""Topology files: load and validate them, derive addresses, routes and the controller config.
+
+A topology file is JSON, close to p4lang/tutorials' ``topology.json`` (see
+topologies/README.md "Topology files" for every field)::
+
+    {"name": "dcbt-dumbbell",
+     "hosts": {"tcp1": {}, "tcp2": {"ip": "10.0.9.1/24"}},
+     "switches": {"r1": {}, "r2": {}},
+     "links": [["tcp1", "r1", 5, 25], ["r1-p3", "r2", 20, 25], ["tcp2", "r2", 5, 25]],
+     "bottleneck": {"from": "r1", "to": "r2", "queue_limit_pkts": 60}}
+
+Links are ``[a, b, delay_ms, rate_mbps]`` (the last two optional); a switch
+end is ``"r1"`` (next free port) or ``"r1-p3"`` (port 3). :func:`load_topology`
+returns frozen dataclasses; every problem is reported with its field path,
+e.g. ``links[3].rate_mbps: must be > 0, got 0``, all of them in one
+:class:`TopologyError`, before anything is created. Unknown keys are errors.
+
+Nothing here touches the system: :mod:`mmaqm_exp.network` brings a topology
+up. :func:`controller_config` turns a topology plus an AQM policy into the
+mmaqm controller's config (schema: control-plane/mmaqm/config.py).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import math
+import re
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+# ------------------------------------------------------------------ constants
+HOST_IFNAME = "eth0"                 # the one interface of every host namespace
+MTU_BYTES = 1500
+GRPC_PORT_BASE = 9559                # switch i (file order, from 0): 127.0.0.1:GRPC_PORT_BASE+i
+THRIFT_PORT_BASE = 9090              # ... and Thrift port THRIFT_PORT_BASE+i
+DEVICE_ID = 1                        # simple_switch_grpc --device-id = controller device_id
+DEFAULT_PACKET_BYTES = 1000          # dcbt §5: 1 KB packets, "all ... the same size"
+MIN_PACKET_BYTES = 64
+DEFAULT_QUEUE_LIMIT_PKTS = 64        # mmaqm.config default (BMv2's default queue depth too)
+MAX_QUEUE_LIMIT_PKTS = 65535         # mmaqm.config.MAX_QUEUE_LIMIT_PKTS
+OTHER_PORT_QUEUE_LIMIT_PKTS = 1000   # DROP_TAIL limit of every port but the bottleneck
+TM_DEPTH_MARGIN_PKTS = 64            # BMv2 depth = P4 limit + this: only P4 drops (DESIGN §1)
+MAX_SWITCH_PORT = 63                 # NUM_PORTS - 1 in p4src/include/defines.p4 (a test checks)
+MIN_SWITCH_PORT = 1                  # port 0 is where v1model sends undecided packets: never used
+MAX_NAME_LEN = 10                    # "<switch>-p<port>" must fit Linux's 15-character IFNAMSIZ
+NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+SWITCH_PORT_RE = re.compile(r"^(?P<switch>[A-Za-z][A-Za-z0-9_]*)-p(?P<port>[0-9]+)$")
+# Automatic addresses: the k-th host without "ip" gets 10.0.k.1/24 (k = 1, 2, ... skipping
+# subnets given explicitly), gateway 10.0.k.254; a host's MAC is 02:00 + its IPv4 address.
+AUTO_SUBNET_FMT = "10.0.{k}.0/24"
+AUTO_SUBNET_MAX_K = 255
+ROUTER_MAC_FMT = "02:01:00:00:{switch:02x}:{port:02x}"   # switch index + 1, port number
+_MAC_RE = re.compile(r"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$")
+
+_TOP_KEYS = ("name", "notes", "hosts", "switches", "links", "bottleneck")
+_HOST_KEYS = ("ip", "gateway", "mac")
+_SWITCH_KEYS: tuple[str, ...] = ()
+_LINK_FIELDS = ("a", "b", "delay_ms", "rate_mbps")
+_BOTTLENECK_KEYS = ("from", "to", "queue_limit_pkts", "packet_bytes")
+
+
+class TopologyError(ValueError):
+    """Invalid topology. ``errors`` lists every problem as "<field path>: <message>"."""
+
+    def __init__(self, errors: list[str], source: str = "<topology>") -> None:
+        self.errors = list(errors)
+        self.source = source
+        super().__init__(f"{source}: invalid topology:\n  " + "\n  ".join(self.errors))
+
+
+# --------------------------------------------------------------- result types
+@dataclass(frozen=True)
+class Host:
+    """A host: one namespace with one interface (HOST_IFNAME) linked to one switch port."""
+
+    name: str
+    index: int                # file order, from 0
+    ip: str                   # "10.0.1.1"
+    prefixlen: int
+    gateway_ip: str           # the router's address on this link (default route, static ARP)
+    mac: str                  # lower case
+    switch: str
+    switch_port: int
+    link: int                 # index into Topology.links
+
+    @property
+    def subnet(self) -> ipaddress.IPv4Network:
+        return ipaddress.IPv4Interface(f"{self.ip}/{self.prefixlen}").network
+
+    @property
+    def cidr(self) -> str:
+        return f"{self.ip}/{self.prefixlen}"
+
+
+@dataclass(frozen=True)
+class Port:
+    """One switch port: a veth end named ``ifname`` in the switch namespace."""
+
+    switch: str
+    number: int
+    mac: str                  # the router's MAC on this port
+    ifname: str               # "r1-p3"
+    peer: str                 # host or switch at the other end
+    peer_port: int | None     # None when the peer is a host
+    peer_mac: str             # host MAC or the peer router port's MAC
+    link: int
+
+
+@dataclass(frozen=True)
+class Switch:
+    name: str
+    index: int                # file order, from 0: selects the gRPC and Thrift ports
+    ports: Mapping[int, Port]
+
+
+@dataclass(frozen=True)
+class Link:
+    index: int
+    a: str
+    a_port: int | None        # None for a host end
+    b: str
+    b_port: int | None
+    delay_ms: float           # one-way propagation delay, both directions
+    rate_mbps: float | None   # None: not stated (only the bottleneck's is enforced)
+
+
+@dataclass(frozen=True)
+class Bottleneck:
+    """The one rate-limited, AQM-managed egress queue (dcbt §5: r1 -> r2)."""
+
+    switch: str
+    port: int
+    to_switch: str
+    link: int
+    rate_mbps: float
+    delay_ms: float
+    queue_limit_pkts: int
+    packet_bytes: int
+
+    @property
+    def rate_pps(self) -> int:
+        """BMv2 queue rate: BMv2 meters packets, not bytes, so rate = bits/s / (8 * packet size)."""
+        return max(1, round(self.rate_mbps * 1e6 / (8 * self.packet_bytes)))
+
+
+@dataclass(frozen=True)
+class Topology:
+    name: str
+    notes: tuple[str, ...]
+    hosts: Mapping[str, Host]
+    switches: Mapping[str, Switch]
+    links: tuple[Link, ...]
+    bottleneck: Bottleneck
+    # (switch, destination host) -> egress port on a shortest path (hop count, file order)
+    routes: Mapping[tuple[str, str], int]
+
+    def egress_port(self, switch: str, dst_host: str) -> int:
+        return self.routes[(switch, dst_host)]
+
+    def path(self, src_host: str, dst_host: str) -> tuple[int, ...]:
+        """Link indices a packet from src_host to dst_host crosses, in order."""
+        if src_host == dst_host:
+            return ()
+        src = self.hosts[src_host]
+        links = [src.link]
+        node = src.switch
+        while True:
+            port = self.switches[node].ports[self.routes[(node, dst_host)]]
+            links.append(port.link)
+            if port.peer == dst_host:
+                return tuple(links)
+            node = port.peer
+
+    def one_way_delay_ms(self, src_host: str, dst_host: str) -> float:
+        """Sum of the link delays along the path (no queueing, no processing)."""
+        return sum(self.links[i].delay_ms for i in self.path(src_host, dst_host))
+
+    def rtt_ms(self, a: str, b: str) -> float:
+        return self.one_way_delay_ms(a, b) + self.one_way_delay_ms(b, a)
+
+
+def tm_queue_depth_pkts(queue_limit_pkts: int) -> int:
+    """BMv2 traffic-manager depth for a port whose P4 queue limit is queue_limit_pkts."""
+    return queue_limit_pkts + TM_DEPTH_MARGIN_PKTS
+
+
+# ------------------------------------------------------------------- loading
+def load_topology(path: str | Path) -> Topology:
+    """Read and validate a topology JSON file; raise TopologyError listing every problem."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise TopologyError([f"cannot read: {exc.strerror}"], str(path)) from exc
+    return parse_topology(load_json(text, source=str(path)), source=str(path),
+                          default_name=path.stem)
+
+
+def load_json(text: str, *, source: str = "<topology>") -> object:
+    """json.loads that reports duplicate keys (json keeps the last one silently)."""
+    duplicates: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for key, value in items:
+            if key in seen:
+                duplicates.append(f"duplicate key {key!r}")
+            seen[key] = value
+        return seen
+
+    try:
+        data = json.loads(text, object_pairs_hook=pairs)
+    except json.JSONDecodeError as exc:
+        raise TopologyError([f"invalid JSON: {exc}"], source) from exc
+    if duplicates:
+        raise TopologyError(duplicates, source)
+    return data
+
+
+class _Errors:
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    def add(self, path: str, message: str) -> None:
+        self.items.append(f"{path}: {message}")
+
+
+def _describe(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return "an object" if isinstance(value, dict) else "a list"
+    return repr(value)
+
+
+def _object(value: object, path: str, errs: _Errors, allowed: tuple[str, ...]) -> dict | None:
+    if not isinstance(value, dict):
+        errs.add(path, f"must be an object, got {_describe(value)}")
+        return None
+    for key in value:
+        if key not in allowed:
+            hint = f"; allowed: {', '.join(allowed)}" if allowed else "; no keys are allowed"
+            errs.add(f"{path}.{key}" if path != "(top level)" else key, f"unknown key{hint}")
+    return value
+
+
+def _number(value: object, path: str, errs: _Errors, *, positive: bool) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        errs.add(path, f"must be a number, got {_describe(value)}")
+        return None
+    if positive and value <= 0:
+        errs.add(path, f"must be > 0, got {value}")
+        return None
+    if not positive and value < 0:
+        errs.add(path, f"must be >= 0, got {value}")
+        return None
+    return float(value)
+
+
+def _int(value: object, path: str, errs: _Errors, lo: int, hi: int) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        errs.add(path, f"must be an integer, got {_describe(value)}")
+        return None
+    if not lo <= value <= hi:
+        errs.add(path, f"must be in {lo}..{hi}, got {value}")
+        return None
+    return value
+
+
+def _name(name: str, path: str, errs: _Errors) -> bool:
+    if not NAME_RE.match(name) or len(name) > MAX_NAME_LEN:
+        errs.add(path, f"name must match {NAME_RE.pattern} and have at most {MAX_NAME_LEN} "
+                       f"characters (it names Linux namespaces and interfaces), got {name!r}")
+        return False
+    return True
+
+
+def _mac(value: object, path: str, errs: _Errors) -> str | None:
+    if not isinstance(value, str) or not _MAC_RE.match(value):
+        errs.add(path, f"must be a MAC address like \"02:00:00:00:00:01\", got {_describe(value)}")
+        return None
+    mac = value.lower()
+    if int(mac[:2], 16) & 1:
+        errs.add(path, f"must be a unicast MAC (first octet even), got {value}")
+        return None
+    if mac == "00:00:00:00:00:00":
+        errs.add(path, "must not be all-zero")
+        return None
+    return mac
+
+
+def _mac_of_ip(ip: ipaddress.IPv4Address) -> str:
+    return "02:00:" + ":".join(f"{b:02x}" for b in ip.packed)
+
+
+@dataclass
+class _HostSpec:
+    name: str
+    index: int
+    iface: ipaddress.IPv4Interface | None = None
+    gateway: ipaddress.IPv4Address | None = None
+    mac: str | None = None
+
+
+def _parse_host(name: str, index: int, raw: object, errs: _Errors) -> _HostSpec:
+    path = f"hosts.{name}"
+    spec = _HostSpec(name, index)
+    body = _object(raw, path, errs, _HOST_KEYS)
+    if body is None:
+        return spec
+    if "ip" in body:
+        value = body["ip"]
+        try:
+            if not isinstance(value, str) or "/" not in value:
+                raise ValueError
+            iface = ipaddress.IPv4Interface(value)
+        except ValueError:
+            errs.add(f"{path}.ip", f"must be an IPv4 address with prefix length like "
+                                   f"\"10.0.1.1/24\", got {_describe(value)}")
+        else:
+            net = iface.network
+            if not 8 <= net.prefixlen <= 30:
+                errs.add(f"{path}.ip", f"prefix length must be in 8..30, got {net.prefixlen}")
+            elif iface.ip in (net.network_address, net.broadcast_address):
+                errs.add(f"{path}.ip", f"{iface.ip} is the network or broadcast address of {net}")
+            elif not iface.ip.is_private or iface.ip.is_loopback:
+                errs.add(f"{path}.ip", f"must be a private (RFC 1918) address, got {iface.ip}")
+            else:
+                spec.iface = iface
+    if "gateway" in body:
+        value = body["gateway"]
+        if "ip" not in body:
+            errs.add(f"{path}.gateway", "needs an explicit ip")
+        else:
+            try:
+                gateway = ipaddress.IPv4Address(value) if isinstance(value, str) else None
+            except ValueError:
+                gateway = None
+            if gateway is None:
+                errs.add(f"{path}.gateway", f"must be an IPv4 address, got {_describe(value)}")
+            elif spec.iface is not None:
+                net = spec.iface.network
+                if gateway not in net or gateway in (net.network_address, net.broadcast_address):
+                    errs.add(f"{path}.gateway", f"must be a host address in {net}, got {gateway}")
+                elif gateway == spec.iface.ip:
+                    errs.add(f"{path}.gateway", f"must differ from the host's own address {gateway}")
+                else:
+                    spec.gateway = gateway
+    if "mac" in body:
+        spec.mac = _mac(body["mac"], f"{path}.mac", errs)
+    return spec
+
+
+@dataclass
+class _End:
+    node: str
+    port: int | None      # explicit port, filled in for switches by auto assignment
+
+
+def _parse_end(value: object, path: str, hosts: Mapping[str, Any], switches: Mapping[str, Any],
+               errs: _Errors) -> _End | None:
+    if not isinstance(value, str):
+        errs.add(path, f"must be a host, a switch or \"<switch>-p<port>\", got {_describe(value)}")
+        return None
+    if value in hosts or value in switches:
+        return _End(value, None)
+    m = SWITCH_PORT_RE.match(value)
+    if m:
+        switch = m.group("switch")
+        if switch in hosts:
+            errs.add(path, f"{value!r}: a host has no port numbers; write {switch!r}")
+            return None
+        if switch not in switches:
+            errs.add(path, f"unknown switch {switch!r} in {value!r}")
+            return None
+        port = int(m.group("port"))
+        if not MIN_SWITCH_PORT <= port <= MAX_SWITCH_PORT:
+            errs.add(path, f"port must be in {MIN_SWITCH_PORT}..{MAX_SWITCH_PORT}, got {port}")
+            return None
+        return _End(switch, port)
+    errs.add(path, f"unknown node {value!r} (not in hosts or switches)")
+    return None
+
+
+def parse_topology(data: object, *, source: str = "<topology>",
+                   default_name: str = "topology") -> Topology:
+    """Validate a topology tree (as loaded from JSON); raise TopologyError listing every problem."""
+    errs = _Errors()
+    top = _object(data, "(top level)", errs, _TOP_KEYS)
+    if top is None:
+        raise TopologyError(errs.items, source)
+    for key in ("hosts", "switches", "links", "bottleneck"):
+        if key not in top:
+            errs.add(key, "required")
+
+    name = top.get("name", default_name)
+    if not isinstance(name, str) or not name:
+        errs.add("name", f"must be a non-empty string, got {_describe(name)}")
+        name = default_name
+    notes_raw = top.get("notes", [])
+    notes: tuple[str, ...] = ()
+    if isinstance(notes_raw, str):
+        notes = (notes_raw,)
+    elif isinstance(notes_raw, list) and all(isinstance(n, str) for n in notes_raw):
+        notes = tuple(notes_raw)
+    else:
+        errs.add("notes", f"must be a string or a list of strings, got {_describe(notes_raw)}")
+
+    # --- switches and hosts (names first: links refer to them)
+    switch_names: dict[str, int] = {}
+    switches_raw = top.get("switches", {})
+    if isinstance(switches_raw, dict):
+        if "switches" in top and not switches_raw:
+            errs.add("switches", "must list at least one switch")
+        for sname, sraw in switches_raw.items():
+            _object(sraw, f"switches.{sname}", errs, _SWITCH_KEYS)
+            if _name(sname, f"switches.{sname}", errs):
+                switch_names[sname] = len(switch_names)
+    else:
+        errs.add("switches", f"must be an object, got {_describe(switches_raw)}")
+
+    specs: dict[str, _HostSpec] = {}
+    hosts_raw = top.get("hosts", {})
+    if isinstance(hosts_raw, dict):
+        if "hosts" in top and not hosts_raw:
+            errs.add("hosts", "must list at least one host")
+        for hname, hraw in hosts_raw.items():
+            ok = _name(hname, f"hosts.{hname}", errs)
+            if hname in switch_names:
+                errs.add(f"hosts.{hname}", "name is also a switch")
+                ok = False
+            spec = _parse_host(hname, len(specs), hraw, errs)
+            if ok:
+                specs[hname] = spec
+    else:
+        errs.add("hosts", f"must be an object, got {_describe(hosts_raw)}")
+
+    # --- links
+    links_raw = top.get("links", [])
+    ends: list[tuple[int, _End, _End, float, float | None]] = []
+    if not isinstance(links_raw, list):
+        errs.add("links", f"must be a list, got {_describe(links_raw)}")
+        links_raw = []
+    elif "links" in top and not links_raw:
+        errs.add("links", "must list at least one link")
+    host_links: dict[str, list[int]] = {h: [] for h in specs}
+    used_ports: dict[tuple[str, int], int] = {}
+    switch_pairs: dict[frozenset[str], int] = {}
+    linked_pairs: set[frozenset[str]] = set()      # also from links with other errors
+    for i, item in enumerate(links_raw):
+        path = f"links[{i}]"
+        if not isinstance(item, list) or not 2 <= len(item) <= 4:
+            size = f" of {len(item)}" if isinstance(item, list) else ""
+            errs.add(path, f"must be a list [a, b, delay_ms, rate_mbps] (2 to 4 items), "
+                           f"got {_describe(item)}{size}")
+            continue
+        a = _parse_end(item[0], f"{path}.a", specs, switch_names, errs)
+        b = _parse_end(item[1], f"{path}.b", specs, switch_names, errs)
+        delay = _number(item[2], f"{path}.delay_ms", errs, positive=False) if len(item) > 2 else 0.0
+        rate: float | None = None
+        if len(item) > 3 and item[3] is not None:
+            rate = _number(item[3], f"{path}.rate_mbps", errs, positive=True)
+        if a is None or b is None:
+            continue
+        linked_pairs.add(frozenset((a.node, b.node)))
+        if a.node == b.node:
+            errs.add(path, f"links {a.node!r} to itself")
+            continue
+        if a.node in specs and b.node in specs:
+            errs.add(path, f"links two hosts ({a.node}, {b.node}); a host links to a switch")
+            continue
+        for end in (a, b):
+            if end.node in specs:
+                host_links[end.node].append(i)   # counted even if delay/rate are bad
+        if delay is None or (len(item) > 3 and item[3] is not None and rate is None):
+            continue
+        bad = False
+        for field_name, end in (("a", a), ("b", b)):
+            if end.node not in specs and end.port is not None:
+                key = (end.node, end.port)
+                if key in used_ports:
+                    errs.add(f"{path}.{field_name}", f"port {end.node}-p{end.port} is also used by "
+                                                     f"links[{used_ports[key]}]")
+                    bad = True
+                else:
+                    used_ports[key] = i
+        if a.node in switch_names and b.node in switch_names:
+            pair = frozenset((a.node, b.node))
+            if pair in switch_pairs:
+                errs.add(path, f"second link between {a.node} and {b.node} (also "
+                               f"links[{switch_pairs[pair]}]); at most one link joins two switches")
+                bad = True
+            else:
+                switch_pairs[pair] = i
+        if not bad:
+            ends.append((i, a, b, delay, rate))
+    for hname, idx in host_links.items():
+        if not idx and isinstance(links_raw, list) and links_raw:
+            errs.add(f"hosts.{hname}", "has no link (every host needs exactly one link to a switch)")
+        elif len(idx) > 1:
+            errs.add(f"hosts.{hname}",
+                     f"has {len(idx)} links (links{idx}); every host needs exactly one")
+    linked_switches = {e.node for _, a, b, _, _ in ends for e in (a, b) if e.node in switch_names}
+    for sname in switch_names:
+        if links_raw and sname not in linked_switches:
+            errs.add(f"switches.{sname}", "has no link")
+
+    # --- automatic ports: the lowest free number, in link order
+    if not errs.items:
+        for i, a, b, _, _ in ends:
+            for field_name, end in (("a", a), ("b", b)):
+                if end.node in switch_names and end.port is None:
+                    port = MIN_SWITCH_PORT
+                    while (end.node, port) in used_ports:
+                        port += 1
+                    if port > MAX_SWITCH_PORT:
+                        errs.add(f"links[{i}].{field_name}", f"switch {end.node} has no free port "
+                                                             f"left (max {MAX_SWITCH_PORT})")
+                        break
+                    end.port = port
+                    used_ports[(end.node, port)] = i
+                    ifname = f"{end.node}-p{port}"
+                    assert len(ifname) <= 15, ifname  # MAX_NAME_LEN + "-p" + 2 digits
+
+    # --- addresses
+    hosts: dict[str, Host] = {}
+    if not errs.items:
+        _assign_addresses(specs, errs)
+    if not errs.items:
+        links = tuple(Link(i, a.node, a.port if a.node in switch_names else None,
+                           b.node, b.port if b.node in switch_names else None, delay, rate)
+                      for i, a, b, delay, rate in ends)
+        for spec in specs.values():
+            link = links[host_links[spec.name][0]]
+            sw, port = (link.b, link.b_port) if link.a == spec.name else (link.a, link.a_port)
+            assert spec.iface is not None and spec.gateway is not None and spec.mac is not None
+            assert port is not None
+            hosts[spec.name] = Host(spec.name, spec.index, str(spec.iface.ip),
+                                    spec.iface.network.prefixlen, str(spec.gateway), spec.mac,
+                                    sw, port, link.index)
+        switches = _build_switches(switch_names, links, hosts)
+        owner: dict[str, str] = {p.mac: f"router port {p.ifname}"
+                                 for s in switches.values() for p in s.ports.values()}
+        for h in hosts.values():
+            if h.mac in owner:
+                errs.add(f"hosts.{h.name}.mac", f"{h.mac} is also the MAC of {owner[h.mac]}")
+            owner[h.mac] = f"hosts.{h.name}"
+
+    # --- bottleneck
+    bottleneck: Bottleneck | None = None
+    braw = top.get("bottleneck")
+    if "bottleneck" in top:
+        if isinstance(braw, list):
+            errs.add("bottleneck", "must be one object {\"from\": switch, \"to\": switch}: exactly "
+                                   "one link direction is the bottleneck")
+        else:
+            body = _object(braw, "bottleneck", errs, _BOTTLENECK_KEYS)
+            if body is not None:
+                bottleneck = _parse_bottleneck(body, switch_names, ends, linked_pairs, errs)
+
+    # --- routes and connectivity
+    routes: dict[tuple[str, str], int] = {}
+    if not errs.items:
+        routes = _compute_routes(switches, hosts, errs)
+    if errs.items:
+        raise TopologyError(errs.items, source)
+    assert bottleneck is not None
+    return Topology(name=name, notes=notes, hosts=MappingProxyType(hosts),
+                    switches=MappingProxyType(switches), links=links, bottleneck=bottleneck,
+                    routes=MappingProxyType(routes))
+
+
+def _assign_addresses(specs: dict[str, _HostSpec], errs: _Errors) -> None:
+    """Explicit subnets must not overlap (one host per link subnet: the P4 router answers no ARP,
+    so a host must never think another host is on its link); the others get 10.0.k.0/24."""
+    taken: list[tuple[ipaddress.IPv4Network, str]] = []
+    for spec in specs.values():
+        if spec.iface is None:
+            continue
+        net = spec.iface.network
+        for other, who in taken:
+            if net.overlaps(other):
+                errs.add(f"hosts.{spec.name}.ip", f"subnet {net} overlaps hosts.{who}'s {other} "
+                                                  f"(every host link is its own subnet)")
+        taken.append((net, spec.name))
+    k = 1
+    for spec in specs.values():
+        if spec.iface is not None:
+            continue
+        while True:
+            if k > AUTO_SUBNET_MAX_K:
+                errs.add(f"hosts.{spec.name}", "no free automatic subnet left; give an ip")
+                return
+            net = ipaddress.IPv4Network(AUTO_SUBNET_FMT.format(k=k))
+            k += 1
+            if not any(net.overlaps(other) for other, _ in taken):
+                break
+        spec.iface = ipaddress.IPv4Interface(f"{net.network_address + 1}/{net.prefixlen}")
+        taken.append((net, spec.name))
+    for spec in specs.values():
+        assert spec.iface is not None
+        if spec.gateway is None:
+            net = spec.iface.network
+            last = net.broadcast_address - 1
+            spec.gateway = last if last != spec.iface.ip else net.network_address + 1
+        if spec.mac is None:
+            spec.mac = _mac_of_ip(spec.iface.ip)
+
+
+def _build_switches(switch_names: dict[str, int], links: tuple[Link, ...],
+                    hosts: dict[str, Host]) -> dict[str, Switch]:
+    def router_mac(switch: str, port: int) -> str:
+        return ROUTER_MAC_FMT.format(switch=switch_names[switch] + 1, port=port)
+
+    ports: dict[str, dict[int, Port]] = {s: {} for s in switch_names}
+    for link in links:
+        for node, port, peer, peer_port in ((link.a, link.a_port, link.b, link.b_port),
+                                            (link.b, link.b_port, link.a, link.a_port)):
+            if node not in switch_names or port is None:
+                continue
+            peer_mac = hosts[peer].mac if peer in hosts else router_mac(peer, peer_port or 0)
+            ports[node][port] = Port(node, port, router_mac(node, port), f"{node}-p{port}",
+                                     peer, peer_port, peer_mac, link.index)
+    return {s: Switch(s, i, MappingProxyType(dict(sorted(ports[s].items()))))
+            for s, i in switch_names.items()}
+
+
+def _parse_bottleneck(body: dict, switch_names: Mapping[str, int],
+                      ends: list[tuple[int, _End, _End, float, float | None]],
+                      linked_pairs: set[frozenset[str]], errs: _Errors) -> Bottleneck | None:
+    names = {}
+    for key in ("from", "to"):
+        value = body.get(key)
+        if key not in body:
+            errs.add(f"bottleneck.{key}", "required (a switch name)")
+        elif not isinstance(value, str) or value not in switch_names:
+            errs.add(f"bottleneck.{key}", f"must be a switch name, got {_describe(value)}")
+        else:
+            names[key] = value
+    limit = _int(body.get("queue_limit_pkts", DEFAULT_QUEUE_LIMIT_PKTS),
+                 "bottleneck.queue_limit_pkts", errs, 1, MAX_QUEUE_LIMIT_PKTS)
+    size = _int(body.get("packet_bytes", DEFAULT_PACKET_BYTES), "bottleneck.packet_bytes", errs,
+                MIN_PACKET_BYTES, MTU_BYTES)
+    if len(names) < 2 or limit is None or size is None:
+        return None
+    src, dst = names["from"], names["to"]
+    if src == dst:
+        errs.add("bottleneck.to", f"must differ from bottleneck.from ({src})")
+        return None
+    for i, a, b, delay, rate in ends:
+        if {a.node, b.node} == {src, dst}:
+            if rate is None:
+                errs.add(f"links[{i}].rate_mbps", "required: this link is the bottleneck")
+                return None
+            port = a.port if a.node == src else b.port
+            if port is None:     # ports are assigned only when the links are valid
+                return None
+            return Bottleneck(src, port, dst, i, rate, delay, limit, size)
+    if frozenset((src, dst)) not in linked_pairs:     # else that link's own error says why
+        errs.add("bottleneck", f"no link joins {src} and {dst}")
+    return None
+
+
+def _compute_routes(switches: Mapping[str, Switch], hosts: Mapping[str, Host],
+                    errs: _Errors) -> dict[tuple[str, str], int]:
+    """BFS from every destination host: each switch's egress port toward it (fewest hops,
+    ties broken by port order)."""
+    routes: dict[tuple[str, str], int] = {}
+    for dst, h in hosts.items():
+        routes[(h.switch, dst)] = h.switch_port
+        queue = deque([h.switch])
+        seen = {h.switch}
+        while queue:
+            node = queue.popleft()
+            for port in switches[node].ports.values():
+                nxt = port.peer
+                if nxt in switches and nxt not in seen and port.peer_port is not None:
+                    seen.add(nxt)
+                    routes[(nxt, dst)] = port.peer_port    # nxt reaches node through its peer_port
+                    queue.append(nxt)
+        for src, s in hosts.items():
+            if s.switch not in seen:
+                errs.add(f"hosts.{src}", f"cannot reach hosts.{dst} (the switches are not connected)")
+    return routes
+
+
+# --------------------------------------------------------- controller config
+def controller_config(topo: Topology, policy: Mapping[str, Any], *,
+                      p4runtime_port_base: int = GRPC_PORT_BASE, device_id: int = DEVICE_ID,
+                      other_queue_limit_pkts: int = OTHER_PORT_QUEUE_LIMIT_PKTS,
+                      classifier: Mapping[str, Any] | None = None,
+                      active_flows: Mapping[str, Any] | None = None,
+                      validate: bool = True) -> dict[str, Any]:
+    """The mmaqm controller config (control-plane/mmaqm/config.py) for topo, as a dict.
+
+    ``policy`` goes on the bottleneck egress port; its ``queue_limit_pkts`` defaults to the
+    topology's, ``tm_queue_depth_pkts`` to limit + TM_DEPTH_MARGIN_PKTS and ``link_rate_pps``
+    to the bottleneck's rate. Every other port gets DROP_TAIL with other_queue_limit_pkts.
+    Routes: one /32 per host, next hop = the host's MAC on its own port, else the next
+    router's port MAC. With validate, ``mmaqm.config.parse_config`` checks the result
+    (raises mmaqm.config.ConfigError).
+    """
+    bn = topo.bottleneck
+    bn_policy = dict(policy)
+    bn_policy.setdefault("queue_limit_pkts", bn.queue_limit_pkts)
+    limit = bn_policy["queue_limit_pkts"]
+    if isinstance(limit, int) and not isinstance(limit, bool):
+        bn_policy.setdefault("tm_queue_depth_pkts", tm_queue_depth_pkts(limit))
+    bn_policy.setdefault("link_rate_pps", bn.rate_pps)
+    other = {"algorithm": "DROP_TAIL", "queue_limit_pkts": other_queue_limit_pkts,
+             "tm_queue_depth_pkts": tm_queue_depth_pkts(other_queue_limit_pkts)}
+    switches: dict[str, Any] = {}
+    for sw in topo.switches.values():
+        routes = []
+        for dst, h in topo.hosts.items():
+            port = sw.ports[topo.egress_port(sw.name, dst)]
+            routes.append({"prefix": f"{h.ip}/32", "port": port.number,
+                           "next_hop_mac": port.peer_mac})
+        policies: dict[Any, Any] = {"default": dict(other)}
+        if sw.name == bn.switch:
+            policies[bn.port] = bn_policy
+        switches[sw.name] = {
+            "p4runtime_addr": f"127.0.0.1:{p4runtime_port_base + sw.index}",
+            "device_id": device_id,
+            "ports": {p.number: {"mac": p.mac} for p in sw.ports.values()},
+            "routes": routes,
+            "policies": policies,
+        }
+    cfg: dict[str, Any] = {}
+    if classifier is not None:
+        cfg["classifier"] = dict(classifier)
+    if active_flows is not None:
+        cfg["active_flows"] = dict(active_flows)
+    cfg["switches"] = switches
+    if validate:
+        from mmaqm.config import parse_config  # the controller's own validation
+        parse_config(cfg)
+    return cfg
+
+
+def dump_controller_config(cfg: Mapping[str, Any]) -> str:
+    """YAML text of a controller_config() dict (ports stay integer keys)."""
+    import yaml
+
+    return yaml.safe_dump(cfg, sort_keys=False, default_flow_style=None)
+
+
+def describe(topo: Topology) -> str:
+    """Human-readable summary: hosts, ports, bottleneck, RTTs."""
+    bn = topo.bottleneck
+    lines = [f"topology {topo.name}: {len(topo.hosts)} hosts, {len(topo.switches)} switches, "
+             f"{len(topo.links)} links",
+             f"bottleneck {bn.switch}-p{bn.port} -> {bn.to_switch}: {bn.rate_mbps:g} Mbit/s = "
+             f"{bn.rate_pps} pkt/s of {bn.packet_bytes} B, {bn.delay_ms:g} ms, queue "
+             f"{bn.queue_limit_pkts} pkts"]
+    for h in topo.hosts.values():
+        lines.append(f"  host {h.name:<10} {h.cidr:<18} gw {h.gateway_ip:<15} {h.mac}  "
+                     f"-> {h.switch}-p{h.switch_port}")
+    names = list(topo.hosts)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            lines.append(f"  rtt {a} <-> {b}: {topo.rtt_ms(a, b):g} ms")
+    return "\n".join(lines)

@@ -1,0 +1,285 @@
+"""analysis.py on a synthetic run directory whose every number is worked out by hand.
+
+The run (t0 = T0, two phases p1 = [0, 1) s, p2 = [1, 2) s, bottleneck 3000 kbit/s):
+
+  flow 1 (TCP): 118 500 payload bytes (125 segments of 948) received at 0.5 s and at 1.5 s
+  flow 2 (TCP): 118 500 bytes at 0.5 s only            (starved in p2: counts as 0)
+  flow 3 (MM_APP, tagged): seq k sent at k * 0.1 s, 20 packets of 1000 bytes, received
+          10 ms later (seq 5: 30 ms later); seqs 3, 15, 16 lost.
+
+TCP bytes count at IP level: 118 500 * 1000 / 948 = 125 000 bytes -> 1000 kbit/s over 1 s.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+import mmt_testenv  # first: puts topologies/ on sys.path
+
+from mmaqm_exp import analysis, report
+from mmaqm_exp.analysis import interp_sent, seq_range_sent_in, tcp_ip_bytes, value_at
+from mmaqm_exp.scenario import parse_scenario
+from mmaqm_exp.traffic import MANIFEST, TcpGroupFiles, TrafficResult, UdpSenderFiles, UdpSinkFiles
+
+T0 = 1_700_000_000_000_000_000
+S = 1_000_000_000  # ns per second
+LOST = {3, 15, 16}
+
+
+# --------------------------------------------------------------------------- pure helpers
+
+
+def test_tcp_ip_bytes():
+    assert tcp_ip_bytes(948, 948, 1000) == 1000  # one full segment -> one 1000-byte packet
+    assert tcp_ip_bytes(118_500, 948, 1000) == 125_000
+    assert tcp_ip_bytes(960, 960, 1000) == 1000  # timestamps off: 960-byte payload
+
+
+def test_interp_sent_and_seq_ranges():
+    log = [(0, 0), (1000, 10), (3000, 10), (4000, 30)]
+    assert interp_sent(log, -5) == 0.0          # before the start row
+    assert interp_sent(log, 500) == 5.0         # halfway between 0 and 10
+    assert interp_sent(log, 2000) == 10.0       # flat while nothing was sent
+    assert interp_sent(log, 3500) == 20.0
+    assert interp_sent(log, 9999) == 30.0       # after the end row: the total
+    assert interp_sent([], 10) == 0.0
+    # packets sent in [500, 3500): seq 5 .. 19
+    assert seq_range_sent_in(log, 500, 3500) == (5, 20)
+
+
+def test_value_at_is_last_sample_at_or_before():
+    ts = [10, 20, 30]
+    assert value_at(ts, "abc", 20) == "b"
+    assert value_at(ts, "abc", 29) == "b"
+    assert value_at(ts, "abc", 99) == "c"
+    assert value_at(ts, "abc", 0) == "a"  # before the first sample: the first
+    with pytest.raises(ValueError):
+        value_at([], [], 0)
+
+
+# --------------------------------------------------------------------------- synthetic run
+
+
+def _scenario():
+    return parse_scenario({
+        "name": "syn", "duration_s": 2,
+        "phases": [{"name": "p1", "start_s": 0, "end_s": 1}, {"name": "p2", "start_s": 1, "end_s": 2}],
+        "flows": [{"kind": "tcp", "count": 2, "src": "tcp1", "dst": "tcp2"},
+                  {"kind": "mmapp", "count": 1, "src": "mm1", "dst": "mm2"}],
+    })
+
+
+def _write_csv(path: Path, header, rows) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+
+
+def _cls_reading(port, cls, arr, admits, deps, drops):
+    return {"port": port, "class": cls, "arrivals": {"packets": arr, "bytes": 1000 * arr},
+            "admits": {"packets": admits, "bytes": 1000 * admits},
+            "departures": {"packets": deps, "bytes": 1000 * deps},
+            "drops": {r: {"packets": drops.get(r, 0), "bytes": 1000 * drops.get(r, 0)}
+                      for r in analysis.DROP_REASONS}}
+
+
+def _write_counters(path: Path) -> None:
+    """Port 3 (the bottleneck: it drops) and port 1 (no drops); UNTAGGED never reported.
+
+    t (s)          -0.5  0   0.5  1   1.5  2   2.5
+    TCP arrivals     0  10   30  50   80 100  100
+        RED_EARLY    0   0    2   3    6   8    8
+        QUEUE_LIMIT  0   0    0   1    1   1    1
+        admits       0  10   28  46   73  91   91
+        departures   0  10   24  46   70  91   91   -> occupancy 0 0 4 0 3 0 0
+    TAGGED arrivals  0   5   10  15   20  25   25
+        CLASS_TH.    0   0    1   1    2   2    2
+        admits       0   5    9  14   18  23   23
+        departures   0   5    8  14   18  23   23   -> occupancy 0 0 1 0 0 0 0
+    """
+    ts = [-0.5, 0, 0.5, 1, 1.5, 2, 2.5]
+    tcp = dict(arr=[0, 10, 30, 50, 80, 100, 100], red=[0, 0, 2, 3, 6, 8, 8], ql=[0, 0, 0, 1, 1, 1, 1],
+               adm=[0, 10, 28, 46, 73, 91, 91], dep=[0, 10, 24, 46, 70, 91, 91])
+    tag = dict(arr=[0, 5, 10, 15, 20, 25, 25], ct=[0, 0, 1, 1, 2, 2, 2],
+               adm=[0, 5, 9, 14, 18, 23, 23], dep=[0, 5, 8, 14, 18, 23, 23])
+    p1 = [0, 1, 2, 3, 4, 5, 5]
+    with open(path, "w") as f:
+        for i, t in enumerate(ts):
+            rd = [
+                _cls_reading(3, "TCP", tcp["arr"][i], tcp["adm"][i], tcp["dep"][i],
+                             {"RED_EARLY": tcp["red"][i], "QUEUE_LIMIT": tcp["ql"][i]}),
+                _cls_reading(3, "TAGGED", tag["arr"][i], tag["adm"][i], tag["dep"][i],
+                             {"CLASS_THRESHOLD": tag["ct"][i]}),
+                _cls_reading(1, "TCP", p1[i], p1[i], p1[i], {}),
+            ]
+            f.write(json.dumps({"t_ns": T0 + int(t * S), "switch": "r1", "readings": rd,
+                                "active_flows": {"3": {"TCP": 2, "TAGGED": 1, "UNTAGGED": 0}}}) + "\n")
+            if i == 3:
+                f.write("\n")  # blank lines are ignored
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    sc = _scenario()
+    tg = TcpGroupFiles(0, "tcp1", "tcp2", 5201, [1, 2], "tcp-g0-recv.csv", "tcp-g0-recv.out",
+                       "tcp-g0-send.json", 1000, 960, 18960)
+    sink = UdpSinkFiles("mm2", 5001, [3], "udp-recv-mm2.csv", "udp-recv-mm2.out")
+    us = UdpSenderFiles(3, 1, "mmapp", None, "udp-send-3.csv", "udp-send-3.out")
+    res = TrafficResult(tmp_path, T0, sc, 3000.0, [tg], [sink], [us],
+                        starts={1: {"scheduled_ns": T0, "actual_ns": T0 + 1_000_000, "late_ms": 1.0},
+                                3: {"scheduled_ns": T0, "actual_ns": T0 + 2_500_000, "late_ms": 2.5}},
+                        cpu_s={"tcp-g0-recv": 0.5}, end_ns=T0 + 2 * S)
+    _write_csv(tmp_path / tg.recv_csv, ("t_ns", "flow_id", "bytes"),
+               [(T0 + S // 2, 1, 118_500), (T0 + S // 2, 2, 118_500), (T0 + 3 * S // 2, 1, 118_500)])
+    (tmp_path / tg.recv_out).write_text('{"live": true, "t_ns": 1, "bytes": 5}\n{"role": "tcp-recv"}\n')
+    (tmp_path / tg.send_json).write_text(json.dumps(
+        {"flows": {"1": {"snd_mss": 948, "sport": 40001, "total_retrans": 2},
+                   "2": {"snd_mss": 948, "sport": 40002, "total_retrans": 0}}}))
+    rows = []
+    for k in range(20):
+        if k in LOST:
+            continue
+        send = T0 + k * S // 10
+        rows.append((3, k, send, send + (30 if k == 5 else 10) * 1_000_000, 1000, 4, 46))
+    _write_csv(tmp_path / sink.recv_csv, ("flow_id", "seq", "send_ts_ns", "recv_ts_ns", "bytes", "scale", "dscp"), rows)
+    (tmp_path / sink.recv_out).write_text("{}\n")
+    hdr = ("t_ns", "event", "scale", "rate_kbps", "srtt_us", "rtt_sample_us", "sent",
+           "fb_highest_seq", "fb_received", "fb_lost")
+    _write_csv(tmp_path / us.log_csv, hdr, [(T0, "start", 0, 300.0, -1, -1, 0, -1, -1, -1),
+                                            (T0 + 2 * S, "end", 4, 1100.0, 20000, -1, 20, -1, -1, -1)])
+    (tmp_path / us.out_json).write_text(json.dumps({"role": "send", "sent": 20}) + "\n")
+    (tmp_path / MANIFEST).write_text(json.dumps(res.to_json()))
+    _write_counters(tmp_path / "counters.jsonl")
+    return tmp_path
+
+
+def test_throughput_and_fairness_per_phase(run_dir: Path):
+    s = analysis.analyze(run_dir, counters_jsonl=run_dir / "counters.jsonl")
+    p1, p2, run = s["phases"]["p1"], s["phases"]["p2"], s["run"]
+    # p1: flows 1 and 2 got 125 000 IP bytes in 1 s = 1000 kbit/s; flow 3 got 9 packets = 72 kbit/s
+    assert p1["per_flow_kbps"] == {"1": 1000.0, "2": 1000.0, "3": 72.0}
+    # p2: flow 2 is active but got nothing -> 0; flow 3 got 8 packets = 64 kbit/s
+    assert p2["per_flow_kbps"] == {"1": 1000.0, "2": 0.0, "3": 64.0}
+    # Jain p1 = 2072^2 / (3 * (1000^2 + 1000^2 + 72^2)) = 4293184 / 6015552
+    assert p1["jain"] == pytest.approx(4293184 / 6015552, abs=1e-6)
+    # Jain p2 = 1064^2 / (3 * (1000^2 + 0 + 64^2)) = 1132096 / 3012288
+    assert p2["jain"] == pytest.approx(1132096 / 3012288, abs=1e-6)
+    # class averages: p2 TCP = (1000 + 0) / 2
+    assert p2["class_avg_per_flow_kbps"] == {"TCP": 500.0, "TAGGED": 64.0, "UNTAGGED": None}
+    assert p1["class_total_kbps"] == {"TCP": 2000.0, "TAGGED": 72.0, "UNTAGGED": 0.0}
+    assert p1["class_share"]["TCP"] == pytest.approx(2000 / 2072, abs=1e-6)
+    assert p1["class_share"]["TAGGED"] == pytest.approx(72 / 2072, abs=1e-6)
+    assert p1["fair_share_kbps"] == 1000.0 and p1["utilization"] == pytest.approx(2072 / 3000, abs=1e-6)
+    assert p1["n_flows_by_class"] == {"TCP": 2, "TAGGED": 1, "UNTAGGED": 0}
+    # whole run: flow 1 250 000 B / 2 s = 1000, flow 2 500, flow 3 17 packets = 68 kbit/s
+    assert run["per_flow_kbps"] == {"1": 1000.0, "2": 500.0, "3": 68.0}
+
+
+def test_mm_loss_delay_jitter(run_dir: Path):
+    s = analysis.analyze(run_dir)
+    u1 = s["phases"]["p1"]["udp_flows"]["3"]
+    # p1: seqs 0..9 sent (sender log: 10 packets by 1 s), seq 3 lost
+    assert (u1["sent"], u1["received"], u1["loss"]) == (10, 9, 0.1)
+    # delays: eight of 10 ms and one of 30 ms: mean 110/9, population std sqrt(355.5556/9)
+    assert u1["mean_ms"] == pytest.approx(110 / 9, abs=1e-3)
+    assert (u1["min_ms"], u1["max_ms"], u1["spread_ms"]) == (10.0, 30.0, 20.0)
+    assert u1["std_ms"] == pytest.approx(math.sqrt((8 * (10 - 110 / 9) ** 2 + (30 - 110 / 9) ** 2) / 9), abs=1e-3)
+    assert u1["std_ms"] == pytest.approx(6.285, abs=1e-3)
+    # RFC 3550: |D| = 20 at 4->5 and 5->6, else 0:
+    # J = 20/16 = 1.25; 1.25 + (20 - 1.25)/16 = 2.421875; then three times * 15/16 = 1.995564
+    assert u1["jitter_ms"] == pytest.approx(2.421875 * (15 / 16) ** 3, abs=1e-4)
+    u2 = s["phases"]["p2"]["udp_flows"]["3"]
+    assert (u2["sent"], u2["received"], u2["loss"]) == (10, 8, 0.2)
+    assert (u2["mean_ms"], u2["spread_ms"], u2["std_ms"], u2["jitter_ms"]) == (10.0, 0.0, 0.0, 0.0)
+    c = s["run"]["udp_class"]["TAGGED"]
+    assert (c["flows"], c["sent"], c["received"], c["loss"]) == (1, 20, 17, 0.15)
+    assert c["spread_ms"] == 20.0 and c["jitter_ms_mean"] == c["jitter_ms_max"]
+    assert s["run"]["udp_class"]["UNTAGGED"] is None
+    ser = s["mm_delay_series"]
+    assert ser["flow_id"] == 3 and len(ser["t_s"]) == 17 and ser["delay_ms"][4] == 30.0  # seq 3 lost: index 4 = seq 5
+
+
+def test_bandwidth_variation_and_flow_entries(run_dir: Path):
+    s = analysis.analyze(run_dir)
+    f1, f2, f3 = (s["flows"][k] for k in ("1", "2", "3"))
+    # two 1 s windows fit in the 2 s span, 8 s windows do not
+    assert f1["bandwidth_variation"] == {"1s": {"windows": 2, "mean_kbps": 1000.0, "std_kbps": 0.0, "cov": 0.0}}
+    # flow 2: windows 1000, 0 -> mean 500, std 500, cov 1
+    assert f2["bandwidth_variation"]["1s"] == {"windows": 2, "mean_kbps": 500.0, "std_kbps": 500.0, "cov": 1.0}
+    # flow 3: 72, 64 -> mean 68, std 4, cov 4/68
+    assert f3["bandwidth_variation"]["1s"]["cov"] == pytest.approx(4 / 68, abs=1e-6)
+    assert s["bandwidth_variation_by_class"]["TCP"]["1s"] == {"flows": 2, "cov_mean": 0.5}
+    assert f1["tcp"]["total_retrans"] == 2 and f1["start_late_ms"] == 1.0 and f2["start_late_ms"] is None
+    assert f1["received_bytes_ip"] == 250_000
+    assert s["start_late_ms_max"] == 2.5 and s["traffic_cpu_s"] == {"tcp-g0-recv": 0.5}
+    assert s["scenario"]["blast_phase"] is None  # no untagged flow
+    json.dumps(s)  # JSON-serialisable
+
+
+def test_switch_counters(run_dir: Path):
+    s = analysis.analyze(run_dir, counters_jsonl=run_dir / "counters.jsonl")
+    sw = s["switch"]
+    assert sw["bottleneck"] == {"switch": "r1", "port": 3, "inferred": True}  # the port that drops
+    run = sw["ports"]["r1:3"]["run"]
+    # run = value at 2 s - value at 0 s
+    assert run["TCP"] == {"arrivals": 90, "admits": 81, "departures": 81,
+                          "drops": {"QUEUE_LIMIT": 1, "RED_EARLY": 8, "RED_FORCED": 0, "CLASS_THRESHOLD": 0},
+                          "drops_total": 9, "loss": 0.1}
+    assert run["TAGGED"]["drops"]["CLASS_THRESHOLD"] == 2 and run["TAGGED"]["loss"] == 0.1
+    assert run["UNTAGGED"]["arrivals"] == 0 and run["UNTAGGED"]["loss"] is None
+    ph = sw["ports"]["r1:3"]["phases"]
+    assert (ph["p1"]["TCP"]["arrivals"], ph["p1"]["TCP"]["drops"]["RED_EARLY"], ph["p1"]["TCP"]["drops_total"]) == (40, 3, 4)
+    assert (ph["p2"]["TCP"]["arrivals"], ph["p2"]["TCP"]["drops"]["RED_EARLY"], ph["p2"]["TCP"]["loss"]) == (50, 5, 0.1)
+    assert sw["ports"]["r1:1"]["run"]["TCP"]["arrivals"] == 4
+    occ = sw["occupancy"]
+    assert occ["t_s"] == [-0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 2.5]
+    assert occ["TCP"] == [0, 0, 4, 0, 3, 0, 0] and occ["TAGGED"] == [0, 0, 1, 0, 0, 0, 0]
+    assert occ["total"] == [0, 0, 5, 0, 3, 0, 0]
+    # time-weighted: p1 TCP 4 for half the phase = 2.0, TAGGED 0.5; p2 TCP 3 for half = 1.5
+    assert occ["mean_pkts_by_phase"]["p1"] == {"TCP": 2.0, "TAGGED": 0.5, "UNTAGGED": 0.0, "total": 2.5}
+    assert occ["mean_pkts_by_phase"]["p2"] == {"TCP": 1.5, "TAGGED": 0.0, "UNTAGGED": 0.0, "total": 1.5}
+    assert sw["active_flows"]["TCP"][0] == 2
+    # an explicit bottleneck is used as given
+    s2 = analysis.analyze(run_dir, counters_jsonl=run_dir / "counters.jsonl", bottleneck=("r1", 1))
+    assert s2["switch"]["bottleneck"]["inferred"] is False and set(s2["switch"]["occupancy"]["TCP"]) == {0}
+    with pytest.raises(ValueError, match="r1:7 has no counter samples"):
+        analysis.analyze(run_dir, counters_jsonl=run_dir / "counters.jsonl", bottleneck=("r1", 7))
+
+
+def test_write_outputs_and_report(run_dir: Path, tmp_path: Path):
+    s = analysis.analyze(run_dir, counters_jsonl=run_dir / "counters.jsonl")
+    sj, fc = analysis.write_outputs(s, run_dir)
+    assert json.loads(sj.read_text())["schema"] == analysis.SCHEMA
+    with open(fc, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["phase"], r["flow_id"]) for r in rows] == [
+        (p, str(i)) for p in ("p1", "p2", "run") for i in (1, 2, 3)]
+    r = rows[2]  # p1, flow 3
+    assert (r["throughput_kbps"], r["sent_pkts"], r["received_pkts"], r["loss"], r["delay_spread_ms"]) == (
+        "72.0", "10", "9", "0.1", "20.0")
+    assert rows[0]["sent_pkts"] == "" and rows[0]["bw_cov_1s"] == ""  # TCP; per-phase row
+    assert rows[7]["bw_cov_1s"] == "1.0"  # run row of flow 2
+
+    other = json.loads(json.dumps(s))
+    other["phases"]["p1"]["jain"] = 0.5
+    table = report.comparison_table({"RED": s, "DCBT": other})
+    lines = table.splitlines()
+    assert lines[1].split()[:4] == ["algorithm", "TCP", "TAG", "UNT"]
+    red = lines[3].split()
+    # p1 TCP TAG UNT | p2 TCP TAG UNT | Jain p1 p2 | loss% jitter spread | TCP share (no blast)
+    assert red[:7] == ["RED", "1000", "72", "-", "500", "64", "-"]
+    assert red[7:9] == ["0.714", "0.376"] and red[9] == "15.00" and red[11] == "20.0" and red[12] == "-"
+    assert lines[4].split()[7] == "0.500"
+    paths = report.write_report({"RED": s, "DCBT": other}, tmp_path / "rep")
+    for k in ("fig8", "fig11", "queue", "delay"):
+        assert paths[k].stat().st_size > 5000 and paths[k].read_bytes()[:4] == b"\x89PNG"
+    # runs without counter data still plot (a note instead of the queue)
+    s_nc = analysis.analyze(run_dir)
+    assert s_nc["switch"] is None
+    report.plot_queue_occupancy({"RED": s_nc}, tmp_path / "q.png")
