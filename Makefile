@@ -52,7 +52,11 @@ $(VENV)/.installed: requirements.txt control-plane/pyproject.toml $(wildcard top
 check-toolchain: deps-venv
 	@MMAQM_PYTHON=$(PY) tools/check-toolchain.sh
 
-build: $(BMV2_JSON)
+NFQ_DELAY   := topologies/delay/nfq_delay
+
+build: $(BMV2_JSON) $(NFQ_DELAY)
+$(NFQ_DELAY): topologies/delay/nfq_delay.c topologies/delay/Makefile
+	$(MAKE) -C topologies/delay
 $(BMV2_JSON) $(P4INFO) &: $(P4_SOURCES)
 	@mkdir -p $(BUILD)
 	p4c-bm2-ss --arch v1model --std p4-16 -o $(BMV2_JSON) \
