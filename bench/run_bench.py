@@ -621,8 +621,8 @@ def main() -> int:
     def on_signal(signum: int, _frame: object) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGHUP, on_signal)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, on_signal)   # SIGINT too: a background shell may have ignored it
     started = dt.datetime.now()
     try:
         build_tools()
@@ -634,6 +634,7 @@ def main() -> int:
         log(f"machine: {machine['nproc']} CPUs, {machine['cpu_model']}, kernel {machine['kernel']}")
         log(f"BMv2: {machine['bmv2']}; p4c: {machine['p4c']}")
 
+        wait_quiet(args.quiet_pct, args.quiet_wait)
         gen = generator_alone(procs, 3.0, args.size)
         log(f"generator alone (unpaced, no switch): {gen['pps']:.0f} pps at {gen['cpu_pct']:.0f} % CPU")
 
