@@ -99,3 +99,46 @@ class DcbtSharesFollowFlowsTest(QueueTest):
                 self.dataplane.poll(port_number=OUT_PORT, timeout=1)
         finally:
             loop_task.cancel()
+
+
+class DcbtThresholdEqualityTest(QueueTest):
+    """Both class tests are strict ('>'): a class average equal to its threshold passes.
+    Weight 1, share_tagged = share_untagged = 1/2, min_th 7, max_th 4103 and
+    max_p 2^-12, so the slope is 1 (no early drops) and the untagged threshold
+    1/2 * (7 + 2^-12 * 4096) = 4 packets exactly.
+    8 TCP (q 0..7), then 10 tagged at q = 8 + t, tagged occupancy t: threshold
+    (8 + t) / 2; t = 8 equals 8 and passes, t = 9 > 8.5 is dropped.
+    Then 6 untagged (q = 17): occupancy 0..4 pass (4 = 4), 5 > 4 is dropped."""
+
+    def runTest(self):
+        policy = {"algorithm": "DCBT", "queue_limit_pkts": 5000, "min_th_pkts": 7,
+                  "max_th_pkts": 4103, "max_p": 2 ** -12, "ewma_weight": 1.0}
+        params = self.set_policy(2, policy, share_tagged=0.5, share_untagged=0.5)
+        self.assertEqual(params["red_slope_q24"], 1)
+        self.assertEqual(params["untagged_th_scaled"], fp.to_scaled(4))
+        kinds = ["tcp"] * 8 + ["tagged"] * 10 + ["untagged"] * 6
+        expected = (["ADMIT"] * 8 + ["ADMIT"] * 9 + ["CLASS_THRESHOLD"]
+                    + ["ADMIT"] * 5 + ["CLASS_THRESHOLD"])
+        self.assertEqual(predict(params, kinds), expected)
+        self.run_burst(params, kinds, expected=expected)
+
+
+class DcbtAveragesTest(QueueTest):
+    """Weight 1/4 (the other D-CBT tests use weight 1, where every average is
+    just an occupancy): RED's and both class averages are EWMAs, all updated
+    on every arrival (dcbt §3.1 "synchronised"). Shares 1/4, min_th 6.
+    4 TCP, then (tagged, untagged) x 6. red_avg first exceeds min_th (6.23)
+    at the 6th UDP packet, an untagged one (average 1.12 <= 1.50: passes);
+    the next tagged packet has tagged_avg 1.94 > red_avg / 4 = 1.79 and is
+    dropped, and so is every later UDP packet -> 4 + 3 + 3 queued.
+    Class averages equal to the occupancy drop the 6th UDP packet already;
+    class averages updated only on their own class's arrivals lag, and the
+    first drop comes three packets later."""
+
+    def runTest(self):
+        policy = dict(DCBT, ewma_weight=0.25)
+        params = self.set_policy(2, policy, share_tagged=0.25, share_untagged=0.25)
+        kinds = ["tcp"] * 4 + ["tagged", "untagged"] * 6
+        expected = ["ADMIT"] * 10 + ["CLASS_THRESHOLD"] * 6
+        self.assertEqual(predict(params, kinds), expected)
+        self.run_burst(params, kinds, expected=expected)
