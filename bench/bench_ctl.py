@@ -77,14 +77,15 @@ async def _aqm_counters(args: argparse.Namespace) -> dict:
     out: dict = {}
     async with SwitchDriver(sw.name, sw.p4runtime_addr, device_id=sw.device_id,
                             push_pipeline=False, election_id=5) as driver:
+        counters = await driver.read_counters(("queue_arrivals", "queue_admits", "queue_departures",
+                                               "queue_drops", "ingress_discards"))
         for name in ("queue_arrivals", "queue_admits", "queue_departures"):
-            values = await driver.read_counter(name)
-            out[name] = sum(v.packets for v in values.values())
-        drops = await driver.read_counter("queue_drops")
+            out[name] = sum(v.packets for v in counters[name].values())
+        drops = counters["queue_drops"]
         out["queue_drops"] = {reason: sum(v.packets for i, v in drops.items()
                                           if i % C.NUM_DROP_REASONS == rid)
                               for reason, rid in sorted(C.DROP_REASONS.items())}
-        discards = await driver.read_counter("ingress_discards")
+        discards = counters["ingress_discards"]
         out["ingress_discards"] = {reason: sum(v.packets for i, v in discards.items()
                                                if i % C.NUM_DISCARD_REASONS == rid)
                                    for reason, rid in sorted(C.DISCARD_REASONS.items())}

@@ -23,7 +23,7 @@ from pathlib import Path
 from .config import ConfigError, load_config
 from .controller import jsonl_sink, run_switches
 from .driver import DEFAULT_BMV2_JSON, DEFAULT_P4INFO, SwitchDriver
-from .stats import format_table, readings_from_counters
+from .stats import QUEUE_COUNTERS, format_table, readings_from_counters
 
 
 async def _read_stats(cfg, names, p4info: Path) -> str:
@@ -32,11 +32,9 @@ async def _read_stats(cfg, names, p4info: Path) -> str:
         sw = cfg.switches[name]
         async with SwitchDriver(name, sw.p4runtime_addr, device_id=sw.device_id,
                                 p4info=p4info, push_pipeline=False, election_id=5) as d:
-            counters = {c: await d.read_counter(c) for c in
-                        ("queue_arrivals", "queue_admits", "queue_departures", "queue_drops")}
+            counters = await d.read_counters(QUEUE_COUNTERS)
         rows = readings_from_counters(
-            sorted(sw.ports), arrivals=counters["queue_arrivals"], admits=counters["queue_admits"],
-            departures=counters["queue_departures"], drops=counters["queue_drops"])
+            sorted(sw.ports), **{key: counters[name] for name, key in QUEUE_COUNTERS.items()})
         out.append(f"switch {name}\n{format_table(rows)}")
     return "\n".join(out)
 

@@ -188,31 +188,24 @@ class SwitchDriver:
         return policy_epoch_from_clock(time.time_ns(), installed)
 
     # ---- counters -----------------------------------------------------
-    async def read_counter(self, counter: str) -> dict[int, CounterValue]:
-        result: dict[int, CounterValue] = {}
-        async for entry in self.switch.read(fy.P4CounterEntry(counter)):
-            if entry.index is not None:
-                result[entry.index] = CounterValue(entry.packet_count, entry.byte_count)
-        return result
-
     async def read_counters(self, names: Iterable[str]) -> dict[str, dict[int, CounterValue]]:
         """Every index of several counters in ONE ReadRequest (one consistent-ish
         snapshot instead of one round trip per counter)."""
         names = list(names)
-        result: dict[str, dict[int, CounterValue]] = {name: {} for name in names}
-        async for entry in self.switch.read([fy.P4CounterEntry(name) for name in names]):
-            if entry.index is not None and entry.counter_id in result:
-                result[entry.counter_id][entry.index] = CounterValue(
-                    entry.packet_count, entry.byte_count)
-        return result
+        return await self._read_counter_entities(names, [fy.P4CounterEntry(n) for n in names])
 
     async def read_counter_indexes(
         self, wanted: Mapping[str, Iterable[int]]
     ) -> dict[str, dict[int, CounterValue]]:
         """Selected indexes of several counters in ONE P4Runtime ReadRequest
         (a time series samples a few ports, not all NUM_PORTS)."""
-        result: dict[str, dict[int, CounterValue]] = {name: {} for name in wanted}
         entities = [fy.P4CounterEntry(name, index=i) for name, idx in wanted.items() for i in idx]
+        return await self._read_counter_entities(list(wanted), entities)
+
+    async def _read_counter_entities(
+        self, names: list[str], entities: list[fy.P4CounterEntry]
+    ) -> dict[str, dict[int, CounterValue]]:
+        result: dict[str, dict[int, CounterValue]] = {name: {} for name in names}
         if not entities:
             return result
         async for entry in self.switch.read(entities):
@@ -220,11 +213,6 @@ class SwitchDriver:
                 result[entry.counter_id][entry.index] = CounterValue(
                     entry.packet_count, entry.byte_count)
         return result
-
-    async def read_counter_index(self, counter: str, index: int) -> CounterValue:
-        async for entry in self.switch.read(fy.P4CounterEntry(counter, index=index)):
-            return CounterValue(entry.packet_count, entry.byte_count)
-        return CounterValue()
 
     # ---- digests ------------------------------------------------------
     async def enable_flow_reports(self, *, max_list_size: int = 64, max_timeout_ms: int = 10) -> None:

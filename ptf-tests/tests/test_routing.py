@@ -3,7 +3,6 @@
 import ptf.testutils as tu
 from scapy.layers.inet import IP
 
-from mmaqm import p4constants as C
 from mmaqm_base import MmaqmTest, OUT_PORT, SRC_HOST_PORT, forwarded, packet
 
 

@@ -17,15 +17,22 @@ from pathlib import Path
 CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
 
-def process_cpu_s(pid: int) -> float | None:
-    """utime + stime of a process in seconds, or None if it is gone."""
+def process_stat(pid: int) -> tuple[str, float] | None:
+    """(state letter, utime + stime in seconds) of a process, or None if it is
+    gone. A zombie keeps its totals until it is reaped."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     # Fields after the parenthesised command name (which may hold spaces).
     fields = stat[stat.rindex(")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS_PER_S  # utime, stime
+    return fields[0], (int(fields[11]) + int(fields[12])) / CLOCK_TICKS_PER_S
+
+
+def process_cpu_s(pid: int) -> float | None:
+    """utime + stime of a process in seconds, or None if it is gone."""
+    stat = process_stat(pid)
+    return None if stat is None else stat[1]
 
 
 def machine_busy_idle_s() -> tuple[float, float]:

@@ -56,6 +56,7 @@ from typing import Any
 from pyroute2 import IPRoute, netns
 
 from . import topology as T
+from .cpu import process_cpu_s
 from .topology import Topology
 
 DEFAULT_PREFIX = "mmx"
@@ -179,22 +180,31 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def clean_leftovers(prefix: str = DEFAULT_PREFIX) -> list[str]:
-    """Kill every process in a ``<prefix>-*`` namespace, delete those namespaces; return them."""
-    names = prefixed_namespaces(prefix)
-    if not names:
-        return []
+def _purge_namespaces(names: Sequence[str]) -> tuple[list[int], list[str]]:
+    """SIGKILL every process inside the namespaces, then delete them (which also
+    removes their veths and iptables rules). Returns (pids that survived SIGKILL,
+    problems deleting namespaces); a namespace already gone is not a problem."""
     pids = [p for ps in namespace_pids(names).values() for p in ps]
     _kill_pids(pids, signal.SIGKILL)
     still = _wait_gone(pids, STOP_TIMEOUT_S)
+    problems = []
     for ns in names:
         try:
             netns.remove(ns)
         except OSError as exc:
             if exc.errno != errno.ENOENT:
-                raise
-    if still:
-        raise NetworkError(f"processes {still} in namespaces {names} survived SIGKILL")
+                problems.append(f"netns remove {ns}: {exc}")
+    return still, problems
+
+
+def clean_leftovers(prefix: str = DEFAULT_PREFIX) -> list[str]:
+    """Kill every process in a ``<prefix>-*`` namespace, delete those namespaces; return them."""
+    names = prefixed_namespaces(prefix)
+    if not names:
+        return []
+    still, problems = _purge_namespaces(names)
+    if still or problems:
+        raise NetworkError(f"cleaning {names}: processes {still} survived SIGKILL; {problems}")
     return names
 
 
@@ -215,15 +225,6 @@ def _listening(pid: int, port: int) -> bool:
         except (FileNotFoundError, ProcessLookupError):
             return False
     return False
-
-
-def _cpu_ticks(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            cols = f.read().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    return int(cols[11]) + int(cols[12])      # utime + stime of all threads
 
 
 class Network:
@@ -280,16 +281,12 @@ class Network:
         """{delay element name ("<host>-<delay>ms"): pid of its nfq_delay}."""
         return {d.name: d.proc.pid for d in self.delay_elements if d.proc is not None}
 
-    def cpu_ticks(self) -> dict[str, int]:
-        """utime+stime clock ticks of every switch and delay element (os.sysconf SC_CLK_TCK)."""
+    def cpu_seconds(self) -> dict[str, float]:
+        """utime + stime seconds of every switch and delay element still running."""
         pids = {f"switch:{k}": v for k, v in self.switch_pids().items()}
         pids.update({f"delay:{k}": v for k, v in self.delay_pids().items()})
-        out = {}
-        for name, pid in pids.items():
-            ticks = _cpu_ticks(pid)
-            if ticks is not None:
-                out[name] = ticks
-        return out
+        seconds = {name: process_cpu_s(pid) for name, pid in pids.items()}
+        return {name: s for name, s in seconds.items() if s is not None}
 
     def popen(self, host: str, argv: Sequence[str], **popen_kwargs: Any) -> subprocess.Popen:
         """Start argv in host's namespace in its own process group; stopped at teardown.
@@ -580,14 +577,8 @@ class Network:
                 problems += _stop_group(group)
             self._procs.clear()
             ours = [ns for ns in self._namespaces() if ns in netns.listnetns()]
-            pids = [p for ps in namespace_pids(ours).values() for p in ps]
-            _kill_pids(pids, signal.SIGKILL)
-            still = _wait_gone(pids, STOP_TIMEOUT_S)
-            for ns in ours:
-                try:
-                    netns.remove(ns)
-                except OSError as exc:
-                    problems.append(f"netns remove {ns}: {exc}")
+            still, purge_problems = _purge_namespaces(ours)
+            problems += purge_problems
             self._created_ns.clear()
             self._is_up = False
             self.timings["down_s"] = time.monotonic() - t0

@@ -45,26 +45,23 @@ class SendLogRow(NamedTuple):
     fb_lost: int
 
 
-def read_recv_csv(path: Path_) -> list[RecvSample]:
+def _csv_rows(path: Path_, fields: tuple[str, ...]) -> list[list[str]]:
+    """Data rows of a CSV file whose header must be exactly `fields`."""
     with open(path, newline="") as f:
         r = csv.reader(f)
         header = next(r)
-        if tuple(header) != RecvSample._fields:
+        if tuple(header) != fields:
             raise ValueError(f"{path}: unexpected header {header}")
-        return [RecvSample(*(int(x) for x in row)) for row in r]
+        return list(r)
+
+
+def read_recv_csv(path: Path_) -> list[RecvSample]:
+    return [RecvSample(*(int(x) for x in row)) for row in _csv_rows(path, RecvSample._fields)]
 
 
 def read_send_log(path: Path_) -> list[SendLogRow]:
-    with open(path, newline="") as f:
-        r = csv.reader(f)
-        header = next(r)
-        if tuple(header) != SendLogRow._fields:
-            raise ValueError(f"{path}: unexpected header {header}")
-        out = []
-        for row in r:
-            out.append(SendLogRow(int(row[0]), row[1], int(row[2]), float(row[3]),
-                                  *(int(x) for x in row[4:])))
-        return out
+    return [SendLogRow(int(row[0]), row[1], int(row[2]), float(row[3]), *(int(x) for x in row[4:]))
+            for row in _csv_rows(path, SendLogRow._fields)]
 
 
 def by_flow(rows: Iterable[RecvSample]) -> dict[int, list[RecvSample]]:

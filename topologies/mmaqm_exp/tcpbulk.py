@@ -55,13 +55,14 @@ import csv
 import json
 import os
 import selectors
-import signal
 import socket
 import struct
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
+
+from .mmapp import _install_signals, _Stop  # one SIGTERM/SIGINT stop flag for both generators
 
 HELLO = struct.Struct("!4sI")
 MAGIC = b"TCB1"
@@ -75,18 +76,6 @@ RCVBUF_PER_CLAMP = 4
 #: Byte offsets in struct tcp_info (linux/tcp.h); all u32.
 TCPI_OFFSETS = {"snd_mss": 16, "rcv_mss": 20, "rtt_us": 68, "rttvar_us": 72,
                 "snd_ssthresh": 76, "snd_cwnd": 80, "total_retrans": 100}
-
-
-class _Stop:
-    flag = False
-
-
-def _install_signals() -> None:
-    def handler(signum, frame):  # noqa: ARG001
-        _Stop.flag = True
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
 
 
 def tcp_info(sock: socket.socket) -> dict[str, int]:

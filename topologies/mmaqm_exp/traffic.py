@@ -48,6 +48,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Protocol, Sequence, Union
 
+from .cpu import process_stat
 from .samples import read_send_log
 from .scenario import CLASSES, Scenario, check_congestion_control, load_scenario, parse_scenario_dict
 
@@ -66,7 +67,6 @@ STOP_TIMEOUT_S = 10.0         #: SIGTERM -> exit (a receiver writes its CSV then
 START_TOLERANCE_MS = 50.0     #: a flow starting later than this is a warning
 MANIFEST = "traffic.json"
 TCP_RECV_TICK_MS = 2.0
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 class Net(Protocol):
@@ -218,19 +218,8 @@ class _Proc:
             return ""
 
 
-def _proc_stat(pid: int) -> Optional[tuple[str, float]]:
-    """(state letter, CPU seconds) of a process, None if gone. A zombie keeps its totals."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            s = f.read()
-    except OSError:
-        return None
-    rest = s[s.rfind(")") + 2:].split()
-    return rest[0], (int(rest[11]) + int(rest[12])) / CLK_TCK
-
-
 def _sample_cpu(p: _Proc) -> None:
-    st = _proc_stat(p.popen.pid)
+    st = process_stat(p.popen.pid)
     if st is not None:
         p.cpu_s = max(p.cpu_s, st[1])
 
@@ -245,7 +234,7 @@ def _stop(p: _Proc, timeout: float = STOP_TIMEOUT_S) -> None:
             pass
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            st = _proc_stat(p.popen.pid)
+            st = process_stat(p.popen.pid)
             if st is None or st[0] == "Z":
                 if st:
                     p.cpu_s = max(p.cpu_s, st[1])
@@ -261,7 +250,7 @@ def _stop(p: _Proc, timeout: float = STOP_TIMEOUT_S) -> None:
 
 def _reap_if_exited(p: _Proc) -> Optional[int]:
     """If the process has exited, record its final CPU time, reap it, return rc."""
-    st = _proc_stat(p.popen.pid)
+    st = process_stat(p.popen.pid)
     if st is not None and st[0] != "Z":
         p.cpu_s = max(p.cpu_s, st[1])
         return None

@@ -23,3 +23,14 @@ def py_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(TOPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
+
+
+NFQ_HEADERS = ("/usr/include/libnetfilter_queue/libnetfilter_queue.h", "/usr/include/libmnl/libmnl.h")
+
+
+def nfq_delay_build_missing() -> str | None:
+    """Why topologies/delay/nfq_delay cannot be built here, or None."""
+    for hdr in NFQ_HEADERS:
+        if not os.path.exists(hdr):
+            return f"needs {hdr} (apt-get install libnetfilter-queue-dev libmnl-dev) for nfq_delay"
+    return None

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from mmt_testenv import *  # noqa: F401,F403  (puts topologies/ on sys.path)
+import mmt_testenv  # noqa: F401  (first: puts topologies/ on sys.path)
 
 from mmaqm_exp.cpu import CpuSampler, process_cpu_s
 

@@ -14,7 +14,6 @@ headers, make, gcc or iptables are missing.
 from __future__ import annotations
 
 import json
-import os
 import select
 import shutil
 import statistics
@@ -42,10 +41,7 @@ def _skip_reason() -> str | None:
     for tool in ("make", "gcc", "iptables"):
         if shutil.which(tool) is None:
             return f"needs the {tool!r} command"
-    for hdr in ("/usr/include/libnetfilter_queue/libnetfilter_queue.h", "/usr/include/libmnl/libmnl.h"):
-        if not os.path.exists(hdr):
-            return f"needs {hdr} (apt-get install libnetfilter-queue-dev libmnl-dev)"
-    return None
+    return mmt_testenv.nfq_delay_build_missing()
 
 
 SKIP = _skip_reason()
