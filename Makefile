@@ -9,6 +9,7 @@ P4_MAIN     := p4src/v1model/main.p4
 P4_SOURCES  := $(wildcard p4src/include/*.p4) $(P4_MAIN)
 BMV2_JSON   := $(BUILD)/main.json
 P4INFO      := $(BUILD)/main.p4info.txtpb
+P4INFO_GOLDEN := p4src/v1model/main.p4info.txtpb
 export PATH := $(if $(P4_TOOLCHAIN_PREFIX),$(P4_TOOLCHAIN_PREFIX)/bin:,)$(PATH)
 
 # Debian/Ubuntu packages the project needs at run time (the P4 toolchain
@@ -21,12 +22,14 @@ DEB_PACKAGES := python3 python3-venv iproute2 ethtool iptables \
 help:
 	@echo "make deps         install Debian packages + .venv, verify the P4 toolchain"
 	@echo "make build        compile $(P4_MAIN) -> $(BMV2_JSON), $(P4INFO)"
+	@echo "make golden-p4info  accept a changed P4Info ($(P4INFO_GOLDEN), read by the controller)"
 	@echo "make test         unit tests + PTF conformance suite on BMv2 (needs root)"
 	@echo "make test-unit    unit tests only (no switch)"
 	@echo "make test-ptf     PTF suite only; one test: make test-ptf PTF_TEST=test_red.RedForcedDropTest"
 	@echo "make run          the D-CBT paper experiment under DROP_TAIL, RED, CBT, D-CBT (needs root)"
 	@echo "                  (options: make run RUN_ARGS='--algorithms RED,DCBT --duration 15')"
 	@echo "make bench        BMv2 packet rate: AQM program vs minimal IPv4 forwarder (needs root)"
+	@echo "make mutants      mutation testing (tools/mutants.yaml; needs root, ~1 min a mutant)"
 	@echo "make clean        remove build/ and results/"
 
 deps: deps-apt deps-venv check-toolchain
@@ -57,7 +60,7 @@ NFQ_DELAY   := topologies/delay/nfq_delay
 build: $(BMV2_JSON) $(NFQ_DELAY)
 $(NFQ_DELAY): topologies/delay/nfq_delay.c topologies/delay/Makefile
 	$(MAKE) -C topologies/delay
-$(BMV2_JSON) $(P4INFO) &: $(P4_SOURCES)
+$(BMV2_JSON) $(P4INFO) &: $(P4_SOURCES) $(P4INFO_GOLDEN)
 	@mkdir -p $(BUILD)
 	p4c-bm2-ss --arch v1model --std p4-16 -o $(BMV2_JSON) \
 	    --p4runtime-files $(P4INFO) $(P4_MAIN) 2> $(BUILD)/p4c.log; \
@@ -65,7 +68,21 @@ $(BMV2_JSON) $(P4INFO) &: $(P4_SOURCES)
 	  if [ $$rc != 0 ]; then rm -f $(BMV2_JSON); exit $$rc; fi; \
 	  if grep -qi 'warning' $(BUILD)/p4c.log; then \
 	    echo "mmaqm: p4c emitted warnings; the build must be warning-free" >&2; \
+	    rm -f $(BMV2_JSON); exit 1; fi; \
+	  if ! cmp -s $(P4INFO) $(P4INFO_GOLDEN); then \
+	    diff -u $(P4INFO_GOLDEN) $(P4INFO) | head -40 >&2; \
+	    echo "mmaqm: the P4Info differs from the committed $(P4INFO_GOLDEN) (the controller" >&2; \
+	    echo "  reads its enums there). Review the diff, then run 'make golden-p4info'." >&2; \
 	    rm -f $(BMV2_JSON); exit 1; fi
+	@python3 tools/bmv2_pipeline_stats.py $(BMV2_JSON)
+
+# Accept a changed P4Info: copy the compiler's output over the committed golden copy.
+.PHONY: golden-p4info
+golden-p4info:
+	@mkdir -p $(BUILD)
+	p4c-bm2-ss --arch v1model --std p4-16 -o $(BUILD)/golden.json \
+	    --p4runtime-files $(P4INFO_GOLDEN) $(P4_MAIN)
+	rm -f $(BUILD)/golden.json
 
 test: build deps-venv
 	$(PY) tools/run_tests.py
@@ -83,6 +100,11 @@ run: build deps-venv
 .PHONY: bench
 bench: build deps-venv
 	$(PY) bench/run_bench.py
+
+# Mutation testing: each mutant of tools/mutants.yaml must make one of its tests fail.
+.PHONY: mutants
+mutants: build deps-venv
+	$(PY) tools/mutants.py $(MUTANTS_ARGS)
 
 clean:
 	rm -rf $(BUILD) results

@@ -19,7 +19,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "build" / "test-results"
-UNIT_DIRS = [d for d in ("control-plane/tests", "topologies/tests") if (REPO / d).is_dir()]
+UNIT_DIRS = [d for d in ("control-plane/tests", "topologies/tests", "tools/tests")
+             if (REPO / d).is_dir()]
 
 
 def count_junit(paths: list[Path]) -> tuple[int, int, int]:

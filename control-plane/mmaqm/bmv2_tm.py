@@ -5,7 +5,7 @@ use BMv2's Thrift CLI for exactly two commands: set_queue_rate (packets/s;
 0 = unlimited) and set_queue_depth (packets). It is a second control channel:
 used for building queues in tests and bottlenecks in topologies, never for
 AQM state. The Thrift server must be reachable only inside the switch's
-network namespace (DESIGN §1: no authentication).
+network namespace (docs/design.md §1.5: no authentication).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 # simple_switch_CLI lives beside BMv2's own Python modules; it must run as its
-# own process so that they never share an interpreter with finsy (DESIGN §1).
+# own process so that they never share an interpreter with finsy (docs/design.md §1.4).
 # It runs under this interpreter (the project venv, where `thrift` is pinned):
 # its `#!/usr/bin/env python3` line may find a Python without thrift.
 

@@ -18,7 +18,8 @@ from typing import Any, TextIO
 
 from . import p4constants as C
 from .algorithms import dcbt
-from .config import Config, SwitchConfig, policy_action_params
+from .config import Config, SwitchConfig
+from .encoding import PolicyAction, policy_action
 from .driver import DEFAULT_BMV2_JSON, DEFAULT_P4INFO, SwitchDriver, wait_for_grpc
 from .flows import ActiveFlowTable
 from .stats import QUEUE_COUNTERS, counter_indexes, readings_from_counters, readings_to_json
@@ -40,7 +41,7 @@ class SwitchController:
         self.clock_ms = clock_ms
         self.flows = ActiveFlowTable()
         self.epochs: dict[int, int] = {}
-        self.pushed: dict[int, dict[str, int]] = {}
+        self.pushed: dict[int, PolicyAction] = {}
         self.flow_epoch_shift = config.active_flows.flow_epoch_shift
         self.stats_sink = stats_sink
         self.stats_interval_ms = stats_interval_ms
@@ -55,24 +56,24 @@ class SwitchController:
                                   self.switch.ports[route.port].mac, route.next_hop_mac)
         for port, policy in sorted(self.switch.policies.items()):
             self.epochs[port] = await d.next_policy_epoch(port)
-            await self._push(port, self.policy_params(port))
+            await self._push(port, self.policy_action(port))
         await d.enable_flow_reports()
         LOG.info("%s: installed %d routes, %d port policies", self.switch.name,
                  len(self.switch.routes), len(self.switch.policies))
 
-    def policy_params(self, port: int) -> dict[str, int]:
-        """Action params for the port, with D-CBT shares from the active flows."""
+    def policy_action(self, port: int) -> PolicyAction:
+        """The port's port_policy action, with D-CBT shares from the active flows."""
         policy = self.switch.policies[port]
         counts = self.flows.counts(port)
         share_tagged, share_untagged = dcbt.class_shares(
             counts[C.CLASS_TCP], counts[C.CLASS_TAGGED], counts[C.CLASS_UNTAGGED])
-        return policy_action_params(
+        return policy_action(
             policy, policy_epoch=self.epochs[port], flow_epoch_shift=self.flow_epoch_shift,
             share_tagged=share_tagged, share_untagged=share_untagged)
 
-    async def _push(self, port: int, params: dict[str, int]) -> None:
-        await self.driver.write_port_policy(port, params)
-        self.pushed[port] = params
+    async def _push(self, port: int, action: PolicyAction) -> None:
+        await self.driver.write_port_policy(port, action)
+        self.pushed[port] = action
 
     async def update_shares(self) -> list[int]:
         """Expire flows, recompute D-CBT shares, push the ports whose params changed."""
@@ -81,13 +82,13 @@ class SwitchController:
         for port, policy in sorted(self.switch.policies.items()):
             if policy.algorithm != "DCBT":
                 continue
-            params = self.policy_params(port)
-            if params != self.pushed.get(port):
-                await self._push(port, params)
+            action = self.policy_action(port)
+            if action != self.pushed.get(port):
+                await self._push(port, action)
                 changed.append(port)
-                LOG.debug("%s port %d: flows %s -> share_q16 %d untagged_th %d", self.switch.name,
-                          port, self.flows.counts(port), params["dcbt_tagged_share_q16"],
-                          params["untagged_th_scaled"])
+                LOG.debug("%s port %d: flows %s -> tagged_share_q16 %d untagged_th %d",
+                          self.switch.name, port, self.flows.counts(port),
+                          action.params["tagged_share_q16"], action.params["untagged_th_scaled"])
         return changed
 
     async def receive_flow_reports(self) -> None:
@@ -111,9 +112,11 @@ class SwitchController:
             "readings": readings_to_json(readings),
             "active_flows": {str(p): {class_names[c]: n for c, n in self.flows.counts(p).items()}
                              for p in ports},
-            "policies": {str(p): {k: self.pushed[p][k] for k in (
-                "algorithm", "dcbt_tagged_share_q16", "tagged_th_scaled", "untagged_th_scaled")}
-                for p in sorted(self.pushed)},
+            "policies": {str(p): {"algorithm": self.pushed[p].algorithm,
+                                  **{k: v for k, v in self.pushed[p].params.items() if k in (
+                                      "tagged_share_q16", "tagged_th_scaled",
+                                      "untagged_th_scaled")}}
+                         for p in sorted(self.pushed)},
         }
 
     async def _stats_loop(self) -> None:

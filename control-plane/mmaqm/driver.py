@@ -2,7 +2,7 @@
 
 The driver hides how each input arrives (counters, digests) and how each
 output leaves (table entries). BMv2's P4Runtime server cannot read or write
-registers (DESIGN §1), so nothing here touches a register.
+registers (docs/design.md §1.1), so nothing here touches a register.
 
 Names are the P4Info aliases of p4src/v1model/main.p4.
 """
@@ -20,7 +20,8 @@ from pathlib import Path
 import finsy as fy
 
 from . import p4constants as C
-from .config import policy_epoch_from_clock
+from .algorithms import ALGORITHMS
+from .encoding import PolicyAction, policy_epoch_from_clock
 
 LOG = logging.getLogger(__name__)
 
@@ -28,11 +29,6 @@ TABLE_ROUTES = "ipv4_lpm"
 TABLE_CLASSIFIER = "classifier"
 TABLE_POLICY = "port_policy"
 DIGEST_FLOW = "flow_digest_t"
-POLICY_PARAMS = (
-    "algorithm", "queue_limit_pkts", "min_th_scaled", "max_th_scaled",
-    "red_slope_q24", "ewma_shift", "tagged_th_scaled", "untagged_th_scaled",
-    "dcbt_tagged_share_q16", "policy_epoch", "flow_epoch_shift",
-)
 # Priorities of classifier entries: TCP wins over any DSCP rule.
 _PRIO_TCP = 100
 _PRIO_TAGGED = 50
@@ -62,13 +58,24 @@ def _check_port(port: int) -> None:
         raise ValueError(f"port {port} outside 0..{C.NUM_PORTS - 1}")
 
 
-def _check_policy_params(params: Mapping[str, int]) -> None:
-    missing = set(POLICY_PARAMS) - set(params)
-    extra = set(params) - set(POLICY_PARAMS)
-    if missing or extra:
-        raise ValueError(f"policy params: missing {sorted(missing)}, unknown {sorted(extra)}")
-    if params["algorithm"] not in C.ALGORITHMS.values():
-        raise ValueError(f"policy params: unknown algorithm id {params['algorithm']}")
+def check_action(schema: fy.P4Schema, table: str, action: PolicyAction) -> None:
+    """The action is one of the table's, with exactly its P4Info parameters, each
+    fitting its bit width (by name, not position). Raises ValueError."""
+    refs = {ref.alias for ref in schema.tables[table].actions}
+    if action.name not in refs:
+        raise ValueError(f"{table}: the P4Info has no action {action.name!r} "
+                         f"(it has {', '.join(sorted(refs))})")
+    params = schema.actions[action.name].params
+    names = {param.name for param in params}
+    if set(action.params) != names:
+        raise ValueError(f"{action.name}: parameters {sorted(action.params)} differ from the "
+                         f"P4Info's {sorted(names)}")
+    for param in params:
+        value = action.params[param.name]
+        if isinstance(value, bool) or not isinstance(value, int) \
+                or not 0 <= value < 1 << param.bitwidth:
+            raise ValueError(f"{action.name}.{param.name} must be an int in "
+                             f"0..2^{param.bitwidth}-1, got {value!r}")
 
 
 class SwitchDriver:
@@ -102,6 +109,11 @@ class SwitchDriver:
         self.switch = fy.Switch(name, address, options)
 
     async def __aenter__(self) -> "SwitchDriver":
+        refs = {ref.alias for ref in self.switch.p4info.tables[TABLE_POLICY].actions}
+        missing = sorted(set(ALGORITHMS.values()) - refs)
+        if missing:
+            raise RuntimeError(f"{self.name}: the P4Info's {TABLE_POLICY} lacks the actions "
+                               f"{missing}: rebuild the program ('make build')")
         await self.switch.__aenter__()
         if not self.switch.is_primary:
             await self.switch.__aexit__(None, None, None)
@@ -150,41 +162,35 @@ class SwitchDriver:
             )
         ])
 
-    async def read_port_policy(self, port: int) -> dict[str, int] | None:
+    async def read_port_policy(self, port: int) -> PolicyAction | None:
+        """The port's installed port_policy action, or None."""
         _check_port(port)
         async for entry in self.switch.read(
             fy.P4TableEntry(TABLE_POLICY, match=fy.Match(port=port))
         ):
             action = entry.action
             assert isinstance(action, fy.P4TableAction)
-            return {name: int(value) for name, value in (action.args or {}).items()}
+            return PolicyAction(action.name, {k: int(v) for k, v in (action.args or {}).items()})
         return None
 
-    async def write_port_policy(self, port: int, params: Mapping[str, int]) -> None:
+    async def write_port_policy(self, port: int, action: PolicyAction) -> None:
         """Insert or modify the port's policy entry (one atomic table write)."""
         _check_port(port)
-        _check_policy_params(params)
+        check_action(self.switch.p4info, TABLE_POLICY, action)
         exists = await self.read_port_policy(port) is not None
         entry = fy.P4TableEntry(
             TABLE_POLICY,
             match=fy.Match(port=port),
-            action=fy.Action("set_port_policy", **{k: int(v) for k, v in params.items()}),
+            action=fy.Action(action.name, **dict(action.params)),
         )
         await self.switch.write([~entry if exists else +entry])
 
     async def next_policy_epoch(self, port: int) -> int:
         """An epoch that the port's packets have never carried, so a new policy
-        resets its averages (averages.p4).
-
-        The data plane remembers the epoch of the last packet per port in a
-        register that P4Runtime cannot read, and table entries (and with them
-        the installed epoch) may have been cleared since, by this or another
-        controller. A counter restarting at 1 would then repeat an old epoch
-        and silently keep stale averages. So the epoch is the wall clock in
-        milliseconds mod 2^32 (it repeats after 49.7 days), and never the
-        installed one or 0 (the register's power-up value)."""
+        resets its averages (red.p4 red_on_policy_epoch); see
+        encoding.policy_epoch_from_clock."""
         current = await self.read_port_policy(port)
-        installed = None if current is None else current["policy_epoch"]
+        installed = None if current is None else current.params.get("policy_epoch")
         return policy_epoch_from_clock(time.time_ns(), installed)
 
     # ---- counters -----------------------------------------------------

@@ -9,9 +9,9 @@ Two families live here:
   * controller conversions (``to_scaled``, ``prob_to_q16``, ``red_slope_q24``,
     ``ewma_shift_from_weight``) that turn configuration into action parameters;
   * the reference model (``p4_to_scaled``, ``ewma``, ``red_p_b_q16``,
-    ``red_decide``, ``PortModel``) that follows averages.p4, red.p4, cbt.p4,
-    dcbt.p4 and aqm.p4 line by line, with the same bit widths, wraparound and
-    ``>>`` truncation, so switch tests can predict exact outcomes.
+    ``red_decide``, ``PortModel``) that follows occupancy.p4, averages.p4,
+    red.p4, cbt.p4, dcbt.p4 and aqm.p4 line by line, with the same bit widths,
+    wraparound and ``>>`` truncation, so switch tests can predict exact outcomes.
 """
 
 from __future__ import annotations
@@ -20,9 +20,12 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 from . import p4constants as C
+
+if TYPE_CHECKING:  # encoding imports the algorithms, which import this module
+    from .encoding import PolicyAction
 
 MASK32 = (1 << 32) - 1
 MASK64 = (1 << 64) - 1
@@ -31,27 +34,13 @@ PROB_ONE = C.PROB_ONE                   # 1.0 in Q16
 MAX_EWMA_SHIFT = 31
 
 ADMIT = "ADMIT"
-# Drop reason names (DROP_REASONS of defines.p4), as returned by the model.
-QUEUE_LIMIT: str = C.DROP_REASON_NAMES[C.DROP_QUEUE_LIMIT]
-RED_EARLY: str = C.DROP_REASON_NAMES[C.DROP_RED_EARLY]
-RED_FORCED: str = C.DROP_REASON_NAMES[C.DROP_RED_FORCED]
-CLASS_THRESHOLD: str = C.DROP_REASON_NAMES[C.DROP_CLASS_THRESHOLD]
-
-# Parameters of action set_port_policy (aqm.p4), in declaration order, with
-# their bit widths. tests/test_fixedpoint.py checks this against aqm.p4.
-POLICY_PARAM_BITS: dict[str, int] = {
-    "algorithm": 8,
-    "queue_limit_pkts": 32,
-    "min_th_scaled": 32,
-    "max_th_scaled": 32,
-    "red_slope_q24": 32,
-    "ewma_shift": 8,
-    "tagged_th_scaled": 32,
-    "untagged_th_scaled": 32,
-    "dcbt_tagged_share_q16": 32,
-    "policy_epoch": 32,
-    "flow_epoch_shift": 8,
-}
+# Drop reason names (members of drop_reason_t in the P4Info), as returned by the model.
+QUEUE_LIMIT = "QUEUE_LIMIT"
+RED_EARLY = "RED_EARLY"
+RED_FORCED = "RED_FORCED"
+CLASS_THRESHOLD = "CLASS_THRESHOLD"
+if {QUEUE_LIMIT, RED_EARLY, RED_FORCED, CLASS_THRESHOLD} != set(C.DROP_REASONS):
+    raise ImportError(f"drop_reason_t members {sorted(C.DROP_REASONS)} differ from the model's")
 
 RandSource = Callable[[], int]
 
@@ -185,7 +174,10 @@ def dcbt_tagged_th_scaled(red_avg_scaled: int, tagged_share_q16: int) -> int:
 
 @dataclass(frozen=True)
 class RedState:
-    """Registers red_count and red_rand_q16 of one port (red.p4). Power-up: both 0."""
+    """Registers red_count and red_rand_q16 of one port (red.p4). Power-up: both 0.
+
+    count == 0 means "restarted": R is drawn by the next early-zone packet.
+    """
 
     count: int = 0
     rand_q16: int = 0
@@ -200,29 +192,30 @@ def _draw(rand_source: RandSource) -> int:
 
 def red_decide(
     avg_scaled: int,
-    policy_params: Mapping[str, int],
+    params: Mapping[str, int],
     state: RedState,
     rand_source: RandSource,
 ) -> tuple[str | None, RedState]:
-    """RedDrop (red.p4) on an already updated average -> (drop reason or None, new state).
+    """red_drop_test (red.p4) on an already updated average -> (drop reason or None, new state).
 
-    Uses policy_params min_th_scaled, max_th_scaled, red_slope_q24.
-    rand_source() plays random(0, PROB_ONE - 1) and is called exactly when the
-    P4 calls random() (restart_count).
+    Uses params min_th_scaled, max_th_scaled, red_slope_q24. rand_source()
+    plays random(0, PROB_ONE - 1) and is called exactly when the P4 calls
+    random(): by the first early-zone packet after a restart.
     """
     _check_bits("avg_scaled", avg_scaled, 32)
-    min_th = policy_params["min_th_scaled"]
-    max_th = policy_params["max_th_scaled"]
+    min_th = params["min_th_scaled"]
+    max_th = params["max_th_scaled"]
     if avg_scaled < min_th:                       # below min_th: enqueue, restart
-        return None, RedState(0, _draw(rand_source))
-    if avg_scaled >= max_th:                      # at/above max_th: forced drop
-        return RED_FORCED, RedState(0, _draw(rand_source))
+        return None, RedState(0, state.rand_q16)
+    if avg_scaled >= max_th:                      # at/above max_th: forced drop, restart
+        return RED_FORCED, RedState(0, state.rand_q16)
+    rand_q16 = _draw(rand_source) if state.count == 0 else state.rand_q16
     count = (state.count + 1) & MASK32
-    p_b_q16 = red_p_b_q16(avg_scaled, min_th, policy_params["red_slope_q24"])
+    p_b_q16 = red_p_b_q16(avg_scaled, min_th, params["red_slope_q24"])
     # Drop when count * p_b > R (the uniform-gap form of p_a = p_b / (1 - count p_b)).
-    if (count * p_b_q16) & MASK64 > state.rand_q16:  # strict: P(drop) = count * p_b / 2^16 exactly
-        return RED_EARLY, RedState(0, _draw(rand_source))
-    return None, RedState(count, state.rand_q16)
+    if (count * p_b_q16) & MASK64 > rand_q16:     # strict: P(drop) = count * p_b / 2^16 exactly
+        return RED_EARLY, RedState(0, rand_q16)
+    return None, RedState(count, rand_q16)
 
 
 # ------------------------------------------------------- one port's AQM
@@ -259,26 +252,15 @@ def as_occupancy(value: OccupancyLike) -> Occupancy:
     return occupancy
 
 
-def check_policy_params(params: Mapping[str, int]) -> dict[str, int]:
-    """Exactly the set_port_policy parameters, each fitting its bit width."""
-    missing = [name for name in POLICY_PARAM_BITS if name not in params]
-    unknown = [name for name in params if name not in POLICY_PARAM_BITS]
-    if missing or unknown:
-        raise ValueError(f"policy params: missing {missing}, unknown {unknown}")
-    for name, bits in POLICY_PARAM_BITS.items():
-        _check_bits(name, params[name], bits)
-    return {name: params[name] for name in POLICY_PARAM_BITS}
-
-
 class PortModel:
-    """Reference model of one egress port's Aqm control (aqm.p4) with its registers.
+    """Reference model of one egress port's port_policy action (aqm.p4) with its registers.
 
     The caller supplies the occupancy at each arrival (it models departures)
     and applies the decision to its own occupancy. Register names follow the P4.
     """
 
-    def __init__(self, params: Mapping[str, int], rand_source: RandSource) -> None:
-        self.params = check_policy_params(params)
+    def __init__(self, action: "PolicyAction", rand_source: RandSource) -> None:
+        self.action = action
         self.rand_source = rand_source
         # Registers at power-up: all zero.
         self.red_avg_scaled = 0
@@ -290,36 +272,33 @@ class PortModel:
         self.admits: Counter[int] = Counter()
         self.drops: Counter[tuple[int, str]] = Counter()
 
-    def set_policy(self, params: Mapping[str, int]) -> None:
+    def set_policy(self, action: "PolicyAction") -> None:
         """The controller modifies the port_policy entry (registers untouched)."""
-        self.params = check_policy_params(params)
+        self.action = action
 
-    # -- aqm.p4 apply
+    # -- the port_policy actions
     def arrive(self, class_id: int, occupancy: OccupancyLike) -> str:
-        """One packet of class_id arrives -> "ADMIT" or a DROP_REASONS name."""
+        """One packet of class_id arrives -> "ADMIT" or a drop_reason_t name."""
         if class_id not in C.CLASS_NAMES:
             raise ValueError(f"class_id {class_id!r} is not one of {C.CLASSES}")
         occ = as_occupancy(occupancy)
-        p = self.params
-        self.arrivals[class_id] += 1
+        p = self.action.params
+        self.arrivals[class_id] += 1                  # queue_arrival
 
-        if self.avg_policy_epoch != p["policy_epoch"]:   # AveragesResetOnNewPolicy
-            self.avg_policy_epoch = p["policy_epoch"]
-            self.red_avg_scaled = 0
-            for cls in (C.CLASS_TCP, C.CLASS_TAGGED, C.CLASS_UNTAGGED):
-                self.class_avg_scaled[cls] = 0
-            self.red_state = RedState(0, _draw(self.rand_source))  # RedResetState
-
-        algorithm = p["algorithm"]
+        name = self.action.name
         reason: str | None = None
-        if algorithm == C.ALGO_RED:
-            reason = self._red(occ)
-        elif algorithm in (C.ALGO_CBT_RED_ALL, C.ALGO_CBT_RED_TCP_ONLY):
+        if name != "drop_tail":
+            self._on_policy_epoch(p["policy_epoch"])  # red_on_policy_epoch
+        if name == "red":
+            reason = self._red_test(self._update_red_avg(occ.queue_pkts))
+        elif name in ("cbt_red_all", "cbt_red_tcp_only"):
             reason = self._cbt(class_id, occ)
-        elif algorithm == C.ALGO_DCBT:
+        elif name == "dcbt":
             reason = self._dcbt(class_id, occ)
-        # ALGO_DROP_TAIL (and any unknown id, as in the P4): queue limit only.
+        elif name != "drop_tail":
+            raise ValueError(f"unknown port_policy action {name!r}")
 
+        # queue_admit_or_drop
         if reason is None and occ.queue_pkts >= p["queue_limit_pkts"]:
             reason = QUEUE_LIMIT
         if reason is not None:
@@ -328,55 +307,68 @@ class PortModel:
         self.admits[class_id] += 1
         return ADMIT
 
+    def _on_policy_epoch(self, policy_epoch: int) -> None:
+        if self.avg_policy_epoch != policy_epoch:
+            self.avg_policy_epoch = policy_epoch
+            self.red_avg_scaled = 0
+            for cls in (C.CLASS_TCP, C.CLASS_TAGGED, C.CLASS_UNTAGGED):
+                self.class_avg_scaled[cls] = 0
+            self.red_state = RedState(0, self.red_state.rand_q16)
+
     def _red_test(self, avg_scaled: int) -> str | None:
-        reason, self.red_state = red_decide(avg_scaled, self.params, self.red_state, self.rand_source)
+        reason, self.red_state = red_decide(avg_scaled, self.action.params, self.red_state,
+                                            self.rand_source)
         return reason
 
     def _update_red_avg(self, sample_pkts: int) -> int:
         self.red_avg_scaled = ewma(self.red_avg_scaled, p4_to_scaled(sample_pkts),
-                                   self.params["ewma_shift"])
+                                   self.action.params["ewma_shift"])
         return self.red_avg_scaled
 
     def _update_class_avg(self, class_id: int, sample_pkts: int) -> int:
         self.class_avg_scaled[class_id] = ewma(self.class_avg_scaled[class_id],
-                                               p4_to_scaled(sample_pkts), self.params["ewma_shift"])
+                                               p4_to_scaled(sample_pkts),
+                                               self.action.params["ewma_shift"])
         return self.class_avg_scaled[class_id]
 
-    def _red(self, occ: Occupancy) -> str | None:
-        """red.p4 Red: average of the whole queue on every arrival."""
-        return self._red_test(self._update_red_avg(occ.queue_pkts))
+    @staticmethod
+    def _class_pkts(class_id: int, occ: Occupancy) -> int:
+        return {C.CLASS_TCP: occ.tcp_pkts, C.CLASS_TAGGED: occ.tagged_pkts,
+                C.CLASS_UNTAGGED: occ.untagged_pkts}[class_id]
 
     def _cbt(self, class_id: int, occ: Occupancy) -> str | None:
         """cbt.p4 (cbt §3): class average updated on that class's arrivals only."""
-        red_for_all = self.params["algorithm"] == C.ALGO_CBT_RED_ALL
-        is_udp_class = class_id != C.CLASS_TCP
+        p = self.action.params
+        red_for_all = self.action.name == "cbt_red_all"
         reason: str | None = None
-        if is_udp_class:
-            if class_id == C.CLASS_TAGGED:
-                class_pkts, threshold = occ.tagged_pkts, self.params["tagged_th_scaled"]
-            else:
-                class_pkts, threshold = occ.untagged_pkts, self.params["untagged_th_scaled"]
-            if self._update_class_avg(class_id, class_pkts) > threshold:
+        if class_id != C.CLASS_TCP:                  # cbt_class_test
+            threshold = p["tagged_th_scaled"] if class_id == C.CLASS_TAGGED \
+                else p["untagged_th_scaled"]
+            if self._update_class_avg(class_id, self._class_pkts(class_id, occ)) > threshold:
                 reason = CLASS_THRESHOLD
-        if reason is None and (red_for_all or not is_udp_class):
+            if reason is None and red_for_all:
+                reason = self._red_test(self._update_red_avg(occ.queue_pkts))
+        elif red_for_all:
+            reason = self._red_test(self._update_red_avg(occ.queue_pkts))
+        else:
             # RED for TCP only: RED's average counts TCP packets only (cbt §3).
-            sample_pkts = occ.queue_pkts if red_for_all else occ.tcp_pkts
-            reason = self._red_test(self._update_red_avg(sample_pkts))
+            reason = self._red_test(self._update_red_avg(occ.tcp_pkts))
         return reason
 
     def _dcbt(self, class_id: int, occ: Occupancy) -> str | None:
         """dcbt.p4 (dcbt §3.1): synchronised averages, thresholds while red_avg > min_th."""
+        p = self.action.params
         red_avg = self._update_red_avg(occ.queue_pkts)
         tagged_avg = self._update_class_avg(C.CLASS_TAGGED, occ.tagged_pkts)
         untagged_avg = self._update_class_avg(C.CLASS_UNTAGGED, occ.untagged_pkts)
         reason: str | None = None
-        if red_avg > self.params["min_th_scaled"]:
+        if red_avg > p["min_th_scaled"]:
             if class_id == C.CLASS_TAGGED:
-                tagged_th = dcbt_tagged_th_scaled(red_avg, self.params["dcbt_tagged_share_q16"])
+                tagged_th = dcbt_tagged_th_scaled(red_avg, p["tagged_share_q16"])
                 if tagged_avg > tagged_th:
                     reason = CLASS_THRESHOLD
             elif class_id == C.CLASS_UNTAGGED:
-                if untagged_avg > self.params["untagged_th_scaled"]:
+                if untagged_avg > p["untagged_th_scaled"]:
                     reason = CLASS_THRESHOLD
         if reason is None:
             reason = self._red_test(red_avg)

@@ -1,12 +1,20 @@
-"""Constants of the P4 program, parsed from p4src/include/defines.p4.
+"""Constants of the P4 program: sizes from defines.p4, enums from the P4Info.
 
-defines.p4 is the single source of truth: every line of the form
-``const bit<N> NAME = VALUE;`` (VALUE decimal or 0x hex, ``//`` and ``/* */``
-comments ignored) becomes a module attribute, e.g. ``p4constants.ALGO_RED == 1``,
-and an entry of :data:`CONSTANTS`.
+Two sources, each the single source of truth for what it holds:
 
-The file is found at ``<repo>/p4src/include/defines.p4``; the environment
-variable ``MMAQM_DEFINES_P4`` overrides the path (read at import time).
+* ``p4src/include/defines.p4``: every line of the form ``const bit<N> NAME = VALUE;``
+  (VALUE decimal or 0x hex, ``//`` and ``/* */`` comments ignored) becomes a
+  module attribute, e.g. ``p4constants.NUM_PORTS == 64``, and an entry of
+  :data:`CONSTANTS`: table and register sizes, fixed-point widths and the
+  ingress discard reasons; and the members of ``enum bit<8> drop_reason_t``
+  give :data:`DROP_REASONS`. Both are counter indexes, which no P4Info
+  carries. ``MMAQM_DEFINES_P4`` overrides the path (read at import time).
+* the P4Info of the compiled program: the serializable enum ``traffic_class_t``
+  (``type_info.serializable_enums``; the type of the classifier's action
+  parameter) gives :data:`CLASSES`. The P4Info read is the golden copy committed at
+  ``p4src/v1model/main.p4info.txtpb``, which ``make build`` keeps equal to the
+  compiler's output, so the controller and its tests need no compiler.
+  ``MMAQM_P4INFO`` overrides the path (read at import time).
 
 Counter index helpers mirror the index arithmetic of aqm.p4, occupancy.p4 and
 main.p4, so that no other module repeats it.
@@ -20,7 +28,10 @@ from pathlib import Path
 from typing import Any
 
 ENV_DEFINES_P4 = "MMAQM_DEFINES_P4"
-DEFAULT_DEFINES_P4 = Path(__file__).resolve().parents[2] / "p4src/include/defines.p4"
+ENV_P4INFO = "MMAQM_P4INFO"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_DEFINES_P4 = REPO_ROOT / "p4src/include/defines.p4"
+GOLDEN_P4INFO = REPO_ROOT / "p4src/v1model/main.p4info.txtpb"
 
 _CONST_RE = re.compile(
     r"^const\s+bit\s*<\s*(?P<width>\d+)\s*>\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*=\s*"
@@ -59,6 +70,32 @@ def parse_constants(text: str, *, source: str = "<text>") -> dict[str, int]:
     return constants
 
 
+_ENUM_RE = re.compile(r"enum\s+bit\s*<\s*(?P<width>\d+)\s*>\s+(?P<name>\w+)\s*\{(?P<body>[^}]*)\}")
+_MEMBER_RE = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<value>0[xX][0-9a-fA-F_]+|\d[\d_]*)\s*$")
+
+
+def parse_enums(text: str, *, source: str = "<text>") -> dict[str, dict[str, int]]:
+    """{name: {member: value}} of every ``enum bit<N> name { A = 1, ... }`` in a P4 text.
+
+    Every member needs an explicit value; raises ValueError otherwise, on a
+    value that does not fit N bits, and on a repeated member or value.
+    """
+    enums: dict[str, dict[str, int]] = {}
+    for match in _ENUM_RE.finditer(_strip_comments(text)):
+        width, name = int(match["width"]), match["name"]
+        members: dict[str, int] = {}
+        for item in filter(str.strip, match["body"].split(",")):
+            member = _MEMBER_RE.match(item)
+            if member is None:
+                raise ValueError(f"{source}: enum {name}: cannot parse member {item.strip()!r}")
+            value = int(member["value"].replace("_", ""), 0)
+            if value >= 1 << width or member["name"] in members or value in members.values():
+                raise ValueError(f"{source}: enum {name}: bad or repeated member {item.strip()!r}")
+            members[member["name"]] = value
+        enums[name] = members
+    return enums
+
+
 def defines_path() -> Path:
     """defines.p4 to read: $MMAQM_DEFINES_P4 or the repository's copy."""
     override = os.environ.get(ENV_DEFINES_P4)
@@ -77,6 +114,7 @@ def _with_prefix(constants: dict[str, int], prefix: str) -> dict[str, int]:
 
 DEFINES_P4: Path = defines_path()
 CONSTANTS: dict[str, int] = load_constants(DEFINES_P4)
+DEFINES_ENUMS: dict[str, dict[str, int]] = parse_enums(DEFINES_P4.read_text(), source=str(DEFINES_P4))
 globals().update(CONSTANTS)
 
 # Names the rest of the package relies on; a missing one is a broken defines.p4.
@@ -98,17 +136,50 @@ PROB_FRAC_BITS: int = CONSTANTS["PROB_FRAC_BITS"]
 SLOPE_FRAC_BITS: int = CONSTANTS["SLOPE_FRAC_BITS"]
 PROB_ONE: int = CONSTANTS["PROB_ONE"]
 
-ALGORITHMS: dict[str, int] = _with_prefix(CONSTANTS, "ALGO_")
-CLASSES: dict[str, int] = _with_prefix(CONSTANTS, "CLASS_")
-CLASSES.pop("SLOTS", None)  # CLASS_SLOTS is a size, not a class
-DROP_REASONS: dict[str, int] = _with_prefix(CONSTANTS, "DROP_")
 DISCARD_REASONS: dict[str, int] = _with_prefix(CONSTANTS, "DISCARD_")
+DISCARD_REASON_NAMES: dict[int, str] = {v: k for k, v in DISCARD_REASONS.items()}
 
-# Reverse maps: id -> name.
-ALGORITHM_NAMES: dict[int, str] = {v: k for k, v in ALGORITHMS.items()}
+
+def p4info_path() -> Path:
+    """P4Info to read the enums from: $MMAQM_P4INFO or the golden copy."""
+    override = os.environ.get(ENV_P4INFO)
+    return Path(override) if override else GOLDEN_P4INFO
+
+
+def load_serializable_enums(path: Path) -> dict[str, dict[str, int]]:
+    """{enum type name: {member: value}} of a P4Info text file."""
+    from google.protobuf import text_format
+    from finsy.proto import p4i
+
+    info = p4i.P4Info()
+    try:
+        text_format.Parse(path.read_text(), info)
+    except (OSError, text_format.ParseError) as exc:
+        raise ImportError(f"cannot read the P4Info {path}: {exc}") from exc
+    enums: dict[str, dict[str, int]] = {}
+    for name, spec in info.type_info.serializable_enums.items():
+        enums[name] = {m.name: int.from_bytes(m.value, "big") for m in spec.members}
+    return enums
+
+
+P4INFO: Path = p4info_path()
+ENUMS: dict[str, dict[str, int]] = load_serializable_enums(P4INFO)
+if "traffic_class_t" not in ENUMS:
+    raise ImportError(f"{P4INFO}: no serializable enum traffic_class_t")
+if "drop_reason_t" not in DEFINES_ENUMS:
+    raise ImportError(f"{DEFINES_P4}: no enum drop_reason_t")
+
+CLASSES: dict[str, int] = dict(ENUMS["traffic_class_t"])
+DROP_REASONS: dict[str, int] = dict(DEFINES_ENUMS["drop_reason_t"])
+CLASS_TCP: int = CLASSES["TCP"]
+CLASS_TAGGED: int = CLASSES["TAGGED"]
+CLASS_UNTAGGED: int = CLASSES["UNTAGGED"]
 CLASS_NAMES: dict[int, str] = {v: k for k, v in CLASSES.items()}
 DROP_REASON_NAMES: dict[int, str] = {v: k for k, v in DROP_REASONS.items()}
-DISCARD_REASON_NAMES: dict[int, str] = {v: k for k, v in DISCARD_REASONS.items()}
+for _name, _members, _limit in (("traffic_class_t", CLASSES, CLASS_SLOTS),
+                                ("drop_reason_t", DROP_REASONS, NUM_DROP_REASONS)):
+    if any(not 0 <= v < _limit for v in _members.values()):
+        raise ImportError(f"{P4INFO}: {_name} values {_members} exceed the counter slots {_limit}")
 
 
 def _check_range(what: str, value: int, limit: int) -> None:
@@ -137,4 +208,4 @@ def discard_index(port: int, reason: int) -> int:
 
 
 def __getattr__(name: str) -> Any:  # pragma: no cover - only for a clear error
-    raise AttributeError(f"{DEFINES_P4} defines no constant {name!r}")
+    raise AttributeError(f"{DEFINES_P4} defines no constant {name!r} (enums: {P4INFO})")

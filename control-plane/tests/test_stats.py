@@ -83,7 +83,7 @@ def test_readings_from_counters_uses_the_p4_indexes() -> None:
     lines = format_table(readings).splitlines()
     assert lines[2].split() == ["2", "TAGGED", "5", "4", "3", "1", "0", "0", "0", "1", "20.00"]
     assert lines[1].split()[-1] == "-"          # TCP: no arrivals
-    assert C.drop_index(2, C.CLASS_TAGGED, C.DROP_CLASS_THRESHOLD) == 39
+    assert C.drop_index(2, C.CLASS_TAGGED, C.DROP_REASONS["CLASS_THRESHOLD"]) == 39
 
 
 def test_counter_indexes_cover_exactly_what_readings_need() -> None:

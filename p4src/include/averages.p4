@@ -1,45 +1,37 @@
 // Fixed-point exponentially weighted moving averages (RED, Floyd & Jacobson 1993):
 //   avg <- (1 - w) * avg + w * q,  w = 2^-ewma_shift,
 // with avg and q in packets * 2^AVG_FRAC_BITS, as Linux include/net/red.h does.
-// Registers are per egress port; only ingress touches them.
+// Registers are per egress port (RED) and per port and class (CBT, D-CBT);
+// only ingress touches them.
 #ifndef MMAQM_AVERAGES_P4
 #define MMAQM_AVERAGES_P4
 
 #include <v1model.p4>
 #include "headers.p4"
 
-register<bit<32>>(NUM_PORTS) red_avg_scaled;
-register<bit<32>>(NUM_PORTS * CLASS_SLOTS) class_avg_scaled;
-register<bit<32>>(NUM_PORTS) avg_policy_epoch;
+register<scaled_t>(NUM_PORTS) red_avg_scaled;
+register<scaled_t>(NUM_PORTS * CLASS_SLOTS) class_avg_scaled;
+register<policy_epoch_t>(NUM_PORTS) avg_policy_epoch;
 
-bit<32> to_scaled(in bit<32> pkts) {
+scaled_t to_scaled(in pkts_t pkts) {
     return pkts << AVG_FRAC_BITS;
 }
 
-bit<32> ewma(in bit<32> avg_scaled, in bit<32> sample_scaled, in bit<8> shift) {
+scaled_t ewma(in scaled_t avg_scaled, in scaled_t sample_scaled, in shift_t shift) {
     if (sample_scaled >= avg_scaled) {
         return avg_scaled + ((sample_scaled - avg_scaled) >> shift);
     }
     return avg_scaled - ((avg_scaled - sample_scaled) >> shift);
 }
 
-// A new policy_epoch in the port's policy entry (the controller installed a
-// new policy) starts the port's averages from zero. Shares-only updates keep
-// the epoch, so D-CBT's averages survive them.
-control AveragesResetOnNewPolicy(in local_metadata_t meta, out bool reset) {
-    apply {
-        bit<32> stored_epoch;
-        avg_policy_epoch.read(stored_epoch, meta.port_index);
-        reset = stored_epoch != meta.policy.policy_epoch;
-        if (reset) {
-            bit<32> base = meta.port_index * CLASS_SLOTS;
-            avg_policy_epoch.write(meta.port_index, meta.policy.policy_epoch);
-            red_avg_scaled.write(meta.port_index, 0);
-            class_avg_scaled.write(base + (bit<32>)CLASS_TCP, 0);
-            class_avg_scaled.write(base + (bit<32>)CLASS_TAGGED, 0);
-            class_avg_scaled.write(base + (bit<32>)CLASS_UNTAGGED, 0);
-        }
-    }
+// Update one class average of the packet's port with a class occupancy.
+action class_average_update(in local_metadata_t meta, in traffic_class_t class_id,
+                            in pkts_t class_pkts, in shift_t ewma_shift,
+                            out scaled_t class_avg) {
+    bit<32> index = meta.port_index * CLASS_SLOTS + (bit<32>)(bit<8>)class_id;
+    class_avg_scaled.read(class_avg, index);
+    class_avg = ewma(class_avg, to_scaled(class_pkts), ewma_shift);
+    class_avg_scaled.write(index, class_avg);
 }
 
 #endif

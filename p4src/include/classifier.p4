@@ -7,7 +7,7 @@
 #include "headers.p4"
 
 control Classifier(in headers_t hdr, inout local_metadata_t meta) {
-    action set_class(bit<8> class_id) {
+    action set_class(traffic_class_t class_id) {
         meta.class_id = class_id;
     }
 
@@ -17,7 +17,7 @@ control Classifier(in headers_t hdr, inout local_metadata_t meta) {
             hdr.ipv4.dscp     : ternary @name("dscp");
         }
         actions = { set_class; }
-        const default_action = set_class(CLASS_UNTAGGED);
+        const default_action = set_class(traffic_class_t.UNTAGGED);
         size = CLASSIFIER_TABLE_SIZE;
     }
 

@@ -1,42 +1,56 @@
-// mmaqm constants: the single source of truth.
+// mmaqm constants and types: the single source of truth.
 // The controller (control-plane/mmaqm/p4constants.py) parses every
-// `const bit<N> NAME = VALUE;` line of this file, so keep that form.
+// `const bit<N> NAME = VALUE;` line and the drop_reason_t enum of this file
+// (sizes and counter indexes, which no P4Info can carry), so keep those forms.
+// traffic_class_t reaches the controller through the P4Info, as the type of
+// the classifier's action parameter.
 #ifndef MMAQM_DEFINES_P4
 #define MMAQM_DEFINES_P4
+
+// ---- types (fabric-tna style): what a value holds, and in which unit
+typedef bit<9>  port_t;         // v1model port number
+typedef bit<48> mac_addr_t;
+typedef bit<32> ipv4_addr_t;
+typedef bit<16> l4_port_t;
+typedef bit<32> pkts_t;         // whole packets
+typedef bit<32> scaled_t;       // packets * 2^AVG_FRAC_BITS (averages, thresholds)
+typedef bit<32> q16_t;          // a fraction in [0, 1] * 2^PROB_FRAC_BITS
+typedef bit<32> q24_t;          // RED slope: per packet * 2^SLOPE_FRAC_BITS
+typedef bit<32> policy_epoch_t; // a new value resets a port's averages (averages.p4)
+typedef bit<8>  shift_t;        // a right-shift amount (p4c limits bmv2 shifts to 8 bits)
+
+// ---- traffic classes (all papers: TCP / tagged UDP / untagged = everything else)
+enum bit<8> traffic_class_t {
+    TCP = 0,
+    TAGGED = 1,     // UDP with a DSCP the controller lists as multimedia (cbt §3)
+    UNTAGGED = 2    // any other non-TCP packet
+}
+
+// ---- why the AQM dropped a packet (queue_drops counter index, per port and class)
+enum bit<8> drop_reason_t {
+    QUEUE_LIMIT = 0,      // the physical queue is full (queue_limit_pkts)
+    RED_EARLY = 1,        // RED early drop, min_th <= avg < max_th
+    RED_FORCED = 2,       // RED forced drop, avg >= max_th
+    CLASS_THRESHOLD = 3   // CBT / D-CBT class threshold (cbt §3, dcbt §3.1)
+}
 
 // ---- sizes
 const bit<32> NUM_PORTS = 64;          // ports 0..63 carry AQM state
 const bit<32> CLASS_SLOTS = 4;         // per-port class index = port * 4 + class
-const bit<32> NUM_DROP_REASONS = 4;
+const bit<32> NUM_DROP_REASONS = 4;    // members of drop_reason_t
 const bit<32> NUM_DISCARD_REASONS = 8;
-const bit<32> FLOW_SLOTS = 65536;      // active-flow table (crc16 index)
+const bit<32> FLOW_SLOTS = 65536;      // active-flow table; a power of two (index = crc32 mod it)
 const bit<32> ROUTE_TABLE_SIZE = 1024;     // ipv4_lpm entries
 const bit<32> CLASSIFIER_TABLE_SIZE = 64;  // classifier entries: 1 (TCP) + one per tagged DSCP
 
-// ---- protocols
+// ---- protocols and header lengths
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<8> IP_PROTO_ICMP = 1;
 const bit<8> IP_PROTO_TCP = 6;
 const bit<8> IP_PROTO_UDP = 17;
-
-// ---- traffic classes (all papers: TCP / tagged UDP / untagged = everything else)
-const bit<8> CLASS_TCP = 0;
-const bit<8> CLASS_TAGGED = 1;
-const bit<8> CLASS_UNTAGGED = 2;
-
-// ---- algorithms selected per egress port by the port_policy table
-@noWarn("unused")  // the controller uses it; aqm.p4 treats "no other algorithm" as drop-tail
-const bit<8> ALGO_DROP_TAIL = 0;
-const bit<8> ALGO_RED = 1;
-const bit<8> ALGO_CBT_RED_ALL = 2;        // cbt §3 "CBT with RED for all"
-const bit<8> ALGO_CBT_RED_TCP_ONLY = 3;   // cbt §3 "CBT with RED only for TCP"
-const bit<8> ALGO_DCBT = 4;               // dcbt §3.1
-
-// ---- AQM drop reasons (queue_drops counter, per egress port and class)
-const bit<8> DROP_QUEUE_LIMIT = 0;
-const bit<8> DROP_RED_EARLY = 1;
-const bit<8> DROP_RED_FORCED = 2;
-const bit<8> DROP_CLASS_THRESHOLD = 3;
+const bit<32> ETHERNET_HEADER_BYTES = 14;
+const bit<16> IPV4_MIN_HEADER_BYTES = 20;  // IHL 5; options are discarded
+const bit<4> IPV4_MIN_IHL = 5;
 
 // ---- discards before the AQM (ingress_discards counter, per ingress port)
 const bit<8> DISCARD_NOT_IPV4 = 0;      // non-IPv4 frame (ARP, IPv6, ...)

@@ -25,11 +25,11 @@ parser MmaqmParser(packet_in packet,
     state parse_ipv4 {
         packet.extract(hdr.ipv4);
         verify(hdr.ipv4.version == 4, error.IPv4BadVersion);
-        verify(hdr.ipv4.ihl >= 5, error.IPv4HeaderTooShort);
+        verify(hdr.ipv4.ihl >= IPV4_MIN_IHL, error.IPv4HeaderTooShort);
         transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
-            (5, 0, IP_PROTO_TCP): parse_tcp;
-            (5, 0, IP_PROTO_UDP): parse_udp;
-            (5, 0, IP_PROTO_ICMP): parse_icmp;
+            (IPV4_MIN_IHL, 0, IP_PROTO_TCP): parse_tcp;
+            (IPV4_MIN_IHL, 0, IP_PROTO_UDP): parse_udp;
+            (IPV4_MIN_IHL, 0, IP_PROTO_ICMP): parse_icmp;
             default: accept;
         }
     }
@@ -56,7 +56,7 @@ parser MmaqmParser(packet_in packet,
 
 control MmaqmVerifyChecksum(inout headers_t hdr, inout local_metadata_t meta) {
     apply {
-        verify_checksum(hdr.ipv4.isValid() && hdr.ipv4.ihl == 5,
+        verify_checksum(hdr.ipv4.isValid() && hdr.ipv4.ihl == IPV4_MIN_IHL,
             { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
               hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
               hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
@@ -67,7 +67,7 @@ control MmaqmVerifyChecksum(inout headers_t hdr, inout local_metadata_t meta) {
 
 control MmaqmComputeChecksum(inout headers_t hdr, inout local_metadata_t meta) {
     apply {
-        update_checksum(hdr.ipv4.isValid() && hdr.ipv4.ihl == 5,
+        update_checksum(hdr.ipv4.isValid() && hdr.ipv4.ihl == IPV4_MIN_IHL,
             { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
               hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
               hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,

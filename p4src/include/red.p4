@@ -1,4 +1,5 @@
-// RED (Floyd & Jacobson 1993; the RED card of DESIGN §2).
+// RED (Floyd & Jacobson 1993), the average and drop test every RED-based
+// algorithm shares, and the RED algorithm itself.
 //   avg < min_th            : enqueue
 //   min_th <= avg < max_th  : p_b = max_p * (avg - min_th) / (max_th - min_th),
 //                             drop with p_a = p_b / (1 - count * p_b)
@@ -7,78 +8,90 @@
 //   p_b_q16 = (avg_scaled - min_th_scaled) * red_slope_q24 >> 24, where the
 //   controller computes red_slope_q24 = max_p / (max_th - min_th) * 2^24;
 //   instead of dividing for p_a, one uniform threshold R in {0..2^16-1} is
-//   drawn after every drop and the packet is dropped when count * p_b_q16 > R,
-//   i.e. with probability min(1, count * p_b) for this count (strict '>', so
-//   p_b = 0 never drops). For a
-//   constant p_b this makes the gap between drops uniform on 1..1/p_b, which
-//   is exactly the distribution p_a produces.
+//   drawn when the early zone is entered after a restart, and the packet is
+//   dropped when count * p_b_q16 > R, i.e. with probability min(1, count * p_b)
+//   for this count (strict '>', so p_b = 0 never drops). For a constant p_b
+//   this makes the gap between drops uniform on 1..1/p_b, which is exactly
+//   the distribution p_a produces.
+// red_count = 0 means "restarted": no R drawn yet (power-up, after a drop, below
+// min_th, new policy). R is drawn lazily, by the first packet that needs it, so
+// a port that sits below min_th costs no random() per packet.
 #ifndef MMAQM_RED_P4
 #define MMAQM_RED_P4
 
 #include <v1model.p4>
 #include "averages.p4"
+#include "occupancy.p4"
 
-register<bit<32>>(NUM_PORTS) red_count;     // arrivals in the early zone since the last drop
-register<bit<32>>(NUM_PORTS) red_rand_q16;  // R, drawn after every drop
+register<bit<32>>(NUM_PORTS) red_count;     // early-zone arrivals since R was drawn; 0 = restarted
+register<bit<32>>(NUM_PORTS) red_rand_q16;  // R
 
-// The RED drop test on a given average. Used by RED, CBT and D-CBT.
-// Restart the count and R of a port (policy reset).
-control RedResetState(in local_metadata_t meta) {
-    apply {
-        bit<32> fresh_rand_q16;
-        random(fresh_rand_q16, 0, PROB_ONE - 1);
+// A policy_epoch the port's packets have not carried before starts the port's
+// averages and RED state from zero (the controller installed a new policy).
+// Shares-only updates keep the epoch, so D-CBT's averages survive them.
+action red_on_policy_epoch(in local_metadata_t meta, in policy_epoch_t policy_epoch) {
+    policy_epoch_t stored_epoch;
+    avg_policy_epoch.read(stored_epoch, meta.port_index);
+    if (stored_epoch != policy_epoch) {
+        bit<32> base = meta.port_index * CLASS_SLOTS;
+        avg_policy_epoch.write(meta.port_index, policy_epoch);
+        red_avg_scaled.write(meta.port_index, 0);
+        class_avg_scaled.write(base + (bit<32>)(bit<8>)traffic_class_t.TCP, 0);
+        class_avg_scaled.write(base + (bit<32>)(bit<8>)traffic_class_t.TAGGED, 0);
+        class_avg_scaled.write(base + (bit<32>)(bit<8>)traffic_class_t.UNTAGGED, 0);
         red_count.write(meta.port_index, 0);
-        red_rand_q16.write(meta.port_index, fresh_rand_q16);
     }
 }
 
-control RedDrop(inout local_metadata_t meta, in bit<32> avg_scaled) {
-    bit<32> fresh_rand_q16;
+// The RED average of the port with a new sample -> meta.red_avg_scaled.
+action red_average_update(inout local_metadata_t meta, in pkts_t sample_pkts,
+                          in shift_t ewma_shift) {
+    scaled_t avg;
+    red_avg_scaled.read(avg, meta.port_index);
+    meta.red_avg_scaled = ewma(avg, to_scaled(sample_pkts), ewma_shift);
+    red_avg_scaled.write(meta.port_index, meta.red_avg_scaled);
+}
 
-    action restart_count() {
-        random(fresh_rand_q16, 0, PROB_ONE - 1);
+// The RED drop test on meta.red_avg_scaled. Used by RED, CBT and D-CBT.
+action red_drop_test(inout local_metadata_t meta, in scaled_t min_th_scaled,
+                     in scaled_t max_th_scaled, in q24_t red_slope_q24) {
+    if (meta.red_avg_scaled < min_th_scaled) {
         red_count.write(meta.port_index, 0);
-        red_rand_q16.write(meta.port_index, fresh_rand_q16);
-    }
-
-    action drop(bit<8> reason) {
-        meta.aqm_drop = true;
-        meta.drop_reason = reason;
-        restart_count();
-    }
-
-    apply {
-        if (avg_scaled < meta.policy.min_th_scaled) {
-            restart_count();
-        } else if (avg_scaled >= meta.policy.max_th_scaled) {
-            drop(DROP_RED_FORCED);
+    } else if (meta.red_avg_scaled >= max_th_scaled) {
+        aqm_drop(meta, drop_reason_t.RED_FORCED);
+        red_count.write(meta.port_index, 0);
+    } else {
+        bit<32> count;
+        bit<32> rand_q16;
+        red_count.read(count, meta.port_index);
+        if (count == 0) {
+            random(rand_q16, 0, PROB_ONE - 1);
+            red_rand_q16.write(meta.port_index, rand_q16);
         } else {
-            bit<32> count;
-            bit<32> rand_q16;
-            red_count.read(count, meta.port_index);
             red_rand_q16.read(rand_q16, meta.port_index);
-            count = count + 1;
-            bit<64> p_b_q16 = ((bit<64>)(avg_scaled - meta.policy.min_th_scaled)
-                               * (bit<64>)meta.policy.red_slope_q24) >> SLOPE_FRAC_BITS;
-            if ((bit<64>)count * p_b_q16 > (bit<64>)rand_q16) {
-                drop(DROP_RED_EARLY);
-            } else {
-                red_count.write(meta.port_index, count);
-            }
         }
+        count = count + 1;
+        bit<64> p_b_q16 = ((bit<64>)(meta.red_avg_scaled - min_th_scaled)
+                           * (bit<64>)red_slope_q24) >> SLOPE_FRAC_BITS;
+        if ((bit<64>)count * p_b_q16 > (bit<64>)rand_q16) {
+            aqm_drop(meta, drop_reason_t.RED_EARLY);
+            count = 0;
+        }
+        red_count.write(meta.port_index, count);
     }
 }
 
-// Plain RED: the average of the whole queue, updated on every arrival.
-control Red(inout local_metadata_t meta) {
-    RedDrop() red_drop;
-    apply {
-        bit<32> avg;
-        red_avg_scaled.read(avg, meta.port_index);
-        avg = ewma(avg, to_scaled(meta.occupancy.queue_pkts), meta.policy.ewma_shift);
-        red_avg_scaled.write(meta.port_index, avg);
-        red_drop.apply(meta, avg);
-    }
+// port_policy action: plain RED, the average of the whole queue updated on
+// every arrival.
+action red(inout local_metadata_t meta, inout standard_metadata_t standard_metadata,
+           pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
+           policy_epoch_t policy_epoch, shift_t ewma_shift,
+           scaled_t min_th_scaled, scaled_t max_th_scaled, q24_t red_slope_q24) {
+    queue_arrival(meta, flow_epoch_shift);
+    red_on_policy_epoch(meta, policy_epoch);
+    red_average_update(meta, meta.occupancy.queue_pkts, ewma_shift);
+    red_drop_test(meta, min_th_scaled, max_th_scaled, red_slope_q24);
+    queue_admit_or_drop(meta, standard_metadata, queue_limit_pkts);
 }
 
 #endif

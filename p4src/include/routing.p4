@@ -10,8 +10,12 @@ control Routing(inout headers_t hdr,
                 inout local_metadata_t meta,
                 inout standard_metadata_t standard_metadata,
                 out bool hit) {
-    action route(bit<9> port, bit<48> src_mac, bit<48> dst_mac) {
+    action route(port_t port, mac_addr_t src_mac, mac_addr_t dst_mac) {
         standard_metadata.egress_spec = port;
+        // Saved apart from egress_spec, which mark_to_drop overwrites with the
+        // drop port: the flow report must name the routed port.
+        meta.routed_port = port;
+        meta.port_index = (bit<32>)port;
         hdr.ethernet.src_addr = src_mac;
         hdr.ethernet.dst_addr = dst_mac;
         hdr.ipv4.ttl = hdr.ipv4.ttl - 1;

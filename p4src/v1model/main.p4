@@ -32,19 +32,20 @@ control MmaqmIngress(inout headers_t hdr,
     }
 
     apply {
-        // v1model leaves egress_spec at 0 (DESIGN §1): drop unless a route says otherwise.
+        // v1model leaves egress_spec at 0: drop unless a route says otherwise.
         mark_to_drop(standard_metadata);
 
         if (standard_metadata.parser_error != error.NoError) {
             discard(DISCARD_MALFORMED);
         } else if (!hdr.ipv4.isValid()) {
             discard(DISCARD_NOT_IPV4);
-        } else if (hdr.ipv4.ihl != 5) {
+        } else if (hdr.ipv4.ihl != IPV4_MIN_IHL) {
             discard(DISCARD_IPV4_OPTIONS);
         } else if (standard_metadata.checksum_error == 1) {
             discard(DISCARD_BAD_CHECKSUM);
-        } else if (hdr.ipv4.total_len < 20
-                   || (bit<32>)hdr.ipv4.total_len + 14 > standard_metadata.packet_length) {
+        } else if (hdr.ipv4.total_len < IPV4_MIN_HEADER_BYTES
+                   || (bit<32>)hdr.ipv4.total_len + ETHERNET_HEADER_BYTES
+                      > standard_metadata.packet_length) {
             // IPv4 length field claims more than the frame carries: truncated.
             discard(DISCARD_MALFORMED);
         } else if (hdr.ipv4.ttl <= 1) {
@@ -54,10 +55,9 @@ control MmaqmIngress(inout headers_t hdr,
             routing.apply(hdr, meta, standard_metadata, routed);
             if (!routed) {
                 discard(DISCARD_NO_ROUTE);
-            } else if ((bit<32>)standard_metadata.egress_spec >= NUM_PORTS) {
+            } else if (meta.port_index >= NUM_PORTS) {
                 discard(DISCARD_NO_POLICY);
             } else {
-                meta.port_index = (bit<32>)standard_metadata.egress_spec;
                 classifier.apply(hdr, meta);
                 bool has_policy;
                 aqm.apply(meta, standard_metadata, has_policy);
@@ -74,10 +74,9 @@ control MmaqmIngress(inout headers_t hdr,
 control MmaqmEgress(inout headers_t hdr,
                     inout local_metadata_t meta,
                     inout standard_metadata_t standard_metadata) {
-    OccupancyRelease() occupancy_release;
     apply {
         if (meta.admitted) {
-            occupancy_release.apply(meta, standard_metadata);
+            queue_departure(meta);
         }
     }
 }

@@ -31,8 +31,9 @@ from scapy.layers.l2 import Ether
 from mmaqm import bmv2_tm
 from mmaqm import p4constants as C
 from mmaqm.blocking import BlockingSwitch
-from mmaqm.config import Config, PortPolicy, load_config, policy_action_params
+from mmaqm.config import Config, PortPolicy, load_config, parse_policy
 from mmaqm.driver import SwitchDriver
+from mmaqm.encoding import PolicyAction, policy_action
 from mmaqm.fixedpoint import Occupancy, PortModel
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,6 +42,8 @@ SWITCH = CONFIG.switches["ptf"]
 PORTS = sorted(SWITCH.ports)
 FREEZE_RATE_PPS = 4       # a frozen port lets one packet out per 250 ms: room for the
                           # burst (< 125 ms, asserted) and one counter read (< 50 ms)
+MIN_FREEZE_RATE_PPS = 1   # a machine too slow to send a burst in half a slot gets longer
+                          # slots (halved rate per miss), down to this
 TM_DEPTH_PKTS = 1024      # above every queue_limit_pkts used in the suite
 SRC_HOST_PORT = 1         # tests send from the host behind port 1 ...
 OUT_PORT = 2              # ... towards the host behind port 2, unless stated
@@ -132,6 +135,7 @@ class MmaqmTest(BaseTest):
         BaseTest.setUp(self)
         self.dataplane = ptf.dataplane_instance
         self.dataplane.flush()
+        self.freeze_rate_pps = FREEZE_RATE_PPS
         params = tu.test_params_get()
         self.thrift_port = int(params["thrift_port"])
         self.sw = BlockingSwitch(SwitchDriver(
@@ -156,17 +160,17 @@ class MmaqmTest(BaseTest):
             BaseTest.tearDown(self)
 
     # ---- policies ---------------------------------------------------------
-    def set_policy(self, port: int, policy, *, flow_epoch_shift: int = 0,
-                   share_tagged: float = 1.0, share_untagged: float = 1.0) -> dict[str, int]:
+    def set_policy(self, port: int, policy: PortPolicy | dict, *, flow_epoch_shift: int = 0,
+                   share_tagged: float = 1.0, share_untagged: float = 1.0) -> PolicyAction:
         """Install a policy (a dict is validated like a config entry) with a new epoch."""
         if isinstance(policy, dict):
-            policy = PortPolicy(**policy)
-        params = policy_action_params(
+            policy = parse_policy(policy)
+        action = policy_action(
             policy, policy_epoch=self.sw.next_policy_epoch(port),
             flow_epoch_shift=flow_epoch_shift,
             share_tagged=share_tagged, share_untagged=share_untagged)
-        self.sw.write_port_policy(port, params)
-        return params
+        self.sw.write_port_policy(port, action)
+        return action
 
     # ---- counters -----------------------------------------------------------
     COUNTER_NAMES = ("queue_arrivals", "queue_admits", "queue_departures", "queue_drops",
@@ -217,7 +221,7 @@ class MmaqmTest(BaseTest):
 
     BURST_ATTEMPTS = 3
 
-    def frozen_burst(self, params: dict[str, int], out_port: int, pkts: Sequence[Ether],
+    def frozen_burst(self, action: PolicyAction, out_port: int, pkts: Sequence[Ether],
                      sacrificial: Ether) -> tuple[Counters, Counters]:
         """burst() and check its timing precondition; returns (counters before,
         delta once every packet has arrived).
@@ -225,11 +229,12 @@ class MmaqmTest(BaseTest):
         The precondition (the burst was sent within half a slot, and one read
         right after it shows every arrival and only the sacrificial departure)
         is about this machine's timing, not about the rule under test. When a
-        loaded machine misses it, the attempt is discarded, not judged: the
-        queue drains, the policy is reinstalled with a fresh epoch (averages
-        and RED state start from zero again), and the burst is repeated, at
-        most BURST_ATTEMPTS times. A packet missing from the arrivals is a
-        failure at once."""
+        slow or loaded machine misses it, the attempt is discarded, not judged:
+        the queue drains, the departure slots double in length, the policy is
+        reinstalled with a fresh epoch (averages and RED state start from zero
+        again), and the burst is repeated, at most BURST_ATTEMPTS times; then
+        the test is skipped with a PRECONDITION MISSED message. A packet
+        missing from the arrivals is a failure at once."""
         n = len(pkts) + 1
         for attempt in range(1, self.BURST_ATTEMPTS + 1):
             before = self.counters()
@@ -245,10 +250,16 @@ class MmaqmTest(BaseTest):
             print(f"frozen-queue precondition missed ({why}); attempt {attempt}/"
                   f"{self.BURST_ATTEMPTS}", flush=True)
             bmv2_tm.set_queue_rate(self.thrift_port, out_port, 0)
-            self.wait_queues_empty(timeout_s=n / FREEZE_RATE_PPS + 10)
-            self.sw.write_port_policy(
-                out_port, {**params, "policy_epoch": self.sw.next_policy_epoch(out_port)})
-        self.fail(f"frozen-queue precondition missed {self.BURST_ATTEMPTS} times: machine too loaded")
+            if self.freeze_rate_pps > MIN_FREEZE_RATE_PPS:
+                self.freeze_rate_pps //= 2  # a slow or loaded machine: longer slots
+            self.wait_queues_empty(timeout_s=n / MIN_FREEZE_RATE_PPS + 10)
+            if "policy_epoch" in action.params:
+                self.sw.write_port_policy(out_port, action.with_params(
+                    policy_epoch=self.sw.next_policy_epoch(out_port)))
+        # Not a verdict on the rule under test: say so, and do not count it as a pass.
+        self.skipTest(f"PRECONDITION MISSED: the frozen-queue timing failed {self.BURST_ATTEMPTS} "
+                      f"times down to {self.freeze_rate_pps} pkt/s slots; this machine is too "
+                      f"slow or loaded to build the queue state")
 
     def burst(self, out_port: int, pkts: Sequence[Ether], sacrificial: Ether) -> str | None:
         """Freeze out_port, then send `pkts` back to back.
@@ -257,8 +268,8 @@ class MmaqmTest(BaseTest):
         burst starts; the caller's model must include it (an arrival at
         occupancy 0 that departs at once).
         """
-        bmv2_tm.set_queue_rate(self.thrift_port, out_port, FREEZE_RATE_PPS)
-        time.sleep(1.0 / FREEZE_RATE_PPS + 0.05)  # the previous slot has passed
+        bmv2_tm.set_queue_rate(self.thrift_port, out_port, self.freeze_rate_pps)
+        time.sleep(1.0 / self.freeze_rate_pps + 0.05)  # the previous slot has passed
         self.send(sacrificial)
         got = self.receive_ids(out_port, 1, timeout_s=2.0)
         self.assertEqual(got, [sacrificial[IP].id], "sacrificial packet did not pass")
@@ -268,14 +279,14 @@ class MmaqmTest(BaseTest):
             tu.send_packet(self, SRC_HOST_PORT, frame)
         sent_s = time.monotonic() - started
         # All of the burst must be in before the next departure slot (see module doc).
-        if sent_s >= 0.5 / FREEZE_RATE_PPS:
+        if sent_s >= 0.5 / self.freeze_rate_pps:
             return f"burst of {len(frames)} took {sent_s * 1e3:.1f} ms to send"
         return None
 
     def collect(self, out_port: int, expected_count: int) -> list[int]:
-        """Packets of a frozen port trickle out at FREEZE_RATE_PPS; gather them."""
+        """Packets of a frozen port trickle out at the freeze rate; gather them."""
         ids = self.receive_ids(out_port, expected_count,
-                               timeout_s=expected_count / FREEZE_RATE_PPS + 3.0)
+                               timeout_s=expected_count / self.freeze_rate_pps + 3.0)
         bmv2_tm.set_queue_rate(self.thrift_port, out_port, 0)
         return ids
 
@@ -298,10 +309,10 @@ def burst_packet(kind: str, seq: int, out_port: int = OUT_PORT, flow: int = 0) -
     return packet("udp", out_port=out_port, seq=seq, dscp=dscp, sport=3000 + flow)
 
 
-def predict(params: dict[str, int], kinds: Sequence[str], rand_source=lambda: 0) -> list[str]:
+def predict(action: PolicyAction, kinds: Sequence[str], rand_source=lambda: 0) -> list[str]:
     """Decisions of the reference model for: the sacrificial TCP packet at an
     empty queue (it leaves at once), then `kinds` arriving at a frozen queue."""
-    model = PortModel(params, rand_source)
+    model = PortModel(action, rand_source)
     assert model.arrive(C.CLASSES["TCP"], Occupancy()) == "ADMIT"
     occ = {"TCP": 0, "TAGGED": 0, "UNTAGGED": 0}
     decisions = []
@@ -321,7 +332,7 @@ class QueueTest(MmaqmTest):
 
     SACRIFICIAL_ID = 0xFFFF
 
-    def run_burst(self, params: dict[str, int], kinds: Sequence[str], out_port: int = OUT_PORT,
+    def run_burst(self, action: PolicyAction, kinds: Sequence[str], out_port: int = OUT_PORT,
                   expected: Sequence[str] | None = None) -> tuple[list[str], Counters]:
         """Send `kinds` as a frozen burst; return (observed decisions, counter delta).
 
@@ -330,10 +341,10 @@ class QueueTest(MmaqmTest):
         model's prediction when `expected` is None).
         """
         if expected is None:
-            expected = predict(params, kinds)
+            expected = predict(action, kinds)
         pkts = [burst_packet(k, seq=i + 1, out_port=out_port, flow=i % 4) for i, k in enumerate(kinds)]
         sacrificial = burst_packet("tcp", seq=self.SACRIFICIAL_ID, out_port=out_port)
-        before, _ = self.frozen_burst(params, out_port, pkts, sacrificial)
+        before, _ = self.frozen_burst(action, out_port, pkts, sacrificial)
         admitted_ids = [i + 1 for i, d in enumerate(expected) if d == "ADMIT"]
         got = self.collect(out_port, len(admitted_ids))
         self.assertEqual(got, admitted_ids, "forwarded packets differ from the prediction")

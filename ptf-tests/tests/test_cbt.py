@@ -13,7 +13,7 @@ class CbtClassThresholdTest(QueueTest):
 
     def runTest(self):
         for algo in ("CBT_RED_ALL", "CBT_RED_TCP_ONLY"):
-            params = self.set_policy(2, dict(BASE, algorithm=algo, min_th_pkts=100, max_th_pkts=110,
+            action = self.set_policy(2, dict(BASE, algorithm=algo, min_th_pkts=100, max_th_pkts=110,
                                              max_p=no_early_drop_max_p(100, 110),
                                              tagged_th_pkts=3, untagged_th_pkts=1))
             kinds = ["tagged", "untagged", "tcp"] * 8
@@ -21,8 +21,8 @@ class CbtClassThresholdTest(QueueTest):
             for i in range(8):
                 expected += ["ADMIT" if i < 4 else "CLASS_THRESHOLD",
                              "ADMIT" if i < 2 else "CLASS_THRESHOLD", "ADMIT"]
-            self.assertEqual(predict(params, kinds), expected, algo)
-            self.run_burst(params, kinds, expected=expected)
+            self.assertEqual(predict(action, kinds), expected, algo)
+            self.run_burst(action, kinds, expected=expected)
 
 
 class CbtRedVariantTest(QueueTest):
@@ -43,11 +43,11 @@ class CbtRedVariantTest(QueueTest):
             "CBT_RED_TCP_ONLY": ["ADMIT"] * 10 + ["ADMIT"] * 6 + ["RED_FORCED"] * 2 + ["ADMIT"] * 4,
         }
         for algo, expected in cases.items():
-            params = self.set_policy(2, dict(BASE, algorithm=algo, min_th_pkts=4, max_th_pkts=6,
+            action = self.set_policy(2, dict(BASE, algorithm=algo, min_th_pkts=4, max_th_pkts=6,
                                              max_p=no_early_drop_max_p(4, 6),
                                              tagged_th_pkts=50, untagged_th_pkts=50))
-            self.assertEqual(predict(params, kinds), expected, algo)
-            self.run_burst(params, kinds, expected=expected)
+            self.assertEqual(predict(action, kinds), expected, algo)
+            self.run_burst(action, kinds, expected=expected)
 
 
 class CbtClassAverageTest(QueueTest):
@@ -63,7 +63,7 @@ class CbtClassAverageTest(QueueTest):
 
     def runTest(self):
         for algo in ("CBT_RED_ALL", "CBT_RED_TCP_ONLY"):
-            params = self.set_policy(2, dict(BASE, algorithm=algo, min_th_pkts=100, max_th_pkts=110,
+            action = self.set_policy(2, dict(BASE, algorithm=algo, min_th_pkts=100, max_th_pkts=110,
                                              max_p=no_early_drop_max_p(100, 110), ewma_weight=0.25,
                                              tagged_th_pkts=1.5, untagged_th_pkts=1.5))
             kinds = ["tagged", "untagged", "tcp"] * 8
@@ -71,8 +71,8 @@ class CbtClassAverageTest(QueueTest):
             for i in range(8):
                 udp = "ADMIT" if i < 4 else "CLASS_THRESHOLD"
                 expected += [udp, udp, "ADMIT"]
-            self.assertEqual(predict(params, kinds), expected, algo)
-            self.run_burst(params, kinds, expected=expected)
+            self.assertEqual(predict(action, kinds), expected, algo)
+            self.run_burst(action, kinds, expected=expected)
 
 
 class CbtTcpOnlyAverageTest(QueueTest):
@@ -85,10 +85,10 @@ class CbtTcpOnlyAverageTest(QueueTest):
     queue, the first TCP would meet an average of 4 and be dropped."""
 
     def runTest(self):
-        params = self.set_policy(2, dict(BASE, algorithm="CBT_RED_TCP_ONLY", min_th_pkts=2,
+        action = self.set_policy(2, dict(BASE, algorithm="CBT_RED_TCP_ONLY", min_th_pkts=2,
                                          max_th_pkts=4, max_p=no_early_drop_max_p(2, 4),
                                          ewma_weight=0.5, tagged_th_pkts=50, untagged_th_pkts=50))
         kinds = ["tagged"] * 10 + ["tcp"] * 8
         expected = ["ADMIT"] * 10 + ["ADMIT"] * 5 + ["RED_FORCED"] * 3
-        self.assertEqual(predict(params, kinds), expected)
-        self.run_burst(params, kinds, expected=expected)
+        self.assertEqual(predict(action, kinds), expected)
+        self.run_burst(action, kinds, expected=expected)

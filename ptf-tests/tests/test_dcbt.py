@@ -5,7 +5,7 @@ import asyncio
 import time
 
 from mmaqm import fixedpoint as fp
-from mmaqm.config import Config, SwitchConfig
+from mmaqm.config import Config, SwitchConfig, parse_policy
 from mmaqm.controller import SwitchController
 from mmaqm_base import CONFIG, OUT_PORT, SWITCH, QueueTest, burst_packet, no_early_drop_max_p, predict
 
@@ -20,11 +20,11 @@ class DcbtThresholdActivationTest(QueueTest):
     CLASS_THRESHOLD, and q stays 7: 7 queued, 5 dropped."""
 
     def runTest(self):
-        params = self.set_policy(2, DCBT, share_tagged=0.25, share_untagged=0.25)
+        action = self.set_policy(2, DCBT, share_tagged=0.25, share_untagged=0.25)
         kinds = ["tagged"] * 12
         expected = ["ADMIT"] * 7 + ["CLASS_THRESHOLD"] * 5
-        self.assertEqual(predict(params, kinds), expected)
-        self.run_burst(params, kinds, expected=expected)
+        self.assertEqual(predict(action, kinds), expected)
+        self.run_burst(action, kinds, expected=expected)
 
 
 class DcbtTaggedShareTest(QueueTest):
@@ -34,12 +34,12 @@ class DcbtTaggedShareTest(QueueTest):
     (6 + 94 * 2^-24 * 94), 1.5 packets after rounding: untagged occupancy 0, 1 pass, 2 > 1.5 dropped."""
 
     def runTest(self):
-        params = self.set_policy(2, DCBT, share_tagged=0.25, share_untagged=0.25)
-        self.assertEqual(params["untagged_th_scaled"], fp.to_scaled(0.25 * (6 + DCBT["max_p"] * 94)))
+        action = self.set_policy(2, DCBT, share_tagged=0.25, share_untagged=0.25)
+        self.assertEqual(action.params["untagged_th_scaled"], fp.to_scaled(0.25 * (6 + DCBT["max_p"] * 94)))
         kinds = ["tcp"] * 8 + ["tagged"] * 4 + ["untagged"] * 3
         expected = ["ADMIT"] * 8 + ["ADMIT"] * 3 + ["CLASS_THRESHOLD"] + ["ADMIT"] * 2 + ["CLASS_THRESHOLD"]
-        self.assertEqual(predict(params, kinds), expected)
-        self.run_burst(params, kinds, expected=expected)
+        self.assertEqual(predict(action, kinds), expected)
+        self.run_burst(action, kinds, expected=expected)
 
 
 class DcbtSharesFollowFlowsTest(QueueTest):
@@ -52,14 +52,13 @@ class DcbtSharesFollowFlowsTest(QueueTest):
         deadline = time.monotonic() + timeout_s
         while True:
             entry = self.sw.read_port_policy(OUT_PORT)
-            got = (entry["dcbt_tagged_share_q16"], entry["untagged_th_scaled"])
+            got = (entry.params["tagged_share_q16"], entry.params["untagged_th_scaled"])
             if got == (want_share_q16, want_untagged_th) or time.monotonic() > deadline:
                 return got, time.monotonic()
             time.sleep(0.01)
 
     def runTest(self):
-        from mmaqm.config import PortPolicy
-        policy = PortPolicy(**DCBT)
+        policy = parse_policy(DCBT)
         switch = SwitchConfig(name=SWITCH.name, p4runtime_addr=SWITCH.p4runtime_addr,
                               device_id=SWITCH.device_id, ports=SWITCH.ports, routes=SWITCH.routes,
                               policies={**SWITCH.policies, OUT_PORT: policy})
@@ -113,14 +112,14 @@ class DcbtThresholdEqualityTest(QueueTest):
     def runTest(self):
         policy = {"algorithm": "DCBT", "queue_limit_pkts": 5000, "min_th_pkts": 7,
                   "max_th_pkts": 4103, "max_p": 2 ** -12, "ewma_weight": 1.0}
-        params = self.set_policy(2, policy, share_tagged=0.5, share_untagged=0.5)
-        self.assertEqual(params["red_slope_q24"], 1)
-        self.assertEqual(params["untagged_th_scaled"], fp.to_scaled(4))
+        action = self.set_policy(2, policy, share_tagged=0.5, share_untagged=0.5)
+        self.assertEqual(action.params["red_slope_q24"], 1)
+        self.assertEqual(action.params["untagged_th_scaled"], fp.to_scaled(4))
         kinds = ["tcp"] * 8 + ["tagged"] * 10 + ["untagged"] * 6
         expected = (["ADMIT"] * 8 + ["ADMIT"] * 9 + ["CLASS_THRESHOLD"]
                     + ["ADMIT"] * 5 + ["CLASS_THRESHOLD"])
-        self.assertEqual(predict(params, kinds), expected)
-        self.run_burst(params, kinds, expected=expected)
+        self.assertEqual(predict(action, kinds), expected)
+        self.run_burst(action, kinds, expected=expected)
 
 
 class DcbtAveragesTest(QueueTest):
@@ -137,8 +136,8 @@ class DcbtAveragesTest(QueueTest):
 
     def runTest(self):
         policy = dict(DCBT, ewma_weight=0.25)
-        params = self.set_policy(2, policy, share_tagged=0.25, share_untagged=0.25)
+        action = self.set_policy(2, policy, share_tagged=0.25, share_untagged=0.25)
         kinds = ["tcp"] * 4 + ["tagged", "untagged"] * 6
         expected = ["ADMIT"] * 10 + ["CLASS_THRESHOLD"] * 6
-        self.assertEqual(predict(params, kinds), expected)
-        self.run_burst(params, kinds, expected=expected)
+        self.assertEqual(predict(action, kinds), expected)
+        self.run_burst(action, kinds, expected=expected)

@@ -8,8 +8,8 @@ class DropTailQueueLimitTest(QueueTest):
     (occupancy 0..7 at arrival) and 4 are dropped as QUEUE_LIMIT."""
 
     def runTest(self):
-        params = self.set_policy(2, {"algorithm": "DROP_TAIL", "queue_limit_pkts": 8})
+        action = self.set_policy(2, {"algorithm": "DROP_TAIL", "queue_limit_pkts": 8})
         kinds = ["untagged"] * 6 + ["tcp"] * 6
         expected = ["ADMIT"] * 8 + ["QUEUE_LIMIT"] * 4
-        self.assertEqual(predict(params, kinds), expected)
-        self.run_burst(params, kinds, expected=expected)
+        self.assertEqual(predict(action, kinds), expected)
+        self.run_burst(action, kinds, expected=expected)

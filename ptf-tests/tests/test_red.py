@@ -16,12 +16,12 @@ class RedNoDropBelowMinThTest(QueueTest):
     occupancy 0..19 < min_th and are all queued; no RED drop is counted."""
 
     def runTest(self):
-        params = self.set_policy(2, {"algorithm": "RED", "queue_limit_pkts": 100, "min_th_pkts": 20,
+        action = self.set_policy(2, {"algorithm": "RED", "queue_limit_pkts": 100, "min_th_pkts": 20,
                                      "max_th_pkts": 40, "max_p": 1.0, "ewma_weight": 1.0})
         kinds = ["tcp"] * 20
         expected = ["ADMIT"] * 20
-        self.assertEqual(predict(params, kinds), expected)
-        self.run_burst(params, kinds, expected=expected)
+        self.assertEqual(predict(action, kinds), expected)
+        self.run_burst(action, kinds, expected=expected)
 
 
 class RedForcedDropTest(QueueTest):
@@ -32,14 +32,14 @@ class RedForcedDropTest(QueueTest):
     So 7 are queued and the other 13 are RED_FORCED drops."""
 
     def runTest(self):
-        params = self.set_policy(2, {"algorithm": "RED", "queue_limit_pkts": 100, "min_th_pkts": 2,
+        action = self.set_policy(2, {"algorithm": "RED", "queue_limit_pkts": 100, "min_th_pkts": 2,
                                      "max_th_pkts": 6, "max_p": no_early_drop_max_p(2, 6),
                                      "ewma_weight": 0.5})
-        self.assertEqual(params["red_slope_q24"], 1)
+        self.assertEqual(action.params["red_slope_q24"], 1)
         kinds = ["tcp"] * 20
         expected = ["ADMIT"] * 7 + ["RED_FORCED"] * 13
-        self.assertEqual(predict(params, kinds), expected)
-        self.run_burst(params, kinds, expected=expected)
+        self.assertEqual(predict(action, kinds), expected)
+        self.run_burst(action, kinds, expected=expected)
 
 
 class RedEarlyDropRateTest(QueueTest):
@@ -72,14 +72,14 @@ class RedEarlyDropRateTest(QueueTest):
     def early_drops(decisions):
         return sum(1 for d in decisions if d == "RED_EARLY")
 
-    def no_spreading_mean(self, params, runs, rng):
+    def no_spreading_mean(self, action, runs, rng):
         """Mean drop count if each packet were dropped with p_b alone (a bug)."""
         totals = []
         for _ in range(runs):
             q, drops = 1 - 1, 0  # the sacrificial packet left: q starts at 0
             for _ in range(self.N):
-                p_b = ((max(q * 65536 - params["min_th_scaled"], 0)) * params["red_slope_q24"]) >> 24
-                if q * 65536 >= params["min_th_scaled"] and rng.randrange(65536) < p_b:
+                p_b = ((max(q * 65536 - action.params["min_th_scaled"], 0)) * action.params["red_slope_q24"]) >> 24
+                if q * 65536 >= action.params["min_th_scaled"] and rng.randrange(65536) < p_b:
                     drops += 1
                 else:
                     q += 1
@@ -87,21 +87,21 @@ class RedEarlyDropRateTest(QueueTest):
         return statistics.fmean(totals)
 
     def runTest(self):
-        params = self.set_policy(2, {"algorithm": "RED", "queue_limit_pkts": 1000, "min_th_pkts": 5,
+        action = self.set_policy(2, {"algorithm": "RED", "queue_limit_pkts": 1000, "min_th_pkts": 5,
                                      "max_th_pkts": 305, "max_p": 1.0, "ewma_weight": 1.0})
         kinds = ["tcp"] * self.N
         rng = random.Random(20261121)
-        samples = [self.early_drops(predict(params, kinds, lambda: rng.randrange(65536)))
+        samples = [self.early_drops(predict(action, kinds, lambda: rng.randrange(65536)))
                    for _ in range(self.MC_RUNS)]
         mean, sd = statistics.fmean(samples), statistics.pstdev(samples)
         low, high = mean - self.Z * sd, mean + self.Z * sd
         self.assertGreater(low, 0, "the bound must exclude 'no early drops'")
-        buggy = self.no_spreading_mean(params, 500, rng)
+        buggy = self.no_spreading_mean(action, 500, rng)
         self.assertFalse(low <= buggy <= high, f"bound [{low:.1f}, {high:.1f}] must exclude "
                          f"the no-count-spreading mean {buggy:.1f}")
 
         pkts = [burst_packet("tcp", seq=i + 1, flow=i % 4) for i in range(self.N)]
-        before, delta = self.frozen_burst(params, OUT_PORT, pkts,
+        before, delta = self.frozen_burst(action, OUT_PORT, pkts,
                                           burst_packet("tcp", seq=self.SACRIFICIAL_ID))
         reasons = delta.drop_reasons(OUT_PORT, C.CLASS_TCP)
         early = reasons.pop("RED_EARLY", 0)
@@ -115,21 +115,21 @@ class RedEarlyDropRateTest(QueueTest):
         self.assertEqual(got, sorted(got), "forwarded out of order")
         tu.verify_no_other_packets(self)
         forwarded_ids = set(got)
-        self.check_sequence(params, [i + 1 in forwarded_ids for i in range(self.N)])
+        self.check_sequence(action, [i + 1 in forwarded_ids for i in range(self.N)])
 
-    def check_sequence(self, params, admitted):
+    def check_sequence(self, action, admitted):
         """admitted[i]: packet i + 1 of the burst was forwarded (see class doc)."""
         q = count = 0         # weight 1: avg = q, packets queued at the arrival
         r_low, r_allowed = 0, []
         for i, ok in enumerate(admitted):
             avg = fp.p4_to_scaled(q)
-            if avg < params["min_th_scaled"]:
+            if avg < action.params["min_th_scaled"]:
                 self.assertTrue(ok, f"packet {i + 1} dropped below min_th")
                 count, r_low = 0, 0
                 q += 1
                 continue
             count += 1
-            level = count * fp.red_p_b_q16(avg, params["min_th_scaled"], params["red_slope_q24"])
+            level = count * fp.red_p_b_q16(avg, action.params["min_th_scaled"], action.params["red_slope_q24"])
             if ok:
                 self.assertLess(level, fp.PROB_ONE, f"packet {i + 1} admitted with count * p_b "
                                 f"= {level} >= 2^16: early drops are not spread by count")
@@ -176,14 +176,14 @@ class RedAverageFallsTest(QueueTest):
         return "ADMIT"
 
     def runTest(self):
-        params = self.set_policy(2, {"algorithm": "RED", "queue_limit_pkts": 100, "min_th_pkts": 2,
+        action = self.set_policy(2, {"algorithm": "RED", "queue_limit_pkts": 100, "min_th_pkts": 2,
                                      "max_th_pkts": 4, "max_p": no_early_drop_max_p(2, 4),
                                      "ewma_weight": 0.125})
         kinds = ["tcp"] * 20
         phase1 = ["ADMIT"] * 9 + ["RED_FORCED"] * 11
         phase2 = ["RED_FORCED"] * 4 + ["ADMIT"] * (self.PHASE2 - 4)
         # The reference model, continued from the burst's end with q = 0.
-        model = fp.PortModel(params, lambda: 0)
+        model = fp.PortModel(action, lambda: 0)
         model.arrive(C.CLASS_TCP, fp.Occupancy())  # the sacrificial packet
         q, modelled = 0, []
         for _ in kinds:
@@ -193,7 +193,7 @@ class RedAverageFallsTest(QueueTest):
         self.assertEqual([model.arrive(C.CLASS_TCP, fp.Occupancy()) for _ in range(self.PHASE2)],
                          phase2)
 
-        self.run_burst(params, kinds, expected=phase1)  # returns with the queue drained
+        self.run_burst(action, kinds, expected=phase1)  # returns with the queue drained
         got = [self.single(100 + i) for i in range(self.PHASE2)]
         self.assertEqual(got, phase2, "the average did not fall as avg -= (avg - q) * w")
         tu.verify_no_other_packets(self)

@@ -1,8 +1,23 @@
 """Per-algorithm arithmetic (pure functions, no switch): configuration -> action parameters.
 
-One module per algorithm; each cites its paper section.
+One module per algorithm family; each cites its paper section. ``ALGORITHMS``
+maps the configuration name of every algorithm the controller supports to the
+name of its action in the P4 table ``port_policy`` (aqm.p4). The driver checks
+at connect time that the switch's P4Info has every one of those actions, with
+the parameters the encoding sends, by name.
 """
 
 from . import cbt, dcbt, red
 
-__all__ = ["cbt", "dcbt", "red"]
+# config name -> P4 action of table port_policy
+ALGORITHMS: dict[str, str] = {
+    "DROP_TAIL": "drop_tail",
+    "RED": "red",
+    "CBT_RED_ALL": "cbt_red_all",          # cbt §3 "CBT with RED for all"
+    "CBT_RED_TCP_ONLY": "cbt_red_tcp_only",  # cbt §3 "CBT with RED only for TCP"
+    "DCBT": "dcbt",                        # dcbt §3.1
+}
+CBT_ALGORITHMS = frozenset({"CBT_RED_ALL", "CBT_RED_TCP_ONLY"})
+ALGORITHM_OF_ACTION: dict[str, str] = {action: name for name, action in ALGORITHMS.items()}
+
+__all__ = ["ALGORITHMS", "ALGORITHM_OF_ACTION", "CBT_ALGORITHMS", "cbt", "dcbt", "red"]

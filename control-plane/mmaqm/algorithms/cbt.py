@@ -1,4 +1,4 @@
-"""Class-Based Thresholds (cbt §3; DESIGN §2 CBT card).
+"""Class-Based Thresholds (cbt §3; docs/design.md §2 CBT card).
 
 Static thresholds on the weighted average number of enqueued packets of the
 tagged and untagged UDP classes; a UDP packet whose class average exceeds its
@@ -16,6 +16,6 @@ def thresholds_scaled(tagged_th_pkts: float, untagged_th_pkts: float) -> tuple[i
 
 
 def action_params(tagged_th_pkts: float, untagged_th_pkts: float) -> dict[str, int]:
-    """The CBT part of set_port_policy: tagged_th_scaled, untagged_th_scaled."""
+    """The CBT part of the port_policy actions: tagged_th_scaled, untagged_th_scaled."""
     tagged_th_scaled, untagged_th_scaled = thresholds_scaled(tagged_th_pkts, untagged_th_pkts)
     return {"tagged_th_scaled": tagged_th_scaled, "untagged_th_scaled": untagged_th_scaled}

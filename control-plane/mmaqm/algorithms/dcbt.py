@@ -1,4 +1,4 @@
-"""Dynamic Class-Based Thresholds (dcbt §3.1; DESIGN §2 D-CBT card).
+"""Dynamic Class-Based Thresholds (dcbt §3.1; docs/design.md §2 D-CBT card).
 
 While red_avg > min_th, UDP packets face class thresholds:
   tagged   : tagged_avg   > red_avg * share_tagged                    (computed in dcbt.p4)
@@ -40,7 +40,7 @@ def _check_share(share: float) -> None:
 
 
 def tagged_share_q16(share: float) -> int:
-    """round(share * 2^16) clamped to [0, 65536]: dcbt_tagged_share_q16."""
+    """round(share * 2^16) clamped to [0, 65536]: tagged_share_q16."""
     _check_share(share)
     if share <= 0:
         return 0
@@ -64,11 +64,11 @@ def untagged_threshold_scaled(share_untagged: float, min_th_pkts: float, max_th_
 
 def action_params(share_tagged: float, share_untagged: float, min_th_pkts: float,
                   max_th_pkts: float, max_p: float) -> dict[str, int]:
-    """The D-CBT part of set_port_policy: untagged_th_scaled, dcbt_tagged_share_q16."""
+    """The D-CBT part of the dcbt action: untagged_th_scaled, tagged_share_q16."""
     if not 0 <= share_tagged <= 1:
         raise ValueError(f"share_tagged must be in [0, 1], got {share_tagged!r}")
     return {
         "untagged_th_scaled": untagged_threshold_scaled(share_untagged, min_th_pkts,
                                                         max_th_pkts, max_p),
-        "dcbt_tagged_share_q16": tagged_share_q16(share_tagged),
+        "tagged_share_q16": tagged_share_q16(share_tagged),
     }

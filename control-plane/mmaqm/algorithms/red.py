@@ -1,4 +1,4 @@
-"""RED (Floyd & Jacobson 1993; DESIGN §2 RED card; cbt §2.1).
+"""RED (Floyd & Jacobson 1993; docs/design.md §2 RED card; cbt §2.1).
 
   avg < min_th            : enqueue
   min_th <= avg < max_th  : p_b = max_p * (avg - min_th) / (max_th - min_th),
@@ -23,7 +23,7 @@ def thresholds_scaled(min_th_pkts: float, max_th_pkts: float) -> tuple[int, int]
 
 
 def action_params(min_th_pkts: float, max_th_pkts: float, max_p: float) -> dict[str, int]:
-    """The RED part of set_port_policy: min_th_scaled, max_th_scaled, red_slope_q24."""
+    """The RED part of the port_policy actions: min_th_scaled, max_th_scaled, red_slope_q24."""
     if not 0 < max_p <= 1:
         raise ValueError(f"max_p must be in (0, 1], got {max_p!r}")
     min_th_scaled, max_th_scaled = thresholds_scaled(min_th_pkts, max_th_pkts)

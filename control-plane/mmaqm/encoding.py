@@ -1,0 +1,103 @@
+"""Data-plane encoding: a validated port policy -> the P4 action of table port_policy.
+
+Each algorithm has its own action in aqm.p4, with only its own parameters:
+
+  drop_tail        (queue_limit_pkts, flow_epoch_shift)
+  red              (queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
+                    min_th_scaled, max_th_scaled, red_slope_q24)
+  cbt_red_all,
+  cbt_red_tcp_only (... red's ..., tagged_th_scaled, untagged_th_scaled)
+  dcbt             (... red's ..., tagged_share_q16, untagged_th_scaled)
+
+Validation happens once, in :mod:`mmaqm.config`; this module only converts
+units (packets -> packets * 2^16, probabilities -> Q16/Q24). The driver then
+checks names and bit widths against the switch's P4Info. Nothing here talks
+to a switch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from .algorithms import ALGORITHMS, CBT_ALGORITHMS, cbt, dcbt, red
+
+if TYPE_CHECKING:  # the schema is only a type here: the driver never imports it
+    from .config import PortPolicy
+
+MAX_FLOW_EPOCH_SHIFT = 40
+POLICY_EPOCH_BITS = 32
+
+
+@dataclass(frozen=True)
+class PolicyAction:
+    """One port_policy action: its P4 name and its parameters (ints, by name)."""
+
+    name: str
+    params: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+
+    def with_params(self, **changes: int) -> "PolicyAction":
+        return PolicyAction(self.name, {**self.params, **changes})
+
+    @property
+    def algorithm(self) -> str:
+        """The configuration name of the algorithm (DROP_TAIL, RED, ...)."""
+        from .algorithms import ALGORITHM_OF_ACTION
+        return ALGORITHM_OF_ACTION[self.name]
+
+
+def policy_epoch_from_clock(now_ns: int, installed: int | None) -> int:
+    """A new policy epoch: wall-clock milliseconds mod 2^32, skipping 0 and the installed epoch.
+
+    The data plane remembers the epoch of the port's last packet in a register
+    P4Runtime cannot read (averages.p4), and table entries (with the installed
+    epoch) may have been cleared since. A counter restarting at 1 would repeat
+    an old epoch and keep stale averages; the wall clock does not (it repeats
+    after 49.7 days). 0 is the register's power-up value.
+    """
+    epoch = now_ns // 1_000_000 % 2**POLICY_EPOCH_BITS
+    while epoch == 0 or epoch == installed:
+        epoch = (epoch + 1) % 2**POLICY_EPOCH_BITS
+    return epoch
+
+
+def policy_action(
+    policy: "PortPolicy",
+    *,
+    policy_epoch: int,
+    flow_epoch_shift: int,
+    share_tagged: float = 1.0,
+    share_untagged: float = 1.0,
+) -> PolicyAction:
+    """The port_policy action for a validated policy.
+
+    policy_epoch: a value the port's packets have not carried before resets the
+    port's averages and RED state (see policy_epoch_from_clock); keep it for
+    shares-only updates. flow_epoch_shift: 0 = no flow reports, else 1..40.
+    D-CBT: tagged_share_q16 and untagged_th_scaled come from the active-flow
+    shares (dcbt §3.1); CBT: the static thresholds (cbt §3).
+    """
+    params: dict[str, int] = {
+        "queue_limit_pkts": policy.queue_limit_pkts,
+        "flow_epoch_shift": flow_epoch_shift,
+    }
+    if policy.algorithm != "DROP_TAIL":
+        assert policy.min_th_pkts is not None and policy.max_th_pkts is not None
+        assert policy.max_p is not None
+        params["policy_epoch"] = policy_epoch
+        params["ewma_shift"] = policy.ewma_shift
+        params.update(red.action_params(policy.min_th_pkts, policy.max_th_pkts, policy.max_p))
+    if policy.algorithm in CBT_ALGORITHMS:
+        assert policy.tagged_th_pkts is not None and policy.untagged_th_pkts is not None
+        params.update(cbt.action_params(policy.tagged_th_pkts, policy.untagged_th_pkts))
+    elif policy.algorithm == "DCBT":
+        assert policy.min_th_pkts is not None and policy.max_th_pkts is not None
+        assert policy.max_p is not None
+        params.update(dcbt.action_params(share_tagged, share_untagged, policy.min_th_pkts,
+                                         policy.max_th_pkts, policy.max_p))
+    return PolicyAction(ALGORITHMS[policy.algorithm], params)
