@@ -62,6 +62,19 @@ elif check_libs "$ss"; then
     say_missing "simple_switch_grpc at $ss is version '${v:-unknown}', need >= $MIN_BMV2"
   else
     echo "ok: simple_switch_grpc $v ($ss)"
+    # BMv2 installs its build configuration as bm/config.h next to its binaries.
+    # Logging macros and the event logger cost packet rate (bench/README.md).
+    cfg="$(dirname "$ss")/../include/bm/config.h"
+    if [ -r "$cfg" ]; then
+      macros=no; elog=no
+      grep -q '^#define BM_LOG_DEBUG_ON' "$cfg" && macros=yes
+      grep -q '^#define BM_ELOG_ON' "$cfg" && elog=yes
+      kind=fast
+      [ "$macros" = yes ] || [ "$elog" = yes ] && kind="slower (configure with --disable-logging-macros --disable-elogger for speed)"
+      echo "ok: BMv2 build: logging macros $macros, event logger $elog: $kind"
+    else
+      echo "note: BMv2 build options unknown ($cfg not found)"
+    fi
   fi
 fi
 

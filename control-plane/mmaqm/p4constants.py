@@ -176,10 +176,11 @@ CLASS_TAGGED: int = CLASSES["TAGGED"]
 CLASS_UNTAGGED: int = CLASSES["UNTAGGED"]
 CLASS_NAMES: dict[int, str] = {v: k for k, v in CLASSES.items()}
 DROP_REASON_NAMES: dict[int, str] = {v: k for k, v in DROP_REASONS.items()}
-for _name, _members, _limit in (("traffic_class_t", CLASSES, CLASS_SLOTS),
-                                ("drop_reason_t", DROP_REASONS, NUM_DROP_REASONS)):
+for _source, _name, _members, _limit in (
+        (P4INFO, "traffic_class_t", CLASSES, CLASS_SLOTS),
+        (DEFINES_P4, "drop_reason_t", DROP_REASONS, NUM_DROP_REASONS)):
     if any(not 0 <= v < _limit for v in _members.values()):
-        raise ImportError(f"{P4INFO}: {_name} values {_members} exceed the counter slots {_limit}")
+        raise ImportError(f"{_source}: {_name} values {_members} exceed the counter slots {_limit}")
 
 
 def _check_range(what: str, value: int, limit: int) -> None:

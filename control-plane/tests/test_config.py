@@ -1,4 +1,4 @@
-"""config: schema validation, resolved policies, action parameters."""
+"""config: schema validation, resolved policies, parse_policy."""
 
 from __future__ import annotations
 
@@ -8,14 +8,12 @@ from typing import Any
 
 import pytest
 
-from mmaqm import fixedpoint as F
 from mmaqm.config import (
     ConfigError,
-    PortPolicy,
     flow_epoch_shift_for,
     load_config,
     parse_config,
-    policy_action_params,
+    parse_policy,
 )
 
 RED_POLICY = {"algorithm": "RED", "min_th_pkts": 15, "max_th_pkts": 30, "max_p": 0.1,
@@ -91,8 +89,7 @@ def test_valid_boundaries_are_accepted() -> None:
     cfg = base()
     s1(cfg)["policies"][2] = {"algorithm": "CBT_RED_ALL", "min_th_pkts": 0, "max_th_pkts": 60,
                               "max_p": 1.0, "queue_limit_pkts": 60, "tagged_th_pkts": 60,
-                              "untagged_th_pkts": 0, "tm_queue_depth_pkts": 61,
-                              "link_rate_pps": 1, "ewma_weight": 1}
+                              "untagged_th_pkts": 0, "ewma_weight": 1}
     cfg["classifier"] = {"tagged_dscp": [0, 63]}
     cfg["active_flows"] = {"expiry_interval_ms": 100, "update_interval_ms": 100}
     s1(cfg)["ports"][63] = {"mac": "02:00:00:00:00:3f"}
@@ -132,8 +129,8 @@ def test_all_errors_are_reported_together() -> None:
     errors = errors_of(cfg)
     assert len(errors) == 3, errors
     assert set(errors) == {
-        "classifier.tagged_dscp.1: duplicate DSCP 46 (also at index 0)",
-        "switches.s1.routes.0.prefix: host bits set in '10.0.1.1/24' (the network is 10.0.1.0/24)",
+        "classifier.tagged_dscp[1]: duplicate DSCP 46 (also at index 0)",
+        "switches.s1.routes[0].prefix: host bits set in '10.0.1.1/24' (the network is 10.0.1.0/24)",
         "switches.s1.policies.2.max_p: must be in (0, 1], got 2",
     }
 
@@ -141,7 +138,7 @@ def test_all_errors_are_reported_together() -> None:
 def test_unknown_port_in_route() -> None:
     cfg = base()
     s1(cfg)["routes"][1]["port"] = 5
-    assert_error(cfg, "switches.s1.routes.1.port: unknown port 5 (not in switches.s1.ports)")
+    assert_error(cfg, "switches.s1.routes[1].port: unknown port 5 (not in switches.s1.ports)")
 
 
 def test_unknown_port_in_policy() -> None:
@@ -156,7 +153,7 @@ def test_port_at_or_above_num_ports() -> None:
     assert errors_of(cfg) == ["switches.s1.ports.64: must be in 0..63, got 64"]
     cfg = base()
     s1(cfg)["routes"][0]["port"] = 64
-    assert errors_of(cfg) == ["switches.s1.routes.0.port: must be in 0..63, got 64"]
+    assert errors_of(cfg) == ["switches.s1.routes[0].port: must be in 0..63, got 64"]
     cfg = base()
     s1(cfg)["policies"][64] = dict(RED_POLICY)
     assert errors_of(cfg) == ["switches.s1.policies.64: must be in 0..63, got 64"]
@@ -240,7 +237,7 @@ def test_bad_mac(mac: object, message: str) -> None:
     assert errors_of(cfg) == [f"switches.s1.ports.3.mac: {message}"]
     cfg = base()
     s1(cfg)["routes"][0]["next_hop_mac"] = mac
-    assert errors_of(cfg) == [f"switches.s1.routes.0.next_hop_mac: {message}"]
+    assert errors_of(cfg) == [f"switches.s1.routes[0].next_hop_mac: {message}"]
 
 
 @pytest.mark.parametrize("prefix, message", [
@@ -255,7 +252,7 @@ def test_bad_prefix(prefix: object, message: str) -> None:
     cfg = base()
     s1(cfg)["routes"][0]["prefix"] = prefix
     errors = errors_of(cfg)
-    assert len(errors) == 1 and errors[0].startswith(f"switches.s1.routes.0.prefix: {message}")
+    assert len(errors) == 1 and errors[0].startswith(f"switches.s1.routes[0].prefix: {message}")
 
 
 def test_default_route_is_a_valid_prefix() -> None:
@@ -269,7 +266,7 @@ def test_duplicate_route_prefix() -> None:
     s1(cfg)["routes"].append({"prefix": "10.0.1.0/24", "port": 2,
                               "next_hop_mac": "02:00:00:02:00:01"})
     assert errors_of(cfg) == [
-        "switches.s1.routes.2.prefix: duplicate prefix 10.0.1.0/24 (also switches.s1.routes.0)"]
+        "switches.s1.routes[2].prefix: duplicate prefix 10.0.1.0/24 (also switches.s1.routes[0])"]
 
 
 def test_same_network_different_length_is_not_a_duplicate() -> None:
@@ -283,9 +280,9 @@ def test_tagged_dscp_duplicate_and_range() -> None:
     cfg = base()
     cfg["classifier"] = {"tagged_dscp": [46, 34, 46, 64, -1]}
     assert errors_of(cfg) == [
-        "classifier.tagged_dscp.2: duplicate DSCP 46 (also at index 0)",
-        "classifier.tagged_dscp.3: must be in 0..63, got 64",
-        "classifier.tagged_dscp.4: must be in 0..63, got -1",
+        "classifier.tagged_dscp[2]: duplicate DSCP 46 (also at index 0)",
+        "classifier.tagged_dscp[3]: must be in 0..63, got 64",
+        "classifier.tagged_dscp[4]: must be in 0..63, got -1",
     ]
 
 
@@ -301,7 +298,7 @@ def test_tagged_dscp_may_be_empty() -> None:
     (lambda c: c.setdefault("active_flows", {}), "active_flows.expiry_ms"),
     (lambda c: s1(c), "switches.s1.policy"),
     (lambda c: s1(c)["ports"][1], "switches.s1.ports.1.vlan"),
-    (lambda c: s1(c)["routes"][0], "switches.s1.routes.0.gateway"),
+    (lambda c: s1(c)["routes"][0], "switches.s1.routes[0].gateway"),
     (lambda c: s1(c)["policies"][2], "switches.s1.policies.2.max_th"),
     (lambda c: s1(c)["policies"]["default"], "switches.s1.policies.default.queue_limit"),
 ])
@@ -317,8 +314,7 @@ def test_unknown_policy_key_lists_the_allowed_keys() -> None:
     s1(cfg)["policies"][2]["max_th"] = 30
     assert errors_of(cfg) == [
         "switches.s1.policies.2.max_th: unknown key (allowed: algorithm, queue_limit_pkts, "
-        "min_th_pkts, max_th_pkts, max_p, ewma_weight, tagged_th_pkts, untagged_th_pkts, "
-        "tm_queue_depth_pkts, link_rate_pps)"]
+        "min_th_pkts, max_th_pkts, max_p, ewma_weight, tagged_th_pkts, untagged_th_pkts)"]
 
 
 @pytest.mark.parametrize("remove, path", [
@@ -326,9 +322,9 @@ def test_unknown_policy_key_lists_the_allowed_keys() -> None:
     (lambda c: s1(c).pop("p4runtime_addr"), "switches.s1.p4runtime_addr"),
     (lambda c: s1(c).pop("ports"), "switches.s1.ports"),
     (lambda c: s1(c)["ports"][1].pop("mac"), "switches.s1.ports.1.mac"),
-    (lambda c: s1(c)["routes"][0].pop("prefix"), "switches.s1.routes.0.prefix"),
-    (lambda c: s1(c)["routes"][0].pop("port"), "switches.s1.routes.0.port"),
-    (lambda c: s1(c)["routes"][0].pop("next_hop_mac"), "switches.s1.routes.0.next_hop_mac"),
+    (lambda c: s1(c)["routes"][0].pop("prefix"), "switches.s1.routes[0].prefix"),
+    (lambda c: s1(c)["routes"][0].pop("port"), "switches.s1.routes[0].port"),
+    (lambda c: s1(c)["routes"][0].pop("next_hop_mac"), "switches.s1.routes[0].next_hop_mac"),
     (lambda c: s1(c)["policies"][2].pop("algorithm"), "switches.s1.policies.2.algorithm"),
     (lambda c: s1(c)["policies"][2].pop("min_th_pkts"), "switches.s1.policies.2.min_th_pkts"),
     (lambda c: s1(c)["policies"][2].pop("max_th_pkts"), "switches.s1.policies.2.max_th_pkts"),
@@ -372,7 +368,7 @@ def test_routed_port_needs_a_policy() -> None:
     cfg = base()
     del s1(cfg)["policies"]["default"]
     assert errors_of(cfg) == [
-        "switches.s1.routes.0.port: port 1 has no policy (add policies.1 or policies.default)"]
+        "switches.s1.routes[0].port: port 1 has no policy (add policies.1 or policies.default)"]
 
 
 def test_unrouted_port_without_policy_is_fine() -> None:
@@ -397,18 +393,14 @@ def test_ewma_weight_power_of_two_gives_shift() -> None:
     assert parse_config(cfg).switches["s1"].policies[2].ewma_shift == 7
 
 
-def test_tm_queue_depth_must_exceed_queue_limit() -> None:
+@pytest.mark.parametrize("key", ["tm_queue_depth_pkts", "link_rate_pps"])
+def test_traffic_manager_settings_are_not_policy_keys(key: str) -> None:
+    """BMv2's queue depth and rate belong to whoever starts the switch, not to the controller."""
     cfg = base()
-    s1(cfg)["policies"][2]["tm_queue_depth_pkts"] = 60
-    assert errors_of(cfg) == [
-        "switches.s1.policies.2.tm_queue_depth_pkts: must be > queue_limit_pkts (60) so the "
-        "traffic manager never drops behind the P4 program, got 60"]
-
-
-def test_link_rate_must_be_positive() -> None:
-    cfg = base()
-    s1(cfg)["policies"][2]["link_rate_pps"] = 0
-    assert errors_of(cfg) == ["switches.s1.policies.2.link_rate_pps: must be >= 1, got 0"]
+    s1(cfg)["policies"][2][key] = 100
+    errors = errors_of(cfg)
+    assert len(errors) == 1 and errors[0].startswith(
+        f"switches.s1.policies.2.{key}: unknown key (allowed: algorithm, "), errors
 
 
 @pytest.mark.parametrize("flows, message", [
@@ -486,15 +478,55 @@ def test_number_given_as_yaml_1_1_exponent_string() -> None:
 
 
 def test_root_must_be_a_mapping() -> None:
-    assert errors_of(None) == ["(root): must be a mapping, got nothing (null)"]
-    assert errors_of([]) == ["(root): must be a mapping, got a list"]
+    assert errors_of(None) == ["(top level): must be a mapping, got nothing (null)"]
+    assert errors_of([]) == ["(top level): must be a mapping, got a list"]
 
 
-def test_port_policy_constructor_validates() -> None:
+def test_parse_policy_checks_like_a_config_entry() -> None:
     with pytest.raises(ConfigError) as info:
-        PortPolicy(algorithm="RED", min_th_pkts=5, max_th_pkts=4, max_p=0.1)
-    assert info.value.errors == ["min_th_pkts: must be < max_th_pkts (4), got 5"]
-    assert PortPolicy(algorithm="RED", min_th_pkts=4, max_th_pkts=5, max_p=0.1).ewma_shift == 9
+        parse_policy({"algorithm": "RED", "min_th_pkts": 5, "max_th_pkts": 4, "max_p": 0.1})
+    assert info.value.errors == ["policy.min_th_pkts: must be < max_th_pkts (4), got 5"]
+    with pytest.raises(ConfigError) as info:
+        parse_policy({"algorithm": "DCBT", "max_th_pkts": 4, "max_p": 0.1}, path="bn")
+    assert info.value.errors == ["bn.min_th_pkts: required for DCBT"]
+    with pytest.raises(ConfigError) as info:
+        parse_policy([], path="bn")
+    assert info.value.errors == ["bn: must be a mapping, got a list"]
+
+
+def test_parse_policy_fills_defaults_and_derives_the_shift() -> None:
+    red = parse_policy({"algorithm": "RED", "min_th_pkts": 4, "max_th_pkts": 5, "max_p": 0.1})
+    assert (red.queue_limit_pkts, red.ewma_weight, red.ewma_shift) == (64, 2**-9, 9)
+    assert (red.tagged_th_pkts, red.untagged_th_pkts) == (None, None)
+    drop_tail = parse_policy({"algorithm": "DROP_TAIL", "queue_limit_pkts": 100})
+    assert (drop_tail.queue_limit_pkts, drop_tail.ewma_weight, drop_tail.ewma_shift) == (100, None, 0)
+    assert (drop_tail.min_th_pkts, drop_tail.max_th_pkts, drop_tail.max_p) == (None, None, None)
+
+
+def test_huge_threshold_is_an_error_not_a_crash() -> None:
+    """A max_th beyond bit<32> packets * 2^16 used to escape as a bare ValueError."""
+    cfg = base()
+    s1(cfg)["policies"][2].update(min_th_pkts=0, max_th_pkts=1e9)
+    assert errors_of(cfg) == [
+        "switches.s1.policies.2.max_th_pkts: must be <= queue_limit_pkts (60), got 1000000000"]
+
+
+def test_thresholds_closer_than_the_fixed_point_step() -> None:
+    cfg = base()
+    s1(cfg)["policies"][2].update(min_th_pkts=15, max_th_pkts=15 + 2**-18)
+    assert errors_of(cfg) == [
+        "switches.s1.policies.2.max_th_pkts: must exceed min_th_pkts by at least 2^-16 packets, "
+        "got 15.000003814697266 vs 15"]
+
+
+def test_bad_value_type_is_reported_once() -> None:
+    """A mistyped value is not also "required", and checks that need it are skipped."""
+    cfg = base()
+    s1(cfg)["policies"][2].update(min_th_pkts="15", max_th_pkts=[30])
+    assert errors_of(cfg) == [
+        "switches.s1.policies.2.min_th_pkts: must be a number, got string '15'",
+        "switches.s1.policies.2.max_th_pkts: must be a number, got a list",
+    ]
 
 
 # ------------------------------------------------------------------ YAML files
@@ -540,80 +572,7 @@ def test_load_config_reports_yaml_syntax_errors(tmp_path) -> None:
         load_config(path)
 
 
-# ------------------------------------------------------------------ action params
-def policy_of(**policy: Any) -> PortPolicy:
-    cfg = base()
-    s1(cfg)["policies"][2] = policy
-    return parse_config(cfg).switches["s1"].policies[2]
-
-
-def test_action_params_red() -> None:
-    params = policy_action_params(policy_of(**RED_POLICY), policy_epoch=3, flow_epoch_shift=0)
-    # 15 * 2^16 = 983040; 30 * 2^16 = 1966080; 0.1 / 15 * 2^24 = 111848.1 -> 111848
-    assert params == {
-        "algorithm": 1, "queue_limit_pkts": 60, "min_th_scaled": 983040,
-        "max_th_scaled": 1966080, "red_slope_q24": 111848, "ewma_shift": 9,
-        "tagged_th_scaled": 0, "untagged_th_scaled": 0, "dcbt_tagged_share_q16": 0,
-        "policy_epoch": 3, "flow_epoch_shift": 0,
-    }
-    assert list(params) == list(F.POLICY_PARAM_BITS)       # declaration order of aqm.p4
-
-
-def test_action_params_cbt() -> None:
-    policy = policy_of(**RED_POLICY, algorithm_placeholder=None) if False else policy_of(
-        algorithm="CBT_RED_TCP_ONLY", min_th_pkts=15, max_th_pkts=30, max_p=0.1,
-        queue_limit_pkts=60, tagged_th_pkts=10, untagged_th_pkts=2, ewma_weight=0.25)
-    params = policy_action_params(policy, policy_epoch=1, flow_epoch_shift=17,
-                                  share_tagged=0.5, share_untagged=0.5)  # shares unused by CBT
-    # tagged 10 * 65536 = 655360; untagged 2 * 65536 = 131072 (cbt §4); w = 2^-2
-    assert params == {
-        "algorithm": 3, "queue_limit_pkts": 60, "min_th_scaled": 983040,
-        "max_th_scaled": 1966080, "red_slope_q24": 111848, "ewma_shift": 2,
-        "tagged_th_scaled": 655360, "untagged_th_scaled": 131072, "dcbt_tagged_share_q16": 0,
-        "policy_epoch": 1, "flow_epoch_shift": 17,
-    }
-
-
-def test_action_params_dcbt() -> None:
-    policy = policy_of(algorithm="DCBT", min_th_pkts=15, max_th_pkts=30, max_p=0.1,
-                       queue_limit_pkts=60)
-    params = policy_action_params(policy, policy_epoch=65535, flow_epoch_shift=17,
-                                  share_tagged=0.5, share_untagged=0.25)
-    # untagged: 0.25 * (15 + 0.1 * 15) = 4.125 pkts = 270336; tagged share 0.5 = 32768
-    assert params == {
-        "algorithm": 4, "queue_limit_pkts": 60, "min_th_scaled": 983040,
-        "max_th_scaled": 1966080, "red_slope_q24": 111848, "ewma_shift": 9,
-        "tagged_th_scaled": 0, "untagged_th_scaled": 270336, "dcbt_tagged_share_q16": 32768,
-        "policy_epoch": 65535, "flow_epoch_shift": 17,
-    }
-    # default shares 1.0: untagged 16.5 pkts = 1081344, tagged 65536
-    defaults = policy_action_params(policy, policy_epoch=1, flow_epoch_shift=17)
-    assert (defaults["untagged_th_scaled"], defaults["dcbt_tagged_share_q16"]) == (1081344, 65536)
-
-
-def test_action_params_drop_tail() -> None:
-    params = policy_action_params(policy_of(algorithm="DROP_TAIL", queue_limit_pkts=100),
-                                  policy_epoch=1, flow_epoch_shift=0)
-    assert params == {
-        "algorithm": 0, "queue_limit_pkts": 100, "min_th_scaled": 0, "max_th_scaled": 0,
-        "red_slope_q24": 0, "ewma_shift": 0, "tagged_th_scaled": 0, "untagged_th_scaled": 0,
-        "dcbt_tagged_share_q16": 0, "policy_epoch": 1, "flow_epoch_shift": 0,
-    }
-
-
-@pytest.mark.parametrize("kwargs", [
-    {"policy_epoch": 2**32, "flow_epoch_shift": 0},
-    {"policy_epoch": -1, "flow_epoch_shift": 0},
-    {"policy_epoch": 1, "flow_epoch_shift": 41},
-    {"policy_epoch": 1, "flow_epoch_shift": 0, "share_tagged": 1.5},
-    {"policy_epoch": 1, "flow_epoch_shift": 0, "share_untagged": -0.5},
-])
-def test_action_params_reject(kwargs: dict) -> None:
-    policy = policy_of(algorithm="DCBT", min_th_pkts=15, max_th_pkts=30, max_p=0.1)
-    with pytest.raises(ValueError):
-        policy_action_params(policy, **kwargs)
-
-
+# ------------------------------------------------------------------ derived values
 @pytest.mark.parametrize("expiry_ms, shift", [
     (300, 17),          # 150000 us: 2^17 = 131072 <= 150000 < 2^18 = 262144
     (0.512, 8),         # 256 us = 2^8 exactly (<= is inclusive)
@@ -671,12 +630,13 @@ def test_table_sizes_from_defines_p4_are_enforced() -> None:
     parse_config(raw)  # exactly full tables are fine
 
 
-def test_policy_epoch_from_clock_is_ms_mod_2_32_never_0_nor_installed() -> None:
-    from mmaqm.config import policy_epoch_from_clock
-    assert policy_epoch_from_clock(1_234_567_891_000_000, None) == 1_234_567_891 % 2**32
-    assert policy_epoch_from_clock(5_000_000, 5) == 6          # skips the installed epoch
-    assert policy_epoch_from_clock(2**32 * 1_000_000, None) == 1   # skips 0 (power-up value)
-    assert policy_epoch_from_clock((2**32 - 1) * 1_000_000, 2**32 - 1) == 1  # wraps, skips 0
-    # Two installs 1 ms apart get different epochs even after the tables were cleared
-    # (the bug a restarting counter had: clear() + epoch 1 repeated an old epoch).
-    assert policy_epoch_from_clock(10_000_000, None) != policy_epoch_from_clock(11_000_000, None)
+@pytest.mark.parametrize("update, slope", [
+    ({"min_th_pkts": 0, "max_th_pkts": 2**-10, "max_p": 1}, "1.71799e+10"),   # 2^34
+    ({"max_p": 1e-9}, "0.00111848"),                                        # 1e-9 / 15 * 2^24
+])
+def test_red_slope_must_fit_its_register(update: dict, slope: str) -> None:
+    cfg = base()
+    s1(cfg)["policies"][2].update(update)
+    assert errors_of(cfg) == [
+        f"switches.s1.policies.2.max_p: max_p / (max_th_pkts - min_th_pkts) = {slope} * 2^-24 "
+        "does not fit red_slope_q24 (1..2^32-1)"]

@@ -66,18 +66,20 @@ def test_untagged_threshold_rejects_share_outside_0_1() -> None:
 
 
 def test_dcbt_action_params() -> None:
+    # dcbt §3.1: untagged 0.25 * (15 + 0.1 * (30 - 15)) = 4.125 packets * 65536 = 270336;
+    # tagged share 0.5 * 65536 = 32768. Keys are the dcbt action's parameter names (dcbt.p4).
     assert dcbt.action_params(0.5, 0.25, 15, 30, 0.1) == {
-        "untagged_th_scaled": 270336, "dcbt_tagged_share_q16": 32768}
+        "untagged_th_scaled": 270336, "tagged_share_q16": 32768}
+    with pytest.raises(ValueError):
+        dcbt.action_params(1.5, 0.25, 15, 30, 0.1)      # share_tagged outside [0, 1]
 
 
 def test_red_action_params() -> None:
     # 15 * 65536 = 983040, 30 * 65536 = 1966080, 0.1 / 15 * 2^24 = 111848.1 -> 111848
     assert red.action_params(15, 30, 0.1) == {
         "min_th_scaled": 983040, "max_th_scaled": 1966080, "red_slope_q24": 111848}
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError):  # red_slope_q24 needs max_th > min_th (no division by <= 0)
         red.action_params(30, 15, 0.1)
-    with pytest.raises(ValueError):
-        red.action_params(15, 30, 0)
 
 
 def test_red_float_formulas() -> None:

@@ -8,7 +8,9 @@ import pytest
 
 from mmaqm import fixedpoint as F
 from mmaqm import p4constants as C
-from mmaqm.algorithms import red
+from mmaqm.algorithms import ALGORITHMS, red
+from mmaqm.config import parse_policy
+from mmaqm.encoding import PolicyAction, policy_action
 
 from conftest import P4_INCLUDE, RandSequence
 
@@ -132,36 +134,69 @@ def test_dcbt_tagged_th_scaled() -> None:
 
 
 # ------------------------------------------------------------ red_decide
+# min 15, max 30, max_p 0.1: slope 0.1 / 15 * 2^24 = 111848.1 -> 111848;
+# avg 20 packets: p_b_q16 = 5 * 65536 * 111848 >> 24 = 2184 (see test_red_p_b_q16_hand_computed)
 RED_15_30 = {"min_th_scaled": 15 * PKT, "max_th_scaled": 30 * PKT, "red_slope_q24": 111848}
 
 
-def test_red_decide_below_min_restarts_and_draws() -> None:
+def test_red_state_powers_up_restarted_with_r_0() -> None:
+    assert F.RedState() == F.RedState(count=0, rand_q16=0)
+
+
+def test_red_decide_below_min_restarts_without_drawing() -> None:
     rand = RandSequence([1234])
     reason, state = F.red_decide(14 * PKT, RED_15_30, F.RedState(7, 99), rand)
-    assert (reason, state, rand.calls) == (None, F.RedState(0, 1234), 1)
+    assert (reason, state, rand.calls) == (None, F.RedState(0, 99), 0)     # R kept
 
 
-def test_red_decide_forced_at_max_th() -> None:
+def test_red_decide_forced_at_max_th_without_drawing() -> None:
     rand = RandSequence([42])
     reason, state = F.red_decide(30 * PKT, RED_15_30, F.RedState(3, 99), rand)
-    assert (reason, state, rand.calls) == ("RED_FORCED", F.RedState(0, 42), 1)
-    # one below max_th is the early zone, not forced
-    reason, _ = F.red_decide(30 * PKT - 1, RED_15_30, F.RedState(0, 65535), rand)
-    assert reason is None
+    assert (reason, state, rand.calls) == ("RED_FORCED", F.RedState(0, 99), 0)
+    # One below max_th is the early zone, not forced. count 0: R = 42 is drawn now;
+    # p_b = (30 * 65536 - 1 - 15 * 65536) * 111848 >> 24 = 983039 * 111848 >> 24 = 6553 > 42
+    reason, state = F.red_decide(30 * PKT - 1, RED_15_30, F.RedState(0, 65535), rand)
+    assert (reason, state, rand.calls) == ("RED_EARLY", F.RedState(0, 42), 1)
 
 
-def test_red_decide_early_drop_on_the_third_packet() -> None:
-    # avg 20 packets -> p_b_q16 = 2184, R = 5000:
-    #   count 1: 2184 <= 5000 keep; count 2: 4368 <= 5000 keep; count 3: 6552 > 5000 drop
-    rand = RandSequence([777])
-    state = F.RedState(0, 5000)
-    reasons = []
-    for _ in range(3):
+def test_red_decide_draws_r_when_the_early_zone_is_entered_and_drops_on_the_third() -> None:
+    # avg 20 packets -> p_b_q16 = 2184. From a restart (count 0):
+    #   1st: draw R = 5000, count 1: 2184 <= 5000 keep
+    #   2nd: count 2: 4368 <= 5000 keep            (no draw)
+    #   3rd: count 3: 6552 >  5000 drop, restart   (no draw)
+    #   4th: count 0 -> draw R = 777, count 1: 2184 > 777 drop
+    rand = RandSequence([5000, 777])
+    state = F.RedState(0, 0)
+    steps = []
+    for _ in range(4):
         reason, state = F.red_decide(20 * PKT, RED_15_30, state, rand)
-        reasons.append(reason)
-    assert reasons == [None, None, "RED_EARLY"]
-    assert state == F.RedState(0, 777)
-    assert rand.calls == 1                      # R is drawn only at the drop
+        steps.append((reason, state, rand.calls))
+    assert steps == [
+        (None, F.RedState(1, 5000), 1),
+        (None, F.RedState(2, 5000), 1),
+        ("RED_EARLY", F.RedState(0, 5000), 1),
+        ("RED_EARLY", F.RedState(0, 777), 2),
+    ]
+
+
+def test_red_decide_calls_rand_source_once_per_drop_cycle() -> None:
+    # avg in packets -> expected (reason, state) and total rand_source calls after the packet.
+    # p_b at 20 packets = 2184, R = 60000: no early drop in this sequence.
+    rand = RandSequence([60000, 30000])
+    script = [
+        (0, None, F.RedState(0, 0), 0),          # below min_th: no random() per packet
+        (5, None, F.RedState(0, 0), 0),
+        (14, None, F.RedState(0, 0), 0),
+        (20, None, F.RedState(1, 60000), 1),     # enters the early zone after a restart: 1 draw
+        (20, None, F.RedState(2, 60000), 1),     # stays: no draw
+        (14, None, F.RedState(0, 60000), 1),     # below min_th: restart, R kept, no draw
+        (30, "RED_FORCED", F.RedState(0, 60000), 1),   # forced: restart, no draw
+        (20, None, F.RedState(1, 30000), 2),     # early zone again after a restart: 1 draw
+    ]
+    state = F.RedState()
+    for avg_pkts, reason, expected_state, calls in script:
+        got_reason, state = F.red_decide(avg_pkts * PKT, RED_15_30, state, rand)
+        assert (got_reason, state, rand.calls) == (reason, expected_state, calls), avg_pkts
 
 
 def test_red_decide_early_drop_is_strict() -> None:
@@ -170,100 +205,199 @@ def test_red_decide_early_drop_is_strict() -> None:
     reason, state = F.red_decide(20 * PKT, RED_15_30, F.RedState(1, 4368), rand)
     assert (reason, state) == (None, F.RedState(2, 4368))
     reason, state = F.red_decide(20 * PKT, RED_15_30, state, rand)
-    assert (reason, state) == ("RED_EARLY", F.RedState(0, 0))
+    assert (reason, state) == ("RED_EARLY", F.RedState(0, 4368))
+    assert rand.calls == 0                      # count != 0: R is reused, never redrawn
 
 
 def test_red_decide_at_min_th_is_the_early_zone_and_never_drops() -> None:
-    # avg == min_th: early zone (count moves, no redraw), p_b = 0 and 0 > R is false even for R = 0
-    rand = RandSequence([5])
-    assert F.red_decide(15 * PKT, RED_15_30, F.RedState(0, 1), rand) == (None, F.RedState(1, 1))
+    # avg == min_th: early zone (count moves), p_b = 0 and 0 > R is false even for R = 0
+    rand = RandSequence([0])
+    assert F.red_decide(15 * PKT, RED_15_30, F.RedState(0, 9), rand) == (None, F.RedState(1, 0))
+    assert rand.calls == 1                      # count 0 in the early zone: R drawn (0)
     assert F.red_decide(15 * PKT, RED_15_30, F.RedState(4, 0), rand) == (None, F.RedState(5, 0))
-    assert rand.calls == 0
+    assert rand.calls == 1
 
 
 def test_red_decide_checks_rand_source_range() -> None:
-    with pytest.raises(ValueError):
-        F.red_decide(0, RED_15_30, F.RedState(), lambda: 65536)
+    # random(r, 0, PROB_ONE - 1): 65536 is out of range, checked when R is drawn
+    with pytest.raises(ValueError, match="rand_source"):
+        F.red_decide(20 * PKT, RED_15_30, F.RedState(), lambda: 65536)
+    # below min_th nothing is drawn, so a bad source goes unnoticed there
+    assert F.red_decide(0, RED_15_30, F.RedState(), lambda: 65536) == (None, F.RedState())
 
 
-# ------------------------------------------------------------ action signature
-def test_policy_param_bits_match_set_port_policy_in_aqm_p4() -> None:
+# ------------------------------------------------- port_policy actions vs aqm.p4 and friends
+P4_ACTION_FILES = ("aqm.p4", "red.p4", "cbt.p4", "dcbt.p4")
+DATA_PLANE_PARAMS = "inout standard_metadata_t standard_metadata,"
+
+
+def p4_action_texts() -> str:
+    return "\n".join((P4_INCLUDE / name).read_text() for name in P4_ACTION_FILES)
+
+
+def p4_type_widths() -> dict[str, int]:
+    """{type: bits} of every `typedef bit<N> type;` of defines.p4."""
+    text = (P4_INCLUDE / "defines.p4").read_text()
+    typedefs = re.findall(r"^typedef\s+bit\s*<\s*(\d+)\s*>\s+(\w+)\s*;", text, flags=re.M)
+    return {name: int(bits) for bits, name in typedefs}
+
+
+def declared_action_params(p4_text: str, action: str,
+                           widths: dict[str, int]) -> list[tuple[str, int]]:
+    """(name, bits) of the control-plane parameters of `action <action>(...)`, in order:
+    the directionless parameters after `inout standard_metadata_t standard_metadata,`."""
+    signatures = re.findall(rf"\baction\s+{action}\s*\(([^)]*)\)", p4_text)
+    assert len(signatures) == 1, f"action {action}: {len(signatures)} declarations"
+    signature = " ".join(signatures[0].split())
+    _, found, params = signature.partition(DATA_PLANE_PARAMS)
+    assert found, f"action {action}: no {DATA_PLANE_PARAMS!r} in ({signature})"
+    declared = []
+    for param in params.split(","):
+        match = re.fullmatch(r"\s*(?:bit\s*<\s*(\d+)\s*>|(\w+))\s+(\w+)\s*", param)
+        assert match, f"action {action}: {param.strip()!r} is not a directionless 'type name'"
+        bits, type_name, name = match.groups()
+        assert bits is not None or type_name in widths, f"action {action}: unknown {type_name}"
+        declared.append((name, int(bits) if bits is not None else widths[type_name]))
+    return declared
+
+
+def test_declared_action_params_reads_a_signature() -> None:
+    text = ("action foo(inout local_metadata_t meta, inout standard_metadata_t standard_metadata,\n"
+            "           pkts_t a, bit<8> b) { }")
+    assert declared_action_params(text, "foo", {"pkts_t": 32}) == [("a", 32), ("b", 8)]
+    with pytest.raises(AssertionError, match="directionless"):
+        declared_action_params(text.replace("pkts_t a", "in pkts_t a"), "foo", {"pkts_t": 32})
+    assert p4_type_widths()["shift_t"] == 8          # defines.p4: typedef bit<8> shift_t;
+
+
+# The largest values the configuration accepts (queue_limit_pkts <= 65535, w >= 2^-31).
+WIDEST_RED = {"queue_limit_pkts": 65535, "min_th_pkts": 0, "max_th_pkts": 65535, "max_p": 1,
+              "ewma_weight": 2**-31}
+WIDEST_POLICIES = [
+    ({"algorithm": "DROP_TAIL", "queue_limit_pkts": 65535}, "drop_tail"),
+    ({"algorithm": "RED", **WIDEST_RED}, "red"),
+    ({"algorithm": "CBT_RED_ALL", **WIDEST_RED, "tagged_th_pkts": 65535,
+      "untagged_th_pkts": 65535}, "cbt_red_all"),
+    ({"algorithm": "CBT_RED_TCP_ONLY", **WIDEST_RED, "tagged_th_pkts": 65535,
+      "untagged_th_pkts": 65535}, "cbt_red_tcp_only"),
+    ({"algorithm": "DCBT", **WIDEST_RED}, "dcbt"),
+]
+
+
+def encode_widest(raw_policy: dict[str, object]) -> PolicyAction:
+    """The action with the widest values: epoch 2^32 - 1, flow_epoch_shift 40 (the maximum)."""
+    return policy_action(parse_policy(raw_policy), policy_epoch=2**32 - 1,
+                         flow_epoch_shift=40, share_tagged=1.0, share_untagged=1.0)
+
+
+@pytest.mark.parametrize("raw_policy, action_name", WIDEST_POLICIES,
+                         ids=[name for _, name in WIDEST_POLICIES])
+def test_policy_action_params_are_the_p4_action_params(raw_policy: dict[str, object],
+                                                       action_name: str) -> None:
+    action = encode_widest(raw_policy)
+    declared = declared_action_params(p4_action_texts(), action_name, p4_type_widths())
+    assert action.name == action_name
+    assert list(action.params) == [name for name, _ in declared]      # by name, in order
+    for name, bits in declared:
+        assert 0 <= action.params[name] < 1 << bits, f"{name} = {action.params[name]}"
+
+
+def test_a_renamed_p4_param_breaks_the_match() -> None:
+    action = encode_widest(WIDEST_POLICIES[1][0])                      # red
+    renamed = p4_action_texts().replace("q24_t red_slope_q24)", "q24_t red_slope)")
+    assert renamed != p4_action_texts()
+    declared = declared_action_params(renamed, "red", p4_type_widths())
+    assert list(action.params) != [name for name, _ in declared]
+
+
+def test_port_policy_table_has_one_action_per_algorithm() -> None:
     text = (P4_INCLUDE / "aqm.p4").read_text()
-    signature = re.search(r"action\s+set_port_policy\s*\(([^)]*)\)", text)
-    assert signature is not None
-    params = re.findall(r"bit<(\d+)>\s+(\w+)", signature.group(1))
-    assert [(name, int(bits)) for bits, name in params] == list(F.POLICY_PARAM_BITS.items())
-
-
-def test_check_policy_params() -> None:
-    params = dict.fromkeys(F.POLICY_PARAM_BITS, 0)
-    assert F.check_policy_params(params) == params
-    with pytest.raises(ValueError, match="policy_epoch"):
-        F.check_policy_params({**params, "policy_epoch": 2**32})
-    with pytest.raises(ValueError, match="unknown"):
-        F.check_policy_params({**params, "bogus": 1})
-    with pytest.raises(ValueError, match="missing"):
-        F.check_policy_params({k: v for k, v in params.items() if k != "algorithm"})
+    table = re.search(r"table\s+port_policy\s*\{.*?actions\s*=\s*\{(.*?)\}", text, flags=re.S)
+    assert table is not None
+    listed = re.findall(r"(\w+)\s*\(\s*meta\s*,\s*standard_metadata\s*\)\s*;", table.group(1))
+    assert sorted(listed) == sorted(ALGORITHMS.values())
 
 
 # ------------------------------------------------------------ PortModel
-def policy(algorithm: str, **overrides: int) -> dict[str, int]:
-    params = dict.fromkeys(F.POLICY_PARAM_BITS, 0)
-    params.update(algorithm=C.ALGORITHMS[algorithm], queue_limit_pkts=64, policy_epoch=1)
-    params.update(overrides)
-    return params
+def drop_tail(queue_limit_pkts: int = 64) -> PolicyAction:
+    return PolicyAction("drop_tail", {"queue_limit_pkts": queue_limit_pkts,
+                                      "flow_epoch_shift": 0})
+
+
+def red_action(name: str = "red", *, min_th_scaled: int, max_th_scaled: int,
+               red_slope_q24: int, ewma_shift: int, queue_limit_pkts: int = 64,
+               policy_epoch: int = 1, **extra: int) -> PolicyAction:
+    """A RED-based action (red.p4 order); extra: the CBT / D-CBT parameters."""
+    return PolicyAction(name, {
+        "queue_limit_pkts": queue_limit_pkts, "flow_epoch_shift": 0,
+        "policy_epoch": policy_epoch, "ewma_shift": ewma_shift,
+        "min_th_scaled": min_th_scaled, "max_th_scaled": max_th_scaled,
+        "red_slope_q24": red_slope_q24, **extra})
 
 
 def occ(queue: int = 0, tcp: int = 0, tagged: int = 0, untagged: int = 0) -> F.Occupancy:
     return F.Occupancy(queue_pkts=queue, tcp_pkts=tcp, tagged_pkts=tagged, untagged_pkts=untagged)
 
 
-def test_drop_tail_at_queue_limit() -> None:
+def test_drop_tail_at_queue_limit_and_never_touches_averages() -> None:
     rand = RandSequence([0])
-    model = F.PortModel(policy("DROP_TAIL", queue_limit_pkts=3), rand)
+    model = F.PortModel(drop_tail(queue_limit_pkts=3), rand)
+    # Registers left by an earlier RED policy of epoch 9: drop_tail has no policy_epoch,
+    # so it neither resets nor updates them.
+    model.avg_policy_epoch = 9
+    model.red_avg_scaled = 7 * PKT
+    model.class_avg_scaled[TAGGED] = 3 * PKT
+    model.red_state = F.RedState(5, 99)
     decisions = [model.arrive(TCP, occ(queue=q, tcp=q)) for q in (0, 1, 2, 3, 4)]
     # admitted while occupancy < 3; drop at occupancy >= queue_limit_pkts
     assert decisions == ["ADMIT", "ADMIT", "ADMIT", "QUEUE_LIMIT", "QUEUE_LIMIT"]
     assert model.arrivals[TCP] == 5 and model.admits[TCP] == 3
     assert model.drops[(TCP, "QUEUE_LIMIT")] == 2
-    assert model.red_avg_scaled == 0            # drop tail keeps no average
-    assert rand.calls == 1                      # only RedResetState on the new epoch 1
+    assert (model.avg_policy_epoch, model.red_avg_scaled, model.class_avg_scaled[TAGGED],
+            model.red_state) == (9, 7 * PKT, 3 * PKT, F.RedState(5, 99))
+    assert rand.calls == 0
 
 
 def test_red_forced_at_max_th_with_shift_0() -> None:
     # min 2, max 4, max_p 0.1, w = 2^0: avg = current occupancy exactly.
     # slope = 0.1 / 2 * 2^24 = 838860.8 -> 838861
-    params = policy("RED", min_th_scaled=2 * PKT, max_th_scaled=4 * PKT,
-                    red_slope_q24=838861, ewma_shift=0, queue_limit_pkts=10)
+    action = red_action(min_th_scaled=2 * PKT, max_th_scaled=4 * PKT, red_slope_q24=838861,
+                        ewma_shift=0, queue_limit_pkts=10)
     rand = RandSequence([60000])
-    model = F.PortModel(params, rand)
-    # q=0: avg 0 < 2 -> admit. q=3: avg 3, p_b = 65536 * 838861 >> 24 = 3276, 1 * 3276 < 60000 -> admit.
-    # q=4: avg 4 >= max_th -> forced. q=12 (above the queue limit): still RED_FORCED (AQM reason wins).
+    model = F.PortModel(action, rand)
+    # q=0: avg 0 < 2 -> admit, no draw.
+    # q=3: avg 3, early zone from a restart: draw R = 60000; p_b = 65536 * 838861 >> 24 = 3276,
+    #      1 * 3276 <= 60000 -> admit.
+    # q=4: avg 4 >= max_th -> forced. q=12 (above the queue limit): still RED_FORCED (AQM wins).
     decisions = [model.arrive(TCP, occ(queue=q)) for q in (0, 3, 4, 12)]
     assert decisions == ["ADMIT", "ADMIT", "RED_FORCED", "RED_FORCED"]
     assert model.red_avg_scaled == 12 * PKT
     assert model.drops[(TCP, "RED_FORCED")] == 2
+    assert (model.red_state, rand.calls) == (F.RedState(0, 60000), 1)
 
 
 def test_red_queue_limit_when_red_admits() -> None:
     # w = 2^-9: one sample of 5 packets moves avg to 5*65536 >> 9 = 640 (< min_th) -> RED admits,
     # but occupancy 5 >= queue_limit_pkts 5 -> QUEUE_LIMIT
-    params = policy("RED", min_th_scaled=2 * PKT, max_th_scaled=4 * PKT,
-                    red_slope_q24=838861, ewma_shift=9, queue_limit_pkts=5)
-    model = F.PortModel(params, RandSequence([60000]))
+    action = red_action(min_th_scaled=2 * PKT, max_th_scaled=4 * PKT, red_slope_q24=838861,
+                        ewma_shift=9, queue_limit_pkts=5)
+    rand = RandSequence([60000])
+    model = F.PortModel(action, rand)
     assert model.arrive(TCP, occ(queue=5)) == "QUEUE_LIMIT"
     assert model.red_avg_scaled == 640
+    assert rand.calls == 0
 
 
-def cbt_params(algorithm: str) -> dict[str, int]:
-    # min 10, max 20 (RED idle below 10), tagged_th 2, untagged_th 1, w = 1
-    return policy(algorithm, min_th_scaled=10 * PKT, max_th_scaled=20 * PKT,
-                  red_slope_q24=F.red_slope_q24(10, 20, 0.1), ewma_shift=0,
-                  tagged_th_scaled=2 * PKT, untagged_th_scaled=1 * PKT)
+def cbt_action(name: str) -> PolicyAction:
+    # min 10, max 20 (RED idle below 10), max_p 0.1: slope 0.1 / 10 * 2^24 = 167772.16 -> 167772;
+    # tagged_th 2, untagged_th 1 packets, w = 1
+    return red_action(name, min_th_scaled=10 * PKT, max_th_scaled=20 * PKT,
+                      red_slope_q24=167772, ewma_shift=0,
+                      tagged_th_scaled=2 * PKT, untagged_th_scaled=1 * PKT)
 
 
 def test_cbt_tagged_threshold() -> None:
-    model = F.PortModel(cbt_params("CBT_RED_ALL"), RandSequence([60000]))
+    model = F.PortModel(cbt_action("cbt_red_all"), RandSequence([60000]))
     # tagged avg = 2 packets: not > 2 -> passes, RED samples the whole queue (5)
     assert model.arrive(TAGGED, occ(queue=5, tagged=2)) == "ADMIT"
     assert model.red_avg_scaled == 5 * PKT
@@ -283,13 +417,13 @@ def test_cbt_tagged_threshold() -> None:
 
 
 def test_cbt_red_for_all_red_tests_udp_survivors() -> None:
-    model = F.PortModel(cbt_params("CBT_RED_ALL"), RandSequence([60000]))
+    model = F.PortModel(cbt_action("cbt_red_all"), RandSequence([60000]))
     # tagged avg 1 <= 2 passes the class test; RED avg = queue 25 >= max_th 20 -> forced
     assert model.arrive(TAGGED, occ(queue=25, tagged=1)) == "RED_FORCED"
 
 
 def test_cbt_red_for_tcp_only() -> None:
-    model = F.PortModel(cbt_params("CBT_RED_TCP_ONLY"), RandSequence([60000]))
+    model = F.PortModel(cbt_action("cbt_red_tcp_only"), RandSequence([60000]))
     # TCP: RED's average counts TCP packets only (cbt §3): sample 3, not 25
     assert model.arrive(TCP, occ(queue=25, tcp=3, tagged=22)) == "ADMIT"
     assert model.red_avg_scaled == 3 * PKT
@@ -299,29 +433,30 @@ def test_cbt_red_for_tcp_only() -> None:
     assert model.red_avg_scaled == 20 * PKT
 
 
-def dcbt_params(**overrides: int) -> dict[str, int]:
-    # min 2, max 10, max_p 0.1, w = 1; shares: tagged 1/4, untagged 1/2
+def dcbt_action(ewma_shift: int = 0) -> PolicyAction:
+    # min 2, max 10, max_p 0.1: slope 0.1 / 8 * 2^24 = 209715.2 -> 209715;
+    # shares: tagged 1/4 -> 16384, untagged 1/2:
     # untagged_th = 0.5 * (2 + 0.1 * (10 - 2)) = 1.4 packets -> round(91750.4) = 91750
-    params = policy("DCBT", min_th_scaled=2 * PKT, max_th_scaled=10 * PKT,
-                    red_slope_q24=F.red_slope_q24(2, 10, 0.1), ewma_shift=0,
-                    untagged_th_scaled=91750, dcbt_tagged_share_q16=16384)
-    params.update(overrides)
-    return params
+    return red_action("dcbt", min_th_scaled=2 * PKT, max_th_scaled=10 * PKT,
+                      red_slope_q24=209715, ewma_shift=ewma_shift,
+                      tagged_share_q16=16384, untagged_th_scaled=91750)
 
 
 def test_dcbt_threshold_inactive_at_or_below_min_th_and_active_above() -> None:
-    model = F.PortModel(dcbt_params(), RandSequence([60000]))
+    model = F.PortModel(dcbt_action(), RandSequence([60000]))
     # red_avg = 2 packets = min_th: not > min_th -> no class test, although untagged avg 2 > 1.4;
-    # RED: early zone with p_b = 0, 1 * 0 < R = 60000 -> admit
+    # RED: early zone, draw R = 60000, p_b = 0: 1 * 0 <= 60000 -> admit
     assert model.arrive(UNTAGGED, occ(queue=2, untagged=2)) == "ADMIT"
     # red_avg = 3 > 2 -> active: untagged avg 2 packets = 131072 > 91750 -> drop
     assert model.arrive(UNTAGGED, occ(queue=3, untagged=2)) == "CLASS_THRESHOLD"
-    # untagged avg 1 packet = 65536 <= 91750 -> passes to RED
+    # untagged avg 1 packet = 65536 <= 91750 -> passes to RED:
+    # p_b = 65536 * 209715 >> 24 = 819, count 2: 1638 <= 60000 -> admit
     assert model.arrive(UNTAGGED, occ(queue=3, untagged=1)) == "ADMIT"
+    assert model.red_state == F.RedState(2, 60000)     # the class drop skipped the RED test
 
 
 def test_dcbt_tagged_threshold_moves_with_red_avg() -> None:
-    model = F.PortModel(dcbt_params(), RandSequence([60000]))
+    model = F.PortModel(dcbt_action(), RandSequence([60000]))
     # red_avg 4 packets -> tagged_th = 4 * 1/4 = 1 packet; tagged avg 1 is not > 1
     assert model.arrive(TAGGED, occ(queue=4, tagged=1)) == "ADMIT"
     # tagged avg 2 > 1 -> drop
@@ -333,8 +468,7 @@ def test_dcbt_tagged_threshold_moves_with_red_avg() -> None:
 
 
 def test_dcbt_updates_all_averages_on_every_arrival() -> None:
-    params = dcbt_params(ewma_shift=1)
-    model = F.PortModel(params, RandSequence([60000]))
+    model = F.PortModel(dcbt_action(ewma_shift=1), RandSequence([60000]))
     model.arrive(TCP, occ(queue=4, tcp=2, tagged=2, untagged=0))
     # w = 1/2 from 0: red 4/2 = 2, tagged 2/2 = 1, untagged 0 (dcbt §3.1 synchronised updates)
     assert model.red_avg_scaled == 2 * PKT
@@ -344,48 +478,76 @@ def test_dcbt_updates_all_averages_on_every_arrival() -> None:
 
 
 def test_epoch_reset() -> None:
-    rand = RandSequence([100, 200, 300])
-    params = policy("RED", min_th_scaled=10 * PKT, max_th_scaled=20 * PKT,
-                    red_slope_q24=F.red_slope_q24(10, 20, 0.1), ewma_shift=1, policy_epoch=1)
-    model = F.PortModel(params, rand)
-    model.arrive(TCP, occ(queue=8))          # reset (draw 100), avg = 8/2 = 4 pkts, < min: draw 200
-    assert model.red_avg_scaled == 4 * PKT
-    assert model.avg_policy_epoch == 1 and rand.calls == 2
-    # same epoch (e.g. a shares-only update): averages survive
-    model.set_policy({**params, "queue_limit_pkts": 32})
-    model.arrive(TCP, occ(queue=8))          # avg = 4 + (8-4)/2 = 6 pkts; draw 300
-    assert model.red_avg_scaled == 6 * PKT and rand.calls == 3
-    # new epoch: averages restart from 0 before this arrival's update, R is redrawn
+    # min 10, max 20, max_p 0.1: slope 167772; w = 1/2.
+    # p_b at avg 12 packets = 2 * 65536 * 167772 >> 24 = 1310
+    rand = RandSequence([60000, 200])
+    action = red_action(min_th_scaled=10 * PKT, max_th_scaled=20 * PKT, red_slope_q24=167772,
+                        ewma_shift=1, policy_epoch=1)
+    model = F.PortModel(action, rand)
+    assert model.arrive(TCP, occ(queue=8)) == "ADMIT"   # new epoch 1; avg 8/2 = 4 < min_th
+    assert (model.red_avg_scaled, model.avg_policy_epoch, rand.calls) == (4 * PKT, 1, 0)
+    # same epoch (e.g. a shares-only update): averages and RED state survive
+    model.set_policy(action.with_params(queue_limit_pkts=32))
+    assert model.arrive(TCP, occ(queue=8)) == "ADMIT"   # avg 4 + (8 - 4)/2 = 6 packets
+    assert model.red_avg_scaled == 6 * PKT
+    assert model.arrive(TCP, occ(queue=18)) == "ADMIT"  # avg 6 + (18 - 6)/2 = 12: draw 60000,
+    assert (model.red_state, rand.calls) == (F.RedState(1, 60000), 1)  # 1310 <= 60000
+    # new epoch: averages restart from 0 before this arrival's update, count restarts, R kept
     model.class_avg_scaled[TAGGED] = 5 * PKT
-    model.red_state = F.RedState(7, 1)
-    model.set_policy({**params, "policy_epoch": 2})
-    model.arrive(TCP, occ(queue=8))          # reset: draw; avg = 0 + 8/2 = 4 pkts; < min: draw
-    assert model.red_avg_scaled == 4 * PKT
+    model.set_policy(action.with_params(policy_epoch=2))
+    # avg 0 + 24/2 = 12 packets (18 without the reset); count 0 -> draw R = 200,
+    # count 1: 1310 > 200 -> early drop (without the reset: count 2, 2620 <= 60000, admit)
+    assert model.arrive(TCP, occ(queue=24)) == "RED_EARLY"
+    assert model.red_avg_scaled == 12 * PKT
     assert model.class_avg_scaled[TAGGED] == 0
     assert model.avg_policy_epoch == 2
-    assert rand.calls == 5
-    assert model.red_state == F.RedState(0, 300)
+    assert (model.red_state, rand.calls) == (F.RedState(0, 200), 2)
 
 
-@pytest.mark.parametrize("epoch, decision, draws", [
-    (0, "RED_EARLY", 1),    # no reset: R stays at its power-up 0, 655 > 0 drops; the drop draws
-    (1, "ADMIT", 1),        # reset draws R = 60000; 655 <= 60000 admits
-])
-def test_epoch_0_does_not_reset_power_up_registers(epoch: int, decision: str, draws: int) -> None:
-    # avg_policy_epoch powers up at 0, so a first policy with epoch 0 never runs
-    # RedResetState: R keeps its power-up value 0.
-    # min 0, max 10, max_p 0.1, w = 1: slope = 0.01 * 2^24 = 167772.16 -> 167772;
-    # avg 1 packet: p_b = 65536 * 167772 >> 24 = 655.36 -> 655
-    params = policy("RED", min_th_scaled=0, max_th_scaled=10 * PKT,
-                    red_slope_q24=F.red_slope_q24(0, 10, 0.1), ewma_shift=0, policy_epoch=epoch)
+@pytest.mark.parametrize("name, extra", [
+    ("red", {}),
+    ("cbt_red_all", {"tagged_th_scaled": 2 * PKT, "untagged_th_scaled": PKT}),
+    ("cbt_red_tcp_only", {"tagged_th_scaled": 2 * PKT, "untagged_th_scaled": PKT}),
+    ("dcbt", {"tagged_share_q16": 16384, "untagged_th_scaled": PKT}),
+], ids=["red", "cbt_red_all", "cbt_red_tcp_only", "dcbt"])
+@pytest.mark.parametrize("stored_epoch, policy_epoch, resets", [
+    (1, 1, False),
+    (1, 2, True),
+    (0, 1, True),
+    (0, 0, False),   # avg_policy_epoch powers up at 0: epoch 0 never resets (clock skips it)
+], ids=["same", "new", "first", "power-up"])
+def test_every_red_based_action_resets_on_a_new_epoch(
+        name: str, extra: dict[str, int], stored_epoch: int, policy_epoch: int,
+        resets: bool) -> None:
+    # w = 2^-31: a 0-packet sample moves 9 * 65536 by (9 * 65536) >> 31 = 0, so the
+    # averages stay as they were unless the epoch resets them. avg 9 < min_th 10: no draw.
+    action = red_action(name, min_th_scaled=10 * PKT, max_th_scaled=20 * PKT,
+                        red_slope_q24=167772, ewma_shift=31, policy_epoch=policy_epoch, **extra)
     rand = RandSequence([60000])
-    model = F.PortModel(params, rand)
-    assert model.arrive(TCP, occ(queue=1)) == decision
-    assert rand.calls == draws
+    model = F.PortModel(action, rand)
+    model.avg_policy_epoch = stored_epoch
+    model.red_avg_scaled = 9 * PKT
+    for cls in (TCP, TAGGED, UNTAGGED):
+        model.class_avg_scaled[cls] = 9 * PKT
+    model.red_state = F.RedState(3, 777)
+    assert model.arrive(TCP, occ()) == "ADMIT"
+    kept = 0 if resets else 9 * PKT
+    assert model.red_avg_scaled == kept
+    assert [model.class_avg_scaled[cls] for cls in (TCP, TAGGED, UNTAGGED)] == [kept] * 3
+    assert model.avg_policy_epoch == policy_epoch
+    # count restarts (below min_th too), R is kept either way; nothing drawn
+    assert (model.red_state, rand.calls) == (F.RedState(0, 777), 0)
+
+
+def test_unknown_action_is_rejected() -> None:
+    model = F.PortModel(PolicyAction("fq_codel", {"queue_limit_pkts": 64, "policy_epoch": 1}),
+                        RandSequence([0]))
+    with pytest.raises(ValueError, match="unknown port_policy action 'fq_codel'"):
+        model.arrive(TCP, occ())
 
 
 def test_occupancy_from_dict() -> None:
-    model = F.PortModel(policy("DROP_TAIL", queue_limit_pkts=2), RandSequence([0]))
+    model = F.PortModel(drop_tail(queue_limit_pkts=2), RandSequence([0]))
     assert model.arrive(TCP, {"queue": 2, "tcp": 2}) == "QUEUE_LIMIT"
     assert model.arrive(TCP, {"queue_pkts": 1}) == "ADMIT"
     with pytest.raises(ValueError):

@@ -1,4 +1,4 @@
-"""p4constants: parsing defines.p4 and the counter index helpers."""
+"""p4constants: parsing defines.p4 and the P4Info enums, and the counter index helpers."""
 
 from __future__ import annotations
 
@@ -12,42 +12,48 @@ import pytest
 
 from mmaqm import p4constants as C
 
-from conftest import P4_INCLUDE
+from conftest import P4_INCLUDE, REPO_ROOT
 
 
-def test_module_reads_the_repository_defines_p4() -> None:
+def test_module_reads_the_repository_defines_p4_and_the_golden_p4info() -> None:
     assert C.DEFINES_P4.resolve() == (P4_INCLUDE / "defines.p4").resolve()
+    assert C.P4INFO.resolve() == (REPO_ROOT / "p4src/v1model/main.p4info.txtpb").resolve()
+
+
+# Every `const bit<N> NAME = VALUE;` of p4src/include/defines.p4, in file order, as written
+# there (update together with defines.p4).
+DEFINES_P4_CONSTANTS = [
+    ("NUM_PORTS", 64), ("CLASS_SLOTS", 4), ("NUM_DROP_REASONS", 4),
+    ("NUM_DISCARD_REASONS", 8), ("FLOW_SLOTS", 65536), ("ROUTE_TABLE_SIZE", 1024),
+    ("CLASSIFIER_TABLE_SIZE", 64),
+    ("ETHERTYPE_IPV4", 0x0800), ("IP_PROTO_ICMP", 1), ("IP_PROTO_TCP", 6), ("IP_PROTO_UDP", 17),
+    ("ETHERNET_HEADER_BYTES", 14), ("IPV4_MIN_HEADER_BYTES", 20), ("IPV4_MIN_IHL", 5),
+    ("DISCARD_NOT_IPV4", 0), ("DISCARD_MALFORMED", 1), ("DISCARD_BAD_CHECKSUM", 2),
+    ("DISCARD_IPV4_OPTIONS", 3), ("DISCARD_TTL_EXPIRED", 4), ("DISCARD_NO_ROUTE", 5),
+    ("DISCARD_NO_POLICY", 6),
+    ("AVG_FRAC_BITS", 16), ("PROB_FRAC_BITS", 16), ("SLOPE_FRAC_BITS", 24), ("PROB_ONE", 65536),
+    ("FLOW_DIGEST_RECEIVER", 1),
+]
 
 
 def test_every_const_line_of_the_real_defines_p4_is_parsed() -> None:
-    # Independent count: every line that starts with "const bit<" in defines.p4.
-    text = (P4_INCLUDE / "defines.p4").read_text()
-    names = re.findall(r"^const bit<\d+> (\w+) =", text, flags=re.M)
-    assert names, "defines.p4 has no constants?"
-    for name in names:
-        assert name in C.CONSTANTS
-        assert getattr(C, name) == C.CONSTANTS[name]
+    assert list(C.CONSTANTS.items()) == DEFINES_P4_CONSTANTS
+    for name, value in DEFINES_P4_CONSTANTS:
+        assert getattr(C, name) == value, name          # also a module attribute
 
 
-def test_real_defines_values() -> None:
-    # Values as written in p4src/include/defines.p4.
-    assert C.NUM_PORTS == 64
-    assert C.CLASS_SLOTS == 4
-    assert C.NUM_DROP_REASONS == 4
-    assert C.NUM_DISCARD_REASONS == 8
-    assert C.FLOW_SLOTS == 65536
-    assert C.ALGO_RED == 1
-    assert C.AVG_FRAC_BITS == 16
-    assert C.PROB_FRAC_BITS == 16
-    assert C.SLOPE_FRAC_BITS == 24
-    assert C.PROB_ONE == 1 << 16
-    assert C.FLOW_DIGEST_RECEIVER == 1
+def test_real_enums() -> None:
+    # defines.p4: enum bit<8> traffic_class_t and drop_reason_t, values as written there.
+    classes = {"TCP": 0, "TAGGED": 1, "UNTAGGED": 2}
+    drop_reasons = {"QUEUE_LIMIT": 0, "RED_EARLY": 1, "RED_FORCED": 2, "CLASS_THRESHOLD": 3}
+    assert C.DEFINES_ENUMS == {"traffic_class_t": classes, "drop_reason_t": drop_reasons}
+    # the golden P4Info carries traffic_class_t (the classifier's parameter type)
+    assert C.ENUMS["traffic_class_t"] == classes
 
 
 def test_name_maps() -> None:
-    assert C.ALGORITHMS == {"DROP_TAIL": 0, "RED": 1, "CBT_RED_ALL": 2,
-                            "CBT_RED_TCP_ONLY": 3, "DCBT": 4}
     assert C.CLASSES == {"TCP": 0, "TAGGED": 1, "UNTAGGED": 2}  # CLASS_SLOTS is not a class
+    assert (C.CLASS_TCP, C.CLASS_TAGGED, C.CLASS_UNTAGGED) == (0, 1, 2)
     assert C.DROP_REASONS == {"QUEUE_LIMIT": 0, "RED_EARLY": 1, "RED_FORCED": 2,
                               "CLASS_THRESHOLD": 3}
     assert C.DISCARD_REASONS == {"NOT_IPV4": 0, "MALFORMED": 1, "BAD_CHECKSUM": 2,
@@ -55,13 +61,9 @@ def test_name_maps() -> None:
                                  "NO_POLICY": 6}
     assert C.CLASS_NAMES[2] == "UNTAGGED"
     assert C.DROP_REASON_NAMES[3] == "CLASS_THRESHOLD"
-
-
-def test_protocol_constants_come_from_defines_p4() -> None:
-    # defines.p4: const bit<8> IP_PROTO_TCP = 6; IP_PROTO_UDP = 17; ETHERTYPE_IPV4 = 0x0800.
-    assert C.IP_PROTO_TCP == 6
-    assert C.IP_PROTO_UDP == 17
-    assert C.ETHERTYPE_IPV4 == 0x0800
+    assert C.DISCARD_REASON_NAMES[5] == "NO_ROUTE"
+    # algorithms are P4 actions now (mmaqm.algorithms.ALGORITHMS), not constants
+    assert not hasattr(C, "ALGORITHMS") and not hasattr(C, "ALGO_RED")
 
 
 def test_every_name_maps_value_fits_its_counter() -> None:
@@ -96,43 +98,159 @@ def test_parse_constants_rejects(line: str, message: str) -> None:
         C.parse_constants(line)
 
 
+def test_parse_enums_explicit_values_and_comments() -> None:
+    text = textwrap.dedent("""\
+        // enum bit<8> commented_t { X = 1 }
+        enum bit<8> a_t {
+            P = 0,          // trailing comment
+            Q = 0x2,        /* inline */
+            R = 1_0
+        }
+        /* enum bit<8> in_block_t { Y = 2 } */
+        enum color_t { RED, BLUE }
+        typedef bit<8> x_t;
+        enum bit<2> b_t { ONLY = 3 }
+        """)
+    # color_t is not serializable (no bit<N>): not a counter index, not parsed.
+    assert C.parse_enums(text) == {"a_t": {"P": 0, "Q": 2, "R": 10}, "b_t": {"ONLY": 3}}
+    assert C.parse_enums("const bit<8> A = 1;") == {}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("enum bit<8> e_t { A = 0, B }", "enum e_t: cannot parse member 'B'"),        # no value
+    ("enum bit<8> e_t { A = 0, A = 1 }", "enum e_t: bad or repeated member 'A = 1'"),
+    ("enum bit<8> e_t { A = 0, B = 0 }", "enum e_t: bad or repeated member 'B = 0'"),
+    ("enum bit<2> e_t { A = 3, B = 4 }", "enum e_t: bad or repeated member 'B = 4'"),  # 4 >= 2^2
+])
+def test_parse_enums_rejects(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match="^x.p4: " + re.escape(message) + "$"):
+        C.parse_enums(text, source="x.p4")
+
+
+SMALL_P4INFO = r"""
+pkg_info { arch: "v1model" }
+type_info {
+  serializable_enums {
+    key: "color_t"
+    value {
+      underlying_type { bitwidth: 16 }
+      members { name: "RED" value: "\000\001" }
+      members { name: "BLUE" value: "\001\000" }
+    }
+  }
+  serializable_enums {
+    key: "empty_t"
+    value { underlying_type { bitwidth: 8 } }
+  }
+}
+"""
+
+
+def test_load_serializable_enums(tmp_path) -> None:
+    path = tmp_path / "small.p4info.txtpb"
+    path.write_text(SMALL_P4INFO)
+    # values are big-endian bytes: "\000\001" = 1, "\001\000" = 256
+    assert C.load_serializable_enums(path) == {"color_t": {"RED": 1, "BLUE": 256},
+                                               "empty_t": {}}
+    assert C.load_serializable_enums(REPO_ROOT / "p4src/v1model/main.p4info.txtpb")[
+        "traffic_class_t"] == {"TCP": 0, "TAGGED": 1, "UNTAGGED": 2}
+
+
+def test_load_serializable_enums_rejects_bad_files(tmp_path) -> None:
+    garbled = tmp_path / "garbled.txtpb"
+    garbled.write_text("type_info { serializable_enums {")
+    with pytest.raises(ImportError, match="cannot read the P4Info .*garbled.txtpb"):
+        C.load_serializable_enums(garbled)
+    with pytest.raises(ImportError, match="cannot read the P4Info .*absent.txtpb"):
+        C.load_serializable_enums(tmp_path / "absent.txtpb")
+
+
+REQUIRED_DEFINES = textwrap.dedent("""\
+    const bit<32> CLASS_SLOTS = 4;
+    const bit<32> NUM_DROP_REASONS = 4;
+    const bit<32> NUM_DISCARD_REASONS = 8;
+    const bit<8> AVG_FRAC_BITS = 16;
+    const bit<8> PROB_FRAC_BITS = 16;
+    const bit<8> SLOPE_FRAC_BITS = 24;
+    const bit<32> PROB_ONE = 65536;
+    """)
+
+TRAFFIC_CLASS_P4INFO = r"""
+type_info {
+  serializable_enums {
+    key: "traffic_class_t"
+    value {
+      underlying_type { bitwidth: 8 }
+      members { name: "TCP" value: "\000" }
+      members { name: "TAGGED" value: "\002" }
+      members { name: "UNTAGGED" value: "\%s" }
+    }
+  }
+}
+"""
+
+
+def run_p4constants(env_overrides: dict[str, str], code: str) -> subprocess.CompletedProcess:
+    """Import mmaqm.p4constants in a fresh interpreter (paths are read at import time)."""
+    env = dict(os.environ, **env_overrides)
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+
+
 def test_env_var_overrides_defines_path(tmp_path) -> None:
     defines = tmp_path / "defines.p4"
-    defines.write_text(textwrap.dedent("""\
-        const bit<32> NUM_PORTS = 8;
-        const bit<32> CLASS_SLOTS = 4;
-        const bit<32> NUM_DROP_REASONS = 4;
-        const bit<32> NUM_DISCARD_REASONS = 8;
-        const bit<8> ALGO_RED = 7;
-        const bit<8> AVG_FRAC_BITS = 16;
-        const bit<8> PROB_FRAC_BITS = 16;
-        const bit<8> SLOPE_FRAC_BITS = 24;
-        const bit<32> PROB_ONE = 65536;
-        """))
-    env = dict(os.environ, MMAQM_DEFINES_P4=str(defines))
-    out = subprocess.run(
-        [sys.executable, "-c",
-         "from mmaqm import p4constants as C; print(C.NUM_PORTS, C.ALGO_RED, C.ALGORITHMS)"],
-        env=env, capture_output=True, text=True, check=True,
-    ).stdout.split(maxsplit=2)
-    assert out == ["8", "7", "{'RED': 7}\n"]
+    defines.write_text("const bit<32> NUM_PORTS = 8;\nconst bit<8> EXTRA = 7;\n"
+                       + REQUIRED_DEFINES
+                       + "enum bit<8> drop_reason_t { QUEUE_LIMIT = 3, RED_EARLY = 0 }\n")
+    proc = run_p4constants({"MMAQM_DEFINES_P4": str(defines)},
+                           "from mmaqm import p4constants as C; "
+                           "print(C.NUM_PORTS, C.EXTRA, C.DROP_REASONS)")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "8 7 {'QUEUE_LIMIT': 3, 'RED_EARLY': 0}\n"
+
+
+def test_defines_without_drop_reason_t_fails_import(tmp_path) -> None:
+    defines = tmp_path / "defines.p4"
+    defines.write_text("const bit<32> NUM_PORTS = 8;\n" + REQUIRED_DEFINES)
+    proc = run_p4constants({"MMAQM_DEFINES_P4": str(defines)}, "import mmaqm.p4constants")
+    assert proc.returncode != 0
+    assert f"{defines}: no enum drop_reason_t" in proc.stderr
 
 
 def test_missing_required_constant_fails_import(tmp_path) -> None:
     defines = tmp_path / "defines.p4"
     defines.write_text("const bit<32> NUM_PORTS = 8;\n")
-    env = dict(os.environ, MMAQM_DEFINES_P4=str(defines))
-    proc = subprocess.run([sys.executable, "-c", "import mmaqm.p4constants"],
-                          env=env, capture_output=True, text=True)
+    proc = run_p4constants({"MMAQM_DEFINES_P4": str(defines)}, "import mmaqm.p4constants")
     assert proc.returncode != 0
     assert "missing constants" in proc.stderr
+
+
+def test_env_var_overrides_p4info_path(tmp_path) -> None:
+    p4info = tmp_path / "main.p4info.txtpb"
+    p4info.write_text(TRAFFIC_CLASS_P4INFO % "001")       # TAGGED = 2, UNTAGGED = 1
+    proc = run_p4constants({"MMAQM_P4INFO": str(p4info)},
+                           "from mmaqm import p4constants as C; "
+                           "print(C.P4INFO, C.CLASSES, C.CLASS_TAGGED, C.CLASS_UNTAGGED)")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"{p4info} {{'TCP': 0, 'TAGGED': 2, 'UNTAGGED': 1}} 2 1\n"
+
+
+@pytest.mark.parametrize("p4info_text, message", [
+    (SMALL_P4INFO, "no serializable enum traffic_class_t"),
+    (TRAFFIC_CLASS_P4INFO % "004", "exceed the counter slots 4"),    # UNTAGGED = 4 = CLASS_SLOTS
+])
+def test_bad_p4info_fails_import(tmp_path, p4info_text: str, message: str) -> None:
+    p4info = tmp_path / "main.p4info.txtpb"
+    p4info.write_text(p4info_text)
+    proc = run_p4constants({"MMAQM_P4INFO": str(p4info)}, "import mmaqm.p4constants")
+    assert proc.returncode != 0
+    assert message in proc.stderr
 
 
 def test_index_helpers_match_the_p4_expressions() -> None:
     # aqm.p4: class_index = port * CLASS_SLOTS + class            -> 2*4 + 1 = 9
     assert C.class_index(2, C.CLASS_TAGGED) == 9
     # queue_drops: class_index * NUM_DROP_REASONS + reason        -> 9*4 + 3 = 39
-    assert C.drop_index(2, C.CLASS_TAGGED, C.DROP_CLASS_THRESHOLD) == 39
+    assert C.drop_index(2, C.CLASS_TAGGED, C.DROP_REASONS["CLASS_THRESHOLD"]) == 39
     # main.p4 ingress_discards: port * NUM_DISCARD_REASONS + reason -> 3*8 + 5 = 29
     assert C.discard_index(3, C.DISCARD_NO_ROUTE) == 29
     # last slots: 63*4 + 3 = 255 = NUM_PORTS*CLASS_SLOTS - 1; 255*4 + 3 = 1023

@@ -16,19 +16,21 @@ to ``count`` flows. The class is what the switch's classifier will decide
 classifier's default), else UNTAGGED. An optional ``class`` key states the
 intended class and must agree. Every validation error names its field, e.g.
 ``flows[2].stop_s: must be > start_s (10.0), got 5``; all errors are reported
-at once; unknown keys are errors. See topologies/README-tools.md "Scenarios"
-for the table of fields.
+at once; unknown keys are errors (readers and messages: :mod:`mmaqm.validation`,
+shared with the controller config and the topology files). See
+topologies/README-tools.md "Scenarios" for the table of fields.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from os import PathLike
 from pathlib import Path
 from typing import Any, Collection, Mapping, Optional, Sequence, Union
 
 import yaml
+
+from mmaqm import validation as V
 
 # ---------------------------------------------------------------------------
 # Constants (single place)
@@ -284,51 +286,19 @@ class Scenario:
 
 
 # ---------------------------------------------------------------------------
-# Parsing and validation
+# Parsing and validation (readers and messages: mmaqm.validation)
 # ---------------------------------------------------------------------------
-
-
-def _is_num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-class _Errors:
-    def __init__(self) -> None:
-        self.items: list[str] = []
-
-    def add(self, path: str, msg: str) -> None:
-        self.items.append(f"{path}: {msg}")
-
-    def unknown(self, path: str, d: Mapping, allowed: Collection[str]) -> None:
-        for k in d:
-            if k not in allowed:
-                self.add(f"{path}.{k}" if path else str(k),
-                         f"unknown key (allowed: {', '.join(sorted(allowed))})")
-
-
-def _num(errs: _Errors, d: Mapping, key: str, path: str, default: Any = None,
-         minimum: Optional[float] = None, strict_min: bool = False) -> Any:
-    if key not in d:
-        return default
-    v = d[key]
-    fp = f"{path}.{key}" if path else key
-    if not _is_num(v):
-        errs.add(fp, f"must be a number, got {v!r}")
-        return default
-    if minimum is not None and (v < minimum or (strict_min and v <= minimum)):
-        errs.add(fp, f"must be {'>' if strict_min else '>='} {minimum}, got {v}")
-        return default
-    return float(v)
 
 
 def _classify(kind: str, dscp: int, tagged: Collection[int]) -> str:
     if kind == "tcp":
         return "TCP"
     return "TAGGED" if dscp in tagged else "UNTAGGED"
+
+
+def _as_float(value: Optional[float]) -> Optional[float]:
+    """A reader's number as a float (ints stay exact: YAML 10 -> 10.0); None stays None."""
+    return None if value is None else float(value)
 
 
 def parse_scenario(
@@ -344,58 +314,47 @@ def parse_scenario(
     ``hosts``: if given, every src/dst must be one of them. ``time_scale`` or
     ``duration_s`` (not both) rescale every time after validation.
     """
-    errs = _Errors()
-    if not isinstance(data, Mapping):
-        raise ScenarioError([f"top level: must be a mapping, got {type(data).__name__}"], source)
-    errs.unknown("", data, TOP_KEYS)
+    errs = V.Errors()
+    top = V.mapping(data, "", errs, allowed=TOP_KEYS)
+    if top is None:
+        raise ScenarioError(errs.items, source)
 
-    name = data.get("name")
-    if not isinstance(name, str) or not name:
-        errs.add("name", f"required, a non-empty string (got {name!r})")
-        name = ""
-    description = data.get("description", "")
-    if not isinstance(description, str):
-        errs.add("description", "must be a string")
-        description = ""
-    paper = data.get("paper", "")
-    if not isinstance(paper, str):
-        errs.add("paper", "must be a string")
-        paper = ""
-    if "duration_s" not in data:
-        errs.add("duration_s", "required (seconds)")
-    dur = _num(errs, data, "duration_s", "", default=0.0, minimum=0.0, strict_min=True)
+    name = V.string(V.require(top, "name", "", errs), "name", errs, non_empty=True) or ""
+    description = V.string(top.get("description", ""), "description", errs) or ""
+    paper = V.string(top.get("paper", ""), "paper", errs) or ""
+    # 0.0: invalid (reported), so checks against the duration are skipped
+    dur = _as_float(V.number(V.require(top, "duration_s", "", errs, note="seconds"),
+                             "duration_s", errs, gt=0)) or 0.0
 
-    tagged = data.get("tagged_dscp", list(DEFAULT_TAGGED_DSCP))
-    if not isinstance(tagged, list) or not all(_is_int(x) and 0 <= x <= 63 for x in tagged):
-        errs.add("tagged_dscp", f"must be a list of DSCPs 0..63, got {tagged!r}")
-        tagged = list(DEFAULT_TAGGED_DSCP)
+    tagged: list[int] = []
+    tagged_raw = V.sequence(top.get("tagged_dscp", list(DEFAULT_TAGGED_DSCP)), "tagged_dscp", errs)
+    for i, item in enumerate(tagged_raw or []):
+        dscp = V.integer(item, V.index("tagged_dscp", i), errs, lo=0, hi=63)
+        if dscp is not None:
+            tagged.append(dscp)
     tagged_t = tuple(tagged)
 
     # -- phases ---------------------------------------------------------------
     phases: list[Phase] = []
-    raw_phases = data.get("phases")
-    if not isinstance(raw_phases, list) or not raw_phases:
-        errs.add("phases", "required, a non-empty list of {name, start_s, end_s}")
-        raw_phases = []
+    raw_phases = V.sequence(V.require(top, "phases", "", errs,
+                                      note="a list of {name, start_s, end_s}"),
+                            "phases", errs, at_least_one="phase")
     seen_names: set[str] = set()
-    for i, p in enumerate(raw_phases):
-        path = f"phases[{i}]"
-        if not isinstance(p, Mapping):
-            errs.add(path, "must be a mapping {name, start_s, end_s}")
+    for i, item in enumerate(raw_phases or []):
+        path = V.index("phases", i)
+        p = V.mapping(item, path, errs, allowed=PHASE_KEYS)
+        if p is None:
             continue
-        errs.unknown(path, p, PHASE_KEYS)
-        pname = p.get("name")
-        if not isinstance(pname, str) or not pname:
-            errs.add(f"{path}.name", f"required, a non-empty string (got {pname!r})")
+        pname = V.string(V.require(p, "name", path, errs), f"{path}.name", errs, non_empty=True)
+        if pname is None:
             continue
         if pname in seen_names:
             errs.add(f"{path}.name", f"duplicate phase name {pname!r}")
         seen_names.add(pname)
-        for k in ("start_s", "end_s"):
-            if k not in p:
-                errs.add(f"{path}.{k}", "required (seconds)")
-        a = _num(errs, p, "start_s", path, minimum=0.0)
-        b = _num(errs, p, "end_s", path)
+        a = _as_float(V.number(V.require(p, "start_s", path, errs, note="seconds"),
+                               f"{path}.start_s", errs, ge=0))
+        b = _as_float(V.number(V.require(p, "end_s", path, errs, note="seconds"),
+                               f"{path}.end_s", errs))
         if a is None or b is None:
             continue
         if not b > a:
@@ -408,39 +367,34 @@ def parse_scenario(
                                         f"{a} < end of {phases[-1].name!r} ({phases[-1].end_s})")
         phases.append(Phase(pname, a, b))
 
-    blast = data.get("blast_phase")
+    blast = top.get("blast_phase")
     if blast is not None and (not isinstance(blast, str) or blast not in seen_names):
-        errs.add("blast_phase", f"must name a phase ({', '.join(sorted(seen_names))}), got {blast!r}")
+        errs.add("blast_phase", f"must name a phase ({', '.join(sorted(seen_names))}), "
+                                f"got {errs.describe(blast)}")
         blast = None
 
     # -- flow groups -------------------------------------------------------------
     groups: list[FlowGroup] = []
-    raw_flows = data.get("flows")
-    if not isinstance(raw_flows, list) or not raw_flows:
-        errs.add("flows", "required, a non-empty list of flow groups")
-        raw_flows = []
+    raw_flows = V.sequence(V.require(top, "flows", "", errs, note="a list of flow groups"),
+                           "flows", errs, at_least_one="flow group")
     next_id = 1
     known_hosts = set(hosts) if hosts is not None else None
-    for i, g in enumerate(raw_flows):
-        path = f"flows[{i}]"
-        if not isinstance(g, Mapping):
-            errs.add(path, "must be a mapping {kind, count, src, dst, start_s, stop_s, ...}")
+    for i, item in enumerate(raw_flows or []):
+        path = V.index("flows", i)
+        g = V.mapping(item, path, errs)
+        if g is None:
             continue
-        kind = g.get("kind")
-        if kind not in KINDS:
-            errs.add(f"{path}.kind", f"must be one of {', '.join(KINDS)}, got {kind!r}")
+        kind = V.one_of(V.require(g, "kind", path, errs), f"{path}.kind", errs, KINDS)
+        if kind is None:
             continue
         defaults = KIND_DEFAULTS[kind]
-        errs.unknown(path, g, (*GROUP_COMMON_KEYS, *defaults))
-        count = g.get("count", 1)
-        if not _is_int(count) or count < 1:
-            errs.add(f"{path}.count", f"must be an integer >= 1, got {count!r}")
-            count = 1
+        V.check_keys(g, path, errs, (*GROUP_COMMON_KEYS, *defaults))
+        count = V.integer(g.get("count", 1), f"{path}.count", errs, lo=1) or 1
         ends: dict[str, str] = {}
         for key in ("src", "dst"):
-            h = g.get(key)
-            if not isinstance(h, str) or not h:
-                errs.add(f"{path}.{key}", f"required, a host name (got {h!r})")
+            h = V.string(V.require(g, key, path, errs, note="a host name"), f"{path}.{key}", errs,
+                         non_empty=True)
+            if h is None:
                 continue
             if known_hosts is not None and h not in known_hosts:
                 errs.add(f"{path}.{key}", f"unknown host {h!r} (topology hosts: "
@@ -448,24 +402,27 @@ def parse_scenario(
             ends[key] = h
         if ends.get("src") is not None and ends.get("src") == ends.get("dst"):
             errs.add(f"{path}.dst", f"must differ from src ({ends['src']!r})")
-        start = _num(errs, g, "start_s", path, default=0.0, minimum=0.0)
-        stop = _num(errs, g, "stop_s", path, default=dur if dur else None)
+        start = _as_float(V.number(g.get("start_s", 0.0), f"{path}.start_s", errs, ge=0))
+        if "stop_s" in g:
+            stop = _as_float(V.number(g["stop_s"], f"{path}.stop_s", errs))
+        else:
+            stop = dur or None
         if start is not None and stop is not None:
             if not stop > start:
                 errs.add(f"{path}.stop_s", f"must be > start_s ({start}), got {stop}")
             elif dur and stop > dur + _EPS:
                 errs.add(f"{path}.stop_s", f"must be <= duration_s ({dur}), got {stop}")
         params = {k: v for k, v in defaults.items() if k != "dscp"}
-        dscp = g.get("dscp", defaults["dscp"])
-        if not _is_int(dscp) or not 0 <= dscp <= 63:
-            errs.add(f"{path}.dscp", f"must be an integer 0..63, got {dscp!r}")
+        dscp = V.integer(g.get("dscp", defaults["dscp"]), f"{path}.dscp", errs, lo=0, hi=63)
+        if dscp is None:
             dscp = defaults["dscp"]
         _parse_params(errs, kind, g, path, params)
         cls = _classify(kind, dscp, tagged_t)
         want = g.get("class")
         if want is not None:
             if not isinstance(want, str) or want.upper() not in CLASSES:
-                errs.add(f"{path}.class", f"must be one of tcp, tagged, untagged, got {want!r}")
+                errs.add(f"{path}.class", f"must be one of tcp, tagged, untagged, "
+                                          f"got {errs.describe(want)}")
             elif want.upper() != cls:
                 errs.add(f"{path}.class", f"says {want!r} but a {kind} flow with DSCP {dscp} is "
                                           f"classified {cls} (tagged_dscp: {list(tagged_t)})")
@@ -490,54 +447,56 @@ def parse_scenario(
     return sc
 
 
-def _parse_params(errs: _Errors, kind: str, g: Mapping, path: str, params: dict) -> None:
+def _parse_params(errs: V.Errors, kind: str, g: Mapping, path: str, params: dict) -> None:
     """Fill ``params`` from the group mapping, checking each kind's fields."""
-    pb = g.get("packet_bytes", params["packet_bytes"])
     min_pb = 100 if kind == "tcp" else 64
-    if not _is_int(pb) or not min_pb <= pb <= 1500:
-        errs.add(f"{path}.packet_bytes", f"must be an integer {min_pb}..1500 (IPv4 datagram), got {pb!r}")
-    else:
+    pb = V.integer(g.get("packet_bytes", params["packet_bytes"]), f"{path}.packet_bytes", errs,
+                   lo=min_pb, hi=1500, note="IPv4 datagram")
+    if pb is not None:
         params["packet_bytes"] = pb
     if kind == "tcp":
         cc = g.get("cc", params["cc"])
         if not isinstance(cc, str) or not cc.isidentifier():
-            errs.add(f"{path}.cc", f"must be a congestion-control name like reno, got {cc!r}")
+            errs.add(f"{path}.cc", f"must be a congestion-control name like reno, "
+                                   f"got {errs.describe(cc)}")
         else:
             params["cc"] = cc
-        w = g.get("max_window_pkts", params["max_window_pkts"])
-        if not _is_int(w) or w < 2:
-            errs.add(f"{path}.max_window_pkts", f"must be an integer >= 2, got {w!r}")
-        else:
+        w = V.integer(g.get("max_window_pkts", params["max_window_pkts"]),
+                      f"{path}.max_window_pkts", errs, lo=2)
+        if w is not None:
             params["max_window_pkts"] = w
-        sp = _num(errs, g, "start_spread_s", path, default=0.0, minimum=0.0)
+        sp = _as_float(V.number(g.get("start_spread_s", 0.0), f"{path}.start_spread_s", errs,
+                                ge=0))
         params["start_spread_s"] = sp if sp is not None else 0.0
     elif kind == "mmapp":
-        sc = g.get("scales_kbps", params["scales_kbps"])
-        if (not isinstance(sc, list) or not sc or not all(_is_num(x) and x > 0 for x in sc)
-                or any(b <= a for a, b in zip(sc, sc[1:]))):
-            errs.add(f"{path}.scales_kbps", f"must be a non-empty increasing list of kbit/s, got {sc!r}")
-        else:
-            params["scales_kbps"] = [float(x) for x in sc]
-        ini = g.get("initial_scale", params["initial_scale"])
+        scales_path = f"{path}.scales_kbps"
+        raw_scales = V.sequence(g.get("scales_kbps", params["scales_kbps"]), scales_path, errs,
+                                at_least_one="scale")
+        scales = [V.number(x, V.index(scales_path, j), errs, gt=0)
+                  for j, x in enumerate(raw_scales or [])]
+        if raw_scales and None not in scales:
+            if any(b <= a for a, b in zip(scales, scales[1:])):
+                errs.add(scales_path, f"must be increasing (kbit/s), got {raw_scales!r}")
+            else:
+                params["scales_kbps"] = [float(x) for x in scales]
         n = len(params["scales_kbps"])
-        if not _is_int(ini) or not 0 <= ini < n:
-            errs.add(f"{path}.initial_scale", f"must be an integer 0..{n - 1}, got {ini!r}")
-        else:
+        ini = V.integer(g.get("initial_scale", params["initial_scale"]), f"{path}.initial_scale",
+                        errs, lo=0, hi=n - 1)
+        if ini is not None:
             params["initial_scale"] = ini
-        fb = _num(errs, g, "fb_timeout_s", path, default=params["fb_timeout_s"], minimum=0.0,
-                  strict_min=True)
+        fb = _as_float(V.number(g.get("fb_timeout_s", params["fb_timeout_s"]),
+                                f"{path}.fb_timeout_s", errs, gt=0))
         params["fb_timeout_s"] = fb if fb is not None else MMAPP_DEFAULTS["fb_timeout_s"]
     else:  # cbr
-        has_r = "rate_kbps" in g
-        has_f = "rate_fraction_of_bottleneck" in g
-        if has_r == has_f:
+        if ("rate_kbps" in g) == ("rate_fraction_of_bottleneck" in g):
             errs.add(f"{path}.rate_kbps", "give exactly one of rate_kbps, rate_fraction_of_bottleneck")
-        r = _num(errs, g, "rate_kbps", path, minimum=0.0, strict_min=True)
-        f = _num(errs, g, "rate_fraction_of_bottleneck", path, minimum=0.0, strict_min=True)
-        if f is not None and f > 10:
-            errs.add(f"{path}.rate_fraction_of_bottleneck", f"must be a fraction (<= 10), got {f}")
-        params["rate_kbps"] = r
-        params["rate_fraction_of_bottleneck"] = f
+        if "rate_kbps" in g:     # params start from CBR_DEFAULTS: both None
+            params["rate_kbps"] = _as_float(V.number(g["rate_kbps"], f"{path}.rate_kbps", errs,
+                                                     gt=0))
+        if "rate_fraction_of_bottleneck" in g:
+            params["rate_fraction_of_bottleneck"] = _as_float(V.number(
+                g["rate_fraction_of_bottleneck"], f"{path}.rate_fraction_of_bottleneck", errs,
+                gt=0, le=10, note="a fraction of the bottleneck rate"))
 
 
 def load_scenario(

@@ -13,7 +13,8 @@ Links are ``[a, b, delay_ms, rate_mbps]`` (the last two optional); a switch
 end is ``"r1"`` (next free port) or ``"r1-p3"`` (port 3). :func:`load_topology`
 returns frozen dataclasses; every problem is reported with its field path,
 e.g. ``links[3].rate_mbps: must be > 0, got 0``, all of them in one
-:class:`TopologyError`, before anything is created. Unknown keys are errors.
+:class:`TopologyError`, before anything is created (the readers and messages
+are the controller config's: :mod:`mmaqm.validation`). Unknown keys are errors.
 
 Nothing here touches the system: :mod:`mmaqm_exp.network` brings a topology
 up. :func:`controller_config` turns a topology plus an AQM policy into the
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import math
 import re
 from collections import deque
 from collections.abc import Mapping
@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+from mmaqm import validation as V
 
 # ------------------------------------------------------------------ constants
 HOST_IFNAME = "eth0"                 # the one interface of every host namespace
@@ -55,11 +57,10 @@ SWITCH_PORT_RE = re.compile(r"^(?P<switch>[A-Za-z][A-Za-z0-9_]*)-p(?P<port>[0-9]
 AUTO_SUBNET_FMT = "10.0.{k}.0/24"
 AUTO_SUBNET_MAX_K = 255
 ROUTER_MAC_FMT = "02:01:00:00:{switch:02x}:{port:02x}"   # switch index + 1, port number
-_MAC_RE = re.compile(r"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$")
 
 _TOP_KEYS = ("name", "notes", "hosts", "switches", "links", "bottleneck")
 _HOST_KEYS = ("ip", "gateway", "mac")
-_SWITCH_KEYS: tuple[str, ...] = ()
+_SWITCH_KEYS: tuple[str, ...] = ()    # a switch body is {}: no settings
 _LINK_FIELDS = ("a", "b", "delay_ms", "rate_mbps")
 _BOTTLENECK_KEYS = ("from", "to", "queue_limit_pkts", "packet_bytes")
 
@@ -222,78 +223,12 @@ def load_json(text: str, *, source: str = "<topology>") -> object:
     return data
 
 
-class _Errors:
-    def __init__(self) -> None:
-        self.items: list[str] = []
-
-    def add(self, path: str, message: str) -> None:
-        self.items.append(f"{path}: {message}")
-
-
-def _describe(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (dict, list)):
-        return "an object" if isinstance(value, dict) else "a list"
-    return repr(value)
-
-
-def _object(value: object, path: str, errs: _Errors, allowed: tuple[str, ...]) -> dict | None:
-    if not isinstance(value, dict):
-        errs.add(path, f"must be an object, got {_describe(value)}")
-        return None
-    for key in value:
-        if key not in allowed:
-            hint = f"; allowed: {', '.join(allowed)}" if allowed else "; no keys are allowed"
-            errs.add(f"{path}.{key}" if path != "(top level)" else key, f"unknown key{hint}")
-    return value
-
-
-def _number(value: object, path: str, errs: _Errors, *, positive: bool) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        errs.add(path, f"must be a number, got {_describe(value)}")
-        return None
-    if positive and value <= 0:
-        errs.add(path, f"must be > 0, got {value}")
-        return None
-    if not positive and value < 0:
-        errs.add(path, f"must be >= 0, got {value}")
-        return None
-    return float(value)
-
-
-def _int(value: object, path: str, errs: _Errors, lo: int, hi: int) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        errs.add(path, f"must be an integer, got {_describe(value)}")
-        return None
-    if not lo <= value <= hi:
-        errs.add(path, f"must be in {lo}..{hi}, got {value}")
-        return None
-    return value
-
-
-def _name(name: str, path: str, errs: _Errors) -> bool:
+def _name(name: str, path: str, errs: V.Errors) -> bool:
     if not NAME_RE.match(name) or len(name) > MAX_NAME_LEN:
         errs.add(path, f"name must match {NAME_RE.pattern} and have at most {MAX_NAME_LEN} "
                        f"characters (it names Linux namespaces and interfaces), got {name!r}")
         return False
     return True
-
-
-def _mac(value: object, path: str, errs: _Errors) -> str | None:
-    if not isinstance(value, str) or not _MAC_RE.match(value):
-        errs.add(path, f"must be a MAC address like \"02:00:00:00:00:01\", got {_describe(value)}")
-        return None
-    mac = value.lower()
-    if int(mac[:2], 16) & 1:
-        errs.add(path, f"must be a unicast MAC (first octet even), got {value}")
-        return None
-    if mac == "00:00:00:00:00:00":
-        errs.add(path, "must not be all-zero")
-        return None
-    return mac
 
 
 def _mac_of_ip(ip: ipaddress.IPv4Address) -> str:
@@ -309,10 +244,10 @@ class _HostSpec:
     mac: str | None = None
 
 
-def _parse_host(name: str, index: int, raw: object, errs: _Errors) -> _HostSpec:
+def _parse_host(name: str, index: int, raw: object, errs: V.Errors) -> _HostSpec:
     path = f"hosts.{name}"
     spec = _HostSpec(name, index)
-    body = _object(raw, path, errs, _HOST_KEYS)
+    body = V.mapping(raw, path, errs, allowed=_HOST_KEYS)
     if body is None:
         return spec
     if "ip" in body:
@@ -323,7 +258,7 @@ def _parse_host(name: str, index: int, raw: object, errs: _Errors) -> _HostSpec:
             iface = ipaddress.IPv4Interface(value)
         except ValueError:
             errs.add(f"{path}.ip", f"must be an IPv4 address with prefix length like "
-                                   f"\"10.0.1.1/24\", got {_describe(value)}")
+                                   f"\"10.0.1.1/24\", got {errs.describe(value)}")
         else:
             net = iface.network
             if not 8 <= net.prefixlen <= 30:
@@ -344,7 +279,7 @@ def _parse_host(name: str, index: int, raw: object, errs: _Errors) -> _HostSpec:
             except ValueError:
                 gateway = None
             if gateway is None:
-                errs.add(f"{path}.gateway", f"must be an IPv4 address, got {_describe(value)}")
+                errs.add(f"{path}.gateway", f"must be an IPv4 address, got {errs.describe(value)}")
             elif spec.iface is not None:
                 net = spec.iface.network
                 if gateway not in net or gateway in (net.network_address, net.broadcast_address):
@@ -354,7 +289,7 @@ def _parse_host(name: str, index: int, raw: object, errs: _Errors) -> _HostSpec:
                 else:
                     spec.gateway = gateway
     if "mac" in body:
-        spec.mac = _mac(body["mac"], f"{path}.mac", errs)
+        spec.mac = V.mac(body["mac"], f"{path}.mac", errs)
     return spec
 
 
@@ -365,9 +300,10 @@ class _End:
 
 
 def _parse_end(value: object, path: str, hosts: Mapping[str, Any], switches: Mapping[str, Any],
-               errs: _Errors) -> _End | None:
+               errs: V.Errors) -> _End | None:
     if not isinstance(value, str):
-        errs.add(path, f"must be a host, a switch or \"<switch>-p<port>\", got {_describe(value)}")
+        errs.add(path, f"must be a host, a switch or \"<switch>-p<port>\", "
+                       f"got {errs.describe(value)}")
         return None
     if value in hosts or value in switches:
         return _End(value, None)
@@ -392,18 +328,12 @@ def _parse_end(value: object, path: str, hosts: Mapping[str, Any], switches: Map
 def parse_topology(data: object, *, source: str = "<topology>",
                    default_name: str = "topology") -> Topology:
     """Validate a topology tree (as loaded from JSON); raise TopologyError listing every problem."""
-    errs = _Errors()
-    top = _object(data, "(top level)", errs, _TOP_KEYS)
+    errs = V.Errors(syntax="json")
+    top = V.mapping(data, "", errs, allowed=_TOP_KEYS)
     if top is None:
         raise TopologyError(errs.items, source)
-    for key in ("hosts", "switches", "links", "bottleneck"):
-        if key not in top:
-            errs.add(key, "required")
 
-    name = top.get("name", default_name)
-    if not isinstance(name, str) or not name:
-        errs.add("name", f"must be a non-empty string, got {_describe(name)}")
-        name = default_name
+    name = V.string(top.get("name", default_name), "name", errs, non_empty=True) or default_name
     notes_raw = top.get("notes", [])
     notes: tuple[str, ...] = ()
     if isinstance(notes_raw, str):
@@ -411,62 +341,49 @@ def parse_topology(data: object, *, source: str = "<topology>",
     elif isinstance(notes_raw, list) and all(isinstance(n, str) for n in notes_raw):
         notes = tuple(notes_raw)
     else:
-        errs.add("notes", f"must be a string or a list of strings, got {_describe(notes_raw)}")
+        errs.add("notes", f"must be a string or a list of strings, got {errs.describe(notes_raw)}")
 
     # --- switches and hosts (names first: links refer to them)
     switch_names: dict[str, int] = {}
-    switches_raw = top.get("switches", {})
-    if isinstance(switches_raw, dict):
-        if "switches" in top and not switches_raw:
-            errs.add("switches", "must list at least one switch")
-        for sname, sraw in switches_raw.items():
-            _object(sraw, f"switches.{sname}", errs, _SWITCH_KEYS)
-            if _name(sname, f"switches.{sname}", errs):
-                switch_names[sname] = len(switch_names)
-    else:
-        errs.add("switches", f"must be an object, got {_describe(switches_raw)}")
+    switches_raw = V.mapping(V.require(top, "switches", "", errs), "switches", errs,
+                             at_least_one="switch")
+    for sname, sraw in (switches_raw or {}).items():
+        V.mapping(sraw, f"switches.{sname}", errs, allowed=_SWITCH_KEYS)
+        if _name(sname, f"switches.{sname}", errs):
+            switch_names[sname] = len(switch_names)
 
     specs: dict[str, _HostSpec] = {}
-    hosts_raw = top.get("hosts", {})
-    if isinstance(hosts_raw, dict):
-        if "hosts" in top and not hosts_raw:
-            errs.add("hosts", "must list at least one host")
-        for hname, hraw in hosts_raw.items():
-            ok = _name(hname, f"hosts.{hname}", errs)
-            if hname in switch_names:
-                errs.add(f"hosts.{hname}", "name is also a switch")
-                ok = False
-            spec = _parse_host(hname, len(specs), hraw, errs)
-            if ok:
-                specs[hname] = spec
-    else:
-        errs.add("hosts", f"must be an object, got {_describe(hosts_raw)}")
+    hosts_raw = V.mapping(V.require(top, "hosts", "", errs), "hosts", errs, at_least_one="host")
+    for hname, hraw in (hosts_raw or {}).items():
+        ok = _name(hname, f"hosts.{hname}", errs)
+        if hname in switch_names:
+            errs.add(f"hosts.{hname}", "name is also a switch")
+            ok = False
+        spec = _parse_host(hname, len(specs), hraw, errs)
+        if ok:
+            specs[hname] = spec
 
     # --- links
-    links_raw = top.get("links", [])
+    links_raw = V.sequence(V.require(top, "links", "", errs), "links", errs,
+                           at_least_one="link") or []
     ends: list[tuple[int, _End, _End, float, float | None]] = []
-    if not isinstance(links_raw, list):
-        errs.add("links", f"must be a list, got {_describe(links_raw)}")
-        links_raw = []
-    elif "links" in top and not links_raw:
-        errs.add("links", "must list at least one link")
     host_links: dict[str, list[int]] = {h: [] for h in specs}
     used_ports: dict[tuple[str, int], int] = {}
     switch_pairs: dict[frozenset[str], int] = {}
     linked_pairs: set[frozenset[str]] = set()      # also from links with other errors
     for i, item in enumerate(links_raw):
-        path = f"links[{i}]"
+        path = V.index("links", i)
         if not isinstance(item, list) or not 2 <= len(item) <= 4:
             size = f" of {len(item)}" if isinstance(item, list) else ""
             errs.add(path, f"must be a list [a, b, delay_ms, rate_mbps] (2 to 4 items), "
-                           f"got {_describe(item)}{size}")
+                           f"got {errs.describe(item)}{size}")
             continue
         a = _parse_end(item[0], f"{path}.a", specs, switch_names, errs)
         b = _parse_end(item[1], f"{path}.b", specs, switch_names, errs)
-        delay = _number(item[2], f"{path}.delay_ms", errs, positive=False) if len(item) > 2 else 0.0
+        delay = V.number(item[2], f"{path}.delay_ms", errs, ge=0) if len(item) > 2 else 0
         rate: float | None = None
         if len(item) > 3 and item[3] is not None:
-            rate = _number(item[3], f"{path}.rate_mbps", errs, positive=True)
+            rate = V.number(item[3], f"{path}.rate_mbps", errs, gt=0)
         if a is None or b is None:
             continue
         linked_pairs.add(frozenset((a.node, b.node)))
@@ -500,9 +417,9 @@ def parse_topology(data: object, *, source: str = "<topology>",
             else:
                 switch_pairs[pair] = i
         if not bad:
-            ends.append((i, a, b, delay, rate))
+            ends.append((i, a, b, float(delay), None if rate is None else float(rate)))
     for hname, idx in host_links.items():
-        if not idx and isinstance(links_raw, list) and links_raw:
+        if not idx and links_raw:
             errs.add(f"hosts.{hname}", "has no link (every host needs exactly one link to a switch)")
         elif len(idx) > 1:
             errs.add(f"hosts.{hname}",
@@ -555,15 +472,14 @@ def parse_topology(data: object, *, source: str = "<topology>",
 
     # --- bottleneck
     bottleneck: Bottleneck | None = None
-    braw = top.get("bottleneck")
-    if "bottleneck" in top:
-        if isinstance(braw, list):
-            errs.add("bottleneck", "must be one object {\"from\": switch, \"to\": switch}: exactly "
-                                   "one link direction is the bottleneck")
-        else:
-            body = _object(braw, "bottleneck", errs, _BOTTLENECK_KEYS)
-            if body is not None:
-                bottleneck = _parse_bottleneck(body, switch_names, ends, linked_pairs, errs)
+    braw = V.require(top, "bottleneck", "", errs)
+    if isinstance(braw, list):
+        errs.add("bottleneck", "must be one object {\"from\": switch, \"to\": switch}: exactly "
+                               "one link direction is the bottleneck")
+    else:
+        body = V.mapping(braw, "bottleneck", errs, allowed=_BOTTLENECK_KEYS)
+        if body is not None:
+            bottleneck = _parse_bottleneck(body, switch_names, ends, linked_pairs, errs)
 
     # --- routes and connectivity
     routes: dict[tuple[str, str], int] = {}
@@ -577,7 +493,7 @@ def parse_topology(data: object, *, source: str = "<topology>",
                     routes=MappingProxyType(routes))
 
 
-def _assign_addresses(specs: dict[str, _HostSpec], errs: _Errors) -> None:
+def _assign_addresses(specs: dict[str, _HostSpec], errs: V.Errors) -> None:
     """Explicit subnets must not overlap (one host per link subnet: the P4 router answers no ARP,
     so a host must never think another host is on its link); the others get 10.0.k.0/24."""
     taken: list[tuple[ipaddress.IPv4Network, str]] = []
@@ -634,20 +550,20 @@ def _build_switches(switch_names: dict[str, int], links: tuple[Link, ...],
 
 def _parse_bottleneck(body: dict, switch_names: Mapping[str, int],
                       ends: list[tuple[int, _End, _End, float, float | None]],
-                      linked_pairs: set[frozenset[str]], errs: _Errors) -> Bottleneck | None:
+                      linked_pairs: set[frozenset[str]], errs: V.Errors) -> Bottleneck | None:
     names = {}
     for key in ("from", "to"):
-        value = body.get(key)
-        if key not in body:
-            errs.add(f"bottleneck.{key}", "required (a switch name)")
-        elif not isinstance(value, str) or value not in switch_names:
-            errs.add(f"bottleneck.{key}", f"must be a switch name, got {_describe(value)}")
+        value = V.require(body, key, "bottleneck", errs, note="a switch name")
+        if value is V.MISSING:
+            continue
+        if not isinstance(value, str) or value not in switch_names:
+            errs.add(f"bottleneck.{key}", f"must be a switch name, got {errs.describe(value)}")
         else:
             names[key] = value
-    limit = _int(body.get("queue_limit_pkts", DEFAULT_QUEUE_LIMIT_PKTS),
-                 "bottleneck.queue_limit_pkts", errs, 1, MAX_QUEUE_LIMIT_PKTS)
-    size = _int(body.get("packet_bytes", DEFAULT_PACKET_BYTES), "bottleneck.packet_bytes", errs,
-                MIN_PACKET_BYTES, MTU_BYTES)
+    limit = V.integer(body.get("queue_limit_pkts", DEFAULT_QUEUE_LIMIT_PKTS),
+                      "bottleneck.queue_limit_pkts", errs, lo=1, hi=MAX_QUEUE_LIMIT_PKTS)
+    size = V.integer(body.get("packet_bytes", DEFAULT_PACKET_BYTES), "bottleneck.packet_bytes",
+                     errs, lo=MIN_PACKET_BYTES, hi=MTU_BYTES)
     if len(names) < 2 or limit is None or size is None:
         return None
     src, dst = names["from"], names["to"]
@@ -669,7 +585,7 @@ def _parse_bottleneck(body: dict, switch_names: Mapping[str, int],
 
 
 def _compute_routes(switches: Mapping[str, Switch], hosts: Mapping[str, Host],
-                    errs: _Errors) -> dict[tuple[str, str], int]:
+                    errs: V.Errors) -> dict[tuple[str, str], int]:
     """BFS from every destination host: each switch's egress port toward it (fewest hops,
     ties broken by port order)."""
     routes: dict[tuple[str, str], int] = {}
@@ -701,21 +617,15 @@ def controller_config(topo: Topology, policy: Mapping[str, Any], *,
     """The mmaqm controller config (control-plane/mmaqm/config.py) for topo, as a dict.
 
     ``policy`` goes on the bottleneck egress port; its ``queue_limit_pkts`` defaults to the
-    topology's, ``tm_queue_depth_pkts`` to limit + TM_DEPTH_MARGIN_PKTS and ``link_rate_pps``
-    to the bottleneck's rate. Every other port gets DROP_TAIL with other_queue_limit_pkts.
-    Routes: one /32 per host, next hop = the host's MAC on its own port, else the next
-    router's port MAC. With validate, ``mmaqm.config.parse_config`` checks the result
-    (raises mmaqm.config.ConfigError).
+    topology's. Every other port gets DROP_TAIL with other_queue_limit_pkts. Routes: one
+    /32 per host, next hop = the host's MAC on its own port, else the next router's port
+    MAC. With validate, ``mmaqm.config.parse_config`` checks the result (raises
+    mmaqm.config.ConfigError). The BMv2 queue depths and the bottleneck rate are not
+    controller settings: the runner sets them (tm_queue_depth_pkts(), Bottleneck.rate_pps).
     """
     bn = topo.bottleneck
-    bn_policy = dict(policy)
-    bn_policy.setdefault("queue_limit_pkts", bn.queue_limit_pkts)
-    limit = bn_policy["queue_limit_pkts"]
-    if isinstance(limit, int) and not isinstance(limit, bool):
-        bn_policy.setdefault("tm_queue_depth_pkts", tm_queue_depth_pkts(limit))
-    bn_policy.setdefault("link_rate_pps", bn.rate_pps)
-    other = {"algorithm": "DROP_TAIL", "queue_limit_pkts": other_queue_limit_pkts,
-             "tm_queue_depth_pkts": tm_queue_depth_pkts(other_queue_limit_pkts)}
+    bn_policy = {"queue_limit_pkts": bn.queue_limit_pkts, **policy}
+    other = {"algorithm": "DROP_TAIL", "queue_limit_pkts": other_queue_limit_pkts}
     switches: dict[str, Any] = {}
     for sw in topo.switches.values():
         routes = []

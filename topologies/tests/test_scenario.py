@@ -150,15 +150,15 @@ def test_every_error_names_its_field():
         "phases[2].name: duplicate phase name 'a'",
         "phases[2].end_s: must be > start_s (8.0), got 7",
         "flows[0].cwnd: unknown key",
-        "flows[0].count: must be an integer >= 1, got 0",
+        "flows[0].count: must be >= 1, got 0",
         "flows[0].dst: must differ from src ('tcp1')",
         "flows[0].stop_s: must be > start_s (5.0), got 5",
-        "flows[1].kind: must be one of tcp, mmapp, cbr, got 'udp'",
+        "flows[1].kind: must be one of tcp, mmapp, cbr, got string 'udp'",
         "flows[2].dst: unknown host 'nowhere'",
         "flows[2].rate_kbps: give exactly one of rate_kbps, rate_fraction_of_bottleneck",
         "flows[3].class: says 'untagged' but a mmapp flow with DSCP 46 is classified TAGGED",
-        "flows[4].scales_kbps: must be a non-empty increasing list",
-        "flows[4].initial_scale: must be an integer 0..4, got 7",
+        "flows[4].scales_kbps: must be increasing (kbit/s), got [500, 300]",
+        "flows[4].initial_scale: must be in 0..4, got 7",
         "flows[5].rate_kbps: give exactly one of",
         "flows[5].stop_s: must be <= duration_s (10.0), got 11",
     ):
@@ -166,23 +166,50 @@ def test_every_error_names_its_field():
 
 
 @pytest.mark.parametrize("over, needle", [
-    ({"name": ""}, "name: required"),
-    ({"duration_s": 0}, "duration_s: must be > 0.0, got 0"),
-    ({"duration_s": "30"}, "duration_s: must be a number, got '30'"),
-    ({"phases": []}, "phases: required, a non-empty list"),
-    ({"flows": []}, "flows: required, a non-empty list"),
-    ({"blast_phase": "nope"}, "blast_phase: must name a phase (a, b), got 'nope'"),
-    ({"tagged_dscp": [64]}, "tagged_dscp: must be a list of DSCPs 0..63"),
-    ({"flows": [{"kind": "tcp", "src": "tcp1", "dst": "tcp2", "count": 1.5}]}, "flows[0].count: must be an integer"),
-    ({"flows": [{"kind": "tcp", "src": "tcp1", "dst": "tcp2", "max_window_pkts": 1}]}, "flows[0].max_window_pkts"),
-    ({"flows": [{"kind": "tcp", "src": "tcp1", "dst": "tcp2", "packet_bytes": 1600}]}, "flows[0].packet_bytes"),
-    ({"flows": [{"kind": "tcp", "src": "tcp1", "dst": "tcp2", "cc": "re no"}]}, "flows[0].cc"),
-    ({"flows": [{"kind": "tcp", "src": "tcp1", "dst": "tcp2", "class": "voice"}]}, "flows[0].class: must be one of tcp, tagged, untagged"),
-    ({"flows": [{"kind": "cbr", "src": "cbr1", "dst": "cbr2", "rate_kbps": -5}]}, "flows[0].rate_kbps: must be > 0.0"),
-    ({"flows": [{"kind": "tcp", "src": "tcp1"}]}, "flows[0].dst: required"),
+    ({"name": ""}, "name: must be a non-empty string, got string ''"),
+    ({"duration_s": 0}, "duration_s: must be > 0, got 0"),
+    ({"duration_s": "30"}, "duration_s: must be a number, got string '30'"),
+    ({"duration_s": "3e1"}, "duration_s: must be a number, got string '3e1' (YAML 1.1 reads "
+                            "exponents without a dot as text: write 1.0e-3)"),
+    ({"phases": []}, "phases: must list at least one phase"),
+    ({"phases": ["a"]}, "phases[0]: must be a mapping, got string 'a'"),
+    ({"flows": []}, "flows: must list at least one flow group"),
+    ({"blast_phase": "nope"}, "blast_phase: must name a phase (a, b), got string 'nope'"),
+    ({"tagged_dscp": [46, 64]}, "tagged_dscp[1]: must be in 0..63, got 64"),
+    ({"tagged_dscp": 46}, "tagged_dscp: must be a list, got 46"),
+    ({"flows": [{"kind": "tcp", "src": "tcp1", "dst": "tcp2", "count": 1.5}]},
+     "flows[0].count: must be an integer, got 1.5"),
+    ({"flows": [{"kind": "tcp", "src": "tcp1", "dst": "tcp2", "max_window_pkts": 1}]},
+     "flows[0].max_window_pkts: must be >= 2, got 1"),
+    ({"flows": [{"kind": "tcp", "src": "tcp1", "dst": "tcp2", "packet_bytes": 1600}]},
+     "flows[0].packet_bytes: must be in 100..1500 (IPv4 datagram), got 1600"),
+    ({"flows": [{"kind": "tcp", "src": "tcp1", "dst": "tcp2", "cc": "re no"}]},
+     "flows[0].cc: must be a congestion-control name like reno, got string 're no'"),
+    ({"flows": [{"kind": "tcp", "src": "tcp1", "dst": "tcp2", "class": "voice"}]},
+     "flows[0].class: must be one of tcp, tagged, untagged, got string 'voice'"),
+    ({"flows": [{"kind": "cbr", "src": "cbr1", "dst": "cbr2", "rate_kbps": -5}]},
+     "flows[0].rate_kbps: must be > 0, got -5"),
+    ({"flows": [{"kind": "cbr", "src": "cbr1", "dst": "cbr2", "rate_fraction_of_bottleneck": 12}]},
+     "flows[0].rate_fraction_of_bottleneck: must be <= 10 (a fraction of the bottleneck rate), "
+     "got 12"),
+    ({"flows": [{"kind": "mmapp", "src": "mm1", "dst": "mm2", "scales_kbps": [300, -1]}]},
+     "flows[0].scales_kbps[1]: must be > 0, got -1"),
+    ({"flows": [{"kind": "tcp", "src": "tcp1"}]}, "flows[0].dst: required (a host name)"),
+    ({"flows": [{"src": "tcp1", "dst": "tcp2"}]}, "flows[0].kind: required"),
 ])
 def test_single_errors(over, needle):
     assert any(needle in e for e in _errors(_base(**over))), _errors(_base(**over))
+
+
+@pytest.mark.parametrize("key", ["name", "duration_s", "phases", "flows"])
+def test_required_keys(key):
+    data = _base()
+    del data[key]
+    assert any(e.startswith(f"{key}: required") for e in _errors(data)), _errors(data)
+
+
+def test_top_level_must_be_a_mapping():
+    assert _errors([]) == ["(top level): must be a mapping, got a list"]
 
 
 def test_hosts_are_checked_against_the_topology():

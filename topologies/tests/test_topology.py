@@ -182,7 +182,12 @@ BAD_CASES: list[tuple[str, Callable[[dict], None], str]] = [
      "hosts.h1.gateway: must differ"),
     ("gateway without ip", _set(["hosts", "h1"], {"gateway": "10.0.0.1"}), "hosts.h1.gateway: needs an explicit ip"),
     ("multicast mac", _set(["hosts", "h1"], {"mac": "01:00:5e:00:00:01"}), "hosts.h1.mac: must be a unicast MAC"),
-    ("bad mac", _set(["hosts", "h1"], {"mac": "02:00:00:00:01"}), "hosts.h1.mac: must be a MAC address"),
+    ("bad mac", _set(["hosts", "h1"], {"mac": "02:00:00:00:01"}),
+     "hosts.h1.mac: must be a MAC like \"02:00:00:00:00:01\", got string '02:00:00:00:01'"),
+    ("mac as number", _set(["hosts", "h1"], {"mac": 2}),
+     "hosts.h1.mac: must be a MAC like \"02:00:00:00:00:01\", got 2"),
+    ("all-zero mac", _set(["hosts", "h1"], {"mac": "00:00:00:00:00:00"}),
+     "hosts.h1.mac: must not be the all-zero MAC"),
     ("mac equals router port", _set(["hosts", "h1"], {"mac": "02:01:00:00:01:01"}),
      "hosts.h1.mac: 02:01:00:00:01:01 is also the MAC of router port s1-p1"),
     ("host name with dash", _set(["hosts"], {"h-1": {}, "h2": {}}), "hosts.h-1: name must match"),
@@ -197,9 +202,11 @@ BAD_CASES: list[tuple[str, Callable[[dict], None], str]] = [
     ("port 0", _set(["links", 0], ["h1", "s1-p0"]), "links[0].b: port must be in 1..63, got 0"),
     ("port 64", _set(["links", 0], ["h1", "s1-p64"]), "links[0].b: port must be in 1..63, got 64"),
     ("delay negative", _set(["links", 0], ["h1", "s1", -1]), "links[0].delay_ms: must be >= 0, got -1"),
-    ("delay as string", _set(["links", 0], ["h1", "s1", "5ms"]), "links[0].delay_ms: must be a number, got '5ms'"),
+    ("delay as string", _set(["links", 0], ["h1", "s1", "5ms"]),
+     "links[0].delay_ms: must be a number, got string '5ms'"),
     ("rate zero", _set(["links", 2], ["h2", "s2", 1, 0]), "links[2].rate_mbps: must be > 0, got 0"),
-    ("rate bool", _set(["links", 2], ["h2", "s2", 1, True]), "links[2].rate_mbps: must be a number, got true"),
+    ("rate bool", _set(["links", 2], ["h2", "s2", 1, True]),
+     "links[2].rate_mbps: must be a number, got boolean true"),
     ("self link", _set(["links", 1], ["s1", "s1-p5"]), "links[1]: links 's1' to itself"),
     ("host to host", _set(["links", 1], ["h1", "h2"]), "links[1]: links two hosts"),
     ("port used twice", _set(["links"], [["h1", "s1-p1"], ["s1-p1", "s2", 10, 10], ["h2", "s2"]]),
@@ -235,6 +242,16 @@ def test_bad_input_names_the_field(mutate, expected):
     mutate(data)
     errors = _errors(data)
     assert any(expected in e for e in errors), errors
+
+
+def test_json_values_get_no_yaml_hints():
+    """The YAML 1.1 hints of mmaqm.validation (exponents, unquoted MACs) are not for JSON."""
+    data = _base()
+    data["links"][0] = ["h1", "s1", "1e3"]
+    assert _errors(data) == ["links[0].delay_ms: must be a number, got string '1e3'"]
+    data = _base()
+    data["hosts"]["h1"] = {"mac": 9783936001}
+    assert _errors(data) == ['hosts.h1.mac: must be a MAC like "02:00:00:00:00:01", got 9783936001']
 
 
 def test_overlapping_subnets():
@@ -297,22 +314,28 @@ def _parse(cfg: dict) -> Any:
 ], ids=lambda p: p["algorithm"])
 def test_controller_config_is_valid_for_the_dumbbell(policy):
     t = load_topology(TOPOS / "dcbt-dumbbell.json")
+    policy_before = copy.deepcopy(policy)
     cfg = controller_config(t, policy)
+    assert policy == policy_before                            # the caller's dict is not mutated
+    # The bottleneck (r1-p4) gets the policy with the topology's queue limit, every other
+    # port the DROP_TAIL default; nothing else (the BMv2 depth and rate are the runner's).
+    assert cfg["switches"]["r1"]["policies"] == {
+        "default": {"algorithm": "DROP_TAIL", "queue_limit_pkts": 1000},
+        4: {**policy_before, "queue_limit_pkts": 60}}
+    assert cfg["switches"]["r2"]["policies"] == {
+        "default": {"algorithm": "DROP_TAIL", "queue_limit_pkts": 1000}}
     parsed = _parse(cfg)
     assert set(parsed.switches) == {"r1", "r2"}
     r1, r2 = parsed.switches["r1"], parsed.switches["r2"]
     assert (r1.p4runtime_addr, r2.p4runtime_addr) == ("127.0.0.1:9559", "127.0.0.1:9560")
     assert r1.device_id == r2.device_id == 1
-    bn = r1.policies[t.bottleneck.port]
-    assert bn.algorithm == policy["algorithm"]
-    assert bn.queue_limit_pkts == 60 and bn.tm_queue_depth_pkts > 60 and bn.link_rate_pps == 3125
+    bn = r1.policies[4]
+    assert bn.algorithm == policy["algorithm"] and bn.queue_limit_pkts == 60
     for sw in (r1, r2):
         for port, pol in sw.policies.items():
-            if (sw.name, port) != ("r1", t.bottleneck.port):
+            if (sw.name, port) != ("r1", 4):
                 assert pol.algorithm == "DROP_TAIL" and pol.queue_limit_pkts == 1000
-                assert pol.tm_queue_depth_pkts > 1000
         assert set(sw.ports) == set(t.switches[sw.name].ports)
-    assert policy == (DCBT_POLICY if policy["algorithm"] == "DCBT" else policy)   # not mutated
 
 
 def test_controller_config_routes_and_macs():
@@ -333,9 +356,16 @@ def test_controller_config_routes_and_macs():
                 assert r.next_hop_mac == t.switches[peer.peer].ports[peer.peer_port].mac
         for p in t.switches[sw.name].ports.values():
             assert sw.ports[p.number].mac == p.mac
-    # each host's gateway MAC (the network's static ARP entry) is its router port's MAC
-    for h in t.hosts.values():
-        assert r1.ports.get(h.switch_port) is not None or r2.ports.get(h.switch_port) is not None
+    # Each host's gateway MAC (the network's static ARP entry) is the MAC the controller
+    # gives its router port: ROUTER_MAC_FMT 02:01:00:00:<switch index + 1>:<port>, with the
+    # ports the links of dcbt-dumbbell.json get (r2-p1 is the inter-router link).
+    gateway_macs = {"tcp1": ("r1", 1, "02:01:00:00:01:01"), "mm1": ("r1", 2, "02:01:00:00:01:02"),
+                    "cbr1": ("r1", 3, "02:01:00:00:01:03"), "tcp2": ("r2", 2, "02:01:00:00:02:02"),
+                    "mm2": ("r2", 3, "02:01:00:00:02:03"), "cbr2": ("r2", 4, "02:01:00:00:02:04")}
+    assert set(gateway_macs) == set(t.hosts)
+    for name, (switch, port, mac) in gateway_macs.items():
+        assert (t.hosts[name].switch, t.hosts[name].switch_port) == (switch, port)
+        assert parsed.switches[switch].ports[port].mac == mac
 
 
 def test_controller_config_overrides_and_validation():
@@ -346,8 +376,6 @@ def test_controller_config_overrides_and_validation():
     parsed = _parse(cfg)
     r1 = parsed.switches["r1"]
     assert r1.policies[t.bottleneck.port].queue_limit_pkts == 200
-    assert r1.policies[t.bottleneck.port].tm_queue_depth_pkts == T.tm_queue_depth_pkts(200)
-    assert r1.policies[t.bottleneck.port].link_rate_pps == 1250
     assert parsed.switches["r2"].default_policy.queue_limit_pkts == 500
     assert parsed.classifier.tagged_dscp == (46,)
 
@@ -358,6 +386,12 @@ def test_controller_config_overrides_and_validation():
     with pytest.raises(ConfigError, match="algorithm"):
         controller_config(t, {"algorithm": "WFQ"})
     assert controller_config(t, {"algorithm": "WFQ"}, validate=False)["switches"]["r1"]
+
+
+def test_tm_queue_depth_is_the_p4_limit_plus_a_margin():
+    """What the runners give BMv2's traffic manager: 64 packets above the P4 limit (DESIGN §1)."""
+    assert T.tm_queue_depth_pkts(60) == 124
+    assert T.tm_queue_depth_pkts(1000) == 1064
 
 
 def test_describe_mentions_bottleneck_and_rtts():

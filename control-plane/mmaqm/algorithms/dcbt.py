@@ -64,11 +64,11 @@ def untagged_threshold_scaled(share_untagged: float, min_th_pkts: float, max_th_
 
 def action_params(share_tagged: float, share_untagged: float, min_th_pkts: float,
                   max_th_pkts: float, max_p: float) -> dict[str, int]:
-    """The D-CBT part of the dcbt action: untagged_th_scaled, tagged_share_q16."""
+    """The D-CBT part of the dcbt action: tagged_share_q16, untagged_th_scaled."""
     if not 0 <= share_tagged <= 1:
         raise ValueError(f"share_tagged must be in [0, 1], got {share_tagged!r}")
     return {
+        "tagged_share_q16": tagged_share_q16(share_tagged),
         "untagged_th_scaled": untagged_threshold_scaled(share_untagged, min_th_pkts,
                                                         max_th_pkts, max_p),
-        "tagged_share_q16": tagged_share_q16(share_tagged),
     }

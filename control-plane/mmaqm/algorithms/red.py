@@ -17,15 +17,13 @@ from ..fixedpoint import red_slope_q24, to_scaled
 
 def thresholds_scaled(min_th_pkts: float, max_th_pkts: float) -> tuple[int, int]:
     """(min_th_scaled, max_th_scaled), packets * 2^AVG_FRAC_BITS."""
-    if not 0 <= min_th_pkts < max_th_pkts:
-        raise ValueError(f"need 0 <= min_th_pkts < max_th_pkts, got {min_th_pkts!r}, {max_th_pkts!r}")
     return to_scaled(min_th_pkts), to_scaled(max_th_pkts)
 
 
 def action_params(min_th_pkts: float, max_th_pkts: float, max_p: float) -> dict[str, int]:
-    """The RED part of the port_policy actions: min_th_scaled, max_th_scaled, red_slope_q24."""
-    if not 0 < max_p <= 1:
-        raise ValueError(f"max_p must be in (0, 1], got {max_p!r}")
+    """The RED part of the port_policy actions: min_th_scaled, max_th_scaled, red_slope_q24.
+
+    The policy was validated by mmaqm.config (0 <= min_th < max_th, 0 < max_p <= 1)."""
     min_th_scaled, max_th_scaled = thresholds_scaled(min_th_pkts, max_th_pkts)
     return {
         "min_th_scaled": min_th_scaled,

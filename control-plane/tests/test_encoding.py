@@ -1,0 +1,84 @@
+"""encoding: a validated policy -> its port_policy action (aqm.p4), values worked out by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from mmaqm.config import parse_policy
+from mmaqm.encoding import policy_action, policy_epoch_from_clock
+
+RED_THRESHOLDS = {"min_th_pkts": 5, "max_th_pkts": 15, "max_p": 0.1, "queue_limit_pkts": 60}
+# Every algorithm but DROP_TAIL: 5 * 2^16 = 327680; 15 * 2^16 = 983040;
+# red_slope_q24 = round(0.1 / (15 - 5) * 2^24) = round(167772.16) = 167772; w = 2^-9.
+RED_PARAMS = {"queue_limit_pkts": 60, "min_th_scaled": 327680, "max_th_scaled": 983040,
+              "red_slope_q24": 167772, "ewma_shift": 9}
+
+
+def test_drop_tail_has_only_its_queue_limit_and_flow_epoch_shift() -> None:
+    action = policy_action(parse_policy({"algorithm": "DROP_TAIL", "queue_limit_pkts": 100}),
+                           policy_epoch=7, flow_epoch_shift=0)
+    assert action.name == "drop_tail"
+    assert dict(action.params) == {"queue_limit_pkts": 100, "flow_epoch_shift": 0}
+
+
+def test_red() -> None:
+    action = policy_action(parse_policy({"algorithm": "RED", **RED_THRESHOLDS}),
+                           policy_epoch=3, flow_epoch_shift=17)
+    assert action.name == "red"
+    assert dict(action.params) == {**RED_PARAMS, "policy_epoch": 3, "flow_epoch_shift": 17}
+
+
+@pytest.mark.parametrize("algorithm, action_name", [("CBT_RED_ALL", "cbt_red_all"),
+                                                    ("CBT_RED_TCP_ONLY", "cbt_red_tcp_only")])
+def test_cbt_static_class_thresholds(algorithm: str, action_name: str) -> None:
+    policy = parse_policy({"algorithm": algorithm, **RED_THRESHOLDS, "ewma_weight": 0.25,
+                           "tagged_th_pkts": 2.9, "untagged_th_pkts": 0.6})
+    action = policy_action(policy, policy_epoch=1, flow_epoch_shift=17,
+                           share_tagged=0.5, share_untagged=0.5)     # shares: D-CBT only
+    # dcbt §5 thresholds: round(2.9 * 65536) = round(190054.4) = 190054,
+    # round(0.6 * 65536) = round(39321.6) = 39322; w = 2^-2
+    assert action.name == action_name
+    assert dict(action.params) == {**RED_PARAMS, "ewma_shift": 2, "policy_epoch": 1,
+                                   "flow_epoch_shift": 17, "tagged_th_scaled": 190054,
+                                   "untagged_th_scaled": 39322}
+
+
+def test_dcbt_thresholds_come_from_the_shares() -> None:
+    policy = parse_policy({"algorithm": "DCBT", **RED_THRESHOLDS})
+    action = policy_action(policy, policy_epoch=65535, flow_epoch_shift=17,
+                           share_tagged=0.5, share_untagged=0.25)
+    # untagged: 0.25 * (5 + 0.1 * (15 - 5)) = 0.25 * 6 = 1.5 pkts -> 98304; tagged 0.5 -> 32768
+    assert action.name == "dcbt"
+    assert dict(action.params) == {**RED_PARAMS, "policy_epoch": 65535, "flow_epoch_shift": 17,
+                                   "tagged_share_q16": 32768, "untagged_th_scaled": 98304}
+
+
+@pytest.mark.parametrize("share_tagged, share_untagged, tagged_q16, untagged_scaled", [
+    (1 / 3, 2 / 3, 21845, 262144),    # round(65536 / 3 = 21845.33); 2/3 * 6 = 4 pkts
+    (0.0, 0.0, 0, 0),
+])
+def test_dcbt_share_encoding(share_tagged: float, share_untagged: float, tagged_q16: int,
+                             untagged_scaled: int) -> None:
+    policy = parse_policy({"algorithm": "DCBT", **RED_THRESHOLDS})
+    action = policy_action(policy, policy_epoch=1, flow_epoch_shift=17,
+                           share_tagged=share_tagged, share_untagged=share_untagged)
+    assert (action.params["tagged_share_q16"], action.params["untagged_th_scaled"]) == (
+        tagged_q16, untagged_scaled)
+
+
+def test_dcbt_default_shares_are_one() -> None:
+    policy = parse_policy({"algorithm": "DCBT", **RED_THRESHOLDS})
+    action = policy_action(policy, policy_epoch=1, flow_epoch_shift=17)
+    # a lone class: tagged 1.0 -> 65536; untagged the whole allowance 6 pkts -> 393216
+    assert (action.params["tagged_share_q16"], action.params["untagged_th_scaled"]) == (
+        65536, 393216)
+
+
+def test_policy_epoch_from_clock_is_ms_mod_2_32_never_0_nor_installed() -> None:
+    assert policy_epoch_from_clock(1_234_567_891_000_000, None) == 1_234_567_891 % 2**32
+    assert policy_epoch_from_clock(5_000_000, 5) == 6          # skips the installed epoch
+    assert policy_epoch_from_clock(2**32 * 1_000_000, None) == 1   # skips 0 (power-up value)
+    assert policy_epoch_from_clock((2**32 - 1) * 1_000_000, 2**32 - 1) == 1  # wraps, skips 0
+    # Two installs 1 ms apart get different epochs even after the tables were cleared
+    # (the bug a restarting counter had: clear() + epoch 1 repeated an old epoch).
+    assert policy_epoch_from_clock(10_000_000, None) != policy_epoch_from_clock(11_000_000, None)
