@@ -62,7 +62,7 @@ $(NFQ_DELAY): topologies/delay/nfq_delay.c topologies/delay/Makefile
 	$(MAKE) -C topologies/delay
 $(BMV2_JSON) $(P4INFO) &: $(P4_SOURCES) $(P4INFO_GOLDEN)
 	@mkdir -p $(BUILD)
-	p4c-bm2-ss --arch v1model --std p4-16 -o $(BMV2_JSON) \
+	@p4c-bm2-ss --arch v1model --std p4-16 -o $(BMV2_JSON) \
 	    --p4runtime-files $(P4INFO) $(P4_MAIN) 2> $(BUILD)/p4c.log; \
 	  rc=$$?; cat $(BUILD)/p4c.log >&2; \
 	  if [ $$rc != 0 ]; then rm -f $(BMV2_JSON); exit $$rc; fi; \

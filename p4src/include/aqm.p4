@@ -20,9 +20,9 @@ action drop_tail(inout local_metadata_t meta, inout standard_metadata_t standard
     queue_admit_or_drop(meta, standard_metadata, queue_limit_pkts);
 }
 
+// Sets meta.aqm_applied when the port has a policy (queue_arrival does).
 control Aqm(inout local_metadata_t meta,
-            inout standard_metadata_t standard_metadata,
-            out bool has_policy) {
+            inout standard_metadata_t standard_metadata) {
     action no_policy() {}
 
     table port_policy {
@@ -40,7 +40,7 @@ control Aqm(inout local_metadata_t meta,
     }
 
     apply {
-        has_policy = port_policy.apply().hit;
+        port_policy.apply();
     }
 }
 

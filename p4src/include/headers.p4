@@ -68,6 +68,7 @@ struct occupancy_t {
 
 struct local_metadata_t {
     traffic_class_t class_id;
+    bool            routed;           // an ipv4_lpm entry matched
     port_t          routed_port;      // set by the route, before any AQM drop (flow reports)
     bit<32>         port_index;       // routed_port as a register index
     bit<32>         class_index;      // port_index * CLASS_SLOTS + class_id
@@ -76,6 +77,7 @@ struct local_metadata_t {
     occupancy_t     occupancy;
     scaled_t        red_avg_scaled;   // RED average after this packet's update
     shift_t         flow_epoch_shift; // from the port's policy; 0 = no flow reports
+    bool            aqm_applied;      // the egress port has a port_policy entry
     bool            aqm_drop;
     drop_reason_t   drop_reason;
     bool            admitted;         // set in ingress, read in egress to release occupancy

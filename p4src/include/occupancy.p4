@@ -30,6 +30,7 @@ counter(NUM_PORTS * CLASS_SLOTS * NUM_DROP_REASONS, CounterType.packets_and_byte
 action queue_arrival(inout local_metadata_t meta, in shift_t flow_epoch_shift) {
     meta.class_index = meta.port_index * CLASS_SLOTS + (bit<32>)(bit<8>)meta.class_id;
     meta.flow_epoch_shift = flow_epoch_shift;
+    meta.aqm_applied = true;
     meta.aqm_drop = false;
     queue_arrivals.count(meta.class_index);
     queue_pkts.read(meta.occupancy.queue_pkts, meta.port_index);

@@ -6,12 +6,14 @@
 
 #include "headers.p4"
 
+// Sets meta.routed on a match. (A flag in metadata, not an out parameter:
+// p4c turns an assignment of the table's hit bit into a table of its own.)
 control Routing(inout headers_t hdr,
                 inout local_metadata_t meta,
-                inout standard_metadata_t standard_metadata,
-                out bool hit) {
+                inout standard_metadata_t standard_metadata) {
     action route(port_t port, mac_addr_t src_mac, mac_addr_t dst_mac) {
         standard_metadata.egress_spec = port;
+        meta.routed = true;
         // Saved apart from egress_spec, which mark_to_drop overwrites with the
         // drop port: the flow report must name the routed port.
         meta.routed_port = port;
@@ -31,7 +33,7 @@ control Routing(inout headers_t hdr,
     }
 
     apply {
-        hit = ipv4_lpm.apply().hit;
+        ipv4_lpm.apply();
     }
 }
 

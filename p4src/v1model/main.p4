@@ -51,17 +51,15 @@ control MmaqmIngress(inout headers_t hdr,
         } else if (hdr.ipv4.ttl <= 1) {
             discard(DISCARD_TTL_EXPIRED);
         } else {
-            bool routed;
-            routing.apply(hdr, meta, standard_metadata, routed);
-            if (!routed) {
+            routing.apply(hdr, meta, standard_metadata);
+            if (!meta.routed) {
                 discard(DISCARD_NO_ROUTE);
             } else if (meta.port_index >= NUM_PORTS) {
                 discard(DISCARD_NO_POLICY);
             } else {
                 classifier.apply(hdr, meta);
-                bool has_policy;
-                aqm.apply(meta, standard_metadata, has_policy);
-                if (!has_policy) {
+                aqm.apply(meta, standard_metadata);
+                if (!meta.aqm_applied) {
                     discard(DISCARD_NO_POLICY);
                 } else {
                     flow_report.apply(hdr, meta, standard_metadata);

@@ -27,7 +27,7 @@ class StarvedClassStaysActiveTest(QueueTest):
 
     TAGGED_FLOWS = 4
 
-    async def collect(self, reports: list) -> None:
+    async def gather_reports(self, reports: list) -> None:
         async for batch in self.sw.driver.flow_reports():
             reports.extend(batch)
 
@@ -36,7 +36,7 @@ class StarvedClassStaysActiveTest(QueueTest):
                                  flow_epoch_shift=CONFIG.active_flows.flow_epoch_shift)
         self.sw.enable_flow_reports()
         reports: list = []
-        collector = asyncio.run_coroutine_threadsafe(self.collect(reports), self.sw._loop)
+        collector = asyncio.run_coroutine_threadsafe(self.gather_reports(reports), self.sw._loop)
         try:
             kinds = ["tcp"] + ["tagged"] * 10
             expected = ["ADMIT"] + ["QUEUE_LIMIT"] * 10
