@@ -3,11 +3,12 @@
 
 Every mutant in tools/mutants.yaml replaces one exact snippet (which must
 occur exactly once in its file) with a broken version of a rule, in a fresh
-copy of the working tree. The copy is rebuilt (`make build`) when a P4 file
-changed, then the mutant's listed tests run against it: PTF tests on a real
+copy of the working tree. The copy's program is compiled (p4c errors only,
+no warning gate: a mutant may leave a parameter unused), then the mutant's
+listed tests run against it: PTF tests on a real
 BMv2 (ptf-tests/run_ptf.py in its own namespace) and unit tests (pytest). A
 mutant is CAUGHT when at least one of its tests fails, SURVIVED when all
-pass, INVALID when it does not build. The same tests first run on the
+pass, INVALID when it does not build or its tests did not run. The same tests first run on the
 unmutated copy; a failing baseline stops the run (a test that already fails
 judges nothing).
 
@@ -92,13 +93,24 @@ def env() -> dict[str, str]:
 
 
 def build(log: Path) -> bool:
+    """Compile the copy's program into its build/ (p4c errors only: a mutant may leave a
+    parameter unused, which `make build`'s warning-free rule would reject)."""
+    (WORK / "build").mkdir(exist_ok=True)
     with open(log, "w") as out:
-        return subprocess.run(["make", "-C", str(WORK), "build"], stdout=out,
-                              stderr=subprocess.STDOUT, env=env()).returncode == 0
+        return subprocess.run(
+            ["p4c-bm2-ss", "--arch", "v1model", "--std", "p4-16",
+             "-o", str(WORK / "build" / "main.json"),
+             "--p4runtime-files", str(WORK / "build" / "main.p4info.txtpb"),
+             str(WORK / "p4src" / "v1model" / "main.p4")],
+            stdout=out, stderr=subprocess.STDOUT, env=env()).returncode == 0
+
+
+class RunError(Exception):
+    """The tests could not judge the mutant (a run that did not happen)."""
 
 
 def run_tests(tests: tuple[str, ...], log_dir: Path) -> tuple[bool, list[str]]:
-    """(all passed, the failed tests)."""
+    """(all passed, the failed tests); RunError when PTF did not run every test."""
     failed: list[str] = []
     ptf = [t[4:] for t in tests if t.startswith("ptf:")]
     unit = [t[5:] for t in tests if t.startswith("unit:")]
@@ -119,8 +131,8 @@ def run_tests(tests: tuple[str, ...], log_dir: Path) -> tuple[bool, list[str]]:
                            timeout=TEST_TIMEOUT_S)
         cases = [c for f in sorted(xunit.glob("*.xml")) for c in ET.parse(f).getroot().iter("testcase")]
         if len(cases) != len(ptf):
-            failed.append(f"ptf ran {len(cases)} of {len(ptf)} tests")
-        failed += [c.get("name", "?") for c in cases
+            raise RunError(f"ptf ran {len(cases)} of {len(ptf)} tests; see {log_dir}")
+        failed += [f"{c.get('classname', '?')}" for c in cases
                    if c.find("failure") is not None or c.find("error") is not None]
     return not failed, failed
 
@@ -160,7 +172,10 @@ def main() -> int:
         return 2
     all_tests = tuple(dict.fromkeys(t for m in mutants for t in m.tests))
     (logs / "baseline").mkdir(exist_ok=True)
-    ok, failed = run_tests(all_tests, logs / "baseline")
+    try:
+        ok, failed = run_tests(all_tests, logs / "baseline")
+    except RunError as exc:
+        ok, failed = False, [str(exc)]
     if not ok:
         print(f"mutants: the baseline fails {failed}; see {logs / 'baseline'}", file=sys.stderr)
         return 2
@@ -174,11 +189,14 @@ def main() -> int:
         path.write_text(path.read_text().replace(m.find, m.replace, 1))
         mlog = logs / m.id
         mlog.mkdir(exist_ok=True)
-        if m.file.endswith(".p4") and not build(mlog / "build.log"):
+        if not build(mlog / "build.log"):
             verdict, detail = "INVALID", "does not build"
         else:
-            passed, failed = run_tests(m.tests, mlog)
-            verdict, detail = ("SURVIVED", "") if passed else ("CAUGHT", ", ".join(failed))
+            try:
+                passed, failed = run_tests(m.tests, mlog)
+                verdict, detail = ("SURVIVED", "") if passed else ("CAUGHT", ", ".join(failed))
+            except RunError as exc:
+                verdict, detail = "INVALID", str(exc)
         seconds = time.monotonic() - started
         rows.append((m, verdict, detail))
         print(f"{m.id:28} {verdict:8} {seconds:5.0f} s  {detail}", flush=True)

@@ -22,7 +22,11 @@ class BlockingSwitch:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
-        self.run(driver.__aenter__())
+        try:
+            self.run(driver.__aenter__())
+        except BaseException:
+            self._stop_loop()  # a failed connection leaves no thread behind
+            raise
 
     def run(self, coro: Coroutine[Any, Any, T], timeout_s: float = 60.0) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout_s)
@@ -31,9 +35,12 @@ class BlockingSwitch:
         try:
             self.run(self.driver.__aexit__(None, None, None))
         finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=10)
-            self._loop.close()
+            self._stop_loop()
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
 
     def __getattr__(self, name: str) -> Any:
         """driver.<coroutine method>(...) becomes a blocking call."""

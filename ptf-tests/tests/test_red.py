@@ -42,6 +42,24 @@ class RedForcedDropTest(QueueTest):
         self.run_burst(action, kinds, expected=expected)
 
 
+class RedForcedAtExactlyMaxThTest(QueueTest):
+    """The forced drop starts AT max_th (avg >= max_th), not above it.
+    Weight 1 (avg = q, packets queued before the arrival), min_th 2, max_th 6,
+    slope 1: p_b = (avg - min_th) * 1 >> 24 = 0 below max_th, no early drops.
+    q = 0..5: admitted; q = 6: avg = 6 = max_th -> RED_FORCED, and q stays 6:
+    6 queued, 6 forced drops. With '>' the q = 6 packet would enter the early
+    zone (p_b 0), be admitted, and only q = 7 would be forced: 7 queued."""
+
+    def runTest(self):
+        action = self.set_policy(2, {"algorithm": "RED", "queue_limit_pkts": 100, "min_th_pkts": 2,
+                                     "max_th_pkts": 6, "max_p": no_early_drop_max_p(2, 6),
+                                     "ewma_weight": 1.0})
+        kinds = ["tcp"] * 12
+        expected = ["ADMIT"] * 6 + ["RED_FORCED"] * 6
+        self.assertEqual(predict(action, kinds), expected)
+        self.run_burst(action, kinds, expected=expected)
+
+
 class RedEarlyDropRateTest(QueueTest):
     """Statistical: 120 TCP packets at a frozen port, weight 1, min_th 5,
     max_th 305, max_p 1 (p_b rises 1/300 per queued packet).

@@ -1,0 +1,486 @@
+"""A P4Runtime server for the control-plane tests, built on finsy's test server.
+
+finsy.test.p4runtime_server.P4RuntimeServer answers arbitration after 0.5 s
+(then sends a stray PacketIn), accepts every Write, answers every Read with
+nothing and keeps no pipeline. FakeP4RuntimeServer keeps its stream handling
+and adds what the driver needs, the way simple_switch_grpc behaves:
+
+- arbitration answered at once: primary, or backup of another controller;
+- SetForwardingPipelineConfig stored (GetForwardingPipelineConfig returns its
+  cookie, so a second connection need not push again); a new pipeline clears
+  the table entries;
+- Write checks device id, primary election id, table/action/param ids and bit
+  widths, priority; applies each update on its own (INSERT of an existing
+  entry -> ALREADY_EXISTS, MODIFY/DELETE of a missing one -> NOT_FOUND) and
+  reports failures per update, as P4Runtime does;
+- Read answers table entries (all, one table, or one match) and counters
+  (every index, or the ones asked) from ``counters``;
+- ``send_digest`` pushes a DigestList on the stream; DigestListAcks are recorded.
+
+Entries are decoded for assertions with the raw P4Info (names, ints), not with
+finsy's encoder: a test compares what went over the wire with values worked
+out by hand. Binds 127.0.0.1 on a free port only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+from google.protobuf import text_format
+from finsy import pbutil
+from finsy.grpcutil import GRPC_EOF
+from finsy.proto import U128, p4d, p4i, p4r, p4r_grpc, rpc_code, rpc_status
+from finsy.test.p4runtime_server import P4RuntimeServer
+
+Match = dict[str, Any]          # field name -> int (exact), (value, prefix_len) or (value, mask)
+TableKey = tuple[int, frozenset[bytes], int]
+
+
+def load_p4info(path: Path) -> p4i.P4Info:
+    info = p4i.P4Info()
+    text_format.Parse(path.read_text(), info)
+    return info
+
+
+def p4info_has_tables(path: Path) -> bool:
+    """False while the golden P4Info is the enums-only placeholder (no p4c yet)."""
+    return bool(load_p4info(path).tables)
+
+
+def closed_port() -> int:
+    """A 127.0.0.1 TCP port nothing listens on (bound, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def mac_int(mac: str) -> int:
+    return int(mac.replace(":", ""), 16)
+
+
+def ipv4_int(addr: str) -> int:
+    return int.from_bytes(bytes(int(b) for b in addr.split(".")), "big")
+
+
+@dataclass(frozen=True)
+class WrittenEntry:
+    """A table entry decoded by P4Info name: what the switch would hold."""
+
+    table: str
+    match: Match
+    action: str
+    params: dict[str, int]
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class WrittenUpdate:
+    type: str                   # "INSERT", "MODIFY", "DELETE"
+    entity: WrittenEntry | tuple[str, str]   # a table entry or ("digest", name)
+
+
+class _P4Error(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class FakeP4RuntimeServer(P4RuntimeServer):
+    """See the module docstring. Serve with ``async with server.run():`` on the
+    current event loop, or with serve_in_thread."""
+
+    def __init__(self, *, device_id: int = 1, p4info: p4i.P4Info | None = None,
+                 other_primary_election_id: int | None = None,
+                 answer_arbitration: bool = True) -> None:
+        super().__init__("127.0.0.1:0")
+        self.device_id = device_id
+        self.port = 0
+        # p4info: a program already running (cookie 0: a pushing client pushes anyway)
+        self.config: p4r.ForwardingPipelineConfig | None = None
+        if p4info is not None:
+            self.config = p4r.ForwardingPipelineConfig(
+                p4info=p4info, cookie=p4r.ForwardingPipelineConfig.Cookie(cookie=0))
+        self.other_primary_election_id = other_primary_election_id
+        self.answer_arbitration = answer_arbitration
+        self.primary_election_id: int | None = None
+        self.arbitrations: list[p4r.MasterArbitrationUpdate] = []
+        self.pipeline_pushes: list[p4r.SetForwardingPipelineConfigRequest] = []
+        self.write_requests: list[p4r.WriteRequest] = []
+        self.read_requests: list[p4r.ReadRequest] = []
+        self.digest_acks: list[tuple[int, int]] = []
+        self.entries: dict[TableKey, p4r.TableEntry] = {}
+        self.digest_configs: dict[int, p4r.DigestEntry] = {}
+        self.counters: dict[str, dict[int, tuple[int, int]]] = {}   # name -> index -> (pkts, bytes)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    # ---- P4Info lookups (raw protobuf) ------------------------------
+    @property
+    def p4info(self) -> p4i.P4Info:
+        if self.config is None:
+            raise RuntimeError("the fake switch has no P4Info (no pipeline pushed)")
+        return self.config.p4info
+
+    def _table(self, table_id: int) -> p4i.Table:
+        for table in self.p4info.tables:
+            if table.preamble.id == table_id:
+                return table
+        raise _P4Error(rpc_code.NOT_FOUND, f"no table id {table_id}")
+
+    def _action(self, action_id: int) -> p4i.Action:
+        for action in self.p4info.actions:
+            if action.preamble.id == action_id:
+                return action
+        raise _P4Error(rpc_code.NOT_FOUND, f"no action id {action_id}")
+
+    def _counter_by_id(self, counter_id: int) -> p4i.Counter:
+        for counter in self.p4info.counters:
+            if counter.preamble.id == counter_id:
+                return counter
+        raise _P4Error(rpc_code.NOT_FOUND, f"no counter id {counter_id}")
+
+    def _digest(self, name: str) -> p4i.Digest:
+        for digest in self.p4info.digests:
+            if digest.preamble.alias == name or digest.preamble.name == name:
+                return digest
+        raise KeyError(f"the P4Info has no digest {name!r}")
+
+    def decode_entry(self, entry: p4r.TableEntry) -> WrittenEntry:
+        table = self._table(entry.table_id)
+        fields = {f.id: f for f in table.match_fields}
+        match: Match = {}
+        for fm in entry.match:
+            name = fields[fm.field_id].name
+            kind = fm.WhichOneof("field_match_type")
+            if kind == "exact":
+                match[name] = int.from_bytes(fm.exact.value, "big")
+            elif kind == "lpm":
+                match[name] = (int.from_bytes(fm.lpm.value, "big"), fm.lpm.prefix_len)
+            elif kind == "ternary":
+                match[name] = (int.from_bytes(fm.ternary.value, "big"),
+                               int.from_bytes(fm.ternary.mask, "big"))
+            else:
+                raise AssertionError(f"unexpected match kind {kind}")
+        action = self._action(entry.action.action.action_id)
+        names = {p.id: p.name for p in action.params}
+        params = {names[p.param_id]: int.from_bytes(p.value, "big")
+                  for p in entry.action.action.params}
+        return WrittenEntry(table.preamble.alias, match, action.preamble.alias, params,
+                            entry.priority)
+
+    # ---- what the switch holds, decoded ------------------------------
+    def table_entries(self, table: str | None = None) -> list[WrittenEntry]:
+        decoded = [self.decode_entry(e) for e in self.entries.values()]
+        return [e for e in decoded if table is None or e.table == table]
+
+    def written_updates(self) -> list[WrittenUpdate]:
+        """Every update of every WriteRequest, in order (failed ones included)."""
+        result = []
+        for request in self.write_requests:
+            for update in request.updates:
+                kind = p4r.Update.Type.Name(update.type)
+                if update.entity.HasField("table_entry"):
+                    result.append(WrittenUpdate(kind, self.decode_entry(update.entity.table_entry)))
+                else:
+                    digest_id = update.entity.digest_entry.digest_id
+                    name = next(d.preamble.alias for d in self.p4info.digests
+                                if d.preamble.id == digest_id)
+                    result.append(WrittenUpdate(kind, ("digest", name)))
+        return result
+
+    # ---- digests ------------------------------------------------------
+    def send_digest(self, name: str, items: list[Mapping[str, int]], *, list_id: int) -> None:
+        """Push one DigestList; members as full-width bitstrings, like simple_switch_grpc.
+        Call it on the server's event loop (serve_in_thread: ThreadedServer.call)."""
+        digest = self._digest(name)
+        struct = self.p4info.type_info.structs[digest.type_spec.struct.name]
+        data = []
+        for item in items:
+            members = []
+            for member in struct.members:
+                width = member.type_spec.bitstring.bit.bitwidth
+                members.append(p4d.P4Data(
+                    bitstring=int(item[member.name]).to_bytes((width + 7) // 8, "big")))
+            data.append(p4d.P4Data(struct=p4d.P4StructLike(members=members)))
+        self._send(p4r.StreamMessageResponse(digest=p4r.DigestList(
+            digest_id=digest.preamble.id, list_id=list_id, data=data,
+            timestamp=time.time_ns())))
+
+    # ---- gRPC plumbing ------------------------------------------------
+    def _create_server(self) -> grpc.aio.Server:
+        server = grpc.aio.server()
+        p4r_grpc.add_P4RuntimeServicer_to_server(self, server)
+        self.port = server.add_insecure_port("127.0.0.1:0")
+        return server
+
+    async def _stream_read(self) -> None:
+        assert self._stream_context is not None
+        while True:
+            try:
+                request = await self._stream_context.read()
+            except asyncio.CancelledError:
+                self._stream_context = None
+                raise
+            except Exception:  # the client went away
+                request = GRPC_EOF
+            if request is GRPC_EOF:
+                assert self._stream_closed is not None
+                self._stream_closed.set()
+                self._stream_context = None
+                return
+            kind = request.WhichOneof("update")
+            if kind == "arbitration":
+                self._arbitrate(request.arbitration)
+            elif kind == "digest_ack":
+                self.digest_acks.append((request.digest_ack.digest_id, request.digest_ack.list_id))
+
+    def _arbitrate(self, update: p4r.MasterArbitrationUpdate) -> None:
+        self.arbitrations.append(update)
+        if not self.answer_arbitration:
+            return
+        election_id = U128.decode(update.election_id)
+        other = self.other_primary_election_id
+        if other is not None and other > election_id:
+            primary, code = other, rpc_code.ALREADY_EXISTS
+        else:
+            primary, code = election_id, rpc_code.OK
+            self.primary_election_id = election_id
+        self._send(p4r.StreamMessageResponse(arbitration=p4r.MasterArbitrationUpdate(
+            device_id=update.device_id, election_id=U128.encode(primary),
+            status=rpc_status.Status(code=code))))
+
+    async def _check_primary(self, request: Any, context: grpc.aio.ServicerContext) -> None:
+        if request.device_id != self.device_id:
+            await context.abort(grpc.StatusCode.NOT_FOUND, "Invalid device id")
+        if self.primary_election_id is None \
+                or U128.decode(request.election_id) != self.primary_election_id:
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, "Not primary")
+
+    async def _check_pipeline(self, request: Any, context: grpc.aio.ServicerContext) -> None:
+        if request.device_id != self.device_id:
+            await context.abort(grpc.StatusCode.NOT_FOUND, "Invalid device id")
+        if self.config is None:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                                "No forwarding pipeline config set for this device")
+
+    async def GetForwardingPipelineConfig(self, request, context):  # type: ignore[override]
+        await self._check_pipeline(request, context)
+        assert self.config is not None
+        kind = request.response_type
+        config = p4r.ForwardingPipelineConfig(cookie=self.config.cookie)
+        if kind in (request.ALL, request.P4INFO_AND_COOKIE):
+            config.p4info.CopyFrom(self.config.p4info)
+        if kind in (request.ALL, request.DEVICE_CONFIG_AND_COOKIE):
+            config.p4_device_config = self.config.p4_device_config
+        return p4r.GetForwardingPipelineConfigResponse(config=config)
+
+    async def SetForwardingPipelineConfig(self, request, context):  # type: ignore[override]
+        self.pipeline_pushes.append(request)
+        await self._check_primary(request, context)
+        if request.action != request.VERIFY_AND_COMMIT:
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, "fake: VERIFY_AND_COMMIT only")
+        self.config = request.config
+        self.entries.clear()
+        self.digest_configs.clear()
+        return p4r.SetForwardingPipelineConfigResponse()
+
+    async def Write(self, request, context):  # type: ignore[override]
+        self.write_requests.append(request)
+        await self._check_primary(request, context)
+        await self._check_pipeline(request, context)
+        errors = []
+        for update in request.updates:
+            try:
+                self._apply(update)
+                errors.append(p4r.Error(canonical_code=rpc_code.OK))
+            except _P4Error as err:
+                errors.append(p4r.Error(canonical_code=err.code, message=err.message))
+        if any(e.canonical_code != rpc_code.OK for e in errors):
+            status = rpc_status.Status(code=rpc_code.UNKNOWN, message="Write failure.",
+                                       details=[pbutil.to_any(e) for e in errors])
+            await context.abort(grpc.StatusCode.UNKNOWN, "Write failure.", trailing_metadata=(
+                ("grpc-status-details-bin", status.SerializeToString()),))
+        return p4r.WriteResponse()
+
+    def _apply(self, update: p4r.Update) -> None:
+        kind = update.entity.WhichOneof("entity")
+        if kind == "table_entry":
+            self._apply_table_entry(update.type, update.entity.table_entry)
+        elif kind == "digest_entry":
+            self._apply_digest_entry(update.type, update.entity.digest_entry)
+        else:
+            raise _P4Error(rpc_code.UNIMPLEMENTED, f"fake: cannot write {kind}")
+
+    def _table_key(self, entry: p4r.TableEntry) -> TableKey:
+        return (entry.table_id,
+                frozenset(fm.SerializeToString(deterministic=True) for fm in entry.match),
+                entry.priority)
+
+    def _check_table_entry(self, entry: p4r.TableEntry) -> None:
+        table = self._table(entry.table_id)
+        if entry.is_default_action:
+            raise _P4Error(rpc_code.INVALID_ARGUMENT, "fake: default actions are const")
+        fields = {f.id: f for f in table.match_fields}
+        for fm in entry.match:
+            if fm.field_id not in fields:
+                raise _P4Error(rpc_code.INVALID_ARGUMENT, f"no match field {fm.field_id}")
+        ternary = any(f.match_type == p4i.MatchField.TERNARY for f in table.match_fields)
+        if ternary != (entry.priority > 0):
+            raise _P4Error(rpc_code.INVALID_ARGUMENT, "priority must be > 0 exactly "
+                              "for tables with ternary keys")
+        refs = {ref.id: ref for ref in table.action_refs}
+        action_id = entry.action.action.action_id
+        if action_id not in refs or refs[action_id].scope == p4i.ActionRef.DEFAULT_ONLY:
+            raise _P4Error(rpc_code.INVALID_ARGUMENT, f"action {action_id} not in table")
+        widths = {p.id: p.bitwidth for p in self._action(action_id).params}
+        given = {p.param_id: p.value for p in entry.action.action.params}
+        if set(given) != set(widths):
+            raise _P4Error(rpc_code.INVALID_ARGUMENT, f"params {sorted(given)} != "
+                              f"{sorted(widths)}")
+        for param_id, value in given.items():
+            if int.from_bytes(value, "big") >> widths[param_id]:
+                raise _P4Error(rpc_code.INVALID_ARGUMENT, f"param {param_id} too wide")
+
+    def _apply_table_entry(self, kind: int, entry: p4r.TableEntry) -> None:
+        key = self._table_key(entry)
+        if kind == p4r.Update.DELETE:
+            if self.entries.pop(key, None) is None:
+                raise _P4Error(rpc_code.NOT_FOUND, "no such entry")
+            return
+        self._check_table_entry(entry)
+        if kind == p4r.Update.INSERT and key in self.entries:
+            raise _P4Error(rpc_code.ALREADY_EXISTS, "entry exists")
+        if kind == p4r.Update.MODIFY and key not in self.entries:
+            raise _P4Error(rpc_code.NOT_FOUND, "no such entry")
+        stored = p4r.TableEntry()
+        stored.CopyFrom(entry)
+        self.entries[key] = stored
+
+    def _apply_digest_entry(self, kind: int, entry: p4r.DigestEntry) -> None:
+        if entry.digest_id not in {d.preamble.id for d in self.p4info.digests}:
+            raise _P4Error(rpc_code.NOT_FOUND, f"no digest id {entry.digest_id}")
+        exists = entry.digest_id in self.digest_configs
+        if kind == p4r.Update.INSERT and exists:
+            raise _P4Error(rpc_code.ALREADY_EXISTS, "digest already configured")
+        if kind in (p4r.Update.MODIFY, p4r.Update.DELETE) and not exists:
+            raise _P4Error(rpc_code.NOT_FOUND, "digest not configured")
+        if kind == p4r.Update.DELETE:
+            del self.digest_configs[entry.digest_id]
+        else:
+            stored = p4r.DigestEntry()
+            stored.CopyFrom(entry)
+            self.digest_configs[entry.digest_id] = stored
+
+    async def Read(self, request, context):  # type: ignore[override]
+        self.read_requests.append(request)
+        await self._check_pipeline(request, context)
+        entities: list[p4r.Entity] = []
+        try:
+            for wanted in request.entities:
+                kind = wanted.WhichOneof("entity")
+                if kind == "table_entry":
+                    entities += self._read_table_entries(wanted.table_entry)
+                elif kind == "counter_entry":
+                    entities += self._read_counter_entries(wanted.counter_entry)
+                elif kind not in ("packet_replication_engine_entry", "action_profile_member",
+                                  "action_profile_group"):   # none in this program
+                    raise _P4Error(rpc_code.UNIMPLEMENTED, f"fake: cannot read {kind}")
+        except _P4Error as err:
+            await context.abort(_grpc_code(err.code), err.message)
+        yield p4r.ReadResponse(entities=entities)
+
+    def _read_table_entries(self, wanted: p4r.TableEntry) -> list[p4r.Entity]:
+        result = []
+        for key, entry in self.entries.items():
+            if wanted.table_id and entry.table_id != wanted.table_id:
+                continue
+            if wanted.match and key[1:] != self._table_key(wanted)[1:]:
+                continue
+            result.append(p4r.Entity(table_entry=entry))
+        return result
+
+    def _read_counter_entries(self, wanted: p4r.CounterEntry) -> list[p4r.Entity]:
+        counters = ([self._counter_by_id(wanted.counter_id)] if wanted.counter_id
+                    else list(self.p4info.counters))
+        result = []
+        for counter in counters:
+            if wanted.HasField("index"):
+                if not 0 <= wanted.index.index < counter.size:
+                    raise _P4Error(rpc_code.OUT_OF_RANGE, "counter index out of range")
+                indexes = [wanted.index.index]
+            else:
+                indexes = list(range(counter.size))
+            values = self.counters.get(counter.preamble.alias, {})
+            for index in indexes:
+                packets, byte_count = values.get(index, (0, 0))
+                result.append(p4r.Entity(counter_entry=p4r.CounterEntry(
+                    counter_id=counter.preamble.id, index=p4r.Index(index=index),
+                    data=p4r.CounterData(packet_count=packets, byte_count=byte_count))))
+        return result
+
+
+def _grpc_code(code: int) -> grpc.StatusCode:
+    return next(c for c in grpc.StatusCode if c.value[0] == code)
+
+
+class ThreadedServer:
+    """The fake server on its own event loop in a thread, for synchronous callers
+    (BlockingSwitch, cli.main, which runs asyncio.run itself)."""
+
+    def __init__(self, server: FakeP4RuntimeServer) -> None:
+        self.server = server
+        self.loop = asyncio.new_event_loop()
+        self._stop: asyncio.Event | None = None
+        self._started = threading.Event()
+        self._thread = threading.Thread(target=self.loop.run_until_complete,
+                                        args=(self._serve(),), daemon=True)
+
+    async def _serve(self) -> None:
+        self._stop = asyncio.Event()
+        async with self.server.run():
+            self._started.set()
+            await self._stop.wait()
+
+    def call(self, fn: Any, *args: Any, **kwargs: Any) -> None:
+        """Run fn(*args, **kwargs) on the server's loop and wait for it."""
+        async def run() -> None:
+            fn(*args, **kwargs)
+        asyncio.run_coroutine_threadsafe(run(), self.loop).result(5)
+
+    def start(self) -> None:
+        self._thread.start()
+        if not self._started.wait(5):
+            raise RuntimeError("the fake P4Runtime server did not start")
+
+    def stop(self) -> None:
+        if self._stop is not None:
+            self.loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(5)
+        self.loop.close()
+
+
+@contextlib.contextmanager
+def serve_in_thread(server: FakeP4RuntimeServer) -> Iterator[ThreadedServer]:
+    threaded = ThreadedServer(server)
+    threaded.start()
+    try:
+        yield threaded
+    finally:
+        threaded.stop()
+
+
+def run_async(coro: Any, timeout_s: float = 5.0) -> Any:
+    """asyncio.run with a deadline, so a hang fails the test instead of CI."""
+    return asyncio.run(asyncio.wait_for(coro, timeout_s))

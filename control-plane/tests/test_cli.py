@@ -1,0 +1,262 @@
+"""cli: exit codes and messages of mmaqm-ctl (in process through main(argv), and
+one real process for the exit status and SIGTERM), against the fake switch."""
+
+from __future__ import annotations
+
+import functools
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fake_p4rt import FakeP4RuntimeServer, ThreadedServer, WrittenEntry, closed_port, \
+    ipv4_int, mac_int, serve_in_thread
+from mmaqm import cli, controller, driver, p4constants
+
+SUBPROCESS_TIMEOUT_S = 10
+
+
+def config(address: str, **policy_changes: Any) -> dict[str, Any]:
+    return {
+        "switches": {
+            "s1": {
+                "p4runtime_addr": address,
+                "ports": {1: {"mac": "02:00:00:00:00:01"}, 2: {"mac": "02:00:00:00:00:02"}},
+                "routes": [{"prefix": "10.0.2.0/24", "port": 2,
+                            "next_hop_mac": "02:00:00:02:00:01"}],
+                "policies": {"default": {"algorithm": "DROP_TAIL", "queue_limit_pkts": 50},
+                             2: {"algorithm": "RED", "min_th_pkts": 5, "max_th_pkts": 15,
+                                 "max_p": 0.1, "queue_limit_pkts": 60, **policy_changes}},
+            }
+        }
+    }
+
+
+def write_config(tmp_path: Path, data: dict[str, Any]) -> Path:
+    path = tmp_path / "cfg.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.fixture(autouse=True)
+def keep_sigterm_handler() -> Iterator[None]:
+    """main() installs a SIGTERM handler: give pytest its own back."""
+    handler = signal.getsignal(signal.SIGTERM)
+    yield
+    signal.signal(signal.SIGTERM, handler)
+
+
+@pytest.fixture
+def valid_config(tmp_path: Path) -> Path:
+    return write_config(tmp_path, config(f"127.0.0.1:{closed_port()}"))
+
+
+# ------------------------------------------------- argument and config errors
+def test_invalid_config_exits_2_naming_the_field(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_config(tmp_path, config("127.0.0.1:1", min_th_pkts=30))
+    assert cli.main(["--config", str(path), "check"]) == 2
+    err = capsys.readouterr().err
+    assert f"invalid config {path}:" in err
+    assert "  switches.s1.policies.2.min_th_pkts: must be < max_th_pkts (15), got 30\n" in err
+
+
+def test_missing_config_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--config", str(tmp_path / "absent.yaml"), "check"]) == 2
+    assert "absent.yaml" in capsys.readouterr().err
+
+
+def test_unknown_switch_exits_2(valid_config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--config", str(valid_config), "--switch", "s9", "install"]) == 2
+    assert "unknown switch ['s9']; config has ['s1']" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("interval_ms", ["0", "-5"])
+def test_stats_interval_must_be_positive(valid_config: Path, interval_ms: str,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--config", str(valid_config), f"--stats-interval-ms={interval_ms}",
+                     "run"]) == 2
+    assert "--stats-interval-ms must be > 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["install", "check", "stats"])
+def test_stats_out_only_with_run(valid_config: Path, tmp_path: Path, command: str,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "stats.jsonl"
+    assert cli.main(["--config", str(valid_config), "--stats-out", str(out), command]) == 2
+    assert "--stats-out only applies to 'run'" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_check_of_a_valid_config_exits_0_and_contacts_no_switch(
+        valid_config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    started = time.monotonic()
+    assert cli.main(["--config", str(valid_config), "check"]) == 0
+    assert capsys.readouterr().out == f"{valid_config}: ok (1 switches)\n"
+    assert time.monotonic() - started < 1      # no wait for the (closed) P4Runtime port
+
+
+def test_process_exit_status_of_an_invalid_config(tmp_path: Path) -> None:
+    path = write_config(tmp_path, config("127.0.0.1:1", algorithm="FOO"))
+    result = subprocess.run([sys.executable, "-m", "mmaqm.cli", "-c", str(path), "check"],
+                            capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S)
+    assert result.returncode == 2
+    assert "switches.s1.policies.2.algorithm: must be one of" in result.stderr
+    assert result.stdout == ""
+
+
+# ------------------------------------------------------ against a switch
+def test_install_against_a_closed_port_fails_within_the_grpc_timeout(
+        valid_config: Path, device_config: Path,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # wait_for_grpc waits 20 s by default (checked by hand: exit 1 after 20.3 s);
+    # the same path with a 0.3 s deadline. It fails before the P4Info is read.
+    monkeypatch.setattr(controller, "wait_for_grpc",
+                        functools.partial(driver.wait_for_grpc, timeout_s=0.3))
+    address = yaml.safe_load(valid_config.read_text())["switches"]["s1"]["p4runtime_addr"]
+    started = time.monotonic()
+    assert cli.main(["--config", str(valid_config), "--p4info", str(p4constants.P4INFO),
+                     "--bmv2-json", str(device_config), "install"]) == 1
+    assert time.monotonic() - started < 3
+    assert f"mmaqm-ctl: no P4Runtime server at {address} after 0.3 s" in capsys.readouterr().err
+
+
+RED_PARAMS = {"queue_limit_pkts": 60, "flow_epoch_shift": 17, "ewma_shift": 9,
+              "min_th_scaled": 5 << 16, "max_th_scaled": 15 << 16, "red_slope_q24": 167772}
+
+
+def test_install_against_the_fake_switch_exits_0_and_writes_the_config(
+        tmp_path: Path, p4info_path: Path, device_config: Path,
+        fake_switch: ThreadedServer) -> None:
+    server = fake_switch.server
+    data = config(server.address)
+    data["switches"]["s2"] = config(f"127.0.0.1:{closed_port()}")["switches"]["s1"]
+    path = write_config(tmp_path, data)
+    before_ms = time.time_ns() // 1_000_000
+    # --switch s1: s2's closed port is never waited for
+    assert cli.main(["--config", str(path), "--switch", "s1", "--p4info", str(p4info_path),
+                     "--bmv2-json", str(device_config), "install"]) == 0
+    after_ms = time.time_ns() // 1_000_000
+    assert len(server.pipeline_pushes) == 1
+    assert server.pipeline_pushes[0].config.p4_device_config == device_config.read_bytes()
+    assert server.table_entries("ipv4_lpm") == [WrittenEntry(
+        "ipv4_lpm", {"ipv4_dst": (ipv4_int("10.0.2.0"), 24)}, "route",
+        {"port": 2, "src_mac": mac_int("02:00:00:00:00:02"),
+         "dst_mac": mac_int("02:00:00:02:00:01")})]
+    drop_tail, red = server.table_entries("port_policy")
+    assert drop_tail == WrittenEntry("port_policy", {"port": 1}, "drop_tail",
+                                     {"queue_limit_pkts": 50, "flow_epoch_shift": 17})
+    epoch = red.params.pop("policy_epoch")
+    assert (red.match, red.action, red.params) == ({"port": 2}, "red", RED_PARAMS)
+    assert (epoch - before_ms) % 2**32 <= after_ms - before_ms     # wall-clock ms mod 2^32
+    assert [e.match for e in server.table_entries("classifier")] == [
+        {"ip_proto": (6, 0xFF)}, {"ip_proto": (17, 0xFF), "dscp": (46, 0x3F)},
+        {"ip_proto": (17, 0xFF), "dscp": (34, 0x3F)}]
+    assert len(server.digest_configs) == 1
+
+
+def test_stats_against_the_fake_switch_prints_the_counter_table(
+        tmp_path: Path, p4info_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from fake_p4rt import load_p4info
+
+    server = FakeP4RuntimeServer(p4info=load_p4info(p4info_path))   # a running program
+    # port 2, TCP (class index 8): 10 arrived, 9 admitted, 7 departed, 1 dropped RED_EARLY
+    server.counters = {"queue_arrivals": {8: (10, 15000)}, "queue_admits": {8: (9, 13500)},
+                       "queue_departures": {8: (7, 10500)}, "queue_drops": {33: (1, 1500)}}
+    with serve_in_thread(server):
+        path = write_config(tmp_path, config(server.address))
+        assert cli.main(["--config", str(path), "--p4info", str(p4info_path), "stats"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "switch s1"
+    assert lines[1].split() == ["port", "class", "arrivals", "admitted", "departed", "queued",
+                                "QUEUE_LIMIT", "RED_EARLY", "RED_FORCED", "CLASS_THRESHOLD",
+                                "loss%"]
+    assert lines[5].split() == ["2", "TCP", "10", "9", "7", "2", "0", "1", "0", "0", "10.00"]
+    assert lines[2 + 6:] == [""]      # 2 ports x 3 classes, then the table's own newline
+    assert server.pipeline_pushes == []                    # stats never pushes a pipeline
+
+
+def wait_until(condition: Callable[[], bool], proc: subprocess.Popen[str], what: str) -> None:
+    deadline = time.monotonic() + SUBPROCESS_TIMEOUT_S
+    while not condition():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def test_run_follows_flow_reports_writes_stats_and_exits_130_on_sigterm(
+        tmp_path: Path, p4info_path: Path, device_config: Path,
+        fake_switch: ThreadedServer) -> None:
+    server = fake_switch.server
+    path = write_config(tmp_path, config(server.address, algorithm="DCBT"))
+    out = tmp_path / "stats.jsonl"
+    flows = [{"egress_port": 2, "class_id": class_id, "src_addr": ipv4_int("10.0.1.10"),
+              "dst_addr": ipv4_int("10.0.2.10"), "protocol": 17, "src_port": 5000 + class_id,
+              "dst_port": 5004} for class_id in (0, 1)]           # one TCP, one tagged
+
+    def tagged_share_q16() -> int | None:
+        entries = [e for e in server.table_entries("port_policy") if e.match == {"port": 2}]
+        return entries[0].params["tagged_share_q16"] if entries else None
+
+    def shares_followed() -> bool:
+        # resend until the controller's digest reader is up (a list before it is dropped)
+        fake_switch.call(server.send_digest, "flow_digest_t", flows, list_id=1)
+        time.sleep(0.05)
+        return tagged_share_q16() == 32768                    # 1 of 2 flows tagged
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mmaqm.cli", "-c", str(path), "--p4info", str(p4info_path),
+         "--bmv2-json", str(device_config), "--stats-out", str(out),
+         "--stats-interval-ms", "20", "run"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: tagged_share_q16() == 65536, proc, "install (no flows: share 1)")
+        wait_until(shares_followed, proc, "the D-CBT share update")
+        lines = out.read_text().count("\n")
+        wait_until(lambda: out.read_text().count("\n") >= lines + 2, proc,
+                   "two stats lines after the share update")
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=SUBPROCESS_TIMEOUT_S)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130, stderr
+    assert server.digest_acks and {list_id for _, list_id in server.digest_acks} == {1}
+    samples = [json.loads(line) for line in out.read_text().splitlines()]
+    assert all(s["switch"] == "s1" and len(s["readings"]) == 6 for s in samples)
+    assert samples[-1]["active_flows"]["2"] == {"TCP": 1, "TAGGED": 1, "UNTAGGED": 0}
+    assert samples[-1]["policies"]["2"] == {"algorithm": "DCBT", "tagged_share_q16": 32768,
+                                            "untagged_th_scaled": 0}
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "unbounded wait: SwitchDriver.__aenter__ (finsy Switch.__aenter__) waits forever for an "
+    "arbitration answer from a P4Runtime server that accepts the connection but never "
+    "answers (a later issue bounds it); fails here after the test's own deadline"))
+def test_install_against_a_mute_p4runtime_server_fails_within_a_deadline(
+        tmp_path: Path, p4info_path: Path, device_config: Path) -> None:
+    with serve_in_thread(FakeP4RuntimeServer(answer_arbitration=False)) as threaded:
+        path = write_config(tmp_path, config(threaded.server.address))
+        result = subprocess.run(
+            [sys.executable, "-m", "mmaqm.cli", "-c", str(path), "--p4info", str(p4info_path),
+             "--bmv2-json", str(device_config), "install"],
+            capture_output=True, text=True, timeout=1.5)
+    assert result.returncode != 0 and "mmaqm-ctl:" in result.stderr
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "cli.main catches only FileNotFoundError, RuntimeError and TimeoutError: "
+    "'stats' (no wait_for_grpc) against a closed port dies with a finsy P4ClientError "
+    "traceback instead of a 'mmaqm-ctl: ...' message"))
+def test_stats_against_a_closed_port_exits_1_with_a_message(
+        valid_config: Path, p4info_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--config", str(valid_config), "--p4info", str(p4info_path),
+                     "stats"]) == 1
+    assert "mmaqm-ctl:" in capsys.readouterr().err

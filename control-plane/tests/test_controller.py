@@ -1,0 +1,374 @@
+"""controller: SwitchController over a fake driver (install order, D-CBT share
+updates, flow expiry, stats samples, run loop). Values worked out by hand."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any
+
+import pytest
+
+from fake_p4rt import run_async
+from mmaqm.config import Config, parse_config
+from mmaqm.controller import SwitchController, jsonl_sink
+from mmaqm.driver import CounterValue, FlowReport
+from mmaqm.encoding import PolicyAction
+
+TCP, TAGGED, UNTAGGED = 0, 1, 2          # traffic_class_t (defines.p4)
+RED_5_15 = {"min_th_pkts": 5, "max_th_pkts": 15, "max_p": 0.1, "queue_limit_pkts": 60}
+CONFIG: dict[str, Any] = {
+    "switches": {
+        "s1": {
+            "p4runtime_addr": "127.0.0.1:9559",
+            "ports": {p: {"mac": f"02:00:00:00:00:0{p}"} for p in (1, 2, 3, 4, 5)},
+            "routes": [
+                {"prefix": "10.0.1.0/24", "port": 1, "next_hop_mac": "02:00:00:01:00:01"},
+                {"prefix": "10.0.2.0/24", "port": 2, "next_hop_mac": "02:00:00:02:00:01"},
+            ],
+            "policies": {
+                "default": {"algorithm": "DROP_TAIL"},
+                2: {"algorithm": "DCBT", **RED_5_15},
+                3: {"algorithm": "DCBT", "min_th_pkts": 10, "max_th_pkts": 30, "max_p": 0.2,
+                    "queue_limit_pkts": 100},
+                4: {"algorithm": "RED", **RED_5_15},
+                5: {"algorithm": "CBT_RED_ALL", **RED_5_15, "tagged_th_pkts": 2.9,
+                    "untagged_th_pkts": 0.6},
+            },
+        }
+    }
+}
+# expiry 300 ms -> 2^17 us <= 150 ms < 2^18 us; default ewma_weight 2^-9.
+COMMON = {"flow_epoch_shift": 17}
+RED_PARAMS = {**COMMON, "queue_limit_pkts": 60, "ewma_shift": 9, "min_th_scaled": 5 << 16,
+              "max_th_scaled": 15 << 16, "red_slope_q24": 167772}   # round(0.01 * 2^24)
+EPOCH = {p: 1000 + p for p in range(64)}                            # FakeDriver.next_policy_epoch
+# No active flow: shares (1, 1) -> tagged 1.0; untagged 5 + 0.1 * 10 = 6 pkts.
+DCBT_2_IDLE = PolicyAction("dcbt", {**RED_PARAMS, "policy_epoch": EPOCH[2],
+                                    "tagged_share_q16": 65536, "untagged_th_scaled": 6 << 16})
+# Port 3: 10 + 0.2 * 20 = 14 pkts; slope round(0.2 / 20 * 2^24) = 167772.
+DCBT_3_IDLE = PolicyAction("dcbt", {**COMMON, "queue_limit_pkts": 100, "ewma_shift": 9,
+                                    "min_th_scaled": 10 << 16, "max_th_scaled": 30 << 16,
+                                    "red_slope_q24": 167772, "policy_epoch": EPOCH[3],
+                                    "tagged_share_q16": 65536, "untagged_th_scaled": 14 << 16})
+INSTALLED = {
+    1: PolicyAction("drop_tail", {**COMMON, "queue_limit_pkts": 64}),
+    2: DCBT_2_IDLE,
+    3: DCBT_3_IDLE,
+    4: PolicyAction("red", {**RED_PARAMS, "policy_epoch": EPOCH[4]}),
+    # round(2.9 * 65536) = 190054, round(0.6 * 65536) = 39322
+    5: PolicyAction("cbt_red_all", {**RED_PARAMS, "policy_epoch": EPOCH[5],
+                                    "tagged_th_scaled": 190054, "untagged_th_scaled": 39322}),
+}
+
+
+class FakeDriver:
+    """Records every call; serves flow reports and counter values from lists."""
+
+    def __init__(self, reports: Iterable[list[FlowReport]] = (),
+                 counters: Mapping[str, Mapping[int, CounterValue]] | None = None,
+                 reports_end: bool = True) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+        self.reports = list(reports)
+        self.reports_end = reports_end
+        self.counters = counters or {}
+
+    async def clear(self) -> None:
+        self.calls.append(("clear",))
+
+    async def install_classifier(self, tagged_dscp: Iterable[int]) -> None:
+        self.calls.append(("install_classifier", tuple(tagged_dscp)))
+
+    async def install_route(self, prefix: str, port: int, src_mac: str, next_hop_mac: str) -> None:
+        self.calls.append(("install_route", prefix, port, src_mac, next_hop_mac))
+
+    async def next_policy_epoch(self, port: int) -> int:
+        self.calls.append(("next_policy_epoch", port))
+        return EPOCH[port]
+
+    async def write_port_policy(self, port: int, action: PolicyAction) -> None:
+        self.calls.append(("write_port_policy", port, action))
+
+    async def enable_flow_reports(self) -> None:
+        self.calls.append(("enable_flow_reports",))
+
+    async def flow_reports(self) -> AsyncIterator[list[FlowReport]]:
+        for reports in self.reports:
+            yield reports
+        if not self.reports_end:
+            await asyncio.Event().wait()
+
+    async def read_counter_indexes(
+            self, wanted: Mapping[str, Iterable[int]]) -> dict[str, dict[int, CounterValue]]:
+        wanted = {name: list(indexes) for name, indexes in wanted.items()}
+        self.calls.append(("read_counter_indexes", wanted))
+        return {name: {i: v for i, v in self.counters.get(name, {}).items() if i in indexes}
+                for name, indexes in wanted.items()}
+
+    def writes(self) -> list[tuple[int, PolicyAction]]:
+        return [(c[1], c[2]) for c in self.calls if c[0] == "write_port_policy"]
+
+
+class Clock:
+    def __init__(self, now_ms: float = 0.0) -> None:
+        self.now_ms = now_ms
+
+    def __call__(self) -> float:
+        return self.now_ms
+
+
+def config() -> Config:
+    return parse_config(CONFIG)
+
+
+def make(driver: FakeDriver, clock: Clock | None = None, **kwargs: Any) -> SwitchController:
+    cfg = config()
+    return SwitchController(cfg, cfg.switches["s1"], driver,  # type: ignore[arg-type]
+                            clock_ms=clock or Clock(), **kwargs)
+
+
+def report(port: int, class_id: int, n: int) -> FlowReport:
+    return FlowReport(egress_port=port, class_id=class_id, flow_key=(n, 2, 17, 1000 + n, 5004))
+
+
+async def installed(driver: FakeDriver, clock: Clock | None = None,
+                    **kwargs: Any) -> SwitchController:
+    controller = make(driver, clock, **kwargs)
+    await controller.install()
+    del driver.calls[:]
+    return controller
+
+
+# ------------------------------------------------------------------ install
+def test_install_clears_then_writes_classifier_routes_policies_and_enables_reports() -> None:
+    driver = FakeDriver()
+    controller = make(driver)
+    run_async(controller.install())
+    assert driver.calls == [
+        ("clear",),
+        ("install_classifier", (46, 34)),
+        ("install_route", "10.0.1.0/24", 1, "02:00:00:00:00:01", "02:00:00:01:00:01"),
+        ("install_route", "10.0.2.0/24", 2, "02:00:00:00:00:02", "02:00:00:02:00:01"),
+        *[call for port in (1, 2, 3, 4, 5)
+          for call in (("next_policy_epoch", port), ("write_port_policy", port, INSTALLED[port]))],
+        ("enable_flow_reports",),
+    ]
+    assert controller.pushed == INSTALLED
+    assert controller.epochs == {p: EPOCH[p] for p in (1, 2, 3, 4, 5)}
+
+
+def test_install_stops_at_the_first_failed_write() -> None:
+    class FailingDriver(FakeDriver):
+        async def write_port_policy(self, port: int, action: PolicyAction) -> None:
+            await super().write_port_policy(port, action)
+            if port == 2:
+                raise RuntimeError("switch refused")
+
+    driver = FailingDriver()
+    controller = make(driver)
+    with pytest.raises(RuntimeError, match="switch refused"):
+        run_async(controller.install())
+    assert [w[0] for w in driver.writes()] == [1, 2]
+    assert ("enable_flow_reports",) not in driver.calls
+    assert controller.pushed == {1: INSTALLED[1]}       # only what the switch accepted
+
+
+# ------------------------------------------------------------ share updates
+async def _observe(controller: SwitchController, driver: FakeDriver,
+                   reports: list[list[FlowReport]]) -> None:
+    driver.reports = reports
+    await controller.receive_flow_reports()
+
+
+def test_update_shares_without_flows_pushes_nothing() -> None:
+    async def body() -> None:
+        driver = FakeDriver()
+        controller = await installed(driver)
+        assert await controller.update_shares() == []
+        assert driver.calls == []
+    run_async(body())
+
+
+def test_update_shares_pushes_only_the_dcbt_port_whose_shares_changed() -> None:
+    async def body() -> None:
+        driver = FakeDriver()
+        clock = Clock(1000.0)
+        controller = await installed(driver, clock)
+        # Port 2 (D-CBT): 1 TCP, 1 tagged, 2 untagged. Port 4 (RED), 5 (CBT): flows
+        # that change nothing. Port 3 (D-CBT): none.
+        await _observe(controller, driver, [
+            [report(2, TCP, 1), report(2, TAGGED, 2)],
+            [report(2, UNTAGGED, 3), report(2, UNTAGGED, 4), report(4, UNTAGGED, 5),
+             report(5, TAGGED, 6)],
+        ])
+        assert await controller.update_shares() == [2]
+        # shares 1/4, 2/4: tagged round(0.25 * 65536) = 16384; untagged 0.5 * 6 = 3 pkts.
+        # The policy epoch stays: a share update must not reset the averages.
+        expected = DCBT_2_IDLE.with_params(tagged_share_q16=16384, untagged_th_scaled=3 << 16)
+        assert driver.writes() == [(2, expected)]
+        assert controller.pushed[2] == expected
+        assert await controller.update_shares() == []      # nothing changed since
+        assert len(driver.writes()) == 1
+    run_async(body())
+
+
+def test_flows_expire_after_the_expiry_interval_and_the_shares_return() -> None:
+    async def body() -> None:
+        driver = FakeDriver()
+        clock = Clock(1000.0)
+        controller = await installed(driver, clock)
+        await _observe(controller, driver, [[report(3, TAGGED, 1), report(3, UNTAGGED, 2)]])
+        assert await controller.update_shares() == [3]
+        # shares 1/2, 1/2: tagged 32768; untagged 0.5 * 14 = 7 pkts
+        assert driver.writes()[-1] == (3, DCBT_3_IDLE.with_params(
+            tagged_share_q16=32768, untagged_th_scaled=7 << 16))
+        clock.now_ms = 1300.0          # exactly 300 ms old: still active (dcbt §3.1)
+        assert await controller.update_shares() == []
+        clock.now_ms = 1300.5
+        assert await controller.update_shares() == [3]
+        assert driver.writes()[-1] == (3, DCBT_3_IDLE)
+        assert len(controller.flows) == 0
+    run_async(body())
+
+
+def test_a_report_refreshes_a_flow() -> None:
+    async def body() -> None:
+        driver = FakeDriver()
+        clock = Clock(1000.0)
+        controller = await installed(driver, clock)
+        await _observe(controller, driver, [[report(2, TAGGED, 1)]])
+        assert await controller.update_shares() == [2]
+        clock.now_ms = 1250.0
+        await _observe(controller, driver, [[report(2, TAGGED, 1)]])
+        clock.now_ms = 1500.0          # 500 ms after the first report, 250 after the second
+        assert await controller.update_shares() == []
+        assert controller.flows.counts(2) == {TCP: 0, TAGGED: 1, UNTAGGED: 0}
+    run_async(body())
+
+
+# ------------------------------------------------------------------- stats
+COUNTERS = {
+    # port 2, TCP: class index 2 * 4 + 0 = 8; RED_EARLY (1) drop index 8 * 4 + 1 = 33
+    "queue_arrivals": {8: CounterValue(10, 15000)},
+    "queue_admits": {8: CounterValue(9, 13500)},
+    "queue_departures": {8: CounterValue(7, 10500)},
+    "queue_drops": {33: CounterValue(1, 1500)},
+}
+
+
+def _zero() -> dict[str, int]:
+    return {"packets": 0, "bytes": 0}
+
+
+def test_sample_stats_reads_every_port_in_one_request_and_has_this_shape() -> None:
+    async def body() -> None:
+        driver = FakeDriver(counters=COUNTERS)
+        controller = await installed(driver, Clock(0.0))
+        await _observe(controller, driver, [[report(2, TCP, 1), report(2, UNTAGGED, 2)]])
+        await controller.update_shares()
+        del driver.calls[:]
+        before_ns = time.time_ns()
+        sample = await controller.sample_stats()
+        after_ns = time.time_ns()
+        return driver, sample, before_ns, after_ns
+
+    driver, sample, before_ns, after_ns = run_async(body())
+    # ports 1..5 x classes 0..2: class index port * 4 + class; drops class index * 4 + reason
+    per_class = [p * 4 + c for p in (1, 2, 3, 4, 5) for c in (0, 1, 2)]
+    drops = [*range(16, 28), *range(32, 44), *range(48, 60), *range(64, 76), *range(80, 92)]
+    assert driver.calls == [("read_counter_indexes", {
+        "queue_arrivals": per_class, "queue_admits": per_class,
+        "queue_departures": per_class, "queue_drops": drops})]
+
+    assert before_ns <= sample["t_ns"] <= after_ns
+    assert sample["switch"] == "s1"
+    rows = sample["readings"]
+    assert [(r["port"], r["class"]) for r in rows] == [
+        (p, c) for p in (1, 2, 3, 4, 5) for c in ("TCP", "TAGGED", "UNTAGGED")]
+    reasons = ("QUEUE_LIMIT", "RED_EARLY", "RED_FORCED", "CLASS_THRESHOLD")
+    assert rows[3] == {
+        "port": 2, "class": "TCP",
+        "arrivals": {"packets": 10, "bytes": 15000},
+        "admits": {"packets": 9, "bytes": 13500},
+        "departures": {"packets": 7, "bytes": 10500},
+        "drops": {**{r: _zero() for r in reasons}, "RED_EARLY": {"packets": 1, "bytes": 1500}},
+    }
+    assert rows[0] == {"port": 1, "class": "TCP", "arrivals": _zero(), "admits": _zero(),
+                       "departures": _zero(), "drops": {r: _zero() for r in reasons}}
+    idle = {"TCP": 0, "TAGGED": 0, "UNTAGGED": 0}
+    assert sample["active_flows"] == {"1": idle, "2": {"TCP": 1, "TAGGED": 0, "UNTAGGED": 1},
+                                      "3": idle, "4": idle, "5": idle}
+    # shares 1/2 TCP, 0 tagged, 1/2 untagged: tagged 0; untagged 0.5 * 6 = 3 pkts
+    assert sample["policies"] == {
+        "1": {"algorithm": "DROP_TAIL"},
+        "2": {"algorithm": "DCBT", "tagged_share_q16": 0, "untagged_th_scaled": 3 << 16},
+        "3": {"algorithm": "DCBT", "tagged_share_q16": 65536, "untagged_th_scaled": 14 << 16},
+        "4": {"algorithm": "RED"},
+        "5": {"algorithm": "CBT_RED_ALL", "tagged_th_scaled": 190054,
+              "untagged_th_scaled": 39322},
+    }
+
+
+def test_jsonl_sink_writes_one_json_line_per_sample() -> None:
+    driver = FakeDriver(counters=COUNTERS)
+
+    async def body() -> dict[str, Any]:
+        controller = await installed(driver)
+        return await controller.sample_stats()
+
+    sample = run_async(body())
+    out = io.StringIO()
+    sink = jsonl_sink(out)
+    sink(sample)
+    sink({"t_ns": 1})
+    lines = out.getvalue().split("\n")
+    assert lines[2] == "" and len(lines) == 3
+    assert json.loads(lines[0]) == sample
+    assert json.loads(lines[1]) == {"t_ns": 1}
+
+
+# ---------------------------------------------------------------------- run
+def test_run_updates_shares_and_samples_stats_until_cancelled() -> None:
+    samples: list[dict[str, Any]] = []
+
+    async def body() -> FakeDriver:
+        driver = FakeDriver(reports=[[report(2, TAGGED, 1)]], reports_end=False)
+        controller = await installed(driver, Clock(0.0), stats_sink=samples.append,
+                                     stats_interval_ms=5)
+        task = asyncio.create_task(controller.run())
+        while len(samples) < 3 or not driver.writes():
+            await asyncio.sleep(0.005)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return driver
+
+    driver = run_async(body())
+    # only tagged flows: tagged share 1 (65536), untagged share 0 -> threshold 0
+    assert driver.writes() == [(2, DCBT_2_IDLE.with_params(untagged_th_scaled=0))]
+    assert all(s["switch"] == "s1" and len(s["readings"]) == 15 for s in samples)
+
+
+def test_run_fails_when_the_flow_report_stream_ends() -> None:
+    async def body() -> None:
+        controller = await installed(FakeDriver(reports=[], reports_end=True))
+        await controller.run()
+
+    with pytest.raises(RuntimeError, match="s1: background task ended"):
+        run_async(body())
+
+
+def test_run_fails_with_the_flow_report_error() -> None:
+    class BrokenReports(FakeDriver):
+        async def flow_reports(self) -> AsyncIterator[list[FlowReport]]:
+            yield [report(2, 7, 1)]          # class 7 is no traffic class
+
+    async def body() -> None:
+        controller = await installed(BrokenReports())
+        await controller.run()
+
+    with pytest.raises(ValueError, match="class_id 7"):
+        run_async(body())

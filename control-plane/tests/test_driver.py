@@ -1,0 +1,359 @@
+"""driver: SwitchDriver over real gRPC against the fake P4Runtime switch
+(fake_p4rt.py), with the compiled P4Info. Entries are checked as the switch
+decodes them from the wire, with values worked out by hand."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import types
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.protobuf import text_format
+
+from fake_p4rt import FakeP4RuntimeServer, WrittenEntry, WrittenUpdate, closed_port, \
+    ipv4_int, load_p4info, mac_int, run_async
+from mmaqm import driver as driver_module
+from mmaqm.driver import CounterValue, FlowReport, SwitchDriver, wait_for_grpc
+from mmaqm.encoding import PolicyAction
+
+DROP_TAIL = PolicyAction("drop_tail", {"queue_limit_pkts": 64, "flow_epoch_shift": 17})
+RED = PolicyAction("red", {"queue_limit_pkts": 60, "flow_epoch_shift": 17,
+                           "policy_epoch": 4242, "ewma_shift": 9, "min_th_scaled": 5 << 16,
+                           "max_th_scaled": 15 << 16, "red_slope_q24": 167772})
+DCBT = PolicyAction("dcbt", {**RED.params, "tagged_share_q16": 16384,
+                             "untagged_th_scaled": 3 << 16})
+
+
+@contextlib.asynccontextmanager
+async def connected(p4info: Path, device_config: Path, server: FakeP4RuntimeServer | None = None,
+                    **driver_kwargs: Any) -> AsyncIterator[tuple[FakeP4RuntimeServer,
+                                                                 SwitchDriver]]:
+    server = server or FakeP4RuntimeServer()
+    async with server.run():
+        async with SwitchDriver("s1", server.address, p4info=p4info, bmv2_json=device_config,
+                                **driver_kwargs) as d:
+            yield server, d
+
+
+def policy_entry(port: int, action: PolicyAction) -> WrittenEntry:
+    return WrittenEntry("port_policy", {"port": port}, action.name, dict(action.params))
+
+
+# ---------------------------------------------------------------- connect
+def test_connect_becomes_primary_and_pushes_the_pipeline_once(
+        p4info_path: Path, device_config: Path) -> None:
+    async def body() -> None:
+        server = FakeP4RuntimeServer(device_id=3)
+        async with connected(p4info_path, device_config, server, device_id=3, election_id=12):
+            pass
+        assert [(a.device_id, a.election_id.low) for a in server.arbitrations] == [(3, 12)]
+        assert server.primary_election_id == 12
+        assert len(server.pipeline_pushes) == 1
+        config = server.pipeline_pushes[0].config
+        assert config.p4_device_config == device_config.read_bytes()
+        assert config.p4info == load_p4info(p4info_path)
+        # Same program (cookie) on the next connection: no second push.
+        async with connected(p4info_path, device_config, server, device_id=3):
+            pass
+        assert len(server.pipeline_pushes) == 1
+    run_async(body())
+
+
+def test_connect_fails_when_another_controller_is_primary(
+        p4info_path: Path, device_config: Path) -> None:
+    async def body() -> None:
+        server = FakeP4RuntimeServer(other_primary_election_id=100)
+        with pytest.raises(RuntimeError, match="s1: another controller is primary"):
+            async with connected(p4info_path, device_config, server, election_id=10):
+                pass
+        assert server.pipeline_pushes == [] and server.write_requests == []
+    run_async(body())
+
+
+def test_connect_refuses_a_p4info_without_an_algorithm_action(
+        p4info_path: Path, device_config: Path, tmp_path: Path) -> None:
+    info = load_p4info(p4info_path)
+    dcbt_id = next(a.preamble.id for a in info.actions if a.preamble.alias == "dcbt")
+    table = next(t for t in info.tables if t.preamble.alias == "port_policy")
+    refs = [r for r in table.action_refs if r.id != dcbt_id]
+    del table.action_refs[:]
+    table.action_refs.extend(refs)
+    old = tmp_path / "old.p4info.txtpb"
+    old.write_text(text_format.MessageToString(info))
+
+    async def body() -> None:
+        server = FakeP4RuntimeServer()
+        with pytest.raises(RuntimeError, match=r"port_policy lacks the actions \['dcbt'\]"):
+            async with connected(old, device_config, server):
+                pass
+        assert server.arbitrations == []          # refused before connecting
+    run_async(body())
+
+
+def test_missing_build_files_are_named(p4info_path: Path, tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="main.json not found: run 'make build'"):
+        SwitchDriver("s1", "127.0.0.1:1", p4info=p4info_path, bmv2_json=tmp_path / "main.json")
+    # without a pipeline push only the P4Info is needed
+    SwitchDriver("s1", "127.0.0.1:1", p4info=p4info_path, bmv2_json=tmp_path / "main.json",
+                 push_pipeline=False)
+
+
+# ----------------------------------------------------------- table writes
+def test_install_classifier_writes_tcp_then_each_tagged_dscp_in_one_request(
+        p4info_path: Path, device_config: Path) -> None:
+    async def body() -> FakeP4RuntimeServer:
+        async with connected(p4info_path, device_config) as (server, d):
+            await d.install_classifier([46, 34])
+        return server
+
+    server = run_async(body())
+    assert len(server.write_requests) == 1
+    # ternary (value, mask): ip_proto 8 bits, dscp 6 bits; TCP ignores the DSCP
+    assert server.table_entries("classifier") == [
+        WrittenEntry("classifier", {"ip_proto": (6, 0xFF)}, "set_class", {"class_id": 0}, 100),
+        WrittenEntry("classifier", {"ip_proto": (17, 0xFF), "dscp": (46, 0x3F)}, "set_class",
+                     {"class_id": 1}, 50),
+        WrittenEntry("classifier", {"ip_proto": (17, 0xFF), "dscp": (34, 0x3F)}, "set_class",
+                     {"class_id": 1}, 50),
+    ]
+
+
+def test_install_route_writes_one_lpm_entry(p4info_path: Path, device_config: Path) -> None:
+    async def body() -> FakeP4RuntimeServer:
+        async with connected(p4info_path, device_config) as (server, d):
+            await d.install_route("10.0.2.0/24", 2, "02:00:00:00:00:02", "02:00:00:02:00:01")
+            await d.install_route("0.0.0.0/0", 63, "02:00:00:00:00:3f", "02:00:00:3f:00:01")
+        return server
+
+    server = run_async(body())
+    assert server.table_entries("ipv4_lpm") == [
+        WrittenEntry("ipv4_lpm", {"ipv4_dst": (ipv4_int("10.0.2.0"), 24)}, "route",
+                     {"port": 2, "src_mac": mac_int("02:00:00:00:00:02"),
+                      "dst_mac": mac_int("02:00:00:02:00:01")}),
+        # P4Runtime: a /0 LPM key is a wildcard, no match field at all
+        WrittenEntry("ipv4_lpm", {}, "route",
+                     {"port": 63, "src_mac": mac_int("02:00:00:00:00:3f"),
+                      "dst_mac": mac_int("02:00:00:3f:00:01")}),
+    ]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda d: d.install_classifier([46, 64]), "DSCP 64 outside 0..63"),
+    (lambda d: d.install_route("10.0.2.0/24", 64, "02:00:00:00:00:02", "02:00:00:02:00:01"),
+     "port 64 outside 0..63"),
+    (lambda d: d.install_route("10.0.2.1/24", 2, "02:00:00:00:00:02", "02:00:00:02:00:01"),
+     "has host bits set"),
+    (lambda d: d.write_port_policy(64, DROP_TAIL), "port 64 outside 0..63"),
+    (lambda d: d.write_port_policy(2, PolicyAction("set_port_policy", {})),
+     "port_policy: the P4Info has no action 'set_port_policy'"),
+    (lambda d: d.write_port_policy(2, PolicyAction("set_class", {"class_id": 0})),
+     "port_policy: the P4Info has no action 'set_class'"),
+    (lambda d: d.write_port_policy(2, PolicyAction("drop_tail", {"queue_limit_pkts": 64})),
+     r"drop_tail: parameters \['queue_limit_pkts'\] differ from the P4Info's "
+     r"\['flow_epoch_shift', 'queue_limit_pkts'\]"),
+    (lambda d: d.write_port_policy(2, DROP_TAIL.with_params(queue_limit_pkts=2**32)),
+     r"drop_tail.queue_limit_pkts must be an int in 0..2\^32-1, got 4294967296"),
+    (lambda d: d.write_port_policy(2, DROP_TAIL.with_params(flow_epoch_shift=256)),
+     r"drop_tail.flow_epoch_shift must be an int in 0..2\^8-1, got 256"),
+    (lambda d: d.write_port_policy(2, DROP_TAIL.with_params(flow_epoch_shift=-1)),
+     r"drop_tail.flow_epoch_shift must be an int in 0..2\^8-1, got -1"),
+    (lambda d: d.write_port_policy(2, DROP_TAIL.with_params(flow_epoch_shift=True)),
+     r"got True"),
+    (lambda d: d.write_port_policy(2, RED.with_params(policy_epoch=1.0)), r"got 1.0"),
+])
+def test_bad_writes_raise_and_send_nothing(p4info_path: Path, device_config: Path,
+                                           call: Any, message: str) -> None:
+    async def body() -> FakeP4RuntimeServer:
+        async with connected(p4info_path, device_config) as (server, d):
+            with pytest.raises(ValueError, match=message):
+                await call(d)
+        return server
+
+    server = run_async(body())
+    assert server.write_requests == [] and server.entries == {}
+
+
+def test_write_port_policy_inserts_then_modifies_and_reads_back(
+        p4info_path: Path, device_config: Path) -> None:
+    async def body() -> tuple[FakeP4RuntimeServer, list[Any]]:
+        async with connected(p4info_path, device_config) as (server, d):
+            read = [await d.read_port_policy(2)]
+            await d.write_port_policy(2, RED)
+            read.append(await d.read_port_policy(2))
+            await d.write_port_policy(2, DCBT)         # another algorithm: same entry
+            await d.write_port_policy(3, DROP_TAIL)
+            read += [await d.read_port_policy(2), await d.read_port_policy(3),
+                     await d.read_port_policy(4)]
+        return server, read
+
+    server, read = run_async(body())
+    assert read == [None, RED, DCBT, DROP_TAIL, None]
+    assert server.written_updates() == [
+        WrittenUpdate("INSERT", policy_entry(2, RED)),
+        WrittenUpdate("MODIFY", policy_entry(2, DCBT)),
+        WrittenUpdate("INSERT", policy_entry(3, DROP_TAIL)),
+    ]
+    assert server.table_entries("port_policy") == [policy_entry(2, DCBT),
+                                                   policy_entry(3, DROP_TAIL)]
+
+
+def test_next_policy_epoch_is_the_clock_but_never_the_installed_one(
+        p4info_path: Path, device_config: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # wall clock 2^32 + 4242 ms: the epoch is the milliseconds mod 2^32
+    fake_time = types.SimpleNamespace(time_ns=lambda: (2**32 + 4242) * 1_000_000)
+    monkeypatch.setattr(driver_module, "time", fake_time)
+
+    async def body() -> list[int]:
+        async with connected(p4info_path, device_config) as (_, d):
+            epochs = [await d.next_policy_epoch(2)]                 # no entry
+            await d.write_port_policy(2, RED)                       # policy_epoch 4242
+            await d.write_port_policy(3, DROP_TAIL)                 # no policy_epoch
+            epochs += [await d.next_policy_epoch(2), await d.next_policy_epoch(3)]
+        return epochs
+
+    assert run_async(body()) == [4242, 4243, 4242]
+
+
+def test_clear_deletes_every_entry_and_the_digest_config(
+        p4info_path: Path, device_config: Path) -> None:
+    async def body() -> FakeP4RuntimeServer:
+        async with connected(p4info_path, device_config) as (server, d):
+            await d.install_classifier([46])
+            await d.install_route("10.0.2.0/24", 2, "02:00:00:00:00:02", "02:00:00:02:00:01")
+            await d.write_port_policy(2, RED)
+            await d.enable_flow_reports()
+            await d.clear()
+            assert await d.read_port_policy(2) is None
+            await d.clear()                       # clearing an empty switch is fine
+        return server
+
+    server = run_async(body())
+    assert server.entries == {} and server.digest_configs == {}
+    assert len(server.pipeline_pushes) == 1
+
+
+# --------------------------------------------------------------- counters
+def test_read_counters_reads_every_index_of_several_counters_in_one_request(
+        p4info_path: Path, device_config: Path) -> None:
+    async def body() -> tuple[FakeP4RuntimeServer, Any]:
+        async with connected(p4info_path, device_config) as (server, d):
+            server.counters = {"queue_arrivals": {8: (10, 15000), 255: (1, 64)},
+                               "queue_drops": {33: (1, 1500)}}
+            del server.read_requests[:]
+            values = await d.read_counters(["queue_arrivals", "queue_drops"])
+        return server, values
+
+    server, values = run_async(body())
+    assert len(server.read_requests) == 1
+    assert len(server.read_requests[0].entities) == 2
+    # 64 ports x 4 class slots; x 4 drop reasons; unset indexes read 0
+    assert sorted(values) == ["queue_arrivals", "queue_drops"]
+    assert sorted(values["queue_arrivals"]) == list(range(256))
+    assert sorted(values["queue_drops"]) == list(range(1024))
+    assert values["queue_arrivals"][8] == CounterValue(10, 15000)
+    assert values["queue_arrivals"][255] == CounterValue(1, 64)
+    assert values["queue_arrivals"][9] == CounterValue(0, 0)
+    assert values["queue_drops"][33] == CounterValue(1, 1500)
+
+
+def test_read_counter_indexes_reads_only_the_wanted_indexes_in_one_request(
+        p4info_path: Path, device_config: Path) -> None:
+    async def body() -> tuple[FakeP4RuntimeServer, list[Any]]:
+        async with connected(p4info_path, device_config) as (server, d):
+            server.counters = {"queue_arrivals": {8: (10, 15000), 9: (2, 300)},
+                               "ingress_discards": {13: (4, 240)}}
+            del server.read_requests[:]
+            values = [await d.read_counter_indexes({"queue_arrivals": [8, 10],
+                                                    "ingress_discards": [13]}),
+                      await d.read_counter_indexes({"queue_admits": []}),
+                      await d.read_counter_indexes({})]
+        return server, values
+
+    server, values = run_async(body())
+    assert values == [
+        {"queue_arrivals": {8: CounterValue(10, 15000), 10: CounterValue(0, 0)},
+         "ingress_discards": {13: CounterValue(4, 240)}},
+        {"queue_admits": {}},
+        {},
+    ]
+    assert len(server.read_requests) == 1            # nothing wanted: no request
+    assert [e.counter_entry.index.index for e in server.read_requests[0].entities] == [8, 10, 13]
+
+
+# ---------------------------------------------------------------- digests
+FLOW_A = {"egress_port": 2, "class_id": 1, "src_addr": ipv4_int("10.0.1.10"),
+          "dst_addr": ipv4_int("10.0.2.10"), "protocol": 17, "src_port": 5004,
+          "dst_port": 5006}
+FLOW_B = {**FLOW_A, "egress_port": 511, "class_id": 0, "protocol": 6, "src_port": 65535}  # 9-bit port
+
+
+def test_enable_flow_reports_configures_the_digest_once(
+        p4info_path: Path, device_config: Path) -> None:
+    async def body() -> FakeP4RuntimeServer:
+        async with connected(p4info_path, device_config) as (server, d):
+            await d.enable_flow_reports(max_list_size=16, max_timeout_ms=5)
+            await d.enable_flow_reports()           # already enabled: warned, not raised
+        return server
+
+    server = run_async(body())
+    [config] = [c.config for c in server.digest_configs.values()]
+    assert (config.max_list_size, config.max_timeout_ns, config.ack_timeout_ns) == (
+        16, 5_000_000, 1_000_000_000)
+    assert [u.type for u in server.written_updates()] == ["INSERT", "INSERT"]
+
+
+def test_flow_reports_decode_each_digest_list_and_ack_it(
+        p4info_path: Path, device_config: Path) -> None:
+    async def body() -> tuple[FakeP4RuntimeServer, list[list[FlowReport]]]:
+        async with connected(p4info_path, device_config) as (server, d):
+            await d.enable_flow_reports()
+            received: list[list[FlowReport]] = []
+            reports = d.flow_reports()
+            next_list = asyncio.ensure_future(anext(reports))
+            await asyncio.sleep(0.05)        # the driver's digest queue is open
+            server.send_digest("flow_digest_t", [FLOW_A, FLOW_B], list_id=7)
+            server.send_digest("flow_digest_t", [FLOW_A], list_id=8)
+            received.append(await next_list)
+            received.append(await anext(reports))
+            while len(server.digest_acks) < 2:
+                await asyncio.sleep(0.01)
+            await reports.aclose()
+        return server, received
+
+    server, received = run_async(body())
+    a = FlowReport(egress_port=2, class_id=1, flow_key=(
+        ipv4_int("10.0.1.10"), ipv4_int("10.0.2.10"), 17, 5004, 5006))
+    b = FlowReport(egress_port=511, class_id=0, flow_key=(
+        ipv4_int("10.0.1.10"), ipv4_int("10.0.2.10"), 6, 65535, 5006))
+    assert received == [[a, b], [a]]
+    digest_id = next(iter(server.digest_configs))
+    assert server.digest_acks == [(digest_id, 7), (digest_id, 8)]
+
+
+# --------------------------------------------------------------- waiting
+def test_wait_for_grpc_returns_once_the_server_listens() -> None:
+    async def body() -> float:
+        server = FakeP4RuntimeServer()
+        async with server.run():
+            started = time.monotonic()
+            await wait_for_grpc(server.address, timeout_s=2)
+            return time.monotonic() - started
+
+    assert run_async(body()) < 1
+
+
+def test_wait_for_grpc_times_out_on_a_closed_port() -> None:
+    address = f"127.0.0.1:{closed_port()}"
+
+    async def body() -> float:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError, match=f"no P4Runtime server at {address} after 0.3 s"):
+            await wait_for_grpc(address, timeout_s=0.3)
+        return time.monotonic() - started
+
+    assert 0.3 <= run_async(body()) < 1.5
