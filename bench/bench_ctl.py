@@ -65,7 +65,8 @@ async def _install_aqm(args: argparse.Namespace) -> dict:
     async with SwitchDriver(sw.name, sw.p4runtime_addr, device_id=sw.device_id) as driver:
         controller = SwitchController(cfg, sw, driver)
         await controller.install()
-        pushed = {str(port): params for port, params in controller.pushed.items()}
+        pushed = {str(port): {"action": action.name, "params": dict(action.params)}
+                  for port, action in controller.pushed.items()}
     return {"install_s": round(time.monotonic() - started, 3), "port_policy_params": pushed}
 
 

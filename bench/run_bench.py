@@ -19,8 +19,9 @@ delivered frame at once (no socket, no ICMP back into the switch).
 Every variant gets a freshly started switch; rounds are interleaved
 (round-robin, rotated each round) so that drift affects all variants alike.
 The namespace, veths and every process are removed on exit, on failure and
-on Ctrl-C; leftovers of a killed run (namespaces named mmb-*) are removed
-first. Needs root.
+on Ctrl-C, SIGTERM or SIGHUP; leftovers of a killed run (namespaces named
+mmb-*) are removed first. All of that is topologies/mmaqm_exp/lab.py, the
+project's one namespace lifecycle. Needs root.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ import json
 import os
 import platform
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -49,13 +49,16 @@ MIN_P4INFO = BUILD / "minimal_ipv4.p4info.txtpb"
 UDPGEN_C = BENCH / "udpgen.c"
 UDPGEN = BUILD / "udpgen"
 
-PREFIX = "mmb-"
-NETNS = PREFIX + "bench"
-GRPC_ADDR = "127.0.0.1:9559"
+PREFIX = "mmb"
+NETNS = PREFIX + "-bench"
+GRPC_PORT = 9559
+GRPC_ADDR = f"127.0.0.1:{GRPC_PORT}"
 THRIFT_PORT = 9090
 DEVICE_ID = 1
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-sys.path.insert(0, str(REPO / "control-plane"))   # mmaqm, also without the editable install
+# mmaqm and mmaqm_exp, also without the editable installs
+sys.path[:0] = [str(REPO / "control-plane"), str(REPO / "topologies")]
+from mmaqm_exp import lab  # noqa: E402
 
 # Port 1 faces the sender, port 2 the receiver.
 ROUTER_MAC = {1: "02:00:00:00:00:01", 2: "02:00:00:00:00:02"}
@@ -72,7 +75,9 @@ BASELINE = "minimal_ipv4"
 QUEUE_LIMIT_PKTS = 1000
 MIN_TH_PKTS, MAX_TH_PKTS = 900, 1000
 CLASS_TH_PKTS = 1000
-TM_QUEUE_DEPTH_PKTS = 1024   # > queue limit: the traffic manager never drops first (DESIGN §1)
+# BMv2 traffic-manager depth on both ports (bmv2_tm, not the controller config):
+# > queue limit, so the traffic manager never drops first (docs/design.md §1.3)
+TM_QUEUE_DEPTH_PKTS = 1024
 
 
 def log(msg: str) -> None:
@@ -80,15 +85,12 @@ def log(msg: str) -> None:
 
 
 def sh(argv: list[str], check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
+    """argv in this (the root) namespace: build steps, udpgen --dump-frame."""
     r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     if check and r.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed ({r.returncode}): "
                            f"{(r.stderr or r.stdout).strip()}")
     return r
-
-
-def in_ns(*argv: str) -> list[str]:
-    return ["ip", "netns", "exec", NETNS, *argv]
 
 
 # ------------------------------------------------------------ build steps
@@ -114,100 +116,24 @@ def build_tools() -> None:
 
 
 # ------------------------------------------------------------ namespace
-def namespaces() -> list[str]:
-    return [line.split()[0] for line in sh(["ip", "netns", "list"], check=False).stdout.splitlines()
-            if line.strip()]
+def setup_namespace(bed: lab.Lab) -> None:
+    """mmb-bench with sw1 <-> h1 and sw2 <-> h2; every end a raw port (lab.RAW_PORT)."""
+    bed.add_namespace(NETNS)
+    bed.add_veths([(lab.VethEnd(NETNS, f"sw{n}", lab.RAW_PORT),
+                    lab.VethEnd(NETNS, f"h{n}", lab.RAW_PORT, mac=HOST_IF_MAC[n]))
+                   for n in (1, 2)])
 
 
-def remove_namespace(ns: str) -> None:
-    """Kill every process inside ns (by pid), then delete it (which deletes its veths)."""
-    for pid in sh(["ip", "netns", "pids", ns], check=False).stdout.split():
-        try:
-            os.kill(int(pid), signal.SIGKILL)
-        except (ProcessLookupError, ValueError):
-            pass
-    sh(["ip", "netns", "delete", ns], check=False)
-
-
-def remove_leftovers() -> None:
-    for ns in namespaces():
-        if ns.startswith(PREFIX):
-            log(f"removing leftover namespace {ns}")
-            remove_namespace(ns)
-
-
-def setup_namespace() -> None:
-    sh(["ip", "netns", "add", NETNS])
-    sh(in_ns("ip", "link", "set", "lo", "up"))
-    sh(in_ns("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"))
-    sh(in_ns("sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"))
-    for n in (1, 2):
-        sh(in_ns("ip", "link", "add", f"sw{n}", "type", "veth", "peer", "name", f"h{n}"))
-        sh(in_ns("ip", "link", "set", f"h{n}", "address", HOST_IF_MAC[n]))
-        for ifname in (f"sw{n}", f"h{n}"):
-            sh(in_ns("sysctl", "-qw", f"net.ipv6.conf.{ifname}.disable_ipv6=1"))
-            sh(in_ns("ethtool", "-K", ifname, "tx", "off", "rx", "off", "tso", "off", "gso", "off",
-                     "gro", "off"))  # libpcap ring frames sized for 256 KiB packets otherwise
-            sh(in_ns("ip", "link", "set", ifname, "up"))
-
-
-# ------------------------------------------------------------ processes
-class Procs:
-    """Processes this run started, stopped by pid (each leads its own session)."""
-
-    def __init__(self) -> None:
-        self.procs: list[subprocess.Popen] = []
-
-    def start(self, argv: list[str], **kw) -> subprocess.Popen:
-        p = subprocess.Popen(argv, start_new_session=True, **kw)
-        self.procs.append(p)
-        return p
-
-    def stop(self, p: subprocess.Popen, timeout: float = 10) -> None:
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-                p.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-            except ProcessLookupError:
-                pass
-        if p in self.procs:
-            self.procs.remove(p)
-
-    def stop_all(self) -> None:
-        for p in list(self.procs):
-            self.stop(p)
-
-
-def start_switch(procs: Procs, tag: str) -> subprocess.Popen:
+def switch_spec(tag: str) -> lab.SwitchSpec:
     """simple_switch_grpc, same flags for every variant; logging off."""
-    argv = ["simple_switch_grpc", "--device-id", str(DEVICE_ID), "--no-p4",
-            "--thrift-port", str(THRIFT_PORT), "-i", "1@sw1", "-i", "2@sw2",
-            "--", "--grpc-server-addr", GRPC_ADDR]
-    out = open(BUILD / f"bmv2-{tag}.stdout", "wb")
-    try:
-        p = procs.start(in_ns(*argv), stdout=out, stderr=subprocess.STDOUT)
-    finally:
-        out.close()
-    # `ip netns exec` execs the command, so p.pid is simple_switch_grpc itself.
-    for _ in range(50):
-        try:
-            comm = Path(f"/proc/{p.pid}/comm").read_text().strip()
-        except OSError:
-            comm = ""
-        if comm.startswith("simple_switch"):
-            return p
-        if p.poll() is not None:
-            break
-        time.sleep(0.05)
-    raise RuntimeError(f"simple_switch_grpc did not start (see {BUILD / f'bmv2-{tag}.stdout'})")
+    return lab.SwitchSpec({1: "sw1", 2: "sw2"}, device_id=DEVICE_ID, grpc_port=GRPC_PORT,
+                          thrift_port=THRIFT_PORT, out_path=BUILD / f"bmv2-{tag}.stdout")
 
 
-def ctl(*args: str, timeout: float = 90) -> dict:
+def ctl(bed: lab.Lab, *args: str, timeout: float = 90) -> dict:
     """bench/bench_ctl.py inside the namespace; its JSON result."""
-    r = sh(in_ns(sys.executable, str(BENCH / "bench_ctl.py"), *args), check=False, timeout=timeout)
+    r = bed.run(NETNS, [sys.executable, str(BENCH / "bench_ctl.py"), *args], timeout_s=timeout,
+                check=False)
     try:
         result = json.loads(r.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
@@ -219,8 +145,7 @@ def ctl(*args: str, timeout: float = 90) -> dict:
 
 # ------------------------------------------------------------ configuration
 def aqm_config(algorithm: str) -> dict:
-    policy: dict = {"algorithm": algorithm, "queue_limit_pkts": QUEUE_LIMIT_PKTS,
-                    "tm_queue_depth_pkts": TM_QUEUE_DEPTH_PKTS}
+    policy: dict = {"algorithm": algorithm, "queue_limit_pkts": QUEUE_LIMIT_PKTS}
     if algorithm != "DROP_TAIL":
         policy.update(min_th_pkts=MIN_TH_PKTS, max_th_pkts=MAX_TH_PKTS, max_p=0.1)
     if algorithm in ("CBT_RED_ALL", "CBT_RED_TCP_ONLY"):
@@ -270,12 +195,12 @@ def udpgen_argv(rate: float, duration: float, *, watch_pid: int | None = None,
     return argv
 
 
-def run_udpgen(procs: Procs, argv: list[str], duration: float) -> list[dict]:
-    p = procs.start(in_ns(*argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def run_udpgen(bed: lab.Lab, argv: list[str], duration: float) -> list[dict]:
+    p = bed.popen(NETNS, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         out, err = p.communicate(timeout=duration + 30)
     finally:
-        procs.stop(p)
+        bed.stop([p])
     if p.returncode != 0:
         raise RuntimeError(f"udpgen exited {p.returncode}: {err.strip()}")
     return [json.loads(line) for line in out.splitlines() if line.strip()]
@@ -334,9 +259,9 @@ def window_stats(samples: list[dict], warmup: float) -> dict:
     return res
 
 
-def generator_alone(procs: Procs, seconds: float, size: int) -> dict:
+def generator_alone(bed: lab.Lab, seconds: float, size: int) -> dict:
     """udpgen unpaced into h1 with no switch on sw1 (the kernel drops at sw1)."""
-    samples = run_udpgen(procs, udpgen_argv(0, seconds + 1, ifstats=("h1", "sw1"), size=size),
+    samples = run_udpgen(bed, udpgen_argv(0, seconds + 1, ifstats=("h1", "sw1"), size=size),
                          seconds + 1)
     win = [s for s in samples if s["t"] >= 1 - 0.05]
     a, b = win[0], win[-1]
@@ -375,26 +300,26 @@ def wait_quiet(limit_pct: float, max_wait_s: float) -> dict:
 
 # ------------------------------------------------------------ one variant
 class Bench:
-    def __init__(self, args: argparse.Namespace, procs: Procs, configs: dict[str, Path]) -> None:
+    def __init__(self, args: argparse.Namespace, bed: lab.Lab, configs: dict[str, Path]) -> None:
         self.args = args
-        self.procs = procs
+        self.bed = bed
         self.configs = configs
         self.frame_hex = sh(udpgen_argv(1, 1, size=args.size, dump=True)).stdout.strip()
 
     def bring_up(self, variant: str, tag: str) -> tuple[subprocess.Popen, dict]:
-        switch = start_switch(self.procs, tag)
+        [switch] = self.bed.start_switches(NETNS, [switch_spec(tag)])
         t0 = time.monotonic()
         if variant == BASELINE:
             routes = [{"prefix": PREFIXES[n], "port": n, "src_mac": ROUTER_MAC[n],
                        "next_hop_mac": NEXT_HOP_MAC[n]} for n in (1, 2)]
-            info = ctl("push-baseline", "--grpc", GRPC_ADDR, "--p4info", str(MIN_P4INFO),
+            info = ctl(self.bed, "push-baseline", "--grpc", GRPC_ADDR, "--p4info", str(MIN_P4INFO),
                        "--bmv2-json", str(MIN_JSON), "--routes", json.dumps(routes))
         else:
-            info = ctl("install-aqm", "--config", str(self.configs[variant]))
+            info = ctl(self.bed, "install-aqm", "--config", str(self.configs[variant]))
         from mmaqm import bmv2_tm
         for port in (1, 2):   # same traffic-manager depth for every variant
             bmv2_tm.set_queue_depth(THRIFT_PORT, port, TM_QUEUE_DEPTH_PKTS, netns=NETNS)
-        check = ctl("verify", "--tx-if", "h1", "--rx-if", "h2", "--frame-hex", self.frame_hex,
+        check = ctl(self.bed, "verify", "--tx-if", "h1", "--rx-if", "h2", "--frame-hex", self.frame_hex,
                     "--expect", json.dumps({"src_mac": ROUTER_MAC[2], "dst_mac": NEXT_HOP_MAC[2]}))
         info.update(ready_s=round(time.monotonic() - t0, 2), verify=check)
         if switch.poll() is not None:
@@ -409,7 +334,7 @@ class Bench:
         try:
             time.sleep(a.settle)
             info["quiet_gate"] = wait_quiet(a.quiet_pct, a.quiet_wait)
-            samples = run_udpgen(self.procs, udpgen_argv(rate, warmup + duration, watch_pid=switch.pid,
+            samples = run_udpgen(self.bed, udpgen_argv(rate, warmup + duration, watch_pid=switch.pid,
                                                          flows=a.flows, size=a.size),
                                  warmup + duration)
             if switch.poll() is not None:
@@ -418,13 +343,13 @@ class Bench:
             res.update(variant=variant, offered_rate_pps=rate, setup=info, samples=samples)
             if variant != BASELINE:
                 time.sleep(0.5)   # let the queue drain before reading the counters
-                counters = ctl("aqm-counters", "--config", str(self.configs[variant]))
+                counters = ctl(self.bed, "aqm-counters", "--config", str(self.configs[variant]))
                 res["aqm_counters"] = counters
                 res["aqm_drops"] = sum(counters["queue_drops"].values())
                 res["ingress_discards"] = sum(counters["ingress_discards"].values())
             return res
         finally:
-            self.procs.stop(switch)
+            self.bed.stop([switch])
 
     def pilot(self, gen_max_pps: float) -> tuple[float, list[dict]]:
         """Stepped offered rates through the baseline; its highest delivered rate."""
@@ -435,7 +360,7 @@ class Bench:
             while rate <= gen_max_pps:
                 for attempt in range(self.args.retries + 1):
                     wait_quiet(self.args.quiet_pct, self.args.quiet_wait)
-                    samples = run_udpgen(self.procs, udpgen_argv(rate, 4, watch_pid=switch.pid,
+                    samples = run_udpgen(self.bed, udpgen_argv(rate, 4, watch_pid=switch.pid,
                                                                  flows=self.args.flows,
                                                                  size=self.args.size), 4)
                     st = window_stats(samples, 1)
@@ -451,7 +376,7 @@ class Bench:
                     break
                 rate *= 1.5
         finally:
-            self.procs.stop(switch)
+            self.bed.stop([switch])
         return max(s["pps"] for s in steps), steps
 
 
@@ -600,10 +525,9 @@ def main() -> int:
         print("run_bench: needs root (network namespaces, veths, raw sockets); "
               "run 'sudo make bench'", file=sys.stderr)
         return 2
-    missing = [t for t in ("simple_switch_grpc", "simple_switch_CLI", "p4c-bm2-ss", "gcc",
-                           "ip", "ethtool", "sysctl") if shutil.which(t) is None]
-    if missing:
-        print(f"run_bench: not found: {', '.join(missing)} (see README 'Install')", file=sys.stderr)
+    why = lab.missing_prereqs(("simple_switch_grpc", "simple_switch_CLI", "p4c-bm2-ss", "gcc"))
+    if why:
+        print(f"run_bench: {why} (see README 'Install')", file=sys.stderr)
         return 2
     try:
         import finsy  # noqa: F401  (only checked here; used by bench_ctl.py)
@@ -616,77 +540,72 @@ def main() -> int:
             print(f"run_bench: {path} not found; run 'make build'", file=sys.stderr)
             return 2
 
-    procs = Procs()
-
-    def on_signal(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, on_signal)   # SIGINT too: a background shell may have ignored it
+    lab.catch_stop_signals(interrupt=True)   # SIGINT too: a background shell may have ignored it
     started = dt.datetime.now()
     try:
         build_tools()
         configs = write_aqm_configs(args.algorithm_list)
-        remove_leftovers()
-        setup_namespace()
-        bench = Bench(args, procs, configs)
-        machine = machine_info()
-        log(f"machine: {machine['nproc']} CPUs, {machine['cpu_model']}, kernel {machine['kernel']}")
-        log(f"BMv2: {machine['bmv2']}; p4c: {machine['p4c']}")
+        with lab.Lab(PREFIX) as bed:
+            for ns in bed.leftovers_removed:
+                log(f"removed leftover namespace {ns}")
+            setup_namespace(bed)
+            bench = Bench(args, bed, configs)
+            machine = machine_info()
+            log(f"machine: {machine['nproc']} CPUs, {machine['cpu_model']}, "
+                f"kernel {machine['kernel']}")
+            log(f"BMv2: {machine['bmv2']}; p4c: {machine['p4c']}")
 
-        wait_quiet(args.quiet_pct, args.quiet_wait)
-        gen = generator_alone(procs, 3.0, args.size)
-        log(f"generator alone (unpaced, no switch): {gen['pps']:.0f} pps at {gen['cpu_pct']:.0f} % CPU")
+            wait_quiet(args.quiet_pct, args.quiet_wait)
+            gen = generator_alone(bed, 3.0, args.size)
+            log(f"generator alone (unpaced, no switch): {gen['pps']:.0f} pps at "
+                f"{gen['cpu_pct']:.0f} % CPU")
 
-        pilot_steps: list[dict] = []
-        if args.offered_pps:
-            rate = args.offered_pps
-        else:
-            cap, pilot_steps = bench.pilot(gen["pps"])
-            rate = round(args.offer_factor * cap, -2)
-            log(f"pilot: baseline delivered at most {cap:.0f} pps; offering {rate:.0f} pps")
-        if rate > 0.9 * gen["pps"]:
-            log(f"warning: offered rate near what the generator alone can do ({gen['pps']:.0f} pps)")
+            pilot_steps: list[dict] = []
+            if args.offered_pps:
+                rate = args.offered_pps
+            else:
+                cap, pilot_steps = bench.pilot(gen["pps"])
+                rate = round(args.offer_factor * cap, -2)
+                log(f"pilot: baseline delivered at most {cap:.0f} pps; offering {rate:.0f} pps")
+            if rate > 0.9 * gen["pps"]:
+                log(f"warning: offered rate near what the generator alone can do "
+                    f"({gen['pps']:.0f} pps)")
 
-        variants = [BASELINE, *args.algorithm_list]
-        measurements = []
-        for rnd in range(args.reps):
-            order = variants[rnd % len(variants):] + variants[:rnd % len(variants)]
-            for variant in order:
-                tag = f"{variant}-r{rnd}"
-                discarded = []
-                for attempt in range(args.retries + 1):
-                    m = bench.measure(variant, rate, f"{tag}-a{attempt}", warmup=args.warmup,
-                                      duration=args.duration)
-                    other = m["other_cpu_pct"]
-                    if other is None or other <= args.max_other_cpu or attempt == args.retries:
-                        break
-                    log(f"{variant}: other processes used {other:.0f} % CPU during the window "
-                        f"({m['pps']:.0f} pps); repeating")
-                    discarded.append(m)
-                m["round"] = rnd
-                m["disturbed"] = m["other_cpu_pct"] is not None and \
-                    m["other_cpu_pct"] > args.max_other_cpu
-                m["discarded_attempts"] = discarded
-                measurements.append(m)
-                extra = "" if variant == BASELINE else \
-                    f", AQM drops {m['aqm_drops']}, discards {m['ingress_discards']}"
-                log(f"round {rnd + 1}/{args.reps} {variant:17s} {m['pps']:8.0f} pps "
-                    f"(offered {m['offered_pps']:.0f}, "
-                    f"loss {m['loss_pct']:.1f} %), BMv2 CPU {m['bmv2_cpu_pct']:.0f} % "
-                    f"(busiest thread {m['bmv2_busiest_thread_pct']:.0f} %), "
-                    f"gen {m['gen_cpu_pct']:.0f} %, other {m['other_cpu_pct']:.0f} %, "
-                    f"machine {m['machine_busy_pct']:.0f} %{extra}")
-    except KeyboardInterrupt:
-        print("run_bench: interrupted; cleaning up", file=sys.stderr)
-        return 130
-    except (RuntimeError, OSError, subprocess.TimeoutExpired) as err:
+            variants = [BASELINE, *args.algorithm_list]
+            measurements = []
+            for rnd in range(args.reps):
+                order = variants[rnd % len(variants):] + variants[:rnd % len(variants)]
+                for variant in order:
+                    tag = f"{variant}-r{rnd}"
+                    discarded = []
+                    for attempt in range(args.retries + 1):
+                        m = bench.measure(variant, rate, f"{tag}-a{attempt}", warmup=args.warmup,
+                                          duration=args.duration)
+                        other = m["other_cpu_pct"]
+                        if other is None or other <= args.max_other_cpu or attempt == args.retries:
+                            break
+                        log(f"{variant}: other processes used {other:.0f} % CPU during the window "
+                            f"({m['pps']:.0f} pps); repeating")
+                        discarded.append(m)
+                    m["round"] = rnd
+                    m["disturbed"] = m["other_cpu_pct"] is not None and \
+                        m["other_cpu_pct"] > args.max_other_cpu
+                    m["discarded_attempts"] = discarded
+                    measurements.append(m)
+                    extra = "" if variant == BASELINE else \
+                        f", AQM drops {m['aqm_drops']}, discards {m['ingress_discards']}"
+                    log(f"round {rnd + 1}/{args.reps} {variant:17s} {m['pps']:8.0f} pps "
+                        f"(offered {m['offered_pps']:.0f}, "
+                        f"loss {m['loss_pct']:.1f} %), BMv2 CPU {m['bmv2_cpu_pct']:.0f} % "
+                        f"(busiest thread {m['bmv2_busiest_thread_pct']:.0f} %), "
+                        f"gen {m['gen_cpu_pct']:.0f} %, other {m['other_cpu_pct']:.0f} %, "
+                        f"machine {m['machine_busy_pct']:.0f} %{extra}")
+    except lab.StopRequested as stop:
+        print("run_bench: interrupted; cleaned up", file=sys.stderr)
+        return stop.exit_status
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as err:   # LabError too
         print(f"run_bench: {err}", file=sys.stderr)
         return 1
-    finally:
-        procs.stop_all()
-        if NETNS in namespaces():
-            remove_namespace(NETNS)
 
     rows = summarize(measurements, variants)
     stamp = started.strftime("%Y%m%d-%H%M%S")
@@ -704,10 +623,9 @@ def main() -> int:
                    "udp_payload_bytes": args.size - 28, "flows": args.flows, "dscp": 0},
         "aqm_settings": {"queue_limit_pkts": QUEUE_LIMIT_PKTS, "min_th_pkts": MIN_TH_PKTS,
                          "max_th_pkts": MAX_TH_PKTS, "max_p": 0.1,
-                         "class_th_pkts": CLASS_TH_PKTS, "tm_queue_depth_pkts": TM_QUEUE_DEPTH_PKTS},
-        "switch_argv": ["simple_switch_grpc", "--device-id", str(DEVICE_ID), "--no-p4",
-                        "--thrift-port", str(THRIFT_PORT), "-i", "1@sw1", "-i", "2@sw2", "--",
-                        "--grpc-server-addr", GRPC_ADDR],
+                         "class_th_pkts": CLASS_TH_PKTS},
+        "tm_queue_depth_pkts": TM_QUEUE_DEPTH_PKTS,
+        "switch_argv": switch_spec("<tag>").argv(),
         "generator_alone": gen,
         "pilot": pilot_steps,
         "offered_rate_pps": rate,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,11 +26,6 @@ class RandSequence:
         value = self.values[min(self.calls, len(self.values) - 1)]
         self.calls += 1
         return value
-
-
-@pytest.fixture
-def rand_const() -> Callable[[int], RandSequence]:
-    return lambda value: RandSequence([value])
 
 
 # ---- P4Runtime tests (fake_p4rt.py): the compiled P4Info, a device config, a fake switch.

@@ -1,7 +1,7 @@
 /*
  * nfq_delay -- constant propagation delay for Linux without netem.
  *
- * The kernel used by this project has no netem (shared/DESIGN.md section 1),
+ * The kernel used by this project has no netem (docs/design.md §1.5),
  * so a link's propagation delay is added in userspace through NFQUEUE: every
  * packet that the kernel queues to us is held for exactly D and then accepted.
  *
@@ -46,7 +46,7 @@
  * kernel timestamp) the time before the message was read. Those are measured end to end by the test
  * (topologies/tests/test_nfq_delay.py) with ICMP echo.
  *
- * Hooking it up (receive side, as DESIGN.md section 1 recommends: on the
+ * Hooking it up (receive side, as docs/design.md §1.5 recommends: on the
  * sending namespace's OUTPUT chain held packets stay charged to the socket and
  * TCP collapses to ~1.5 Mbit/s; on the receiving namespace's INPUT chain it
  * does not):

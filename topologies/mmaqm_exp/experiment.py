@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -40,9 +39,10 @@ import yaml
 
 from . import analysis, report
 from .cpu import CpuSampler
+from .lab import LabError, StopRequested, catch_stop_signals, stop_processes
 from .network import Network, missing_prereqs
 from .scenario import load_scenario
-from .topology import controller_config, load_topology
+from .topology import controller_config, load_topology, tm_queue_depth_pkts
 from .traffic import run_scenario
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,6 +54,7 @@ DEFAULT_POLICIES = REPO / "topologies" / "policies" / "dcbt-fig7.yaml"
 DEFAULT_ALGORITHMS = ("DROP_TAIL", "RED", "CBT_RED_ALL", "DCBT")
 STATS_INTERVAL_MS = 100
 CONTROLLER_READY_TIMEOUT_S = 60.0
+CONTROLLER_STOP_TIMEOUT_S = 10.0
 SETTLE_S = 1.0          # between algorithms: the queue drains, old flows are forgotten
 
 
@@ -94,16 +95,6 @@ def _wait_controller(ctl: subprocess.Popen, counters: Path, log: Path) -> None:
     raise ExperimentError(f"mmaqm-ctl not ready after {CONTROLLER_READY_TIMEOUT_S} s; see {log}")
 
 
-def _stop(proc: subprocess.Popen, timeout_s: float = 10.0) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def _progress_printer(algorithm: str, stream) -> Callable[..., None]:
     def show(elapsed_s: float, phase: Optional[str], rates_kbps: dict[str, float], *_: Any) -> None:
         rates = "  ".join(f"{cls} {kbps / 1000:5.2f} Mb/s" for cls, kbps in sorted(rates_kbps.items()))
@@ -130,8 +121,9 @@ def run_algorithm(net: Network, topo, scenario, algorithm: str, policy: dict[str
     sampler = None
     try:
         _wait_controller(ctl, counters, log)
-        bn = net.configure_bottleneck(
-            max(policy.get("queue_limit_pkts", 64) + 16, net.bottleneck.queue_depth_pkts))
+        # the BMv2 queue above the policy's P4 limit (the topology's unless the policy says)
+        bn = net.configure_bottleneck(tm_queue_depth_pkts(
+            policy.get("queue_limit_pkts", topo.bottleneck.queue_limit_pkts)))
         pids = {f"bmv2 {name}": pid for name, pid in net.switch_pids().items()}
         pids.update({f"delay {name}": pid for name, pid in net.delay_pids().items()})
         pids["controller"] = ctl.pid
@@ -144,7 +136,7 @@ def run_algorithm(net: Network, topo, scenario, algorithm: str, policy: dict[str
         if sampler is not None:
             sampler.stop()
             sampler.write_csv(out / "cpu.csv")
-        _stop(ctl)
+        stop_processes([ctl], CONTROLLER_STOP_TIMEOUT_S)
     summary = analysis.analyze(result, counters_jsonl=counters, bottleneck=(bn.switch, bn.port),
                                bottleneck_rate_kbps=rate_kbps)
     summary["algorithm"] = algorithm
@@ -233,17 +225,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     algorithms = [x.strip() for x in a.algorithms.split(",") if x.strip()]
     out = a.out or REPO / "results" / f"{a.scenario.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
 
-    def on_sigterm(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, on_sigterm)
+    catch_stop_signals(interrupt=True)
     try:
         run_experiment(a.topology, a.scenario, a.policies, algorithms, out,
                        duration_s=a.duration, p4info=a.p4info, bmv2_json=a.bmv2_json)
-    except KeyboardInterrupt:
+    except StopRequested as stop:
         print("mmaqm-exp: interrupted; network torn down", file=sys.stderr)
-        return 130
-    except (ExperimentError, ValueError, OSError) as err:
+        return stop.exit_status
+    except (ExperimentError, LabError, ValueError, OSError) as err:
         print(f"mmaqm-exp: {err}", file=sys.stderr)
         return 1
     latest = out.parent / "latest"

@@ -1,6 +1,6 @@
 """Experiment metrics, as pure functions over raw samples (no I/O).
 
-Paper references are to the texts in shared/papers/:
+Paper references are to the papers cited in docs/papers.md:
 
 * dcbt  -- Chung, Claypool: "Dynamic-CBT and ChIPS" (2000), section 4 (metrics)
   and section 6 (results);

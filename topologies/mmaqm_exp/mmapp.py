@@ -75,13 +75,14 @@ import csv
 import json
 import os
 import select
-import signal
 import socket
 import struct
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
+
+from .lab import catch_stop_signals
 
 MAGIC = b"MMA1"
 T_DATA = 1
@@ -233,18 +234,6 @@ class FlowControl:
 # ---------------------------------------------------------------------------
 
 
-class _Stop:
-    flag = False
-
-
-def _install_signals() -> None:
-    def handler(signum, frame):  # noqa: ARG001
-        _Stop.flag = True
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
-
-
 def _interval_s(size: int, rate_kbps: float) -> float:
     return size * 8.0 / (rate_kbps * 1000.0)
 
@@ -280,7 +269,7 @@ def run_sender(args: argparse.Namespace) -> dict:
     sock.connect((args.dst, args.port))
     sock.setblocking(False)
 
-    _install_signals()
+    stop = catch_stop_signals(interrupt=False)
     start = time.monotonic()
     end = start + args.duration if args.duration > 0 else float("inf")
     fc = None if cbr else FlowControl(len(scales), args.initial_scale, start, args.fb_timeout)
@@ -313,7 +302,7 @@ def run_sender(args: argparse.Namespace) -> dict:
         interval = _interval_s(size, rate())
         next_t = last_sched + interval
 
-    while not _Stop.flag:
+    while not stop.requested:
         now = time.monotonic()
         if now >= end:
             break
@@ -431,7 +420,7 @@ def run_receiver(args: argparse.Namespace) -> dict:
     sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, (args.fb_dscp << 2) & 0xFC)
     sock.bind((args.bind, args.port))
     sock.setblocking(False)
-    _install_signals()
+    stop = catch_stop_signals(interrupt=False)
     print(f"mmapp-recv: ready {args.bind}:{args.port}", file=sys.stderr, flush=True)
 
     start = time.monotonic()
@@ -443,7 +432,7 @@ def run_receiver(args: argparse.Namespace) -> dict:
     bad = 0
     ancsize = socket.CMSG_SPACE(4)
 
-    while not _Stop.flag:
+    while not stop.requested:
         now = time.monotonic()
         if now >= end:
             break

@@ -16,45 +16,43 @@ Layout (every name starts with ``name_prefix``, default "mmx"):
 * one namespace ``<prefix>-sw`` holding every switch-side veth end (``r1-p3``)
   and every ``simple_switch_grpc``: switch i (file order) serves gRPC on
   127.0.0.1:(9559+i) and Thrift on 9090+i, reachable only inside it (Thrift has
-  no authentication, DESIGN §1). BMv2 starts with ``--no-p4``; the controller
+  no authentication, docs/design.md §1.1). BMv2 starts with ``--no-p4``; the controller
   pushes the pipeline (``mmaqm-ctl install``);
 * propagation delay on the receive side: in every host namespace, an iptables
   INPUT rule per remote source sends its packets to an NFQUEUE served by
   ``topologies/delay/nfq_delay`` holding them for the one-way path delay
   (sum of the link delays). Sources with equal delay share one element.
   (The kernel has no netem; delay on the sender's OUTPUT chain throttles TCP,
-  DESIGN §1.) Each element writes its stats JSON into run_dir at teardown;
+  docs/design.md §1.5.) Each element writes its stats JSON into run_dir at teardown;
 * the bottleneck egress port gets BMv2 queue rate = rate_mbps*1e6/(8*packet_bytes)
   packets/s and a queue depth above the P4 queue limit; every other port a
   depth above topology.OTHER_PORT_QUEUE_LIMIT_PKTS and no rate limit.
 
+Namespaces, veths, simple_switch_grpc and the stopping of processes are
+:mod:`mmaqm_exp.lab`'s (its docstring lists the offload and IPv6 settings and why).
 On entering, leftovers of a killed run with the same prefix (namespaces and
 every process inside them) are removed first. On leaving (normal exit, an
-exception, or KeyboardInterrupt / SystemExit from the caller's signal
-handling) every tracked process is stopped (SIGTERM, then SIGKILL, by process
-group), every process still inside one of our namespaces is killed, and the
-namespaces are deleted (which deletes the veths and iptables rules with them).
-SIGINT and SIGTERM arriving during teardown are held until it has finished.
+exception, or a stop signal turned into an exception by
+lab.catch_stop_signals) the traffic processes, then the delay elements, then
+the switches are stopped (SIGTERM, then SIGKILL, by process group), every
+process still inside one of our namespaces is killed, and the namespaces are
+deleted (which deletes the veths and iptables rules with them). SIGINT,
+SIGTERM and SIGHUP arriving during teardown are held until it has finished.
 Needs root.
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import os
-import shutil
-import signal
 import subprocess
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyroute2 import IPRoute, netns
-
+from . import lab as L
 from . import topology as T
 from .cpu import process_cpu_s
 from .topology import Topology
@@ -64,7 +62,7 @@ PREFIX_MAX_LEN = 12
 DELAY_DIR = Path(__file__).resolve().parents[1] / "delay"
 NFQ_DELAY_BIN = DELAY_DIR / "nfq_delay"
 NFQUEUE_BASE = 10               # queue numbers are per network namespace (checked)
-STOP_TIMEOUT_S = 3.0            # SIGTERM -> SIGKILL grace per process group
+STOP_TIMEOUT_S = 3.0            # SIGTERM -> SIGKILL grace per group of processes
 READY_TIMEOUT_S = 15.0          # BMv2 / delay element start-up
 SWITCH_NS_SUFFIX = "sw"
 # dcbt §5: "FTP used TCP Reno". Set explicitly in every host namespace: a new namespace
@@ -72,11 +70,11 @@ SWITCH_NS_SUFFIX = "sw"
 TCP_CONGESTION_CONTROL = "reno"
 BMV2_LOG_LEVEL = "warn"         # BMv2 log file run_dir/bmv2-<switch>.txt; "trace" for packet traces
 HOST_NS_INFIX = "h"
-_REQUIRED_TOOLS = ("ip", "simple_switch_grpc", "ethtool", "sysctl", "iptables-restore")
+REQUIRED_TOOLS = ("simple_switch_grpc", "iptables-restore")    # besides lab.REQUIRED_TOOLS
 
 
-class NetworkError(RuntimeError):
-    """Bring-up failed (the partial network has been torn down)."""
+class NetworkError(L.LabError):
+    """Bring-up or teardown failed (a failed bring-up has been torn down)."""
 
 
 @dataclass(frozen=True)
@@ -124,107 +122,21 @@ class _Switch:
 
 def missing_prereqs() -> str | None:
     """Why a Network cannot be brought up here, or None."""
-    if os.geteuid() != 0:
-        return "needs root (network namespaces, veths, iptables)"
-    for tool in _REQUIRED_TOOLS:
-        if shutil.which(tool) is None:
-            return f"needs the {tool!r} command"
-    return None
+    return L.missing_prereqs(REQUIRED_TOOLS)
 
 
 def _check_prefix(prefix: str) -> None:
+    """A name_prefix: 1..PREFIX_MAX_LEN lower-case letters/digits, a letter first."""
     if not (prefix.isascii() and prefix[:1].isalpha() and prefix.isalnum()
             and prefix.islower() and len(prefix) <= PREFIX_MAX_LEN):
         raise ValueError(f"name_prefix must be 1..{PREFIX_MAX_LEN} lower-case letters/digits "
                          f"starting with a letter, got {prefix!r}")
 
 
-def prefixed_namespaces(prefix: str) -> list[str]:
-    """Namespaces named ``<prefix>-...`` (ours or a killed run's)."""
-    _check_prefix(prefix)
-    return sorted(n for n in netns.listnetns() if n.startswith(prefix + "-"))
-
-
-def namespace_pids(names: Sequence[str]) -> dict[str, list[int]]:
-    """Pids of the processes inside each named namespace (as ``ip netns pids``)."""
-    wanted = set(names)
-    return {ns: pids for ns, pids in netns.ns_pids().items() if ns in wanted}
-
-
-def _kill_pids(pids: Sequence[int], sig: int) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
-
-
-def _wait_gone(pids: Sequence[int], timeout_s: float) -> list[int]:
-    """Wait until the pids no longer exist (or are zombies); return those still alive."""
-    deadline = time.monotonic() + timeout_s
-    alive = list(pids)
-    while alive:
-        alive = [p for p in alive if _alive(p)]
-        if not alive or time.monotonic() >= deadline:
-            break
-        time.sleep(0.02)
-    return alive
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
-def _purge_namespaces(names: Sequence[str]) -> tuple[list[int], list[str]]:
-    """SIGKILL every process inside the namespaces, then delete them (which also
-    removes their veths and iptables rules). Returns (pids that survived SIGKILL,
-    problems deleting namespaces); a namespace already gone is not a problem."""
-    pids = [p for ps in namespace_pids(names).values() for p in ps]
-    _kill_pids(pids, signal.SIGKILL)
-    still = _wait_gone(pids, STOP_TIMEOUT_S)
-    problems = []
-    for ns in names:
-        try:
-            netns.remove(ns)
-        except OSError as exc:
-            if exc.errno != errno.ENOENT:
-                problems.append(f"netns remove {ns}: {exc}")
-    return still, problems
-
-
 def clean_leftovers(prefix: str = DEFAULT_PREFIX) -> list[str]:
     """Kill every process in a ``<prefix>-*`` namespace, delete those namespaces; return them."""
-    names = prefixed_namespaces(prefix)
-    if not names:
-        return []
-    still, problems = _purge_namespaces(names)
-    if still or problems:
-        raise NetworkError(f"cleaning {names}: processes {still} survived SIGKILL; {problems}")
-    return names
-
-
-def _listening(pid: int, port: int) -> bool:
-    """True if the process's network namespace has a TCP socket listening on port.
-
-    /proc/<pid>/net/tcp{,6} show the sockets of *that process's* namespace, so no
-    helper process has to enter the namespace."""
-    want = f":{port:04X}"
-    for table in ("tcp", "tcp6"):
-        try:
-            with open(f"/proc/{pid}/net/{table}") as f:
-                next(f)
-                for line in f:
-                    cols = line.split()
-                    if cols[1].endswith(want) and cols[3] == "0A":   # 0A = LISTEN
-                        return True
-        except (FileNotFoundError, ProcessLookupError):
-            return False
-    return False
+    _check_prefix(prefix)
+    return L.clean_leftovers(prefix)
 
 
 class Network:
@@ -259,8 +171,7 @@ class Network:
                                          T.tm_queue_depth_pkts(bn.queue_limit_pkts))
         self.delay_elements: list[DelayElement] = self._plan_delays()
         self.timings: dict[str, float] = {}
-        self._procs: list[subprocess.Popen] = []
-        self._created_ns: list[str] = []
+        self._lab = L.Lab(name_prefix)
         self._is_up = False
 
     # ------------------------------------------------------------ public API
@@ -310,7 +221,7 @@ class Network:
     def wait_listening(self, proc: subprocess.Popen, port: int, timeout_s: float = 5.0) -> None:
         """Wait until proc's namespace has a TCP listener on port (e.g. an iperf3 server)."""
         deadline = time.monotonic() + timeout_s
-        while not _listening(proc.pid, port):
+        while not L.listening(proc.pid, port):
             if proc.poll() is not None:
                 raise NetworkError(f"{proc.args} exited ({proc.returncode}) before listening on {port}")
             if time.monotonic() >= deadline:
@@ -349,7 +260,7 @@ class Network:
         """Create everything. On failure the caller (or __enter__) must call down()."""
         t0 = time.monotonic()
         self._preflight()
-        removed = clean_leftovers(self.prefix)
+        removed = self._lab.open()
         if removed:
             (self.run_dir / "leftovers-removed.txt").write_text("\n".join(removed) + "\n")
         self._is_up = True
@@ -391,67 +302,31 @@ class Network:
 
     def _create_namespaces(self) -> None:
         for ns in self._namespaces():
-            netns.create(ns)
-            self._created_ns.append(ns)
-            # IPv6 off before any veth exists ("default" is inherited by new interfaces):
-            # no router solicitations or MLD on the links (DESIGN §1). sysctl has no
-            # netlink equivalent in pyroute2, and /proc/sys/net is per namespace of the
-            # reader, so it runs inside the namespace.
-            keys = ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"]
-            if ns != self.switch_ns:
-                keys.append(f"net.ipv4.tcp_congestion_control={self.tcp_congestion_control}")
-            self._run_ns(ns, ["sysctl", "-qw", *keys], 10, True)
-            with IPRoute(netns=ns) as ipr:
-                ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
+            cc = {} if ns == self.switch_ns else {
+                "net.ipv4.tcp_congestion_control": self.tcp_congestion_control}
+            self._lab.add_namespace(ns, cc)
 
     def _create_links(self) -> None:
         topo = self.topo
-        with IPRoute() as ipr:
-            # both ends are created directly in their namespaces: nothing appears in ours
-            for link in topo.links:
-                a_ns, a_if = self._end(link.a, link.a_port)
-                b_ns, b_if = self._end(link.b, link.b_port)
-                ipr.link("add", ifname=a_if, kind="veth", net_ns_fd=a_ns,
-                         peer={"ifname": b_if, "net_ns_fd": b_ns})
-        with IPRoute(netns=self.switch_ns) as ipr:
-            for sw in topo.switches.values():
-                for p in sw.ports.values():
-                    idx = ipr.link_lookup(ifname=p.ifname)[0]
-                    ipr.link("set", index=idx, address=p.mac, mtu=T.MTU_BYTES)
-                    ipr.link("set", index=idx, state="up")
+        self._lab.add_veths([(self._end(link.a, link.a_port), self._end(link.b, link.b_port))
+                             for link in topo.links])
         for h in self.hosts.values():
             th = topo.hosts[h.name]
-            with IPRoute(netns=h.ns) as ipr:
-                idx = ipr.link_lookup(ifname=h.ifname)[0]
-                ipr.link("set", index=idx, address=h.mac, mtu=T.MTU_BYTES)
-                ipr.addr("add", index=idx, address=h.ip, prefixlen=th.prefixlen)
-                ipr.link("set", index=idx, state="up")
-                # the P4 router answers no ARP: a permanent entry for the gateway
-                ipr.neigh("add", dst=h.gateway_ip, lladdr=h.gateway_mac, ifindex=idx,
-                          state="permanent")
-                ipr.route("add", dst="0.0.0.0/0", gateway=h.gateway_ip, oif=idx)
-        # TX checksum offload off on both ends of every veth, else TCP/UDP through BMv2
-        # arrive with bad checksums (DESIGN §1). pyroute2's ethtool support works only in
-        # the caller's namespace, so the ethtool command runs inside each namespace.
-        # Hosts: TSO/GSO off too, so TCP leaves in MSS-sized packets (a 64 KiB GSO
-        # segment would cross BMv2 as ONE packet and defeat the packets/s link model);
-        # GRO stays on at hosts (fewer packets for the receive-side delay element).
-        for h in self.hosts.values():
-            self._run_ns(h.ns, ["ethtool", "-K", h.ifname, "tx", "off", "tso", "off",
-                                "gso", "off"], 10, True)
-        # Switch side: with any segmentation/GRO offload on, libpcap (BMv2's port I/O)
-        # sizes its ring frames for 256 KiB packets, the 2 MiB ring holds a few dozen
-        # frames and bursts are lost before ingress (measured in the PTF suite: 47 of
-        # 121 back-to-back packets reached the pipeline; all 121 with offloads off).
-        ifnames = [p.ifname for s in topo.switches.values() for p in s.ports.values()]
-        script = " && ".join(f"ethtool -K {name} tx off tso off gso off gro off >/dev/null"
-                             for name in ifnames)
-        self._run_ns(self.switch_ns, ["sh", "-c", script], 30, True)
+            # the P4 router answers no ARP: a permanent entry for the gateway
+            self._lab.run(h.ns, ["sh", "-c",
+                                 f"ip addr add {h.ip}/{th.prefixlen} dev {h.ifname}"
+                                 f" && ip neigh add {h.gateway_ip} lladdr {h.gateway_mac}"
+                                 f" dev {h.ifname} nud permanent"
+                                 f" && ip route add default via {h.gateway_ip} dev {h.ifname}"],
+                          timeout_s=10)
 
-    def _end(self, node: str, port: int | None) -> tuple[str, str]:
+    def _end(self, node: str, port: int | None) -> L.VethEnd:
         if node in self.hosts:
-            return self.hosts[node].ns, self.hosts[node].ifname
-        return self.switch_ns, f"{node}-p{port}"
+            h = self.hosts[node]
+            return L.VethEnd(h.ns, h.ifname, L.HOST_PORT, h.mac, T.MTU_BYTES)
+        assert port is not None
+        p = self.topo.switches[node].ports[port]
+        return L.VethEnd(self.switch_ns, p.ifname, L.RAW_PORT, p.mac, T.MTU_BYTES)
 
     def _plan_delays(self) -> list[DelayElement]:
         """Per receiving host: sources grouped by one-way path delay (> 0), one element each."""
@@ -485,8 +360,7 @@ class Network:
                     raise NetworkError(f"delay element {d.name} did not start: {logf.read_text()}")
                 time.sleep(0.01)
         # the element first, then the rule (--queue-bypass would let packets pass undelayed
-        # while nothing is bound). iptables-restore: one process per namespace; pyroute2's
-        # nftables API is too low level to be worth it for a few rules.
+        # while nothing is bound). iptables-restore: one process per namespace.
         by_host: dict[str, list[str]] = {}
         for d in self.delay_elements:
             for src in d.sources:
@@ -495,33 +369,21 @@ class Network:
                     f"--queue-num {d.queue_num} --queue-bypass")
         for host, rules in by_host.items():
             text = "*filter\n" + "\n".join(rules) + "\nCOMMIT\n"
-            self._run_ns(self.hosts[host].ns, ["iptables-restore", "--noflush"], 30, True,
-                         input=text)
+            self._lab.run(self.hosts[host].ns, ["iptables-restore", "--noflush"], input=text)
 
     def _start_switches(self) -> None:
-        for sw in self.topo.switches.values():
-            s = self._switches[sw.name]
-            argv = ["simple_switch_grpc", "--device-id", str(T.DEVICE_ID),
-                    "--thrift-port", str(s.thrift_port)]
-            for p in sw.ports.values():
-                argv += ["-i", f"{p.number}@{p.ifname}"]
-            # Always a level: without --log-level BMv2 formats every trace message per
-            # packet into a null sink (its default level is trace), which costs CPU.
-            argv += ["--log-file", str(self.run_dir / f"bmv2-{sw.name}"), "--log-flush",
-                     "--log-level", self.bmv2_log_level]
-            argv += ["--no-p4", "--", "--grpc-server-addr", f"127.0.0.1:{s.grpc_port}"]
-            out = open(self.run_dir / f"bmv2-{sw.name}.out", "w")
-            s.proc = self._popen(self.switch_ns, argv, stdout=out, stderr=subprocess.STDOUT)
-            out.close()
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        for s in self._switches.values():
-            assert s.proc is not None
-            while not (_listening(s.proc.pid, s.grpc_port) and _listening(s.proc.pid, s.thrift_port)):
-                if s.proc.poll() is not None or time.monotonic() > deadline:
-                    out = (self.run_dir / f"bmv2-{s.name}.out").read_text()
-                    raise NetworkError(f"simple_switch_grpc {s.name} did not start "
-                                       f"(gRPC {s.grpc_port}, Thrift {s.thrift_port}): {out}")
-                time.sleep(0.05)
+        switches = list(self.topo.switches.values())
+        specs = [L.SwitchSpec({p.number: p.ifname for p in sw.ports.values()},
+                              device_id=T.DEVICE_ID,
+                              grpc_port=self._switches[sw.name].grpc_port,
+                              thrift_port=self._switches[sw.name].thrift_port,
+                              out_path=self.run_dir / f"bmv2-{sw.name}.out",
+                              log_file=self.run_dir / f"bmv2-{sw.name}",
+                              log_level=self.bmv2_log_level)
+                 for sw in switches]
+        for sw, proc in zip(switches, self._lab.start_switches(self.switch_ns, specs,
+                                                               READY_TIMEOUT_S)):
+            self._switches[sw.name].proc = proc
 
     def _set_queue_depths(self) -> None:
         """BMv2 TM depth above the P4 limit on every port; the bottleneck's rate too.
@@ -562,24 +424,24 @@ class Network:
     def down(self) -> None:
         """Stop everything and delete the namespaces. Idempotent; never raises for cleanup
         trouble (it is written to run_dir/teardown-errors.txt) except when something survives."""
-        if not self._is_up and not self._created_ns:
+        if not self._is_up and not self._lab.namespaces:
             return
-        with _SignalsHeld():
+        with L.stop_signals_deferred():
             t0 = time.monotonic()
             problems: list[str] = []
-            delay_procs = {id(d.proc) for d in self.delay_elements if d.proc is not None}
-            switch_procs = {id(s.proc) for s in self._switches.values() if s.proc is not None}
+            survived = ""
+            delay_procs = [d.proc for d in self.delay_elements if d.proc is not None]
+            switch_procs = [s.proc for s in self._switches.values() if s.proc is not None]
+            others = {id(p) for p in delay_procs + switch_procs}
             # traffic first, then delay elements (SIGTERM: they write their stats), then BMv2
-            for group in (
-                    [p for p in self._procs if id(p) not in delay_procs | switch_procs],
-                    [p for p in self._procs if id(p) in delay_procs],
-                    [p for p in self._procs if id(p) in switch_procs]):
-                problems += _stop_group(group)
-            self._procs.clear()
-            ours = [ns for ns in self._namespaces() if ns in netns.listnetns()]
-            still, purge_problems = _purge_namespaces(ours)
-            problems += purge_problems
-            self._created_ns.clear()
+            for group in ([p for p in self._lab.procs if id(p) not in others],
+                          delay_procs, switch_procs):
+                problems += self._lab.stop(group, STOP_TIMEOUT_S)
+            try:
+                problems += self._lab.close()
+            except L.LabError as err:
+                survived = str(err)
+                problems.append(survived)
             self._is_up = False
             self.timings["down_s"] = time.monotonic() - t0
             if problems:
@@ -591,8 +453,8 @@ class Network:
                 (self.run_dir / "timings.json").write_text(json.dumps(self.timings) + "\n")
             except OSError:
                 pass
-            if still:
-                raise NetworkError(f"processes {still} survived SIGKILL in {ours}")
+            if survived:
+                raise NetworkError(survived)
 
     # ---------------------------------------------------------------- helpers
     def _host(self, host: str) -> NetHost:
@@ -610,60 +472,8 @@ class Network:
     def _popen(self, ns: str, argv: Sequence[str], **kw: Any) -> subprocess.Popen:
         if not self._is_up:
             raise NetworkError("network is not up")
-        # `ip netns exec` execs argv: the pid is argv's, its own session and process group
-        p = subprocess.Popen(["ip", "netns", "exec", ns, *map(str, argv)], start_new_session=True,
-                             **kw)
-        self._procs.append(p)
-        return p
+        return self._lab.popen(ns, argv, **kw)
 
     def _run_ns(self, ns: str, argv: Sequence[str], timeout: float, check: bool,
                 **kw: Any) -> subprocess.CompletedProcess:
-        kw.setdefault("capture_output", True)
-        kw.setdefault("text", True)
-        r = subprocess.run(["ip", "netns", "exec", ns, *map(str, argv)], timeout=timeout, **kw)
-        if check and r.returncode != 0:
-            raise NetworkError(f"[{ns}] {' '.join(map(str, argv))} failed ({r.returncode}): "
-                               f"{(r.stderr or '').strip()}")
-        return r
-
-
-def _stop_group(procs: list[subprocess.Popen]) -> list[str]:
-    """SIGTERM every process group, wait up to STOP_TIMEOUT_S, SIGKILL the rest."""
-    problems = []
-    for p in procs:
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-    deadline = time.monotonic() + STOP_TIMEOUT_S
-    for p in procs:
-        try:
-            p.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            problems.append(f"{p.args}: no exit {STOP_TIMEOUT_S} s after SIGTERM, killed")
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait(timeout=STOP_TIMEOUT_S)
-    return problems
-
-
-class _SignalsHeld:
-    """Defer SIGINT/SIGTERM while cleaning up (main thread only); re-deliver them afterwards."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __enter__(self) -> None:
-        self.pending: list[int] = []
-        self.saved: dict[int, Any] = {}
-        if threading.current_thread() is threading.main_thread():
-            for sig in self.SIGNALS:
-                self.saved[sig] = signal.signal(sig, lambda s, _f: self.pending.append(s))
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, handler in self.saved.items():
-            signal.signal(sig, handler)
-        for sig in dict.fromkeys(self.pending):
-            signal.raise_signal(sig)
+        return self._lab.run(ns, argv, timeout_s=timeout, check=check, **kw)

@@ -62,7 +62,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from .mmapp import _install_signals, _Stop  # one SIGTERM/SIGINT stop flag for both generators
+from .lab import StopSignals, catch_stop_signals
 
 HELLO = struct.Struct("!4sI")
 MAGIC = b"TCB1"
@@ -88,8 +88,8 @@ def tcp_info(sock: socket.socket) -> dict[str, int]:
             if off + 4 <= len(buf)}
 
 
-def _sleep_until_ns(t_ns: int) -> None:
-    while not _Stop.flag:
+def _sleep_until_ns(t_ns: int, stop: StopSignals) -> None:
+    while not stop.requested:
         d = t_ns - time.time_ns()
         if d <= 0:
             return
@@ -135,7 +135,7 @@ def run_receiver(args: argparse.Namespace) -> dict:
     ls.bind((args.bind, args.port))
     ls.listen(1024)
     ls.setblocking(False)
-    _install_signals()
+    stop = catch_stop_signals(interrupt=False)
     sel = selectors.DefaultSelector()
     sel.register(ls, selectors.EVENT_READ, None)
     print(f"tcpbulk-recv: ready {args.bind}:{args.port}", file=sys.stderr, flush=True)
@@ -150,7 +150,7 @@ def run_receiver(args: argparse.Namespace) -> dict:
     total = 0
     anonymous = 0
 
-    while not _Stop.flag:
+    while not stop.requested:
         now = time.monotonic()
         if now >= end:
             break
@@ -304,7 +304,7 @@ def run_sender(args: argparse.Namespace) -> dict:
     flow_ids = [int(x) for x in args.flow_ids.split(",") if x]
     if not flow_ids:
         raise SystemExit("tcpbulk-send: --flow-ids is empty")
-    _install_signals()
+    stop = catch_stop_signals(interrupt=False)
     t_conn = time.monotonic()
     socks = _connect_all(args, flow_ids)
     connect_s = time.monotonic() - t_conn
@@ -349,7 +349,7 @@ def run_sender(args: argparse.Namespace) -> dict:
             if k < CHUNK:
                 return
 
-    while not _Stop.flag:
+    while not stop.requested:
         now = time.time_ns()
         if now >= stop_ns:
             break
@@ -360,7 +360,7 @@ def run_sender(args: argparse.Namespace) -> dict:
             pump(f)
         nxt = min(stop_ns, pending[0].start_ns) if pending else stop_ns
         if not sel.get_map():
-            _sleep_until_ns(nxt)
+            _sleep_until_ns(nxt, stop)
             continue
         woke = time.monotonic()
         try:

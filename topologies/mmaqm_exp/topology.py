@@ -46,7 +46,7 @@ MIN_PACKET_BYTES = 64
 DEFAULT_QUEUE_LIMIT_PKTS = 64        # mmaqm.config default (BMv2's default queue depth too)
 MAX_QUEUE_LIMIT_PKTS = 65535         # mmaqm.config.MAX_QUEUE_LIMIT_PKTS
 OTHER_PORT_QUEUE_LIMIT_PKTS = 1000   # DROP_TAIL limit of every port but the bottleneck
-TM_DEPTH_MARGIN_PKTS = 64            # BMv2 depth = P4 limit + this: only P4 drops (DESIGN §1)
+TM_DEPTH_MARGIN_PKTS = 64            # BMv2 depth = P4 limit + this: only P4 drops (docs/design.md §1.3)
 MAX_SWITCH_PORT = 63                 # NUM_PORTS - 1 in p4src/include/defines.p4 (a test checks)
 MIN_SWITCH_PORT = 1                  # port 0 is where v1model sends undecided packets: never used
 MAX_NAME_LEN = 10                    # "<switch>-p<port>" must fit Linux's 15-character IFNAMSIZ

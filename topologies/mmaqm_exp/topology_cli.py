@@ -7,7 +7,8 @@
                                               tables (mmaqm-ctl install); wait for Ctrl-C/SIGTERM
   mmaqm-topo clean [--prefix P]               remove namespaces and processes of a killed run
 
-Exit status: 0 ok, 1 failure, 2 invalid input.
+Exit status: 0 ok, 1 failure, 2 invalid input; `up` stopped by a signal (Ctrl-C, SIGTERM,
+SIGHUP): 128 + its number, after the teardown.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from .lab import StopRequested, catch_stop_signals
 from .topology import TopologyError, controller_config, describe, dump_controller_config, load_topology
 
 
@@ -46,10 +47,7 @@ def _config_yaml(topo: Any, policy: dict[str, Any]) -> str:
 def _up(args: argparse.Namespace, topo: Any, yaml_text: str | None) -> int:
     from .network import Network
 
-    def on_term(signum: int, _frame: Any) -> None:
-        raise SystemExit(128 + signum)        # unwinds through Network.__exit__
-
-    signal.signal(signal.SIGTERM, on_term)
+    catch_stop_signals(interrupt=True)        # raises StopRequested: unwinds through Network.__exit__
     sys.stdout.reconfigure(line_buffering=True)   # status lines reach a pipe at once
     run_dir = args.run_dir or Path(f"/tmp/mmaqm-topo-{topo.name}")
     try:
@@ -75,11 +73,10 @@ def _up(args: argparse.Namespace, topo: Any, yaml_text: str | None) -> int:
                   f"{next(iter(net.hosts.values())).ns} CMD; Ctrl-C stops")
             while True:
                 time.sleep(3600)
-    except KeyboardInterrupt:
-        pass
-    finally:                                  # also on SystemExit from SIGTERM
+    except StopRequested as stop:
+        return stop.exit_status
+    finally:
         print("torn down")
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

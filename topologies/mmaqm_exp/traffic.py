@@ -43,14 +43,15 @@ import signal
 import subprocess
 import sys
 import time
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Protocol, Sequence, Union
+from typing import Any, Callable, Optional, Protocol, Sequence, Union
 
 from .cpu import process_stat
+from .lab import stop_processes
 from .samples import read_send_log
-from .scenario import CLASSES, Scenario, check_congestion_control, load_scenario, parse_scenario_dict
+from .scenario import CLASSES, Scenario, check_congestion_control, parse_scenario_dict
 
 # ---------------------------------------------------------------------------
 # Constants
@@ -64,6 +65,7 @@ PROGRESS_PERIOD_S = 1.0
 SENDER_GRACE_S = 5.0          #: senders must exit this long after their stop time
 DRAIN_S = 0.5                 #: after the last sender, before stopping receivers
 STOP_TIMEOUT_S = 10.0         #: SIGTERM -> exit (a receiver writes its CSV then)
+CLEANUP_STOP_TIMEOUT_S = 3.0  #: SIGTERM -> SIGKILL for what is left after a failure
 START_TOLERANCE_MS = 50.0     #: a flow starting later than this is a warning
 MANIFEST = "traffic.json"
 TCP_RECV_TICK_MS = 2.0
@@ -224,28 +226,14 @@ def _sample_cpu(p: _Proc) -> None:
         p.cpu_s = max(p.cpu_s, st[1])
 
 
-def _stop(p: _Proc, timeout: float = STOP_TIMEOUT_S) -> None:
-    """SIGTERM by pid, wait, SIGKILL if needed; record CPU time before reaping."""
-    if p.popen.poll() is None:
-        _sample_cpu(p)
-        try:
-            p.popen.send_signal(signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            st = process_stat(p.popen.pid)
-            if st is None or st[0] == "Z":
-                if st:
-                    p.cpu_s = max(p.cpu_s, st[1])
-                break
-            time.sleep(0.02)
-        try:
-            p.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            p.popen.kill()
-            p.popen.wait(timeout=5)
-    p.done = True
+def _stop(procs: Sequence[_Proc], timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """Stop the processes together (lab.stop_processes), recording each one's CPU time
+    after it exited and before it is reaped."""
+    by_popen = {id(p.popen): p for p in procs}
+    stop_processes([p.popen for p in procs], timeout_s,
+                   on_exit=lambda popen: _sample_cpu(by_popen[id(popen)]))
+    for p in procs:
+        p.done = True
 
 
 def _reap_if_exited(p: _Proc) -> Optional[int]:
@@ -430,12 +418,8 @@ def run_scenario(
             return _run(net, scenario, out, progress, bottleneck_rate_kbps, cbr_rates, ips,
                         warnings, start, procs)
         finally:
+            _stop([p for p in procs if not p.done], timeout_s=CLEANUP_STOP_TIMEOUT_S)
             for p in procs:
-                if not p.done:
-                    try:
-                        _stop(p, timeout=3.0)
-                    except Exception:  # noqa: BLE001 - cleanup goes on
-                        pass
                 if p.popen.stdin is not None:
                     try:
                         p.popen.stdin.close()
@@ -571,8 +555,8 @@ def _run(net: Net, scenario: Scenario, out: Path, progress: Optional[ProgressFn]
     # -- 5. stop receivers, check files ---------------------------------------------
     time.sleep(DRAIN_S)
     stop_ns = time.time_ns()
+    _stop(recv)
     for p in recv:
-        _stop(p)
         if p.popen.returncode not in (0, -signal.SIGTERM):
             raise TrafficError(f"{p.label} exited {p.popen.returncode}: {p.tail()}")
     res = TrafficResult(out, t0_ns, scenario, bottleneck_rate_kbps, tcp_files, sinks, udp_files,
@@ -614,50 +598,7 @@ def _actual_starts(res: TrafficResult, flows: dict) -> dict[int, dict[str, float
 
 
 # ---------------------------------------------------------------------------
-# Test bed adapter: two namespaces, no switch
-# ---------------------------------------------------------------------------
-
-
-DEFAULT_HOSTS_A = ("tcp1", "mm1", "cbr1")
-DEFAULT_HOSTS_B = ("tcp2", "mm2", "cbr2")
-
-
-class NsPairNet:
-    """The Net protocol over :class:`netns.NsPair`: hosts_a live in namespace a,
-    hosts_b in b (one veth, no switch). For tests and dry runs."""
-
-    def __init__(self, pair: Any, hosts_a: Sequence[str] = DEFAULT_HOSTS_A,
-                 hosts_b: Sequence[str] = DEFAULT_HOSTS_B) -> None:
-        self.pair = pair
-        self.ns = {**{h: pair.ns_a for h in hosts_a}, **{h: pair.ns_b for h in hosts_b}}
-        self.ips = {**{h: pair.ip_a for h in hosts_a}, **{h: pair.ip_b for h in hosts_b}}
-
-    @property
-    def hosts(self) -> list[str]:
-        return list(self.ns)
-
-    def popen(self, host: str, argv: list[str], **popen_kwargs: Any) -> subprocess.Popen:
-        return self.pair.popen(self.ns[host], argv, **popen_kwargs)
-
-    def run(self, host: str, argv: list[str], timeout: float = 30.0) -> subprocess.CompletedProcess:
-        return self.pair.run(self.ns[host], argv, check=False, timeout=timeout)
-
-    def host_ip(self, host: str) -> str:
-        return self.ips[host]
-
-
-@contextmanager
-def ns_pair_net(tag: str = "trf", hosts_a: Sequence[str] = DEFAULT_HOSTS_A,
-                hosts_b: Sequence[str] = DEFAULT_HOSTS_B) -> Iterator[NsPairNet]:
-    """``with ns_pair_net() as net:`` -- a fresh namespace pair wrapped as a Net."""
-    from .netns import ns_pair  # noqa: PLC0415
-
-    with ns_pair(tag) as pair:
-        yield NsPairNet(pair, hosts_a, hosts_b)
-
-
-# ---------------------------------------------------------------------------
-# CLI: the delayed MM_APP/CBR sender, and a local dry run
+# CLI: the delayed MM_APP/CBR sender
 # ---------------------------------------------------------------------------
 
 
@@ -689,35 +630,12 @@ def _mmapp_send_at(argv: Sequence[str]) -> int:
     return mmapp.send_main(rest)
 
 
-def _dry_run(argv: Sequence[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m mmaqm_exp.traffic local",
-                                description="run a scenario between two namespaces (no switch)")
-    p.add_argument("scenario")
-    p.add_argument("--out", required=True)
-    p.add_argument("--duration", type=float, default=None, help="shorten to this many seconds")
-    p.add_argument("--bottleneck-kbps", type=float, default=None)
-    a = p.parse_args(argv)
-    sc = load_scenario(a.scenario, duration_s=a.duration)
-
-    def show(el: float, ph: Optional[str], rates: dict[str, float]) -> None:
-        print(f"{el:6.1f} s  {ph or '-':12s} " + "  ".join(f"{k} {v:.0f} kbit/s" for k, v in rates.items()),
-              flush=True)
-
-    with ns_pair_net() as net:
-        res = run_scenario(net, sc, a.out, progress=show, bottleneck_rate_kbps=a.bottleneck_kbps)
-    print(json.dumps({"t0_ns": res.t0_ns, "cpu_s": res.cpu_s, "warnings": res.warnings,
-                      "max_late_ms": max((s["late_ms"] for s in res.starts.values()), default=None)}))
-    return 0
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "mmapp-send-at":
         return _mmapp_send_at(argv[1:])
-    if argv and argv[0] == "local":
-        return _dry_run(argv[1:])
-    print("usage: python -m mmaqm_exp.traffic {local SCENARIO --out DIR | mmapp-send-at ...}",
-          file=sys.stderr)
+    print("usage: python -m mmaqm_exp.traffic mmapp-send-at --start-s S -- MMAPP_SEND_ARGS "
+          "(a dry run without a switch: python -m mmaqm_exp.netns run)", file=sys.stderr)
     return 2
 
 

@@ -255,7 +255,12 @@ def test_switch_counters(run_dir: Path):
 def test_write_outputs_and_report(run_dir: Path, tmp_path: Path):
     s = analysis.analyze(run_dir, counters_jsonl=run_dir / "counters.jsonl")
     sj, fc = analysis.write_outputs(s, run_dir)
-    assert json.loads(sj.read_text())["schema"] == analysis.SCHEMA
+    assert (sj, fc) == (run_dir / "summary.json", run_dir / "flows.csv")
+    # the file holds the summary: its schema name and the hand-worked numbers, read back
+    written = json.loads(sj.read_text())
+    assert written["schema"] == "mmaqm-summary/1"
+    assert written["phases"]["p1"]["per_flow_kbps"] == {"1": 1000.0, "2": 1000.0, "3": 72.0}
+    assert written["run"]["udp_class"]["TAGGED"]["loss"] == 0.15
     with open(fc, newline="") as f:
         rows = list(csv.DictReader(f))
     assert [(r["phase"], r["flow_id"]) for r in rows] == [

@@ -33,8 +33,7 @@ import pytest
 
 import mmt_testenv  # first: puts topologies/ on sys.path
 
-from pyroute2 import netns
-
+from mmaqm_exp import lab
 from mmaqm_exp import network as N
 from mmaqm_exp.network import Network
 from mmaqm_exp.topology import controller_config, dump_controller_config, load_topology
@@ -71,7 +70,8 @@ def _prefix(letter: str) -> str:
 @pytest.fixture(scope="module", autouse=True)
 def _remove_stale_test_runs():
     """Namespaces of earlier runs of this module whose pytest process is gone."""
-    for ns in netns.listnetns():
+    names = os.listdir(lab.NETNS_DIR) if lab.NETNS_DIR.exists() else []
+    for ns in names:
         m = re.match(r"^(t(\d+)[a-z])-", ns)
         if m and not os.path.exists(f"/proc/{m.group(2)}"):
             N.clean_leftovers(m.group(1))
@@ -83,7 +83,7 @@ def topo():
 
 
 def _no_leftovers(prefix: str) -> None:
-    assert N.prefixed_namespaces(prefix) == []
+    assert lab.namespaces(prefix) == []
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
@@ -102,7 +102,7 @@ def _switch_ns_tx_off(net: Network, ifname: str) -> bool:
 def test_layout_and_teardown(topo, tmp_path):
     prefix = _prefix("a")
     with Network(topo, tmp_path, None, name_prefix=prefix) as net:
-        assert set(N.prefixed_namespaces(prefix)) == {net.switch_ns} | {h.ns for h in net.hosts.values()}
+        assert set(lab.namespaces(prefix)) == {net.switch_ns} | {h.ns for h in net.hosts.values()}
         h = net.hosts["tcp1"]
         assert (h.ns, h.ip, h.gateway_ip) == (f"{prefix}-h-tcp1", "10.0.1.1", "10.0.1.254")
         assert net.host_ip("tcp2") == "10.0.4.1"
@@ -127,7 +127,7 @@ def test_layout_and_teardown(topo, tmp_path):
         assert (net.thrift_port("r1"), net.thrift_port("r2")) == (9090, 9091)
         ss = net.run_switch_ns(["ss", "-Hltn"]).stdout
         assert ":9559" in ss and ":9560" in ss and ":9090" in ss and ":9091" in ss
-        assert N.namespace_pids([net.switch_ns])[net.switch_ns]
+        assert lab.namespace_pids([net.switch_ns])[net.switch_ns]
         cmd = Path(f"/proc/{pids['r1']}/cmdline").read_bytes().split(b"\0")
         assert b"--no-p4" in cmd and b"--device-id" in cmd and b"1@r1-p1" in cmd
         assert net.bottleneck == N.BottleneckPort("r1", 4, "r1-p4", 3125, 124)
@@ -142,10 +142,10 @@ def test_layout_and_teardown(topo, tmp_path):
                 "--queue-bypass") in rules
         assert rules.count("NFQUEUE") == 5
         assert (tmp_path / "network.json").exists()
-        all_pids = [p for ps in N.namespace_pids(N.prefixed_namespaces(prefix)).values() for p in ps]
+        all_pids = [p for ps in lab.namespace_pids(lab.namespaces(prefix)).values() for p in ps]
     assert net.timings["down_s"] < 10
     _no_leftovers(prefix)
-    assert not any(N._alive(p) for p in all_pids)
+    assert not any(lab.alive(p) for p in all_pids)
     stats = json.loads((tmp_path / "delay-tcp2-30ms.json").read_text())
     assert stats["verdict_errors"] == 0
 
@@ -165,7 +165,7 @@ def test_bad_input_creates_nothing(topo, tmp_path):
     with pytest.raises(N.NetworkError, match="does not exist"):
         with Network(topo, tmp_path, tmp_path / "missing.json", name_prefix=_prefix("c")):
             pass
-    assert N.prefixed_namespaces(_prefix("c")) == []
+    assert lab.namespaces(_prefix("c")) == []
 
 
 _CRASH_SCRIPT = """
@@ -222,13 +222,13 @@ def test_second_bring_up_after_crash(topo, tmp_path):
         crashed.wait(10)
         crashed.stdout.close()                    # not read: the leftover `sleep` holds it
         crashed.stderr.close()
-    left = N.prefixed_namespaces(prefix)
+    left = lab.namespaces(prefix)
     assert len(left) == 7
-    stale = [p for ps in N.namespace_pids(left).values() for p in ps]
+    stale = [p for ps in lab.namespace_pids(left).values() for p in ps]
     assert len(stale) >= 2 + 12 + 1              # BMv2s, delay elements, the sleep
     with Network(topo, tmp_path / "second", None, name_prefix=prefix) as net:
         assert (tmp_path / "second" / "leftovers-removed.txt").read_text().split() == left
-        assert not any(N._alive(p) for p in stale)
+        assert not any(lab.alive(p) for p in stale)
         assert set(net.switch_pids()) == {"r1", "r2"}
     _no_leftovers(prefix)
 
@@ -243,7 +243,7 @@ def test_cli_up_stops_on_sigterm(tmp_path):
                          start_new_session=True)
     try:
         _read_until(p, "Ctrl-C stops", 30, prefix)
-        assert len(N.prefixed_namespaces(prefix)) == 7
+        assert len(lab.namespaces(prefix)) == 7
         p.send_signal(signal.SIGTERM)
         rest, err = p.communicate(timeout=30)
     finally:

@@ -389,7 +389,7 @@ def test_controller_config_overrides_and_validation():
 
 
 def test_tm_queue_depth_is_the_p4_limit_plus_a_margin():
-    """What the runners give BMv2's traffic manager: 64 packets above the P4 limit (DESIGN §1)."""
+    """What the runners give BMv2's traffic manager: 64 packets above the P4 limit (docs/design.md §1.3)."""
     assert T.tm_queue_depth_pkts(60) == 124
     assert T.tm_queue_depth_pkts(1000) == 1064
 

@@ -16,7 +16,7 @@ import pytest
 import mmt_testenv  # first: puts topologies/ on sys.path
 
 from mmaqm_exp import analysis, traffic
-from mmaqm_exp.netns import missing_prereqs
+from mmaqm_exp.netns import DEFAULT_HOSTS_A, DEFAULT_HOSTS_B, missing_prereqs, ns_pair_net
 from mmaqm_exp.scenario import ScenarioError, parse_scenario
 
 SKIP = missing_prereqs()
@@ -33,12 +33,12 @@ def _scenario(**cbr):
             {"kind": "mmapp", "count": 1, "src": "mm1", "dst": "mm2"},
             {"kind": "cbr", "count": 1, "src": "cbr1", "dst": "cbr2", "start_s": 1, **(cbr or {"rate_kbps": 2000})},
         ],
-    }, hosts=list(traffic.DEFAULT_HOSTS_A + traffic.DEFAULT_HOSTS_B))
+    }, hosts=list(DEFAULT_HOSTS_A + DEFAULT_HOSTS_B))
 
 
 def test_tiny_scenario_end_to_end(tmp_path: Path):
     calls = []
-    with traffic.ns_pair_net("trf") as net:
+    with ns_pair_net("trf") as net:
         pair = net.pair
         shaped = net.run("tcp1", ["tc", "qdisc", "replace", "dev", pair.if_a, "root", "tbf", "rate",
                                   f"{SHAPE_KBPS}kbit", "burst", "4000", "limit", "100000"]).returncode == 0
@@ -103,7 +103,7 @@ def test_tiny_scenario_end_to_end(tmp_path: Path):
 
 
 def test_failures_stop_everything(tmp_path: Path):
-    with traffic.ns_pair_net("trf") as net:
+    with ns_pair_net("trf") as net:
         # a fraction of the bottleneck without the rate: nothing is started
         with pytest.raises(ScenarioError, match="needs the bottleneck rate"):
             traffic.run_scenario(net, _scenario(rate_fraction_of_bottleneck=0.5), tmp_path / "a")
