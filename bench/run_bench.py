@@ -59,6 +59,10 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 # mmaqm and mmaqm_exp, also without the editable installs
 sys.path[:0] = [str(REPO / "control-plane"), str(REPO / "topologies")]
 from mmaqm_exp import lab  # noqa: E402
+from mmaqm.algorithms import ALGORITHMS as POLICY_ACTION_OF  # noqa: E402
+
+sys.path.insert(0, str(REPO / "tools"))
+import bmv2_pipeline_stats  # noqa: E402
 
 # Port 1 faces the sender, port 2 the receiver.
 ROUTER_MAC = {1: "02:00:00:00:00:01", 2: "02:00:00:00:00:02"}
@@ -411,6 +415,26 @@ def machine_info() -> dict:
     }
 
 
+def program_cost(variant: str) -> dict:
+    """What BMv2 interprets for the variant, from the compiled JSON: tables, PHV fields,
+    and the primitives of the actions a forwarded packet runs that the other variants
+    do not (the router's route action; the port_policy action and the algorithm's
+    admission action)."""
+    data = json.loads((MIN_JSON if variant == BASELINE else MAIN_JSON).read_text())
+    primitives = bmv2_pipeline_stats.action_primitives(data)
+    if variant == BASELINE:
+        own = [name for name in primitives if name.endswith(".route")]
+    else:
+        alias = POLICY_ACTION_OF[variant]
+        own = [alias] + [name for name in primitives if name.endswith(f".{alias}_admission")]
+    return {
+        "bmv2_tables": sum(s["tables"] for s in bmv2_pipeline_stats.pipeline_stats(data).values()),
+        "phv_fields": bmv2_pipeline_stats.phv_fields(data),
+        "aqm_actions": own,
+        "aqm_action_primitives": sum(primitives[name] for name in own),
+    }
+
+
 def _median(values) -> float | None:
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
@@ -431,6 +455,8 @@ def summarize(measurements: list[dict], variants: list[str]) -> list[dict]:
             "variant": v,
             "n": len(ms),
             "pps_median": med,
+            "us_per_pkt": 1e6 / med if med else None,
+            **program_cost(v),
             "pps_min": min(pps),
             "pps_max": max(pps),
             "spread_pct": 100.0 * (max(pps) - min(pps)) / med if med else None,
@@ -451,15 +477,16 @@ def summarize(measurements: list[dict], variants: list[str]) -> list[dict]:
 
 
 def format_table(rows: list[dict]) -> str:
-    header = ["variant", "pps median", "min-max", "spread", "ratio vs " + BASELINE,
+    header = ["variant", "pps median", "us/pkt", "min-max", "spread", "ratio vs " + BASELINE,
               "per-round ratio", "offered", "loss", "BMv2 CPU", "busiest thread", "gen CPU",
-              "other CPU", "AQM drops"]
+              "other CPU", "AQM drops", "tables", "fields", "primitives"]
     pct = lambda v: "?" if v is None else f"{v:.0f} %"  # noqa: E731
     lines = []
     for r in rows:
         lines.append([
             r["variant"],
             f"{r['pps_median']:.0f}",
+            "?" if r["us_per_pkt"] is None else f"{r['us_per_pkt']:.1f}",
             f"{r['pps_min']:.0f}-{r['pps_max']:.0f}",
             f"{r['spread_pct']:.1f} %",
             f"{r['ratio']:.3f}",
@@ -471,6 +498,9 @@ def format_table(rows: list[dict]) -> str:
             pct(r["gen_cpu_pct_median"]),
             pct(r["other_cpu_pct_median"]),
             "-" if r["aqm_drops"] is None else str(r["aqm_drops"]),
+            str(r["bmv2_tables"]),
+            str(r["phv_fields"]),
+            str(r["aqm_action_primitives"]),
         ])
     widths = [max(len(x) for x in col) for col in zip(header, *lines)]
     fmt = lambda row: "  ".join(x.ljust(w) if i == 0 else x.rjust(w)  # noqa: E731
@@ -648,9 +678,9 @@ def main() -> int:
           f"{args.warmup:g} s warm-up + {args.duration:g} s window; {args.reps} rounds, "
           f"round-robin")
     print(f"AQM settings: queue_limit {QUEUE_LIMIT_PKTS}, RED min/max_th {MIN_TH_PKTS}/"
-          f"{MAX_TH_PKTS} pkts, CBT class thresholds {CLASS_TH_PKTS}: no AQM decision can drop at "
-          f"this load, so every packet the program sees is forwarded and the rate measures "
-          f"processing cost (checked: 'AQM drops' column, from the program's counters)")
+          f"{MAX_TH_PKTS} pkts, CBT class thresholds {CLASS_TH_PKTS}: the AQM only drops when "
+          f"BMv2's egress thread falls behind its ingress thread and the queue reaches "
+          f"them ('AQM drops' column, from the program's counters)")
     print()
     print(format_table(rows))
     print()
@@ -658,6 +688,8 @@ def main() -> int:
           f"{BASELINE} median; per-round ratio = min-max of variant/baseline within a round;")
     print("offered = median offered pps in the window; loss = offered packets not delivered (the "
           "switch could not keep up);")
+    print("us/pkt = 1e6 / pps median; tables, fields = BMv2 tables and PHV fields of the program; "
+          "primitives = in the actions only this variant runs per packet (tools/bmv2_pipeline_stats.py);")
     print("CPU = % of one core (2 cores = 200 %): BMv2 all threads, its busiest thread, the "
           "generator, and everything else on the machine.")
     if unsaturated:
@@ -667,7 +699,8 @@ def main() -> int:
         print(f"note: {retried} measurement(s) repeated because other processes used more than "
               f"{args.max_other_cpu:g} % CPU; {disturbed} kept although still disturbed")
     if aqm_dropped:
-        print(f"WARNING: the AQM dropped packets in {', '.join(aqm_dropped)}; see the JSON")
+        print(f"note: the AQM dropped packets in {', '.join(aqm_dropped)} (egress behind ingress; "
+              f"a dropped packet cost ingress work but is not delivered); see the JSON")
     print(f"raw measurements: {out_path.relative_to(REPO) if out_path.is_relative_to(REPO) else out_path}")
     return 0
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +12,9 @@ from mmaqm.algorithms import ALGORITHMS, red
 from mmaqm.config import parse_policy
 from mmaqm.encoding import PolicyAction, policy_action
 
-from conftest import P4_INCLUDE, RandSequence
+from conftest import RandSequence
+
+GOLDEN_P4INFO = C.GOLDEN_P4INFO
 
 TCP, TAGGED, UNTAGGED = C.CLASS_TCP, C.CLASS_TAGGED, C.CLASS_UNTAGGED
 PKT = 1 << 16  # one packet, scaled
@@ -226,48 +228,37 @@ def test_red_decide_checks_rand_source_range() -> None:
     assert F.red_decide(0, RED_15_30, F.RedState(), lambda: 65536) == (None, F.RedState())
 
 
-# ------------------------------------------------- port_policy actions vs aqm.p4 and friends
-P4_ACTION_FILES = ("aqm.p4", "red.p4", "cbt.p4", "dcbt.p4")
-DATA_PLANE_PARAMS = "inout standard_metadata_t standard_metadata,"
+# ------------------------------------------------- port_policy actions vs the compiled P4Info
+# The golden P4Info is what p4c generates from p4src (`make build` fails when they differ),
+# so these tests compare the encoder with the compiler's view of the program.
+def p4info_actions(path: Path = GOLDEN_P4INFO) -> dict[str, list[tuple[str, int]]]:
+    """{alias: [(param name, bitwidth), ...] in order} of every action of a P4Info file."""
+    from finsy.proto import p4i
+    from google.protobuf import text_format
+
+    info = p4i.P4Info()
+    text_format.Parse(path.read_text(), info)
+    return {action.preamble.alias: [(param.name, param.bitwidth) for param in action.params]
+            for action in info.actions}
 
 
-def p4_action_texts() -> str:
-    return "\n".join((P4_INCLUDE / name).read_text() for name in P4_ACTION_FILES)
+def port_policy_actions(path: Path = GOLDEN_P4INFO) -> list[str]:
+    """Aliases of the actions port_policy lists (the default-only one excluded)."""
+    from finsy.proto import p4i
+    from google.protobuf import text_format
+
+    info = p4i.P4Info()
+    text_format.Parse(path.read_text(), info)
+    names = {action.preamble.id: action.preamble.alias for action in info.actions}
+    [table] = [t for t in info.tables if t.preamble.alias == "port_policy"]
+    return [names[ref.id] for ref in table.action_refs
+            if ref.scope != p4i.ActionRef.Scope.DEFAULT_ONLY]
 
 
-def p4_type_widths() -> dict[str, int]:
-    """{type: bits} of every `typedef bit<N> type;` of defines.p4."""
-    text = (P4_INCLUDE / "defines.p4").read_text()
-    typedefs = re.findall(r"^typedef\s+bit\s*<\s*(\d+)\s*>\s+(\w+)\s*;", text, flags=re.M)
-    return {name: int(bits) for bits, name in typedefs}
-
-
-def declared_action_params(p4_text: str, action: str,
-                           widths: dict[str, int]) -> list[tuple[str, int]]:
-    """(name, bits) of the control-plane parameters of `action <action>(...)`, in order:
-    the directionless parameters after `inout standard_metadata_t standard_metadata,`."""
-    signatures = re.findall(rf"\baction\s+{action}\s*\(([^)]*)\)", p4_text)
-    assert len(signatures) == 1, f"action {action}: {len(signatures)} declarations"
-    signature = " ".join(signatures[0].split())
-    _, found, params = signature.partition(DATA_PLANE_PARAMS)
-    assert found, f"action {action}: no {DATA_PLANE_PARAMS!r} in ({signature})"
-    declared = []
-    for param in params.split(","):
-        match = re.fullmatch(r"\s*(?:bit\s*<\s*(\d+)\s*>|(\w+))\s+(\w+)\s*", param)
-        assert match, f"action {action}: {param.strip()!r} is not a directionless 'type name'"
-        bits, type_name, name = match.groups()
-        assert bits is not None or type_name in widths, f"action {action}: unknown {type_name}"
-        declared.append((name, int(bits) if bits is not None else widths[type_name]))
-    return declared
-
-
-def test_declared_action_params_reads_a_signature() -> None:
-    text = ("action foo(inout local_metadata_t meta, inout standard_metadata_t standard_metadata,\n"
-            "           pkts_t a, bit<8> b) { }")
-    assert declared_action_params(text, "foo", {"pkts_t": 32}) == [("a", 32), ("b", 8)]
-    with pytest.raises(AssertionError, match="directionless"):
-        declared_action_params(text.replace("pkts_t a", "in pkts_t a"), "foo", {"pkts_t": 32})
-    assert p4_type_widths()["shift_t"] == 8          # defines.p4: typedef bit<8> shift_t;
+def test_p4info_actions_reads_names_and_widths() -> None:
+    actions = p4info_actions()
+    assert actions["route"] == [("port", 9), ("src_mac", 48), ("dst_mac", 48)]
+    assert actions["set_class"] == [("class_id", 8)]
 
 
 # The largest values the configuration accepts (queue_limit_pkts <= 65535, w >= 2^-31).
@@ -295,27 +286,25 @@ def encode_widest(raw_policy: dict[str, object]) -> PolicyAction:
 def test_policy_action_params_are_the_p4_action_params(raw_policy: dict[str, object],
                                                        action_name: str) -> None:
     action = encode_widest(raw_policy)
-    declared = declared_action_params(p4_action_texts(), action_name, p4_type_widths())
+    declared = p4info_actions()[action_name]
     assert action.name == action_name
     assert list(action.params) == [name for name, _ in declared]      # by name, in order
     for name, bits in declared:
         assert 0 <= action.params[name] < 1 << bits, f"{name} = {action.params[name]}"
 
 
-def test_a_renamed_p4_param_breaks_the_match() -> None:
+def test_a_renamed_p4_param_breaks_the_match(tmp_path: Path) -> None:
     action = encode_widest(WIDEST_POLICIES[1][0])                      # red
-    renamed = p4_action_texts().replace("q24_t red_slope_q24)", "q24_t red_slope)")
-    assert renamed != p4_action_texts()
-    declared = declared_action_params(renamed, "red", p4_type_widths())
+    renamed = tmp_path / "renamed.p4info.txtpb"
+    text = GOLDEN_P4INFO.read_text()
+    assert text.count('name: "red_slope_q24"') >= 1
+    renamed.write_text(text.replace('name: "red_slope_q24"', 'name: "red_slope"'))
+    declared = p4info_actions(renamed)["red"]
     assert list(action.params) != [name for name, _ in declared]
 
 
 def test_port_policy_table_has_one_action_per_algorithm() -> None:
-    text = (P4_INCLUDE / "aqm.p4").read_text()
-    table = re.search(r"table\s+port_policy\s*\{.*?actions\s*=\s*\{(.*?)\}", text, flags=re.S)
-    assert table is not None
-    listed = re.findall(r"(\w+)\s*\(\s*meta\s*,\s*standard_metadata\s*\)\s*;", table.group(1))
-    assert sorted(listed) == sorted(ALGORITHMS.values())
+    assert sorted(port_policy_actions()) == sorted(ALGORITHMS.values())
 
 
 # ------------------------------------------------------------ PortModel

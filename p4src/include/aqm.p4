@@ -1,38 +1,110 @@
-// AQM admission of one packet on its egress port: the port_policy table.
-// The per-port policy entry selects the algorithm at run time, so one compiled
-// program serves every algorithm. Each algorithm is one action with only its
-// own parameters (the P4Info lists them); the action does the whole per-packet
-// work (arrival, averages, drop test, queue limit, admit or drop), so the AQM
-// costs BMv2 one table apply whatever the algorithm.
+// AQM admission of one packet on its egress port.
+// The port_policy table selects the port's algorithm at run time, so one
+// compiled program serves every algorithm. Each algorithm has one
+// port_policy action with only its own parameters (the P4Info lists them),
+// which loads them into meta.policy; the switch on the action that ran then
+// applies that algorithm's control, which does the whole per-packet work
+// (arrival, averages, drop test, queue limit, admit or drop) in one action.
+// BMv2 lowers the switch to the table's next-table map: the AQM costs two
+// table applies per packet, whatever the algorithm (bench/README.md).
 #ifndef MMAQM_AQM_P4
 #define MMAQM_AQM_P4
 
 #include <v1model.p4>
-#include "occupancy.p4"
+#include "drop_tail.p4"
 #include "red.p4"
 #include "cbt.p4"
 #include "dcbt.p4"
 
-// port_policy action: drop-tail, only the physical queue limit.
-action drop_tail(inout local_metadata_t meta, inout standard_metadata_t standard_metadata,
-                 pkts_t queue_limit_pkts, shift_t flow_epoch_shift) {
-    queue_arrival(meta, flow_epoch_shift);
-    queue_admit_or_drop(meta, standard_metadata, queue_limit_pkts);
-}
-
-// Sets meta.aqm_applied when the port has a policy (queue_arrival does).
+// Sets meta.aqm_applied when the port has a policy.
 control Aqm(inout local_metadata_t meta,
             inout standard_metadata_t standard_metadata) {
+    DropTail() drop_tail_algorithm;
+    Red() red_algorithm;
+    CbtRedAll() cbt_red_all_algorithm;
+    CbtRedTcpOnly() cbt_red_tcp_only_algorithm;
+    Dcbt() dcbt_algorithm;
+
+    // What every policy loads.
+    action load_policy(pkts_t queue_limit_pkts, shift_t flow_epoch_shift) {
+        meta.aqm_applied = true;
+        meta.class_index = meta.port_index * CLASS_SLOTS + (bit<32>)(bit<8>)meta.class_id;
+        meta.flow_epoch_shift = flow_epoch_shift;
+        meta.policy.queue_limit_pkts = queue_limit_pkts;
+    }
+
+    // What every RED-based policy loads.
+    action load_red_policy(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
+                           policy_epoch_t policy_epoch, shift_t ewma_shift,
+                           scaled_t min_th_scaled, scaled_t max_th_scaled,
+                           q24_t red_slope_q24) {
+        load_policy(queue_limit_pkts, flow_epoch_shift);
+        meta.policy.policy_epoch = policy_epoch;
+        meta.policy.ewma_shift = ewma_shift;
+        meta.policy.min_th_scaled = min_th_scaled;
+        meta.policy.max_th_scaled = max_th_scaled;
+        meta.policy.red_slope_q24 = red_slope_q24;
+    }
+
+    // ---- port_policy actions: one per algorithm, named at the top level of
+    // the P4Info (the controller's algorithms.ALGORITHMS).
+    @name(".drop_tail")
+    action drop_tail(pkts_t queue_limit_pkts, shift_t flow_epoch_shift) {
+        load_policy(queue_limit_pkts, flow_epoch_shift);
+    }
+
+    @name(".red")
+    action red(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
+               policy_epoch_t policy_epoch, shift_t ewma_shift,
+               scaled_t min_th_scaled, scaled_t max_th_scaled, q24_t red_slope_q24) {
+        load_red_policy(queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
+                        min_th_scaled, max_th_scaled, red_slope_q24);
+    }
+
+    @name(".cbt_red_all")
+    action cbt_red_all(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
+                       policy_epoch_t policy_epoch, shift_t ewma_shift,
+                       scaled_t min_th_scaled, scaled_t max_th_scaled, q24_t red_slope_q24,
+                       scaled_t tagged_th_scaled, scaled_t untagged_th_scaled) {
+        load_red_policy(queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
+                        min_th_scaled, max_th_scaled, red_slope_q24);
+        meta.policy.tagged_th_scaled = tagged_th_scaled;
+        meta.policy.untagged_th_scaled = untagged_th_scaled;
+    }
+
+    @name(".cbt_red_tcp_only")
+    action cbt_red_tcp_only(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
+                            policy_epoch_t policy_epoch, shift_t ewma_shift,
+                            scaled_t min_th_scaled, scaled_t max_th_scaled,
+                            q24_t red_slope_q24,
+                            scaled_t tagged_th_scaled, scaled_t untagged_th_scaled) {
+        load_red_policy(queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
+                        min_th_scaled, max_th_scaled, red_slope_q24);
+        meta.policy.tagged_th_scaled = tagged_th_scaled;
+        meta.policy.untagged_th_scaled = untagged_th_scaled;
+    }
+
+    @name(".dcbt")
+    action dcbt(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
+                policy_epoch_t policy_epoch, shift_t ewma_shift,
+                scaled_t min_th_scaled, scaled_t max_th_scaled, q24_t red_slope_q24,
+                q16_t tagged_share_q16, scaled_t untagged_th_scaled) {
+        load_red_policy(queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
+                        min_th_scaled, max_th_scaled, red_slope_q24);
+        meta.policy.tagged_share_q16 = tagged_share_q16;
+        meta.policy.untagged_th_scaled = untagged_th_scaled;
+    }
+
     action no_policy() {}
 
     table port_policy {
         key = { meta.routed_port : exact @name("port"); }
         actions = {
-            drop_tail(meta, standard_metadata);
-            red(meta, standard_metadata);
-            cbt_red_all(meta, standard_metadata);
-            cbt_red_tcp_only(meta, standard_metadata);
-            dcbt(meta, standard_metadata);
+            drop_tail;
+            red;
+            cbt_red_all;
+            cbt_red_tcp_only;
+            dcbt;
             @defaultonly no_policy;
         }
         const default_action = no_policy();
@@ -40,7 +112,13 @@ control Aqm(inout local_metadata_t meta,
     }
 
     apply {
-        port_policy.apply();
+        switch (port_policy.apply().action_run) {
+            drop_tail:        { drop_tail_algorithm.apply(meta, standard_metadata); }
+            red:              { red_algorithm.apply(meta, standard_metadata); }
+            cbt_red_all:      { cbt_red_all_algorithm.apply(meta, standard_metadata); }
+            cbt_red_tcp_only: { cbt_red_tcp_only_algorithm.apply(meta, standard_metadata); }
+            dcbt:             { dcbt_algorithm.apply(meta, standard_metadata); }
+        }
     }
 }
 

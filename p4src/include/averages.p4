@@ -24,11 +24,11 @@ scaled_t ewma(in scaled_t avg_scaled, in scaled_t sample_scaled, in shift_t shif
     return avg_scaled - ((avg_scaled - sample_scaled) >> shift);
 }
 
-// Update one class average of the packet's port with a class occupancy.
-action class_average_update(in local_metadata_t meta, in traffic_class_t class_id,
+// Update one class average of a port with a class occupancy.
+action class_average_update(in bit<32> port_index, in traffic_class_t class_id,
                             in pkts_t class_pkts, in shift_t ewma_shift,
                             out scaled_t class_avg) {
-    bit<32> index = meta.port_index * CLASS_SLOTS + (bit<32>)(bit<8>)class_id;
+    bit<32> index = port_index * CLASS_SLOTS + (bit<32>)(bit<8>)class_id;
     class_avg_scaled.read(class_avg, index);
     class_avg = ewma(class_avg, to_scaled(class_pkts), ewma_shift);
     class_avg_scaled.write(index, class_avg);

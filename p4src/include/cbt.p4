@@ -1,4 +1,4 @@
-// Class-Based Threshold (cbt §3, §4.1-4.2): two port_policy actions.
+// Class-Based Threshold (cbt §3, §4.1-4.2): two algorithms, one control each.
 // Static thresholds on the weighted average number of enqueued packets of the
 // tagged and untagged UDP classes. A class average is updated on arrivals of
 // that class only, as published (dcbt §6.1 calls this "unsynchronized").
@@ -15,52 +15,86 @@
 #include "averages.p4"
 #include "red.p4"
 
-// The class threshold test of a UDP packet (cbt §3).
-action cbt_class_test(inout local_metadata_t meta, in shift_t ewma_shift,
-                      in scaled_t tagged_th_scaled, in scaled_t untagged_th_scaled) {
+// The class threshold test of a UDP packet (cbt §3): its own class average,
+// updated with its class occupancy, against its class threshold.
+action cbt_class_test(in bit<32> port_index, in traffic_class_t class_id,
+                      in pkts_t class_pkts, in shift_t ewma_shift,
+                      in scaled_t tagged_th_scaled, in scaled_t untagged_th_scaled,
+                      inout bool aqm_drop, inout drop_reason_t drop_reason) {
     scaled_t class_avg;
-    class_average_update(meta, meta.class_id, meta.occupancy.class_pkts, ewma_shift, class_avg);
-    scaled_t threshold = meta.class_id == traffic_class_t.TAGGED ? tagged_th_scaled
-                                                                 : untagged_th_scaled;
+    class_average_update(port_index, class_id, class_pkts, ewma_shift, class_avg);
+    scaled_t threshold = class_id == traffic_class_t.TAGGED ? tagged_th_scaled
+                                                            : untagged_th_scaled;
     if (class_avg > threshold) {
-        aqm_drop(meta, drop_reason_t.CLASS_THRESHOLD);
+        aqm_drop = true;
+        drop_reason = drop_reason_t.CLASS_THRESHOLD;
     }
 }
 
-// port_policy action: CBT with RED for all.
-action cbt_red_all(inout local_metadata_t meta, inout standard_metadata_t standard_metadata,
-                   pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
-                   policy_epoch_t policy_epoch, shift_t ewma_shift,
-                   scaled_t min_th_scaled, scaled_t max_th_scaled, q24_t red_slope_q24,
-                   scaled_t tagged_th_scaled, scaled_t untagged_th_scaled) {
-    queue_arrival(meta, flow_epoch_shift);
-    red_on_policy_epoch(meta, policy_epoch);
-    if (meta.class_id != traffic_class_t.TCP) {
-        cbt_class_test(meta, ewma_shift, tagged_th_scaled, untagged_th_scaled);
+// CBT with RED for all.
+control CbtRedAll(inout local_metadata_t meta, inout standard_metadata_t standard_metadata) {
+    @hidden  // applied by the control, never by the controller: not in the P4Info
+    action cbt_red_all_admission() {
+        queue_arrival(meta.port_index, meta.class_index,
+                      meta.occupancy.queue_pkts, meta.occupancy.class_pkts);
+        red_on_policy_epoch(meta.port_index, meta.policy.policy_epoch);
+        if (meta.class_id != traffic_class_t.TCP) {
+            cbt_class_test(meta.port_index, meta.class_id, meta.occupancy.class_pkts,
+                           meta.policy.ewma_shift, meta.policy.tagged_th_scaled,
+                           meta.policy.untagged_th_scaled, meta.aqm_drop, meta.drop_reason);
+        }
+        if (!meta.aqm_drop) {
+            red_average_update(meta.port_index, meta.occupancy.queue_pkts,
+                               meta.policy.ewma_shift, meta.red_avg_scaled);
+            red_drop_test(meta.port_index, meta.red_avg_scaled, meta.policy.min_th_scaled,
+                          meta.policy.max_th_scaled, meta.policy.red_slope_q24,
+                          meta.aqm_drop, meta.drop_reason);
+        }
+        queue_admit_or_drop(meta.port_index, meta.class_index,
+                            meta.occupancy.queue_pkts, meta.occupancy.class_pkts,
+                            meta.policy.queue_limit_pkts,
+                            meta.aqm_drop, meta.drop_reason, meta.admitted);
+        if (meta.aqm_drop) {
+            mark_to_drop(standard_metadata);
+        }
     }
-    if (!meta.aqm_drop) {
-        red_average_update(meta, meta.occupancy.queue_pkts, ewma_shift);
-        red_drop_test(meta, min_th_scaled, max_th_scaled, red_slope_q24);
+
+    apply {
+        cbt_red_all_admission();
     }
-    queue_admit_or_drop(meta, standard_metadata, queue_limit_pkts);
 }
 
-// port_policy action: CBT with RED for TCP only. A TCP packet's own class
-// occupancy is the TCP occupancy RED averages here (cbt §3).
-action cbt_red_tcp_only(inout local_metadata_t meta, inout standard_metadata_t standard_metadata,
-                        pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
-                        policy_epoch_t policy_epoch, shift_t ewma_shift,
-                        scaled_t min_th_scaled, scaled_t max_th_scaled, q24_t red_slope_q24,
-                        scaled_t tagged_th_scaled, scaled_t untagged_th_scaled) {
-    queue_arrival(meta, flow_epoch_shift);
-    red_on_policy_epoch(meta, policy_epoch);
-    if (meta.class_id != traffic_class_t.TCP) {
-        cbt_class_test(meta, ewma_shift, tagged_th_scaled, untagged_th_scaled);
-    } else {
-        red_average_update(meta, meta.occupancy.class_pkts, ewma_shift);
-        red_drop_test(meta, min_th_scaled, max_th_scaled, red_slope_q24);
+// CBT with RED for TCP only. A TCP packet's own class occupancy is the TCP
+// occupancy RED averages here (cbt §3).
+control CbtRedTcpOnly(inout local_metadata_t meta, inout standard_metadata_t standard_metadata) {
+    @hidden  // applied by the control, never by the controller: not in the P4Info
+    action cbt_red_tcp_only_admission() {
+        queue_arrival(meta.port_index, meta.class_index,
+                      meta.occupancy.queue_pkts, meta.occupancy.class_pkts);
+        red_on_policy_epoch(meta.port_index, meta.policy.policy_epoch);
+        if (meta.class_id != traffic_class_t.TCP) {
+            cbt_class_test(meta.port_index, meta.class_id, meta.occupancy.class_pkts,
+                           meta.policy.ewma_shift, meta.policy.tagged_th_scaled,
+                           meta.policy.untagged_th_scaled, meta.aqm_drop, meta.drop_reason);
+        } else {
+            red_average_update(meta.port_index, meta.occupancy.class_pkts,
+                               meta.policy.ewma_shift, meta.red_avg_scaled);
+            red_drop_test(meta.port_index, meta.red_avg_scaled, meta.policy.min_th_scaled,
+                          meta.policy.max_th_scaled, meta.policy.red_slope_q24,
+                          meta.aqm_drop, meta.drop_reason);
+        }
+        queue_admit_or_drop(meta.port_index, meta.class_index,
+                            meta.occupancy.queue_pkts, meta.occupancy.class_pkts,
+                            meta.policy.queue_limit_pkts,
+                            meta.aqm_drop, meta.drop_reason, meta.admitted);
+        if (meta.aqm_drop) {
+            mark_to_drop(standard_metadata);
+        }
     }
-    queue_admit_or_drop(meta, standard_metadata, queue_limit_pkts);
+
+    apply {
+        cbt_red_tcp_only_admission();
+    }
 }
 
 #endif

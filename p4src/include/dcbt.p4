@@ -1,4 +1,4 @@
-// Dynamic Class-Based Threshold (dcbt §3.1): the dcbt port_policy action.
+// Dynamic Class-Based Threshold (dcbt §3.1).
 // Every arrival updates the RED average and both UDP class averages with the
 // same weight (synchronised updates). While red_avg > min_th, UDP packets face
 // a class threshold test:
@@ -15,42 +15,59 @@
 #include "averages.p4"
 #include "red.p4"
 
-action dcbt(inout local_metadata_t meta, inout standard_metadata_t standard_metadata,
-            pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
-            policy_epoch_t policy_epoch, shift_t ewma_shift,
-            scaled_t min_th_scaled, scaled_t max_th_scaled, q24_t red_slope_q24,
-            q16_t tagged_share_q16, scaled_t untagged_th_scaled) {
-    queue_arrival(meta, flow_epoch_shift);
-    red_on_policy_epoch(meta, policy_epoch);
-    red_average_update(meta, meta.occupancy.queue_pkts, ewma_shift);
+control Dcbt(inout local_metadata_t meta, inout standard_metadata_t standard_metadata) {
+    @hidden  // applied by the control, never by the controller: not in the P4Info
+    action dcbt_admission() {
+        queue_arrival(meta.port_index, meta.class_index,
+                      meta.occupancy.queue_pkts, meta.occupancy.class_pkts);
+        red_on_policy_epoch(meta.port_index, meta.policy.policy_epoch);
+        red_average_update(meta.port_index, meta.occupancy.queue_pkts,
+                           meta.policy.ewma_shift, meta.red_avg_scaled);
 
-    bit<32> base = meta.port_index * CLASS_SLOTS;
-    pkts_t tagged_pkts;
-    pkts_t untagged_pkts;
-    class_queue_pkts.read(tagged_pkts, base + (bit<32>)(bit<8>)traffic_class_t.TAGGED);
-    class_queue_pkts.read(untagged_pkts, base + (bit<32>)(bit<8>)traffic_class_t.UNTAGGED);
-    scaled_t tagged_avg;
-    scaled_t untagged_avg;
-    class_average_update(meta, traffic_class_t.TAGGED, tagged_pkts, ewma_shift, tagged_avg);
-    class_average_update(meta, traffic_class_t.UNTAGGED, untagged_pkts, ewma_shift, untagged_avg);
+        bit<32> base = meta.port_index * CLASS_SLOTS;
+        pkts_t tagged_pkts;
+        pkts_t untagged_pkts;
+        class_queue_pkts.read(tagged_pkts, base + (bit<32>)(bit<8>)traffic_class_t.TAGGED);
+        class_queue_pkts.read(untagged_pkts, base + (bit<32>)(bit<8>)traffic_class_t.UNTAGGED);
+        scaled_t tagged_avg;
+        scaled_t untagged_avg;
+        class_average_update(meta.port_index, traffic_class_t.TAGGED, tagged_pkts,
+                             meta.policy.ewma_shift, tagged_avg);
+        class_average_update(meta.port_index, traffic_class_t.UNTAGGED, untagged_pkts,
+                             meta.policy.ewma_shift, untagged_avg);
 
-    if (meta.red_avg_scaled > min_th_scaled) {
-        if (meta.class_id == traffic_class_t.TAGGED) {
-            scaled_t tagged_th_scaled = (bit<32>)(((bit<64>)meta.red_avg_scaled
-                    * (bit<64>)tagged_share_q16) >> PROB_FRAC_BITS);
-            if (tagged_avg > tagged_th_scaled) {
-                aqm_drop(meta, drop_reason_t.CLASS_THRESHOLD);
-            }
-        } else if (meta.class_id == traffic_class_t.UNTAGGED) {
-            if (untagged_avg > untagged_th_scaled) {
-                aqm_drop(meta, drop_reason_t.CLASS_THRESHOLD);
+        if (meta.red_avg_scaled > meta.policy.min_th_scaled) {
+            if (meta.class_id == traffic_class_t.TAGGED) {
+                scaled_t tagged_th_scaled = (bit<32>)(((bit<64>)meta.red_avg_scaled
+                        * (bit<64>)meta.policy.tagged_share_q16) >> PROB_FRAC_BITS);
+                if (tagged_avg > tagged_th_scaled) {
+                    meta.aqm_drop = true;
+                    meta.drop_reason = drop_reason_t.CLASS_THRESHOLD;
+                }
+            } else if (meta.class_id == traffic_class_t.UNTAGGED) {
+                if (untagged_avg > meta.policy.untagged_th_scaled) {
+                    meta.aqm_drop = true;
+                    meta.drop_reason = drop_reason_t.CLASS_THRESHOLD;
+                }
             }
         }
+        if (!meta.aqm_drop) {
+            red_drop_test(meta.port_index, meta.red_avg_scaled, meta.policy.min_th_scaled,
+                          meta.policy.max_th_scaled, meta.policy.red_slope_q24,
+                          meta.aqm_drop, meta.drop_reason);
+        }
+        queue_admit_or_drop(meta.port_index, meta.class_index,
+                            meta.occupancy.queue_pkts, meta.occupancy.class_pkts,
+                            meta.policy.queue_limit_pkts,
+                            meta.aqm_drop, meta.drop_reason, meta.admitted);
+        if (meta.aqm_drop) {
+            mark_to_drop(standard_metadata);
+        }
     }
-    if (!meta.aqm_drop) {
-        red_drop_test(meta, min_th_scaled, max_th_scaled, red_slope_q24);
+
+    apply {
+        dcbt_admission();
     }
-    queue_admit_or_drop(meta, standard_metadata, queue_limit_pkts);
 }
 
 #endif

@@ -66,6 +66,20 @@ struct occupancy_t {
     pkts_t class_pkts;   // the packet's own class
 }
 
+// The port's policy, loaded by its port_policy action (aqm.p4). Each algorithm
+// reads only its own parameters; the others stay 0.
+struct policy_params_t {
+    pkts_t         queue_limit_pkts;    // every algorithm
+    policy_epoch_t policy_epoch;        // RED family: a new value resets the averages
+    shift_t        ewma_shift;          // RED family: weight w = 2^-ewma_shift
+    scaled_t       min_th_scaled;       // RED family
+    scaled_t       max_th_scaled;       // RED family
+    q24_t          red_slope_q24;       // RED family: max_p / (max_th - min_th)
+    scaled_t       tagged_th_scaled;    // CBT
+    scaled_t       untagged_th_scaled;  // CBT, D-CBT
+    q16_t          tagged_share_q16;    // D-CBT
+}
+
 struct local_metadata_t {
     traffic_class_t class_id;
     bool            routed;           // an ipv4_lpm entry matched
@@ -74,10 +88,11 @@ struct local_metadata_t {
     bit<32>         class_index;      // port_index * CLASS_SLOTS + class_id
     l4_port_t       l4_src_port;
     l4_port_t       l4_dst_port;
+    bool            aqm_applied;      // the egress port has a port_policy entry
+    shift_t         flow_epoch_shift; // from the port's policy; 0 = no flow reports
+    policy_params_t policy;
     occupancy_t     occupancy;
     scaled_t        red_avg_scaled;   // RED average after this packet's update
-    shift_t         flow_epoch_shift; // from the port's policy; 0 = no flow reports
-    bool            aqm_applied;      // the egress port has a port_policy entry
     bool            aqm_drop;
     drop_reason_t   drop_reason;
     bool            admitted;         // set in ingress, read in egress to release occupancy

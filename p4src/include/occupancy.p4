@@ -1,10 +1,13 @@
 // Exact queue occupancy per egress port and per class, and the queue counters.
 // Top-level registers are shared by ingress and egress on BMv2: ingress
 // increments when it admits a packet, egress decrements when the packet
-// leaves the traffic manager. Every port_policy action (aqm.p4) starts with
+// leaves the traffic manager. Every algorithm's admission action starts with
 // queue_arrival and ends with queue_admit_or_drop, so the read and the write
 // of the occupancy happen inside one action, which BMv2 executes atomically
 // with respect to the registers it touches.
+// The steps take scalars, not the metadata struct: p4c copies a struct
+// argument of a nested action call in and out field by field, which cost BMv2
+// 96-310 primitives per packet (bench/README.md).
 // The TNA port replaces this file (Tofino cannot share a register between
 // ingress and egress).
 #ifndef MMAQM_OCCUPANCY_P4
@@ -25,55 +28,49 @@ counter(NUM_PORTS * CLASS_SLOTS, CounterType.packets_and_bytes) queue_departures
 // Index (port * CLASS_SLOTS + class) * NUM_DROP_REASONS + reason.
 counter(NUM_PORTS * CLASS_SLOTS * NUM_DROP_REASONS, CounterType.packets_and_bytes) queue_drops;
 
-// First step of every port_policy action: count the arrival and read the
+// First step of every admission action: count the arrival and read the
 // occupancy it sees.
-action queue_arrival(inout local_metadata_t meta, in shift_t flow_epoch_shift) {
-    meta.class_index = meta.port_index * CLASS_SLOTS + (bit<32>)(bit<8>)meta.class_id;
-    meta.flow_epoch_shift = flow_epoch_shift;
-    meta.aqm_applied = true;
-    meta.aqm_drop = false;
-    queue_arrivals.count(meta.class_index);
-    queue_pkts.read(meta.occupancy.queue_pkts, meta.port_index);
-    class_queue_pkts.read(meta.occupancy.class_pkts, meta.class_index);
+action queue_arrival(in bit<32> port_index, in bit<32> class_index,
+                     out pkts_t queue_pkts_seen, out pkts_t class_pkts_seen) {
+    queue_arrivals.count(class_index);
+    queue_pkts.read(queue_pkts_seen, port_index);
+    class_queue_pkts.read(class_pkts_seen, class_index);
 }
 
-// The AQM decided to drop the packet.
-action aqm_drop(inout local_metadata_t meta, in drop_reason_t reason) {
-    meta.aqm_drop = true;
-    meta.drop_reason = reason;
-}
-
-// Last step of every port_policy action: the physical queue limit, then admit
-// (occupancy + 1) or drop. Ingress is the only place that drops, because the
-// traffic manager's queue depth is set above queue_limit_pkts. The controller
-// caps queue_limit_pkts at 65535 so every threshold scaled by 2^AVG_FRAC_BITS
-// fits in bit<32>.
-action queue_admit_or_drop(inout local_metadata_t meta,
-                           inout standard_metadata_t standard_metadata,
-                           in pkts_t queue_limit_pkts) {
-    if (!meta.aqm_drop && meta.occupancy.queue_pkts >= queue_limit_pkts) {
-        aqm_drop(meta, drop_reason_t.QUEUE_LIMIT);
+// Last step of every admission action: the physical queue limit, then admit
+// (occupancy + 1) or count the drop; the caller marks a dropped packet.
+// Ingress is the only place that drops, because the traffic manager's queue
+// depth is set above queue_limit_pkts. The controller caps queue_limit_pkts at
+// 65535 so every threshold scaled by 2^AVG_FRAC_BITS fits in bit<32>.
+action queue_admit_or_drop(in bit<32> port_index, in bit<32> class_index,
+                           in pkts_t queue_pkts_seen, in pkts_t class_pkts_seen,
+                           in pkts_t queue_limit_pkts,
+                           inout bool aqm_drop, inout drop_reason_t drop_reason,
+                           out bool admitted) {
+    if (!aqm_drop && queue_pkts_seen >= queue_limit_pkts) {
+        aqm_drop = true;
+        drop_reason = drop_reason_t.QUEUE_LIMIT;
     }
-    if (meta.aqm_drop) {
-        mark_to_drop(standard_metadata);
-        queue_drops.count(meta.class_index * NUM_DROP_REASONS + (bit<32>)(bit<8>)meta.drop_reason);
+    if (aqm_drop) {
+        queue_drops.count(class_index * NUM_DROP_REASONS + (bit<32>)(bit<8>)drop_reason);
+        admitted = false;
     } else {
-        queue_pkts.write(meta.port_index, meta.occupancy.queue_pkts + 1);
-        class_queue_pkts.write(meta.class_index, meta.occupancy.class_pkts + 1);
-        queue_admits.count(meta.class_index);
-        meta.admitted = true;
+        queue_pkts.write(port_index, queue_pkts_seen + 1);
+        class_queue_pkts.write(class_index, class_pkts_seen + 1);
+        queue_admits.count(class_index);
+        admitted = true;
     }
 }
 
 // Egress: the packet left the traffic manager's queue.
-action queue_departure(in local_metadata_t meta) {
+action queue_departure(in bit<32> port_index, in bit<32> class_index) {
     pkts_t total;
     pkts_t per_class;
-    queue_pkts.read(total, meta.port_index);
-    queue_pkts.write(meta.port_index, total - 1);
-    class_queue_pkts.read(per_class, meta.class_index);
-    class_queue_pkts.write(meta.class_index, per_class - 1);
-    queue_departures.count(meta.class_index);
+    queue_pkts.read(total, port_index);
+    queue_pkts.write(port_index, total - 1);
+    class_queue_pkts.read(per_class, class_index);
+    class_queue_pkts.write(class_index, per_class - 1);
+    queue_departures.count(class_index);
 }
 
 #endif

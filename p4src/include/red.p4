@@ -29,69 +29,86 @@ register<bit<32>>(NUM_PORTS) red_rand_q16;  // R
 // A policy_epoch the port's packets have not carried before starts the port's
 // averages and RED state from zero (the controller installed a new policy).
 // Shares-only updates keep the epoch, so D-CBT's averages survive them.
-action red_on_policy_epoch(in local_metadata_t meta, in policy_epoch_t policy_epoch) {
+action red_on_policy_epoch(in bit<32> port_index, in policy_epoch_t policy_epoch) {
     policy_epoch_t stored_epoch;
-    avg_policy_epoch.read(stored_epoch, meta.port_index);
+    avg_policy_epoch.read(stored_epoch, port_index);
     if (stored_epoch != policy_epoch) {
-        bit<32> base = meta.port_index * CLASS_SLOTS;
-        avg_policy_epoch.write(meta.port_index, policy_epoch);
-        red_avg_scaled.write(meta.port_index, 0);
+        bit<32> base = port_index * CLASS_SLOTS;
+        avg_policy_epoch.write(port_index, policy_epoch);
+        red_avg_scaled.write(port_index, 0);
         class_avg_scaled.write(base + (bit<32>)(bit<8>)traffic_class_t.TCP, 0);
         class_avg_scaled.write(base + (bit<32>)(bit<8>)traffic_class_t.TAGGED, 0);
         class_avg_scaled.write(base + (bit<32>)(bit<8>)traffic_class_t.UNTAGGED, 0);
-        red_count.write(meta.port_index, 0);
+        red_count.write(port_index, 0);
     }
 }
 
-// The RED average of the port with a new sample -> meta.red_avg_scaled.
-action red_average_update(inout local_metadata_t meta, in pkts_t sample_pkts,
-                          in shift_t ewma_shift) {
-    scaled_t avg;
-    red_avg_scaled.read(avg, meta.port_index);
-    meta.red_avg_scaled = ewma(avg, to_scaled(sample_pkts), ewma_shift);
-    red_avg_scaled.write(meta.port_index, meta.red_avg_scaled);
+// The RED average of the port with a new sample.
+action red_average_update(in bit<32> port_index, in pkts_t sample_pkts,
+                          in shift_t ewma_shift, out scaled_t red_avg) {
+    red_avg_scaled.read(red_avg, port_index);
+    red_avg = ewma(red_avg, to_scaled(sample_pkts), ewma_shift);
+    red_avg_scaled.write(port_index, red_avg);
 }
 
-// The RED drop test on meta.red_avg_scaled. Used by RED, CBT and D-CBT.
-action red_drop_test(inout local_metadata_t meta, in scaled_t min_th_scaled,
-                     in scaled_t max_th_scaled, in q24_t red_slope_q24) {
-    if (meta.red_avg_scaled < min_th_scaled) {
-        red_count.write(meta.port_index, 0);
-    } else if (meta.red_avg_scaled >= max_th_scaled) {
-        aqm_drop(meta, drop_reason_t.RED_FORCED);
-        red_count.write(meta.port_index, 0);
+// The RED drop test on the port's average (Floyd & Jacobson 1993 §4). Used by
+// RED, CBT and D-CBT.
+action red_drop_test(in bit<32> port_index, in scaled_t red_avg,
+                     in scaled_t min_th_scaled, in scaled_t max_th_scaled,
+                     in q24_t red_slope_q24,
+                     inout bool aqm_drop, inout drop_reason_t drop_reason) {
+    if (red_avg < min_th_scaled) {
+        red_count.write(port_index, 0);
+    } else if (red_avg >= max_th_scaled) {
+        aqm_drop = true;
+        drop_reason = drop_reason_t.RED_FORCED;
+        red_count.write(port_index, 0);
     } else {
         bit<32> count;
         bit<32> rand_q16;
-        red_count.read(count, meta.port_index);
+        red_count.read(count, port_index);
         if (count == 0) {
             random(rand_q16, 0, PROB_ONE - 1);
-            red_rand_q16.write(meta.port_index, rand_q16);
+            red_rand_q16.write(port_index, rand_q16);
         } else {
-            red_rand_q16.read(rand_q16, meta.port_index);
+            red_rand_q16.read(rand_q16, port_index);
         }
         count = count + 1;
-        bit<64> p_b_q16 = ((bit<64>)(meta.red_avg_scaled - min_th_scaled)
+        bit<64> p_b_q16 = ((bit<64>)(red_avg - min_th_scaled)
                            * (bit<64>)red_slope_q24) >> SLOPE_FRAC_BITS;
         if ((bit<64>)count * p_b_q16 > (bit<64>)rand_q16) {
-            aqm_drop(meta, drop_reason_t.RED_EARLY);
+            aqm_drop = true;
+            drop_reason = drop_reason_t.RED_EARLY;
             count = 0;
         }
-        red_count.write(meta.port_index, count);
+        red_count.write(port_index, count);
     }
 }
 
-// port_policy action: plain RED, the average of the whole queue updated on
-// every arrival.
-action red(inout local_metadata_t meta, inout standard_metadata_t standard_metadata,
-           pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
-           policy_epoch_t policy_epoch, shift_t ewma_shift,
-           scaled_t min_th_scaled, scaled_t max_th_scaled, q24_t red_slope_q24) {
-    queue_arrival(meta, flow_epoch_shift);
-    red_on_policy_epoch(meta, policy_epoch);
-    red_average_update(meta, meta.occupancy.queue_pkts, ewma_shift);
-    red_drop_test(meta, min_th_scaled, max_th_scaled, red_slope_q24);
-    queue_admit_or_drop(meta, standard_metadata, queue_limit_pkts);
+// The RED algorithm: the average of the whole queue, updated on every arrival.
+control Red(inout local_metadata_t meta, inout standard_metadata_t standard_metadata) {
+    @hidden  // applied by the control, never by the controller: not in the P4Info
+    action red_admission() {
+        queue_arrival(meta.port_index, meta.class_index,
+                      meta.occupancy.queue_pkts, meta.occupancy.class_pkts);
+        red_on_policy_epoch(meta.port_index, meta.policy.policy_epoch);
+        red_average_update(meta.port_index, meta.occupancy.queue_pkts,
+                           meta.policy.ewma_shift, meta.red_avg_scaled);
+        red_drop_test(meta.port_index, meta.red_avg_scaled, meta.policy.min_th_scaled,
+                      meta.policy.max_th_scaled, meta.policy.red_slope_q24,
+                      meta.aqm_drop, meta.drop_reason);
+        queue_admit_or_drop(meta.port_index, meta.class_index,
+                            meta.occupancy.queue_pkts, meta.occupancy.class_pkts,
+                            meta.policy.queue_limit_pkts,
+                            meta.aqm_drop, meta.drop_reason, meta.admitted);
+        if (meta.aqm_drop) {
+            mark_to_drop(standard_metadata);
+        }
+    }
+
+    apply {
+        red_admission();
+    }
 }
 
 #endif

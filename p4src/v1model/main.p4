@@ -32,9 +32,9 @@ control MmaqmIngress(inout headers_t hdr,
     }
 
     apply {
-        // v1model leaves egress_spec at 0: drop unless a route says otherwise.
-        mark_to_drop(standard_metadata);
-
+        // Every branch ends in a discard (mark_to_drop) or in the AQM's
+        // decision on a routed packet: no packet leaves on v1model's default
+        // egress_spec 0 (one table apply per packet fewer than a mark_to_drop here).
         if (standard_metadata.parser_error != error.NoError) {
             discard(DISCARD_MALFORMED);
         } else if (!hdr.ipv4.isValid()) {
@@ -74,7 +74,7 @@ control MmaqmEgress(inout headers_t hdr,
                     inout standard_metadata_t standard_metadata) {
     apply {
         if (meta.admitted) {
-            queue_departure(meta);
+            queue_departure(meta.port_index, meta.class_index);
         }
     }
 }
