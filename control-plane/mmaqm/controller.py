@@ -22,7 +22,8 @@ from .config import Config, SwitchConfig
 from .encoding import PolicyAction, policy_action
 from .driver import DEFAULT_BMV2_JSON, DEFAULT_P4INFO, SwitchDriver, wait_for_grpc
 from .flows import ActiveFlowTable
-from .stats import QUEUE_COUNTERS, counter_indexes, readings_from_counters, readings_to_json
+from .stats import (DISCARD_COUNTER, QUEUE_COUNTERS, counter_indexes, discard_indexes,
+                    discards_per_port, readings_from_counters, readings_to_json)
 
 StatsSink = Callable[[dict[str, Any]], None]
 
@@ -102,7 +103,8 @@ class SwitchController:
         port (one ReadRequest), active-flow counts and the pushed D-CBT shares."""
         ports = sorted(self.switch.ports)
         t_ns = time.time_ns()  # CLOCK_REALTIME: namespaces and hosts share it
-        values = await self.driver.read_counter_indexes(counter_indexes(ports))
+        indexes = {**counter_indexes(ports), DISCARD_COUNTER: discard_indexes(ports)}
+        values = await self.driver.read_counter_indexes(indexes)
         readings = readings_from_counters(
             ports, **{key: values[name] for name, key in QUEUE_COUNTERS.items()})
         class_names = {v: k for k, v in C.CLASSES.items()}
@@ -110,6 +112,9 @@ class SwitchController:
             "t_ns": t_ns,
             "switch": self.switch.name,
             "readings": readings_to_json(readings),
+            # by ingress port: with the arrivals, every packet the pipeline saw
+            "ingress_discards": {str(p): n for p, n in
+                                 discards_per_port(values[DISCARD_COUNTER], ports).items()},
             "active_flows": {str(p): {class_names[c]: n for c, n in self.flows.counts(p).items()}
                              for p in ports},
             "policies": {str(p): {"algorithm": self.pushed[p].algorithm,

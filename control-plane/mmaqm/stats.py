@@ -120,6 +120,20 @@ QUEUE_COUNTERS = {  # P4 counter name -> reading key (aqm.p4, occupancy.p4)
 }
 
 
+DISCARD_COUNTER = "ingress_discards"   # main.p4: discards before the AQM, per ingress port
+
+
+def discard_indexes(ports: Iterable[int]) -> list[int]:
+    """ingress_discards indexes of every reason for these ingress ports (main.p4)."""
+    return [C.discard_index(p, r) for p in ports for r in C.DISCARD_REASONS.values()]
+
+
+def discards_per_port(values: Mapping[int, Any], ports: Iterable[int]) -> dict[int, int]:
+    """{ingress port: packets discarded before the AQM, every reason} from ingress_discards."""
+    return {p: sum(_count(values.get(C.discard_index(p, r)), "packets")
+                   for r in C.DISCARD_REASONS.values()) for p in ports}
+
+
 def counter_indexes(ports: Iterable[int],
                     classes: Iterable[str] = tuple(C.CLASSES)) -> dict[str, list[int]]:
     """The counter indexes that readings_from_counters needs for these ports."""

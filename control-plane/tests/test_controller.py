@@ -256,6 +256,8 @@ COUNTERS = {
     "queue_admits": {8: CounterValue(9, 13500)},
     "queue_departures": {8: CounterValue(7, 10500)},
     "queue_drops": {33: CounterValue(1, 1500)},
+    # ingress port 3: discard index 3 * 8 + reason; NOT_IPV4 (0) twice, NO_ROUTE (5) once
+    "ingress_discards": {24: CounterValue(2, 120), 29: CounterValue(1, 60)},
 }
 
 
@@ -279,9 +281,11 @@ def test_sample_stats_reads_every_port_in_one_request_and_has_this_shape() -> No
     # ports 1..5 x classes 0..2: class index port * 4 + class; drops class index * 4 + reason
     per_class = [p * 4 + c for p in (1, 2, 3, 4, 5) for c in (0, 1, 2)]
     drops = [*range(16, 28), *range(32, 44), *range(48, 60), *range(64, 76), *range(80, 92)]
+    discards = [p * 8 + r for p in (1, 2, 3, 4, 5) for r in range(7)]   # 7 reasons in defines.p4
     assert driver.calls == [("read_counter_indexes", {
         "queue_arrivals": per_class, "queue_admits": per_class,
-        "queue_departures": per_class, "queue_drops": drops})]
+        "queue_departures": per_class, "queue_drops": drops, "ingress_discards": discards})]
+    assert sample["ingress_discards"] == {"1": 0, "2": 0, "3": 3, "4": 0, "5": 0}
 
     assert before_ns <= sample["t_ns"] <= after_ns
     assert sample["switch"] == "s1"

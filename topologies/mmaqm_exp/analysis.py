@@ -350,6 +350,89 @@ def counter_series(samples: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int]
     return series
 
 
+# ---------------------------------------------------------------------------
+# Did the switch keep up? (a precondition of every real-network result)
+# ---------------------------------------------------------------------------
+
+# Packets the kernel delivered to a switch's veths but its pipeline never counted were
+# lost in BMv2's port I/O or ingress queue: BMv2, not the AQM, dropped them. A few
+# stray packets may straddle the two reads (the kernel's and the controller's).
+KEEPUP_TOLERANCE_PKTS = 20
+KEEPUP_TOLERANCE_FRACTION = 0.001
+KEEPUP_PEAK_WINDOW_NS = 1_000_000_000
+
+
+def pipeline_packets(sample: Mapping[str, Any]) -> int:
+    """Every packet one counter sample says the pipeline saw: arrivals at the AQM of
+    every port and class, plus the discards before the AQM (by ingress port)."""
+    arrivals = sum(int(r["arrivals"]["packets"]) for r in sample.get("readings", []))
+    return arrivals + sum(int(n) for n in sample.get("ingress_discards", {}).values())
+
+
+def _peak_rate(times_ns: Sequence[int], counts: Sequence[int], window_ns: int) -> Optional[float]:
+    """Highest (count[j] - count[i]) / (t[j] - t[i]) over sample pairs >= window_ns apart,
+    taking for each i the first j that far (per second)."""
+    best, j = None, 0
+    for i, t in enumerate(times_ns):
+        j = max(j, i + 1)
+        while j < len(times_ns) and times_ns[j] - t < window_ns:
+            j += 1
+        if j == len(times_ns):
+            break
+        rate = (counts[j] - counts[i]) * 1e9 / (times_ns[j] - t)
+        best = rate if best is None else max(best, rate)
+    return best
+
+
+def switch_keepup(samples: Sequence[Mapping[str, Any]], rx_before: Mapping[str, int],
+                  rx_after: Mapping[str, int], t_before_ns: int,
+                  seconds: float) -> dict[str, dict[str, Any]]:
+    """Per switch: packets its veths received (kernel, rx_after - rx_before) against the
+    packets its pipeline counted over the same traffic (the last counter sample taken
+    before t_before_ns, when no traffic ran, to the last sample, after it drained)."""
+    out: dict[str, dict[str, Any]] = {}
+    for switch in sorted(rx_after):
+        mine = sorted((s for s in samples if s.get("switch") == switch), key=lambda s: s["t_ns"])
+        before = [s for s in mine if s["t_ns"] <= t_before_ns]
+        if not before or switch not in rx_before:
+            out[switch] = {"checked": False, "why": "no counter sample before the traffic"}
+            continue
+        offered = rx_after[switch] - rx_before[switch]
+        counted = pipeline_packets(mine[-1]) - pipeline_packets(before[-1])
+        lost = max(0, offered - counted)
+        during = [s for s in mine if s["t_ns"] >= before[-1]["t_ns"]]
+        peak = _peak_rate([s["t_ns"] for s in during], [pipeline_packets(s) for s in during],
+                          KEEPUP_PEAK_WINDOW_NS)
+        out[switch] = {
+            "checked": True,
+            "ok": lost <= max(KEEPUP_TOLERANCE_PKTS, KEEPUP_TOLERANCE_FRACTION * offered),
+            "kernel_rx_pkts": offered, "pipeline_pkts": counted, "lost_before_aqm_pkts": lost,
+            "lost_before_aqm": _r(lost / offered if offered else 0.0, 6),
+            "offered_pps": _r(offered / seconds if seconds > 0 else None, 1),
+            "processed_pps": _r(counted / seconds if seconds > 0 else None, 1),
+            "peak_processed_pps": _r(peak, 1),
+        }
+    return out
+
+
+def keepup_problem(keepup: Mapping[str, Mapping[str, Any]]) -> Optional[str]:
+    """None when every switch kept up; else what fell behind, in numbers."""
+    lines = []
+    for switch, k in sorted(keepup.items()):
+        if not k.get("checked"):
+            lines.append(f"{switch}: not checked ({k.get('why')})")
+        elif not k["ok"]:
+            peak = k["peak_processed_pps"]
+            lines.append(
+                f"{switch} fell behind: its veths received {k['kernel_rx_pkts']} packets, its "
+                f"pipeline counted {k['pipeline_pkts']} ({k['lost_before_aqm_pkts']} = "
+                f"{100 * k['lost_before_aqm']:.1f} % lost before the AQM). This machine's BMv2 "
+                f"forwarded {k['processed_pps']:.0f} pps on average"
+                + (f" ({peak:.0f} pps in its busiest second)" if peak is not None else "")
+                + f"; this scenario offered it {k['offered_pps']:.0f} pps on average")
+    return "; ".join(lines) if lines else None
+
+
 def _delta(ser: Mapping[str, Any], cls: str, a_ns: int, b_ns: int) -> dict[str, Any]:
     va = value_at(ser["t_ns"], ser[cls], a_ns)
     vb = value_at(ser["t_ns"], ser[cls], b_ns)

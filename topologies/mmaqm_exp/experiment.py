@@ -129,9 +129,11 @@ def run_algorithm(net: Network, topo, scenario, algorithm: str, policy: dict[str
         pids["controller"] = ctl.pid
         sampler = CpuSampler(pids).start()
         rate_kbps = bn.rate_pps * topo.bottleneck.packet_bytes * 8 / 1000
+        rx_before, t_before_ns, t0 = net.switch_rx_packets(), time.time_ns(), time.monotonic()
         result = run_scenario(net, scenario, out / "traffic",
                               progress=_progress_printer(algorithm, stream),
                               bottleneck_rate_kbps=rate_kbps)
+        rx_after, traffic_s = net.switch_rx_packets(), time.monotonic() - t0
     finally:
         if sampler is not None:
             sampler.stop()
@@ -139,6 +141,19 @@ def run_algorithm(net: Network, topo, scenario, algorithm: str, policy: dict[str
         stop_processes([ctl], CONTROLLER_STOP_TIMEOUT_S)
     summary = analysis.analyze(result, counters_jsonl=counters, bottleneck=(bn.switch, bn.port),
                                bottleneck_rate_kbps=rate_kbps)
+    summary["switch_keepup"] = analysis.switch_keepup(
+        analysis.read_counters(counters), rx_before, rx_after, t_before_ns, traffic_s)
+    summary["precondition_missed"] = analysis.keepup_problem(summary["switch_keepup"])
+    if summary["precondition_missed"]:
+        print(f"mmaqm-exp: WARNING, {algorithm}: PRECONDITION MISSED, the results measure BMv2, "
+              f"not the AQM: {summary['precondition_missed']}. Lower the scenario's rate or "
+              f"use a faster BMv2 build (README 'Install').", file=stream, flush=True)
+    else:
+        kept = ", ".join(f"{sw} {k['processed_pps']:.0f} pps (busiest second "
+                         f"{k['peak_processed_pps'] or 0:.0f})"
+                         for sw, k in summary["switch_keepup"].items())
+        print(f"  [{algorithm:<16}] every switch kept up (no packet lost before the AQM): {kept}",
+              file=stream, flush=True)
     summary["algorithm"] = algorithm
     summary["policy"] = policy
     summary["cpu"] = sampler.summary()

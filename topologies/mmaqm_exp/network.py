@@ -120,6 +120,17 @@ class _Switch:
     proc: subprocess.Popen | None = None
 
 
+def parse_proc_net_dev_rx_packets(text: str) -> dict[str, int]:
+    """{interface: received packets} from /proc/net/dev (the 2nd number after 'name:')."""
+    rx = {}
+    for line in text.splitlines():
+        name, sep, numbers = line.partition(":")
+        fields = numbers.split()
+        if sep and len(fields) >= 2 and fields[1].isdigit():
+            rx[name.strip()] = int(fields[1])
+    return rx
+
+
 def missing_prereqs() -> str | None:
     """Why a Network cannot be brought up here, or None."""
     return L.missing_prereqs(REQUIRED_TOOLS)
@@ -198,6 +209,15 @@ class Network:
         pids.update({f"delay:{k}": v for k, v in self.delay_pids().items()})
         seconds = {name: process_cpu_s(pid) for name, pid in pids.items()}
         return {name: s for name, s in seconds.items() if s is not None}
+
+    def switch_rx_packets(self) -> dict[str, int]:
+        """{switch: packets its veth ends have received}: the kernel's count of what was
+        offered to BMv2, before its port I/O and ingress queue (lost there if BMv2 falls
+        behind). Compared with the pipeline's own counters by analysis.switch_keepup."""
+        dev = self.run_switch_ns(["cat", "/proc/net/dev"], timeout=10, check=True).stdout
+        rx = parse_proc_net_dev_rx_packets(dev)
+        return {sw.name: sum(rx.get(p.ifname, 0) for p in sw.ports.values())
+                for sw in self.topo.switches.values()}
 
     def popen(self, host: str, argv: Sequence[str], **popen_kwargs: Any) -> subprocess.Popen:
         """Start argv in host's namespace in its own process group; stopped at teardown.

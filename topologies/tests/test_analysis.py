@@ -23,6 +23,7 @@ import mmt_testenv  # first: puts topologies/ on sys.path
 
 from mmaqm_exp import analysis, report
 from mmaqm_exp.analysis import interp_sent, seq_range_sent_in, tcp_ip_bytes, value_at
+from mmaqm_exp.network import parse_proc_net_dev_rx_packets
 from mmaqm_exp.scenario import parse_scenario
 from mmaqm_exp.traffic import MANIFEST, TcpGroupFiles, TrafficResult, UdpSenderFiles, UdpSinkFiles
 
@@ -288,3 +289,60 @@ def test_write_outputs_and_report(run_dir: Path, tmp_path: Path):
     s_nc = analysis.analyze(run_dir)
     assert s_nc["switch"] is None
     report.plot_queue_occupancy({"RED": s_nc}, tmp_path / "q.png")
+
+
+# ---------------------------------------------------------------- switch keep-up check
+def _sample(switch: str, t_s: float, arrivals: list[int], discards: dict[str, int]) -> dict:
+    return {"switch": switch, "t_ns": int(t_s * 1e9),
+            "readings": [{"port": i, "class": "TCP", "arrivals": {"packets": n, "bytes": 0}}
+                         for i, n in enumerate(arrivals)],
+            "ingress_discards": discards}
+
+
+KEEPUP_SAMPLES = [
+    _sample("r1", 0.0, [100, 5], {"1": 2}),       # before the traffic: 107 seen
+    _sample("r1", 1.0, [600, 5], {"1": 2}),       # 500 in the first second
+    _sample("r1", 2.0, [1600, 5], {"1": 2}),      # 1000 in the second
+    _sample("r1", 3.0, [2100, 5], {"1": 3}),      # 501 in the third: 2107 - 107 = 2001
+]
+
+
+def test_pipeline_packets_counts_arrivals_and_discards():
+    assert analysis.pipeline_packets(KEEPUP_SAMPLES[0]) == 107
+    assert analysis.pipeline_packets({"readings": []}) == 0
+
+
+def test_switch_keepup_passes_when_every_received_packet_was_counted():
+    keepup = analysis.switch_keepup(KEEPUP_SAMPLES, {"r1": 5000}, {"r1": 7001}, int(0.5e9), 3.0)
+    k = keepup["r1"]
+    assert (k["ok"], k["kernel_rx_pkts"], k["pipeline_pkts"], k["lost_before_aqm_pkts"]) == (
+        True, 2001, 2001, 0)
+    assert k["processed_pps"] == pytest.approx(2001 / 3, abs=0.1)
+    assert k["peak_processed_pps"] == pytest.approx(1000.0)
+    assert analysis.keepup_problem(keepup) is None
+
+
+def test_switch_keepup_fails_beyond_the_tolerance_and_says_how_much():
+    # 2001 counted of 2101 received: 100 lost > max(20, 0.1 %)
+    keepup = analysis.switch_keepup(KEEPUP_SAMPLES, {"r1": 0}, {"r1": 2101}, int(0.5e9), 3.0)
+    assert keepup["r1"]["ok"] is False and keepup["r1"]["lost_before_aqm_pkts"] == 100
+    problem = analysis.keepup_problem(keepup)
+    assert "r1 fell behind" in problem and "100 = 4.8 % lost before the AQM" in problem
+    assert "forwarded 667 pps on average (1000 pps in its busiest second)" in problem
+    assert "offered it 700 pps" in problem
+    # 20 lost is within the tolerance
+    assert analysis.switch_keepup(KEEPUP_SAMPLES, {"r1": 0}, {"r1": 2021}, int(0.5e9), 3.0)["r1"]["ok"]
+
+
+def test_switch_keepup_needs_a_sample_before_the_traffic():
+    keepup = analysis.switch_keepup(KEEPUP_SAMPLES, {"r1": 0}, {"r1": 2001}, int(-1e9), 3.0)
+    assert keepup["r1"]["checked"] is False
+    assert "not checked" in analysis.keepup_problem(keepup)
+
+
+def test_parse_proc_net_dev_rx_packets():
+    text = ("Inter-|   Receive                            |  Transmit\n"
+            " face |bytes    packets errs drop fifo frame compressed multicast|bytes packets\n"
+            "    lo:       0       0    0    0    0     0          0         0        0       0\n"
+            " r1-p1: 1514000    1000    0    0    0     0          0         0     6000     100\n")
+    assert parse_proc_net_dev_rx_packets(text) == {"lo": 0, "r1-p1": 1000}
