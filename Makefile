@@ -93,9 +93,20 @@ test-unit: deps-venv
 test-ptf: build deps-venv
 	$(PY) tools/run_tests.py --ptf-only $(if $(PTF_TEST),--ptf-test $(PTF_TEST))
 
+# make run first measures this machine's BMv2 (a short bench of every algorithm) and warns
+# when the paper-scale scenario leaves it too little margin; every run then checks that
+# the switches kept up. CAPACITY_CHECK=0 skips the measurement.
+CAPACITY_CHECK ?= 1
+CAPACITY_DIR := $(BUILD)/capacity
 .PHONY: run
 run: build deps-venv
+ifeq ($(CAPACITY_CHECK),1)
+	$(PY) bench/run_bench.py --reps 1 --duration 3 --warmup 1 --offered-pps 60000 \
+	    --quiet-wait 20 --out-dir $(CAPACITY_DIR)
+	$(PY) -m mmaqm_exp.experiment --capacity-json $(CAPACITY_DIR)/latest.json $(RUN_ARGS)
+else
 	$(PY) -m mmaqm_exp.experiment $(RUN_ARGS)
+endif
 
 .PHONY: bench
 bench: build deps-venv

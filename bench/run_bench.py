@@ -663,6 +663,9 @@ def main() -> int:
         "measurements": measurements,
     }
     out_path.write_text(json.dumps(result, indent=1))
+    latest = args.out_dir / "latest.json"     # what `make run` reads (the capacity check)
+    latest.unlink(missing_ok=True)
+    latest.symlink_to(out_path.name)
 
     print(f"mmaqm bench {result['started']}: BMv2 packet rate, {args.size}-byte IPv4/UDP packets "
           f"({args.size + 14}-byte frames), {args.flows} flow(s)")

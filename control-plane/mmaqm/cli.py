@@ -5,6 +5,7 @@
   mmaqm-ctl --config cfg.yaml install install and exit
   mmaqm-ctl --config cfg.yaml check   validate the config only; writes nothing
   mmaqm-ctl --config cfg.yaml stats   per-port, per-class counters as a table
+      [--json]                        or one JSON line per switch (with ingress discards)
 
 The config is validated completely before any switch is contacted; an invalid
 config prints every error with its field path and exits 2.
@@ -15,27 +16,41 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import logging
 import signal
 import sys
+import time
 from pathlib import Path
 
 from .config import ConfigError, load_config
 from .controller import jsonl_sink, run_switches
 from .driver import DEFAULT_BMV2_JSON, DEFAULT_P4INFO, SwitchDriver
-from .stats import QUEUE_COUNTERS, format_table, readings_from_counters
+from .stats import (DISCARD_COUNTER, QUEUE_COUNTERS, discards_per_port, format_table,
+                    readings_from_counters, readings_to_json)
 
 
-async def _read_stats(cfg, names, p4info: Path) -> str:
+async def _read_stats(cfg, names, p4info: Path, as_json: bool = False) -> str:
+    """A table per switch; as_json: one JSON line per switch, the shape of a --stats-out
+    sample's counters (readings, ingress_discards by ingress port)."""
     out = []
     for name in names:
         sw = cfg.switches[name]
         async with SwitchDriver(name, sw.p4runtime_addr, device_id=sw.device_id,
                                 p4info=p4info, push_pipeline=False, election_id=5) as d:
-            counters = await d.read_counters(QUEUE_COUNTERS)
+            counters = await d.read_counters([*QUEUE_COUNTERS, DISCARD_COUNTER])
+        t_ns = time.time_ns()
+        ports = sorted(sw.ports)
         rows = readings_from_counters(
-            sorted(sw.ports), **{key: counters[name] for name, key in QUEUE_COUNTERS.items()})
-        out.append(f"switch {name}\n{format_table(rows)}")
+            ports, **{key: counters[name] for name, key in QUEUE_COUNTERS.items()})
+        if as_json:
+            discards = discards_per_port(counters[DISCARD_COUNTER], ports)
+            out.append(json.dumps({"t_ns": t_ns, "switch": name,
+                                   "readings": readings_to_json(rows),
+                                   "ingress_discards": {str(p): n for p, n in discards.items()}},
+                                  separators=(",", ":")))
+        else:
+            out.append(f"switch {name}\n{format_table(rows)}")
     return "\n".join(out)
 
 
@@ -54,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
                              "counters (and active flows, shares) per switch per sample")
     parser.add_argument("--stats-interval-ms", type=float, default=100.0,
                         help="run: sampling interval of --stats-out [100]")
+    parser.add_argument("--json", action="store_true",
+                        help="stats: one JSON line per switch instead of a table")
     parser.add_argument("-v", "--verbose", action="store_true")
     parser.add_argument("command", nargs="?", default="run",
                         choices=("run", "install", "check", "stats"))
@@ -91,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         if args.command == "stats":
-            print(asyncio.run(_read_stats(cfg, names, args.p4info)))
+            print(asyncio.run(_read_stats(cfg, names, args.p4info, as_json=args.json)))
         else:
             with contextlib.ExitStack() as stack:
                 sink = None

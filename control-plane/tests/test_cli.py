@@ -183,6 +183,28 @@ def test_stats_against_the_fake_switch_prints_the_counter_table(
     assert server.pipeline_pushes == []                    # stats never pushes a pipeline
 
 
+def test_stats_json_has_the_sample_shape_with_ingress_discards(
+        tmp_path: Path, p4info_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from fake_p4rt import load_p4info
+
+    server = FakeP4RuntimeServer(p4info=load_p4info(p4info_path))
+    # port 2, TCP: 10 arrivals; ingress port 1: 3 NOT_IPV4 (1 * 8 + 0) and 1 NO_ROUTE (1 * 8 + 5)
+    server.counters = {"queue_arrivals": {8: (10, 15000)},
+                       "ingress_discards": {8: (3, 180), 13: (1, 60)}}
+    with serve_in_thread(server):
+        path = write_config(tmp_path, config(server.address))
+        before_ns = time.time_ns()
+        assert cli.main(["--config", str(path), "--p4info", str(p4info_path), "stats",
+                         "--json"]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    sample = json.loads(line)
+    assert sample["switch"] == "s1" and sample["t_ns"] >= before_ns
+    assert sample["ingress_discards"] == {"1": 4, "2": 0}
+    [row] = [r for r in sample["readings"] if r["port"] == 2 and r["class"] == "TCP"]
+    assert row["arrivals"] == {"packets": 10, "bytes": 15000}
+    assert len(sample["readings"]) == 6                     # 2 ports x 3 classes
+
+
 def wait_until(condition: Callable[[], bool], proc: subprocess.Popen[str], what: str) -> None:
     deadline = time.monotonic() + SUBPROCESS_TIMEOUT_S
     while not condition():

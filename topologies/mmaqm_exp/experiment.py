@@ -163,6 +163,37 @@ def run_algorithm(net: Network, topo, scenario, algorithm: str, policy: dict[str
     return summary
 
 
+# What r1 processes per second, per bottleneck packet/s: data up to the link rate plus what
+# the AQM drops, plus ACKs (the D-CBT experiment: 5 400-6 600 pps in its busiest second for
+# a 3 125 pps bottleneck). A measured capacity below CAPACITY_MARGIN x that is warned about.
+LOAD_PER_BOTTLENECK_PPS = 2.1
+CAPACITY_MARGIN = 1.5
+
+
+def capacity_warning(bench_json: Path, topo, algorithms: Sequence[str]) -> tuple[str, bool]:
+    """(a line comparing the bench's measured packet rate of the slowest of these algorithms
+    with what the topology's bottleneck needs at r1, whether it is short of the margin)."""
+    try:
+        rows = {r["variant"]: r for r in json.loads(bench_json.read_text())["summary"]}
+    except (OSError, ValueError, KeyError) as err:
+        return f"capacity not measured ({bench_json}: {err})", True
+    measured = {a: rows[a]["pps_median"] for a in algorithms if a in rows}
+    if not measured:
+        return f"capacity not measured for {list(algorithms)} ({bench_json})", True
+    slowest = min(measured, key=measured.get)
+    need_pps = LOAD_PER_BOTTLENECK_PPS * topo.bottleneck.rate_pps
+    short = measured[slowest] < CAPACITY_MARGIN * need_pps
+    line = (f"capacity: this machine's BMv2 forwards {measured[slowest]:.0f} pps through the "
+            f"mmaqm program ({slowest}, the slowest here, make bench); this scenario needs about "
+            f"{need_pps:.0f} pps at its busiest switch ({LOAD_PER_BOTTLENECK_PPS:g} x the "
+            f"{topo.bottleneck.rate_pps} pps bottleneck)")
+    if short:
+        line += (f". WARNING: less than {CAPACITY_MARGIN:g} x that: BMv2 may decide the results. "
+                 f"Each run checks it (packets lost before the AQM); consider a lower-rate "
+                 f"topology (topologies/topos/dcbt-dumbbell-10mbit.json) or a faster BMv2 build")
+    return line, short
+
+
 def run_experiment(topology: Path, scenario_path: Path, policies_path: Path,
                    algorithms: Sequence[str], out: Path, *, duration_s: Optional[float] = None,
                    p4info: Path = DEFAULT_P4INFO, bmv2_json: Path = DEFAULT_BMV2_JSON,
@@ -233,12 +264,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--out", type=Path, help="results folder [results/<scenario>-<time>]")
     p.add_argument("--p4info", type=Path, default=DEFAULT_P4INFO)
     p.add_argument("--bmv2-json", type=Path, default=DEFAULT_BMV2_JSON)
+    p.add_argument("--capacity-json", type=Path,
+                   help="a bench result (bench/run_bench.py); warn when the machine's measured "
+                        "packet rate leaves too little margin for this topology (make run)")
     a = p.parse_args(argv)
     if os.geteuid() != 0:
         print("mmaqm-exp: needs root (network namespaces, veths, BMv2)", file=sys.stderr)
         return 2
     algorithms = [x.strip() for x in a.algorithms.split(",") if x.strip()]
     out = a.out or REPO / "results" / f"{a.scenario.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+    if a.capacity_json is not None:
+        try:
+            topo = load_topology(a.topology)
+        except (OSError, ValueError) as err:
+            print(f"mmaqm-exp: {err}", file=sys.stderr)
+            return 1
+        line, _ = capacity_warning(a.capacity_json, topo, algorithms)
+        print(f"mmaqm-exp: {line}", flush=True)
 
     catch_stop_signals(interrupt=True)
     try:

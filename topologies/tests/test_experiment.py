@@ -114,3 +114,27 @@ def test_every_flow_delivered_and_the_queue_drained(run):
         assert len(rows) == 3
         for r in rows:
             assert r["admits"]["packets"] == r["departures"]["packets"], (algorithm, r)
+
+
+# ------------------------------------------------------------ make run's capacity check
+def _bench_json(tmp_path, pps: dict) -> "Path":
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps({"summary": [{"variant": v, "pps_median": n} for v, n in pps.items()]}))
+    return path
+
+
+def test_capacity_warning_compares_the_slowest_algorithm_with_the_scenario_need(tmp_path):
+    from mmaqm_exp.experiment import capacity_warning
+    from mmaqm_exp.topology import load_topology
+
+    topo = load_topology(TOPO / "topos" / "dcbt-dumbbell.json")          # 3125 pps
+    need = 2.1 * 3125                                                    # 6562 pps
+    ok_json = _bench_json(tmp_path, {"minimal_ipv4": 50000, "RED": 22000, "DCBT": 20000})
+    line, short = capacity_warning(ok_json, topo, ["RED", "DCBT"])
+    assert not short and "20000 pps" in line and "(DCBT, the slowest here" in line
+    assert f"{need:.0f} pps" in line
+    slow_json = _bench_json(tmp_path, {"RED": 9000, "DCBT": 1.5 * need - 1})
+    line, short = capacity_warning(slow_json, topo, ["RED", "DCBT"])
+    assert short and "WARNING" in line
+    line, short = capacity_warning(tmp_path / "missing.json", topo, ["DCBT"])
+    assert short and "capacity not measured" in line
