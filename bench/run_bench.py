@@ -71,7 +71,7 @@ HOST_IF_MAC = {1: "02:00:00:00:01:01", 2: "02:00:00:00:02:fe"}  # h2 != next hop
 PREFIXES = {1: "10.0.1.0/24", 2: "10.0.2.0/24"}
 SRC_IP, DST_IP = "10.0.1.1", "10.0.2.1"
 
-ALGORITHMS = ("DROP_TAIL", "RED", "CBT_RED_ALL", "CBT_RED_TCP_ONLY", "DCBT")
+ALGORITHMS = tuple(POLICY_ACTION_OF)   # every algorithm the program has, in registry order
 BASELINE = "minimal_ipv4"
 # AQM settings under which no AQM decision can drop at the bench load: the
 # queue the P4 program sees never comes near these (checked after every

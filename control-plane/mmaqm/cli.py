@@ -26,30 +26,26 @@ from pathlib import Path
 from .config import ConfigError, load_config
 from .controller import jsonl_sink, run_switches
 from .driver import DEFAULT_BMV2_JSON, DEFAULT_P4INFO, SwitchDriver
-from .stats import (DISCARD_COUNTER, QUEUE_COUNTERS, discards_per_port, format_table,
-                    readings_from_counters, readings_to_json)
+from .stats import (QUEUE_COUNTERS, counter_sample, format_table, readings_from_counters,
+                    sample_indexes)
 
 
 async def _read_stats(cfg, names, p4info: Path, as_json: bool = False) -> str:
-    """A table per switch; as_json: one JSON line per switch, the shape of a --stats-out
-    sample's counters (readings, ingress_discards by ingress port)."""
+    """A table per switch; as_json: one JSON line per switch, a --stats-out sample's
+    counters (stats.counter_sample)."""
     out = []
     for name in names:
         sw = cfg.switches[name]
+        ports = sorted(sw.ports)
         async with SwitchDriver(name, sw.p4runtime_addr, device_id=sw.device_id,
                                 p4info=p4info, push_pipeline=False, election_id=5) as d:
-            counters = await d.read_counters([*QUEUE_COUNTERS, DISCARD_COUNTER])
-        t_ns = time.time_ns()
-        ports = sorted(sw.ports)
-        rows = readings_from_counters(
-            ports, **{key: counters[name] for name, key in QUEUE_COUNTERS.items()})
+            values = await d.read_counter_indexes(sample_indexes(ports))
         if as_json:
-            discards = discards_per_port(counters[DISCARD_COUNTER], ports)
-            out.append(json.dumps({"t_ns": t_ns, "switch": name,
-                                   "readings": readings_to_json(rows),
-                                   "ingress_discards": {str(p): n for p, n in discards.items()}},
+            out.append(json.dumps(counter_sample(time.time_ns(), name, ports, values),
                                   separators=(",", ":")))
         else:
+            rows = readings_from_counters(
+                ports, **{key: values[counter] for counter, key in QUEUE_COUNTERS.items()})
             out.append(f"switch {name}\n{format_table(rows)}")
     return "\n".join(out)
 

@@ -22,8 +22,7 @@ from .config import Config, SwitchConfig
 from .encoding import PolicyAction, policy_action
 from .driver import DEFAULT_BMV2_JSON, DEFAULT_P4INFO, SwitchDriver, wait_for_grpc
 from .flows import ActiveFlowTable
-from .stats import (DISCARD_COUNTER, QUEUE_COUNTERS, counter_indexes, discard_indexes,
-                    discards_per_port, readings_from_counters, readings_to_json)
+from .stats import counter_sample, sample_indexes
 
 StatsSink = Callable[[dict[str, Any]], None]
 
@@ -103,18 +102,10 @@ class SwitchController:
         port (one ReadRequest), active-flow counts and the pushed D-CBT shares."""
         ports = sorted(self.switch.ports)
         t_ns = time.time_ns()  # CLOCK_REALTIME: namespaces and hosts share it
-        indexes = {**counter_indexes(ports), DISCARD_COUNTER: discard_indexes(ports)}
-        values = await self.driver.read_counter_indexes(indexes)
-        readings = readings_from_counters(
-            ports, **{key: values[name] for name, key in QUEUE_COUNTERS.items()})
+        values = await self.driver.read_counter_indexes(sample_indexes(ports))
         class_names = {v: k for k, v in C.CLASSES.items()}
         return {
-            "t_ns": t_ns,
-            "switch": self.switch.name,
-            "readings": readings_to_json(readings),
-            # by ingress port: with the arrivals, every packet the pipeline saw
-            "ingress_discards": {str(p): n for p, n in
-                                 discards_per_port(values[DISCARD_COUNTER], ports).items()},
+            **counter_sample(t_ns, self.switch.name, ports, values),
             "active_flows": {str(p): {class_names[c]: n for c, n in self.flows.counts(p).items()}
                              for p in ports},
             "policies": {str(p): {"algorithm": self.pushed[p].algorithm,

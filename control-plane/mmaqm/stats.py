@@ -161,3 +161,27 @@ def readings_to_json(readings: Readings) -> list[dict[str, Any]]:
             "drops": {reason: both(drops.get(reason)) for reason in _DROP_REASONS},
         })
     return rows
+
+
+def sample_indexes(ports: Iterable[int]) -> dict[str, list[int]]:
+    """Every counter index one sample reads (one ReadRequest): the queue counters of
+    these ports and their ingress discards."""
+    ports = list(ports)
+    return {**counter_indexes(ports), DISCARD_COUNTER: discard_indexes(ports)}
+
+
+def counter_sample(t_ns: int, switch: str, ports: Iterable[int],
+                   values: Mapping[str, Mapping[int, Any]]) -> dict[str, Any]:
+    """One switch's counters as a JSON-ready sample (mmaqm-ctl --stats-out and stats --json):
+    queue readings per port and class, and discards before the AQM by ingress port, which
+    with the arrivals are every packet the pipeline saw."""
+    ports = sorted(ports)
+    readings = readings_from_counters(
+        ports, **{key: values[name] for name, key in QUEUE_COUNTERS.items()})
+    return {
+        "t_ns": t_ns,
+        "switch": switch,
+        "readings": readings_to_json(readings),
+        "ingress_discards": {str(p): n for p, n in
+                             discards_per_port(values[DISCARD_COUNTER], ports).items()},
+    }

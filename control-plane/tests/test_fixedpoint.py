@@ -233,22 +233,19 @@ def test_red_decide_checks_rand_source_range() -> None:
 # so these tests compare the encoder with the compiler's view of the program.
 def p4info_actions(path: Path = GOLDEN_P4INFO) -> dict[str, list[tuple[str, int]]]:
     """{alias: [(param name, bitwidth), ...] in order} of every action of a P4Info file."""
-    from finsy.proto import p4i
-    from google.protobuf import text_format
+    from fake_p4rt import load_p4info
 
-    info = p4i.P4Info()
-    text_format.Parse(path.read_text(), info)
+    info = load_p4info(path)
     return {action.preamble.alias: [(param.name, param.bitwidth) for param in action.params]
             for action in info.actions}
 
 
 def port_policy_actions(path: Path = GOLDEN_P4INFO) -> list[str]:
     """Aliases of the actions port_policy lists (the default-only one excluded)."""
+    from fake_p4rt import load_p4info
     from finsy.proto import p4i
-    from google.protobuf import text_format
 
-    info = p4i.P4Info()
-    text_format.Parse(path.read_text(), info)
+    info = load_p4info(path)
     names = {action.preamble.id: action.preamble.alias for action in info.actions}
     [table] = [t for t in info.tables if t.preamble.alias == "port_policy"]
     return [names[ref.id] for ref in table.action_refs

@@ -415,6 +415,11 @@ def switch_keepup(samples: Sequence[Mapping[str, Any]], rx_before: Mapping[str, 
     return out
 
 
+def fell_behind(keepup: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Some switch was checked and lost packets before its AQM."""
+    return any(k.get("checked") and not k["ok"] for k in keepup.values())
+
+
 def keepup_problem(keepup: Mapping[str, Mapping[str, Any]]) -> Optional[str]:
     """None when every switch kept up; else what fell behind, in numbers."""
     lines = []

@@ -143,11 +143,11 @@ def run_algorithm(net: Network, topo, scenario, algorithm: str, policy: dict[str
                                bottleneck_rate_kbps=rate_kbps)
     summary["switch_keepup"] = analysis.switch_keepup(
         analysis.read_counters(counters), rx_before, rx_after, t_before_ns, traffic_s)
-    summary["precondition_missed"] = analysis.keepup_problem(summary["switch_keepup"])
-    if summary["precondition_missed"]:
+    problem = analysis.keepup_problem(summary["switch_keepup"])
+    if problem:
         print(f"mmaqm-exp: WARNING, {algorithm}: PRECONDITION MISSED, the results measure BMv2, "
-              f"not the AQM: {summary['precondition_missed']}. Lower the scenario's rate or "
-              f"use a faster BMv2 build (README 'Install').", file=stream, flush=True)
+              f"not the AQM: {problem}. Lower the scenario's rate or use a faster BMv2 build "
+              f"(README 'Install').", file=stream, flush=True)
     else:
         kept = ", ".join(f"{sw} {k['processed_pps']:.0f} pps (busiest second "
                          f"{k['peak_processed_pps'] or 0:.0f})"

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 TOPO = Path(__file__).resolve().parents[1]
 if str(TOPO) not in sys.path:
@@ -34,3 +36,21 @@ def nfq_delay_build_missing() -> str | None:
         if not os.path.exists(hdr):
             return f"needs {hdr} (apt-get install libnetfilter-queue-dev libmnl-dev) for nfq_delay"
     return None
+
+
+def require_kept_up(keepups: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:
+    """{run label: analysis.switch_keepup(...)}. Fails when a switch could not be checked
+    (the check's plumbing broke); skips, as a missed precondition, when a switch lost
+    packets before its AQM: the run then measured BMv2, not the AQM (README, "Did the
+    switch keep up?")."""
+    import pytest
+    from mmaqm_exp import analysis
+
+    unchecked = {run: sw for run, keepup in keepups.items()
+                 for sw, k in keepup.items() if not k.get("checked")}
+    assert not unchecked, f"keep-up check not done: {unchecked}"
+    behind = {run: analysis.keepup_problem(keepup) for run, keepup in keepups.items()
+              if analysis.fell_behind(keepup)}
+    if behind:
+        pytest.skip(f"PRECONDITION MISSED (the switch did not keep up; see README 'Install' "
+                    f"for BMv2's build options): {behind}")
