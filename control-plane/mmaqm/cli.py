@@ -26,8 +26,8 @@ from pathlib import Path
 from .config import ConfigError, load_config
 from .controller import jsonl_sink, run_switches
 from .driver import DEFAULT_BMV2_JSON, DEFAULT_P4INFO, SwitchDriver
-from .stats import (QUEUE_COUNTERS, counter_sample, format_table, readings_from_counters,
-                    sample_indexes)
+from .stats import (CHIPS_COUNTER, QUEUE_COUNTERS, chips_summary, counter_sample, format_chips,
+                    format_table, readings_from_counters, sample_indexes)
 
 
 async def _read_stats(cfg, names, p4info: Path, as_json: bool = False) -> str:
@@ -46,7 +46,8 @@ async def _read_stats(cfg, names, p4info: Path, as_json: bool = False) -> str:
         else:
             rows = readings_from_counters(
                 ports, **{key: values[counter] for counter, key in QUEUE_COUNTERS.items()})
-            out.append(f"switch {name}\n{format_table(rows)}")
+            chips = format_chips(chips_summary(values[CHIPS_COUNTER], rows, ports))
+            out.append(f"switch {name}\n{format_table(rows)}{chips}")
     return "\n".join(out)
 
 

@@ -37,7 +37,8 @@ Schema (defaults in brackets)::
 
 Policy keys:
 
-  algorithm           required: DROP_TAIL | RED | CBT_RED_ALL | CBT_RED_TCP_ONLY | DCBT
+  algorithm           required: DROP_TAIL | RED | CBT_RED_ALL | CBT_RED_TCP_ONLY | DCBT |
+                      DCBT_CHIPS
   queue_limit_pkts    [64] int 1..65535 (the P4 queue limit; see MAX_QUEUE_LIMIT_PKTS)
   min_th_pkts         RED thresholds, numbers, 0 <= min_th_pkts < max_th_pkts <= queue_limit_pkts;
   max_th_pkts         required unless DROP_TAIL, not allowed for DROP_TAIL
@@ -46,6 +47,22 @@ Policy keys:
                       shifts); not allowed for DROP_TAIL
   tagged_th_pkts      CBT static class thresholds (cbt §3), numbers in 0..queue_limit_pkts;
   untagged_th_pkts    required for CBT_RED_ALL / CBT_RED_TCP_ONLY, not allowed otherwise
+
+RED options, every algorithm but DROP_TAIL (README "RED options" maps them to tc-red):
+
+  burst_pkts          tc-red burst: derive the weight as tc does (instead of ewma_weight;
+                      not both); a number >= min_th_pkts
+  bandwidth_pps       tc-red bandwidth (in packets/s): turns on idle-time decay of the
+                      average (F&J §11); > 0. Absent: the average does not decay while idle
+  gentle              [false] gentle RED: a p_b ramp max_p..1 between max_th and 2 * max_th
+  ecn                 [false] tc-red ecn: mark ECN-capable packets CE instead of dropping
+  harddrop            [false] tc-red harddrop: with ecn, drop in the forced zone anyway
+  adaptive            [false] tc-red adaptive: not implemented; true is an error
+
+ChIPS keys (dcbt §3.2), DCBT_CHIPS only:
+
+  chips_max_tagged_ratio  [0.5] ChIPS is on while tagged / other enqueues <= this; > 0
+  chips_ewma_weight       [2^-9] weight of that average per enqueue, 2^-k
 
 The BMv2 traffic manager's queue depth and rate are not controller settings:
 whoever starts simple_switch sets them (topologies: mmaqm_exp.network, from
@@ -71,7 +88,7 @@ import yaml
 
 from . import p4constants as C
 from . import validation as V
-from .algorithms import ALGORITHMS, CBT_ALGORITHMS
+from .algorithms import ALGORITHMS, CBT_ALGORITHMS, chips, red
 from .fixedpoint import MASK32, ewma_shift_from_weight
 
 DEFAULT_TAGGED_DSCP: tuple[int, ...] = (46, 34)      # EF, AF41
@@ -116,6 +133,15 @@ class PortPolicy:
     ewma_weight: float | None = None
     tagged_th_pkts: float | None = None
     untagged_th_pkts: float | None = None
+    # RED options (README "RED options"); ewma_weight is derived from burst_pkts when given
+    burst_pkts: float | None = None
+    bandwidth_pps: float | None = None
+    gentle: bool = False
+    ecn: bool = False
+    harddrop: bool = False
+    # ChIPS (DCBT_CHIPS only)
+    chips_max_tagged_ratio: float | None = None
+    chips_ewma_weight: float | None = None
     ewma_shift: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -196,12 +222,16 @@ def _section(raw: Mapping[Any, Any], key: str, default: Any) -> Any:
 
 
 # --- policy
-_POLICY_KEYS = ("algorithm", "queue_limit_pkts", "min_th_pkts", "max_th_pkts", "max_p",
-                "ewma_weight", "tagged_th_pkts", "untagged_th_pkts")
 _RED_KEYS = ("min_th_pkts", "max_th_pkts", "max_p")
 _CBT_KEYS = ("tagged_th_pkts", "untagged_th_pkts")
-_NUMBER_KEYS = (*_RED_KEYS, "ewma_weight", *_CBT_KEYS)
+_RED_OPTION_NUMBERS = ("burst_pkts", "bandwidth_pps")
+_RED_OPTION_FLAGS = ("gentle", "ecn", "harddrop", "adaptive")
+_CHIPS_KEYS = ("chips_max_tagged_ratio", "chips_ewma_weight")
+_NUMBER_KEYS = (*_RED_KEYS, "ewma_weight", *_CBT_KEYS, *_RED_OPTION_NUMBERS, *_CHIPS_KEYS)
 _NON_NEGATIVE_KEYS = ("min_th_pkts", *_CBT_KEYS)
+_POSITIVE_KEYS = ("bandwidth_pps", "chips_max_tagged_ratio")
+_POLICY_KEYS = ("algorithm", "queue_limit_pkts", *_RED_KEYS, "ewma_weight", *_CBT_KEYS,
+                *_RED_OPTION_NUMBERS, *_RED_OPTION_FLAGS, *_CHIPS_KEYS)
 
 
 def parse_policy(value: object, path: str = "policy") -> PortPolicy:
@@ -227,23 +257,76 @@ def _read_policy(value: object, path: str, errs: V.Errors) -> PortPolicy | None:
     limit = V.integer(raw.get("queue_limit_pkts", DEFAULT_QUEUE_LIMIT_PKTS),
                       V.join(path, "queue_limit_pkts"), errs, lo=1, hi=MAX_QUEUE_LIMIT_PKTS,
                       note=f"averages are bit<32> packets * 2^{C.AVG_FRAC_BITS}")
-    given = [key for key in _NUMBER_KEYS if raw.get(key) is not None]     # null = absent
+    given = [key for key in (*_NUMBER_KEYS, *_RED_OPTION_FLAGS)
+             if raw.get(key) is not None]                                   # null = absent
     v: dict[str, Any] = dict.fromkeys(_NUMBER_KEYS)
     for key in given:
+        if key in _RED_OPTION_FLAGS:
+            continue
         v[key] = V.number(raw[key], V.join(path, key), errs,
-                          ge=0 if key in _NON_NEGATIVE_KEYS else None)
+                          ge=0 if key in _NON_NEGATIVE_KEYS else None,
+                          gt=0 if key in _POSITIVE_KEYS else None)
+    flags = {key: V.boolean(raw[key], V.join(path, key), errs) if key in given else False
+             for key in _RED_OPTION_FLAGS}
     if algorithm is not None:
         _check_policy_keys(algorithm, given, path, errs)
     _check_policy_values(v, limit, path, errs)
+    weight = _check_red_options(v, flags, path, errs)
     if len(errs) > before or algorithm is None or limit is None:
         return None
-    weight = v["ewma_weight"]
     if weight is None and algorithm != "DROP_TAIL":
         weight = DEFAULT_EWMA_WEIGHT
+    chips_ratio, chips_weight = v["chips_max_tagged_ratio"], v["chips_ewma_weight"]
+    if algorithm == "DCBT_CHIPS":
+        chips_ratio = chips.DEFAULT_MAX_TAGGED_RATIO if chips_ratio is None else chips_ratio
+        chips_weight = chips.DEFAULT_EWMA_WEIGHT if chips_weight is None else chips_weight
     return PortPolicy(algorithm=algorithm, queue_limit_pkts=limit, min_th_pkts=v["min_th_pkts"],
                       max_th_pkts=v["max_th_pkts"], max_p=v["max_p"], ewma_weight=weight,
                       tagged_th_pkts=v["tagged_th_pkts"],
-                      untagged_th_pkts=v["untagged_th_pkts"])
+                      untagged_th_pkts=v["untagged_th_pkts"],
+                      burst_pkts=v["burst_pkts"], bandwidth_pps=v["bandwidth_pps"],
+                      gentle=bool(flags["gentle"]), ecn=bool(flags["ecn"]),
+                      harddrop=bool(flags["harddrop"]),
+                      chips_max_tagged_ratio=chips_ratio, chips_ewma_weight=chips_weight)
+
+
+def _check_red_options(v: Mapping[str, Any], flags: Mapping[str, bool | None], path: str,
+                       errs: V.Errors) -> float | None:
+    """The RED options' own rules; returns the EWMA weight (from burst_pkts or ewma_weight)."""
+    weight = v["ewma_weight"]
+    if v["burst_pkts"] is not None:
+        if weight is not None:
+            errs.add(V.join(path, "burst_pkts"),
+                     "give burst_pkts or ewma_weight, not both (tc-red derives the weight "
+                     "from burst)")
+        elif v["min_th_pkts"] is not None:
+            try:
+                weight = red.ewma_weight_from_burst(v["burst_pkts"], v["min_th_pkts"])
+            except ValueError as exc:
+                errs.add(V.join(path, "burst_pkts"), str(exc))
+    if flags["adaptive"]:
+        errs.add(V.join(path, "adaptive"),
+                 "adaptive RED (tc-red adaptive) is not implemented; remove it or set false")
+    if flags["harddrop"] and not flags["ecn"]:
+        errs.add(V.join(path, "harddrop"), "only with ecn: true (without ecn RED drops anyway)")
+    max_th, max_p = v["max_th_pkts"], v["max_p"]
+    if flags["gentle"] and max_th is not None and max_p is not None and 0 < max_p <= 1:
+        try:
+            red.gentle_slope_q24(max_th, max_p)
+        except ValueError as exc:
+            errs.add(V.join(path, "gentle"), str(exc))
+    if v["bandwidth_pps"] is not None:
+        try:
+            red.idle_decay_q32(DEFAULT_EWMA_WEIGHT if weight is None else weight,
+                               v["bandwidth_pps"])
+        except ValueError as exc:
+            errs.add(V.join(path, "bandwidth_pps"), str(exc))
+    if v["chips_ewma_weight"] is not None:
+        try:
+            ewma_shift_from_weight(v["chips_ewma_weight"])
+        except ValueError as exc:
+            errs.add(V.join(path, "chips_ewma_weight"), str(exc))
+    return weight
 
 
 def _check_policy_keys(algorithm: str, given: list[str], path: str, errs: V.Errors) -> None:
@@ -254,8 +337,12 @@ def _check_policy_keys(algorithm: str, given: list[str], path: str, errs: V.Erro
             errs.add(V.join(path, key), f"required for {algorithm}")
         elif not uses_red and key in given:
             errs.add(V.join(path, key), "not used by DROP_TAIL")
-    if not uses_red and "ewma_weight" in given:
-        errs.add(V.join(path, "ewma_weight"), "not used by DROP_TAIL")
+    for key in ("ewma_weight", *_RED_OPTION_NUMBERS, *_RED_OPTION_FLAGS):
+        if not uses_red and key in given:
+            errs.add(V.join(path, key), "not used by DROP_TAIL")
+    for key in _CHIPS_KEYS:
+        if algorithm != "DCBT_CHIPS" and key in given:
+            errs.add(V.join(path, key), "only for DCBT_CHIPS")
     for key in _CBT_KEYS:
         if algorithm in CBT_ALGORITHMS and key not in given:
             errs.add(V.join(path, key), f"required for {algorithm}")

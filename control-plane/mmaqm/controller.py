@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import p4constants as C
-from .algorithms import dcbt
+from .algorithms import DCBT_ALGORITHMS, dcbt
 from .config import Config, SwitchConfig
 from .encoding import PolicyAction, policy_action
 from .driver import DEFAULT_BMV2_JSON, DEFAULT_P4INFO, SwitchDriver, wait_for_grpc
@@ -55,6 +55,8 @@ class SwitchController:
             await d.install_route(str(route.prefix), route.port,
                                   self.switch.ports[route.port].mac, route.next_hop_mac)
         for port, policy in sorted(self.switch.policies.items()):
+            if policy.algorithm == "DCBT_CHIPS":
+                await d.install_cut_in_slot_session(port)
             self.epochs[port] = await d.next_policy_epoch(port)
             await self._push(port, self.policy_action(port))
         await d.enable_flow_reports()
@@ -80,7 +82,7 @@ class SwitchController:
         self.flows.expire(self.clock_ms(), self.config.active_flows.expiry_interval_ms)
         changed = []
         for port, policy in sorted(self.switch.policies.items()):
-            if policy.algorithm != "DCBT":
+            if policy.algorithm not in DCBT_ALGORITHMS:
                 continue
             action = self.policy_action(port)
             if action != self.pushed.get(port):

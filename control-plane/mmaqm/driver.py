@@ -168,6 +168,14 @@ class SwitchDriver:
             )
         ])
 
+    async def install_cut_in_slot_session(self, port: int) -> None:
+        """The clone session of ChIPS's FIFO slot clones for one port (chips.p4):
+        session CHIPS_CLONE_SESSION_BASE + port replicates to the port itself."""
+        _check_port(port)
+        await self.switch.write([
+            +fy.P4CloneSessionEntry(C.CHIPS_CLONE_SESSION_BASE + port, replicas=[(port, 1)])
+        ])
+
     async def read_port_policy(self, port: int) -> PolicyAction | None:
         """The port's installed port_policy action, or None."""
         _check_port(port)

@@ -4,10 +4,12 @@ Each algorithm has its own action in aqm.p4, with only its own parameters:
 
   drop_tail        (queue_limit_pkts, flow_epoch_shift)
   red              (queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
-                    min_th_scaled, max_th_scaled, red_slope_q24)
+                    min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32,
+                    gentle, max_p_q16, gentle_slope_q24, ecn, harddrop)
   cbt_red_all,
   cbt_red_tcp_only (... red's ..., tagged_th_scaled, untagged_th_scaled)
   dcbt             (... red's ..., tagged_share_q16, untagged_th_scaled)
+  dcbt_chips       (... dcbt's ..., chips_ewma_shift, chips_tagged_share_limit_q16)
 
 Validation happens once, in :mod:`mmaqm.config`; this module only converts
 units (packets -> packets * 2^16, probabilities -> Q16/Q24). The driver then
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from .algorithms import ALGORITHMS, CBT_ALGORITHMS, cbt, dcbt, red
+from .algorithms import ALGORITHMS, CBT_ALGORITHMS, DCBT_ALGORITHMS, cbt, chips, dcbt, red
 
 if TYPE_CHECKING:  # the schema is only a type here: the driver never imports it
     from .config import PortPolicy
@@ -92,12 +94,16 @@ def policy_action(
         params["policy_epoch"] = policy_epoch
         params["ewma_shift"] = policy.ewma_shift
         params.update(red.action_params(policy.min_th_pkts, policy.max_th_pkts, policy.max_p))
+        params.update(red.option_params(policy))
     if policy.algorithm in CBT_ALGORITHMS:
         assert policy.tagged_th_pkts is not None and policy.untagged_th_pkts is not None
         params.update(cbt.action_params(policy.tagged_th_pkts, policy.untagged_th_pkts))
-    elif policy.algorithm == "DCBT":
+    elif policy.algorithm in DCBT_ALGORITHMS:
         assert policy.min_th_pkts is not None and policy.max_th_pkts is not None
         assert policy.max_p is not None
         params.update(dcbt.action_params(share_tagged, share_untagged, policy.min_th_pkts,
                                          policy.max_th_pkts, policy.max_p))
+    if policy.algorithm == "DCBT_CHIPS":
+        assert policy.chips_max_tagged_ratio is not None and policy.chips_ewma_weight is not None
+        params.update(chips.action_params(policy.chips_max_tagged_ratio, policy.chips_ewma_weight))
     return PolicyAction(ALGORITHMS[policy.algorithm], params)

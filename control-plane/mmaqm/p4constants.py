@@ -208,5 +208,22 @@ def discard_index(port: int, reason: int) -> int:
     return port * NUM_DISCARD_REASONS + reason
 
 
+# chips_events counter (chips.p4), event name -> offset; port * NUM_CHIPS_EVENTS + offset
+CHIPS_EVENTS: dict[str, int] = {
+    name.removeprefix("CHIPS_").lower(): value for name, value in CONSTANTS.items()
+    if name.startswith("CHIPS_") and name not in ("CHIPS_CLONE_SESSION_BASE",
+                                                  "CHIPS_SLOT_FIELD_LIST")
+}
+if sorted(CHIPS_EVENTS.values()) != list(range(NUM_CHIPS_EVENTS)):
+    raise ImportError(f"{DEFINES_P4}: CHIPS_* events {CHIPS_EVENTS} are not 0..NUM_CHIPS_EVENTS-1")
+
+
+def chips_index(port: int, event: int) -> int:
+    """Index of chips_events: port * NUM_CHIPS_EVENTS + event (chips.p4)."""
+    _check_range("port", port, NUM_PORTS)
+    _check_range("event", event, NUM_CHIPS_EVENTS)
+    return port * NUM_CHIPS_EVENTS + event
+
+
 def __getattr__(name: str) -> Any:  # pragma: no cover - only for a clear error
     raise AttributeError(f"{DEFINES_P4} defines no constant {name!r} (enums: {P4INFO})")

@@ -209,6 +209,16 @@ def number(value: object, path: str, errs: Errors, *, gt: float | None = None,
     return value
 
 
+def boolean(value: object, path: str, errs: Errors) -> bool | None:
+    """true or false (not 0/1, not "yes": a typo should not silently mean something)."""
+    if value is MISSING:
+        return None
+    if not isinstance(value, bool):
+        errs.add(path, f"must be true or false, got {errs.describe(value)}")
+        return None
+    return value
+
+
 def _is_exponent_text(text: str) -> bool:
     """A number with an exponent, like 1e-3, which YAML 1.1 (PyYAML) leaves a string."""
     try:

@@ -269,6 +269,11 @@ WIDEST_POLICIES = [
     ({"algorithm": "CBT_RED_TCP_ONLY", **WIDEST_RED, "tagged_th_pkts": 65535,
       "untagged_th_pkts": 65535}, "cbt_red_tcp_only"),
     ({"algorithm": "DCBT", **WIDEST_RED}, "dcbt"),
+    ({"algorithm": "DCBT_CHIPS", **WIDEST_RED, "chips_max_tagged_ratio": 1e9,
+      "chips_ewma_weight": 2**-31}, "dcbt_chips"),
+    # every RED option at its widest: gentle slope, ECN flags, idle decay
+    ({"algorithm": "RED", **WIDEST_RED, "max_th_pkts": 1, "max_p": 2**-16, "gentle": True, "ecn": True,
+      "harddrop": True, "bandwidth_pps": 1e9}, "red"),
 ]
 
 

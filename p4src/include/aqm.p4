@@ -15,15 +15,17 @@
 #include "red.p4"
 #include "cbt.p4"
 #include "dcbt.p4"
+#include "chips.p4"
 
 // Sets meta.aqm_applied when the port has a policy.
-control Aqm(inout local_metadata_t meta,
+control Aqm(inout headers_t hdr, inout local_metadata_t meta,
             inout standard_metadata_t standard_metadata) {
     DropTail() drop_tail_algorithm;
     Red() red_algorithm;
     CbtRedAll() cbt_red_all_algorithm;
     CbtRedTcpOnly() cbt_red_tcp_only_algorithm;
     Dcbt() dcbt_algorithm;
+    DcbtChips() dcbt_chips_algorithm;
 
     // What every policy loads.
     action load_policy(pkts_t queue_limit_pkts, shift_t flow_epoch_shift) {
@@ -33,17 +35,26 @@ control Aqm(inout local_metadata_t meta,
         meta.policy.queue_limit_pkts = queue_limit_pkts;
     }
 
-    // What every RED-based policy loads.
+    // What every RED-based policy loads (red.p4: the average, the drop test
+    // and its options).
     action load_red_policy(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
                            policy_epoch_t policy_epoch, shift_t ewma_shift,
                            scaled_t min_th_scaled, scaled_t max_th_scaled,
-                           q24_t red_slope_q24) {
+                           q24_t red_slope_q24, q32_t idle_decay_q32, flag_t gentle,
+                           q16_t max_p_q16, q24_t gentle_slope_q24, flag_t ecn,
+                           flag_t harddrop) {
         load_policy(queue_limit_pkts, flow_epoch_shift);
         meta.policy.policy_epoch = policy_epoch;
         meta.policy.ewma_shift = ewma_shift;
         meta.policy.min_th_scaled = min_th_scaled;
         meta.policy.max_th_scaled = max_th_scaled;
         meta.policy.red_slope_q24 = red_slope_q24;
+        meta.policy.idle_decay_q32 = idle_decay_q32;
+        meta.policy.gentle = gentle;
+        meta.policy.max_p_q16 = max_p_q16;
+        meta.policy.gentle_slope_q24 = gentle_slope_q24;
+        meta.policy.ecn = ecn;
+        meta.policy.harddrop = harddrop;
     }
 
     // ---- port_policy actions: one per algorithm, named at the top level of
@@ -56,18 +67,24 @@ control Aqm(inout local_metadata_t meta,
     @name(".red")
     action red(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
                policy_epoch_t policy_epoch, shift_t ewma_shift,
-               scaled_t min_th_scaled, scaled_t max_th_scaled, q24_t red_slope_q24) {
+               scaled_t min_th_scaled, scaled_t max_th_scaled, q24_t red_slope_q24,
+               q32_t idle_decay_q32, flag_t gentle, q16_t max_p_q16, q24_t gentle_slope_q24,
+               flag_t ecn, flag_t harddrop) {
         load_red_policy(queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
-                        min_th_scaled, max_th_scaled, red_slope_q24);
+                        min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32, gentle,
+                        max_p_q16, gentle_slope_q24, ecn, harddrop);
     }
 
     @name(".cbt_red_all")
     action cbt_red_all(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
                        policy_epoch_t policy_epoch, shift_t ewma_shift,
                        scaled_t min_th_scaled, scaled_t max_th_scaled, q24_t red_slope_q24,
+                       q32_t idle_decay_q32, flag_t gentle, q16_t max_p_q16,
+                       q24_t gentle_slope_q24, flag_t ecn, flag_t harddrop,
                        scaled_t tagged_th_scaled, scaled_t untagged_th_scaled) {
         load_red_policy(queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
-                        min_th_scaled, max_th_scaled, red_slope_q24);
+                        min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32, gentle,
+                        max_p_q16, gentle_slope_q24, ecn, harddrop);
         meta.policy.tagged_th_scaled = tagged_th_scaled;
         meta.policy.untagged_th_scaled = untagged_th_scaled;
     }
@@ -77,9 +94,12 @@ control Aqm(inout local_metadata_t meta,
                             policy_epoch_t policy_epoch, shift_t ewma_shift,
                             scaled_t min_th_scaled, scaled_t max_th_scaled,
                             q24_t red_slope_q24,
-                            scaled_t tagged_th_scaled, scaled_t untagged_th_scaled) {
+                            q32_t idle_decay_q32, flag_t gentle, q16_t max_p_q16,
+                       q24_t gentle_slope_q24, flag_t ecn, flag_t harddrop,
+                       scaled_t tagged_th_scaled, scaled_t untagged_th_scaled) {
         load_red_policy(queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
-                        min_th_scaled, max_th_scaled, red_slope_q24);
+                        min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32, gentle,
+                        max_p_q16, gentle_slope_q24, ecn, harddrop);
         meta.policy.tagged_th_scaled = tagged_th_scaled;
         meta.policy.untagged_th_scaled = untagged_th_scaled;
     }
@@ -88,11 +108,31 @@ control Aqm(inout local_metadata_t meta,
     action dcbt(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
                 policy_epoch_t policy_epoch, shift_t ewma_shift,
                 scaled_t min_th_scaled, scaled_t max_th_scaled, q24_t red_slope_q24,
+                q32_t idle_decay_q32, flag_t gentle, q16_t max_p_q16,
+                q24_t gentle_slope_q24, flag_t ecn, flag_t harddrop,
                 q16_t tagged_share_q16, scaled_t untagged_th_scaled) {
         load_red_policy(queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
-                        min_th_scaled, max_th_scaled, red_slope_q24);
+                        min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32, gentle,
+                        max_p_q16, gentle_slope_q24, ecn, harddrop);
         meta.policy.tagged_share_q16 = tagged_share_q16;
         meta.policy.untagged_th_scaled = untagged_th_scaled;
+    }
+
+    @name(".dcbt_chips")
+    action dcbt_chips(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
+                      policy_epoch_t policy_epoch, shift_t ewma_shift,
+                      scaled_t min_th_scaled, scaled_t max_th_scaled, q24_t red_slope_q24,
+                      q32_t idle_decay_q32, flag_t gentle, q16_t max_p_q16,
+                      q24_t gentle_slope_q24, flag_t ecn, flag_t harddrop,
+                      q16_t tagged_share_q16, scaled_t untagged_th_scaled,
+                      shift_t chips_ewma_shift, q16_t chips_tagged_share_limit_q16) {
+        load_red_policy(queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
+                        min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32, gentle,
+                        max_p_q16, gentle_slope_q24, ecn, harddrop);
+        meta.policy.tagged_share_q16 = tagged_share_q16;
+        meta.policy.untagged_th_scaled = untagged_th_scaled;
+        meta.policy.chips_ewma_shift = chips_ewma_shift;
+        meta.policy.chips_tagged_share_limit_q16 = chips_tagged_share_limit_q16;
     }
 
     action no_policy() {}
@@ -105,6 +145,7 @@ control Aqm(inout local_metadata_t meta,
             cbt_red_all;
             cbt_red_tcp_only;
             dcbt;
+            dcbt_chips;
             @defaultonly no_policy;
         }
         const default_action = no_policy();
@@ -113,11 +154,12 @@ control Aqm(inout local_metadata_t meta,
 
     apply {
         switch (port_policy.apply().action_run) {
-            drop_tail:        { drop_tail_algorithm.apply(meta, standard_metadata); }
-            red:              { red_algorithm.apply(meta, standard_metadata); }
-            cbt_red_all:      { cbt_red_all_algorithm.apply(meta, standard_metadata); }
-            cbt_red_tcp_only: { cbt_red_tcp_only_algorithm.apply(meta, standard_metadata); }
-            dcbt:             { dcbt_algorithm.apply(meta, standard_metadata); }
+            drop_tail:        { drop_tail_algorithm.apply(hdr, meta, standard_metadata); }
+            red:              { red_algorithm.apply(hdr, meta, standard_metadata); }
+            cbt_red_all:      { cbt_red_all_algorithm.apply(hdr, meta, standard_metadata); }
+            cbt_red_tcp_only: { cbt_red_tcp_only_algorithm.apply(hdr, meta, standard_metadata); }
+            dcbt:             { dcbt_algorithm.apply(hdr, meta, standard_metadata); }
+            dcbt_chips:       { dcbt_chips_algorithm.apply(hdr, meta, standard_metadata); }
         }
     }
 }

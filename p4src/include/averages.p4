@@ -24,13 +24,39 @@ scaled_t ewma(in scaled_t avg_scaled, in scaled_t sample_scaled, in shift_t shif
     return avg_scaled - ((avg_scaled - sample_scaled) >> shift);
 }
 
-// Update one class average of a port with a class occupancy.
+// Idle-time decay (Floyd & Jacobson 1993 §11; Linux red_calc_qavg_from_idle_time):
+// after an idle period the average is decayed as if m = idle / s packets of
+// transmission time s had arrived to an empty queue: avg * (1 - w)^m. The
+// controller turns w and s into a rate, halvings of the average per
+// microsecond (idle_decay_q32 = -log2(1 - w) / s_us * 2^32), so that
+//   avg * (1 - w)^m = avg * 2^-h,  h = idle_us * idle_decay_q32 / 2^32.
+// The whole halvings are a shift; the fractional one f uses the chord
+// 2^-f ~ 1 - f/2, exact at f = 0 and f = 1 and at most 6.1 % high between
+// (Linux approximates with an integer shift table).
+scaled_t idle_decay(in scaled_t avg_scaled, in bit<64> halvings_q32) {
+    if (halvings_q32 >= ((bit<64>)IDLE_DECAY_MAX_HALVINGS << 32)) {
+        return 0;
+    }
+    shift_t whole = (shift_t)(halvings_q32 >> 32);
+    bit<64> frac_q16 = (halvings_q32 >> 16) & 0xFFFF;
+    scaled_t halved = avg_scaled >> whole;
+    return halved - (bit<32>)(((bit<64>)halved * frac_q16) >> 17);
+}
+
+// Update one class average of a port with a class occupancy, or, on an
+// arrival that ends an idle period (red_average_update), decay it by the
+// same factor as the RED average (D-CBT keeps its averages synchronised).
 action class_average_update(in bit<32> port_index, in traffic_class_t class_id,
                             in pkts_t class_pkts, in shift_t ewma_shift,
+                            in bool idled, in bit<64> idle_halvings_q32,
                             out scaled_t class_avg) {
     bit<32> index = port_index * CLASS_SLOTS + (bit<32>)(bit<8>)class_id;
     class_avg_scaled.read(class_avg, index);
-    class_avg = ewma(class_avg, to_scaled(class_pkts), ewma_shift);
+    if (idled) {
+        class_avg = idle_decay(class_avg, idle_halvings_q32);
+    } else {
+        class_avg = ewma(class_avg, to_scaled(class_pkts), ewma_shift);
+    }
     class_avg_scaled.write(index, class_avg);
 }
 

@@ -22,7 +22,7 @@ action cbt_class_test(in bit<32> port_index, in traffic_class_t class_id,
                       in scaled_t tagged_th_scaled, in scaled_t untagged_th_scaled,
                       inout bool aqm_drop, inout drop_reason_t drop_reason) {
     scaled_t class_avg;
-    class_average_update(port_index, class_id, class_pkts, ewma_shift, class_avg);
+    class_average_update(port_index, class_id, class_pkts, ewma_shift, false, 0, class_avg);
     scaled_t threshold = class_id == traffic_class_t.TAGGED ? tagged_th_scaled
                                                             : untagged_th_scaled;
     if (class_avg > threshold) {
@@ -32,7 +32,8 @@ action cbt_class_test(in bit<32> port_index, in traffic_class_t class_id,
 }
 
 // CBT with RED for all.
-control CbtRedAll(inout local_metadata_t meta, inout standard_metadata_t standard_metadata) {
+control CbtRedAll(inout headers_t hdr, inout local_metadata_t meta,
+                  inout standard_metadata_t standard_metadata) {
     @hidden  // applied by the control, never by the controller: not in the P4Info
     action cbt_red_all_admission() {
         queue_arrival(meta.port_index, meta.class_index,
@@ -44,18 +45,29 @@ control CbtRedAll(inout local_metadata_t meta, inout standard_metadata_t standar
                            meta.policy.untagged_th_scaled, meta.aqm_drop, meta.drop_reason);
         }
         if (!meta.aqm_drop) {
+            bool idled;
+            bit<64> idle_halvings_q32;
             red_average_update(meta.port_index, meta.occupancy.queue_pkts,
-                               meta.policy.ewma_shift, meta.red_avg_scaled);
+                               meta.occupancy.queue_pkts,
+                               standard_metadata.ingress_global_timestamp,
+                               meta.policy.ewma_shift, meta.policy.idle_decay_q32,
+                               meta.red_avg_scaled, idled, idle_halvings_q32);
             red_drop_test(meta.port_index, meta.red_avg_scaled, meta.policy.min_th_scaled,
                           meta.policy.max_th_scaled, meta.policy.red_slope_q24,
-                          meta.aqm_drop, meta.drop_reason);
+                          meta.policy.gentle, meta.policy.max_p_q16,
+                          meta.policy.gentle_slope_q24, meta.policy.ecn, meta.policy.harddrop,
+                          hdr.ipv4.ecn != ECN_NOT_ECT,
+                          meta.aqm_drop, meta.drop_reason, meta.ecn_mark);
         }
         queue_admit_or_drop(meta.port_index, meta.class_index,
                             meta.occupancy.queue_pkts, meta.occupancy.class_pkts,
                             meta.policy.queue_limit_pkts,
-                            meta.aqm_drop, meta.drop_reason, meta.admitted);
+                            meta.aqm_drop, meta.drop_reason, meta.ecn_mark, meta.admitted);
         if (meta.aqm_drop) {
             mark_to_drop(standard_metadata);
+        }
+        if (meta.ecn_mark) {
+            hdr.ipv4.ecn = ECN_CE;
         }
     }
 
@@ -66,7 +78,8 @@ control CbtRedAll(inout local_metadata_t meta, inout standard_metadata_t standar
 
 // CBT with RED for TCP only. A TCP packet's own class occupancy is the TCP
 // occupancy RED averages here (cbt §3).
-control CbtRedTcpOnly(inout local_metadata_t meta, inout standard_metadata_t standard_metadata) {
+control CbtRedTcpOnly(inout headers_t hdr, inout local_metadata_t meta,
+                      inout standard_metadata_t standard_metadata) {
     @hidden  // applied by the control, never by the controller: not in the P4Info
     action cbt_red_tcp_only_admission() {
         queue_arrival(meta.port_index, meta.class_index,
@@ -77,18 +90,29 @@ control CbtRedTcpOnly(inout local_metadata_t meta, inout standard_metadata_t sta
                            meta.policy.ewma_shift, meta.policy.tagged_th_scaled,
                            meta.policy.untagged_th_scaled, meta.aqm_drop, meta.drop_reason);
         } else {
+            bool idled;
+            bit<64> idle_halvings_q32;
             red_average_update(meta.port_index, meta.occupancy.class_pkts,
-                               meta.policy.ewma_shift, meta.red_avg_scaled);
+                               meta.occupancy.queue_pkts,
+                               standard_metadata.ingress_global_timestamp,
+                               meta.policy.ewma_shift, meta.policy.idle_decay_q32,
+                               meta.red_avg_scaled, idled, idle_halvings_q32);
             red_drop_test(meta.port_index, meta.red_avg_scaled, meta.policy.min_th_scaled,
                           meta.policy.max_th_scaled, meta.policy.red_slope_q24,
-                          meta.aqm_drop, meta.drop_reason);
+                          meta.policy.gentle, meta.policy.max_p_q16,
+                          meta.policy.gentle_slope_q24, meta.policy.ecn, meta.policy.harddrop,
+                          hdr.ipv4.ecn != ECN_NOT_ECT,
+                          meta.aqm_drop, meta.drop_reason, meta.ecn_mark);
         }
         queue_admit_or_drop(meta.port_index, meta.class_index,
                             meta.occupancy.queue_pkts, meta.occupancy.class_pkts,
                             meta.policy.queue_limit_pkts,
-                            meta.aqm_drop, meta.drop_reason, meta.admitted);
+                            meta.aqm_drop, meta.drop_reason, meta.ecn_mark, meta.admitted);
         if (meta.aqm_drop) {
             mark_to_drop(standard_metadata);
+        }
+        if (meta.ecn_mark) {
+            hdr.ipv4.ecn = ECN_CE;
         }
     }
 

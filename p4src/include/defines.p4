@@ -18,6 +18,9 @@ typedef bit<32> q16_t;          // a fraction in [0, 1] * 2^PROB_FRAC_BITS
 typedef bit<32> q24_t;          // RED slope: per packet * 2^SLOPE_FRAC_BITS
 typedef bit<32> policy_epoch_t; // a new value resets a port's averages (averages.p4)
 typedef bit<8>  shift_t;        // a right-shift amount (p4c limits bmv2 shifts to 8 bits)
+typedef bit<48> timestamp_us_t; // v1model global timestamps, microseconds since the switch started
+typedef bit<32> q32_t;          // a rate in halvings per microsecond * 2^32 (RED idle decay)
+typedef bit<1>  flag_t;         // a per-policy on/off option (P4Runtime action parameters are bit<W>)
 
 // ---- traffic classes (all papers: TCP / tagged UDP / untagged = everything else)
 enum bit<8> traffic_class_t {
@@ -33,6 +36,14 @@ enum bit<8> drop_reason_t {
     RED_FORCED = 2,       // RED forced drop, avg >= max_th
     CLASS_THRESHOLD = 3   // CBT / D-CBT class threshold (cbt §3, dcbt §3.1)
 }
+
+// ---- ChIPS events (chips_events counter, index port * NUM_CHIPS_EVENTS + event; dcbt §3.2)
+const bit<32> CHIPS_ON_ADMITS = 0;         // packet admitted while ChIPS is on (tagged share <= limit)
+const bit<32> CHIPS_OFF_ADMITS = 1;        // packet admitted while ChIPS is off (tagged share > limit)
+const bit<32> CHIPS_CUT_IN = 2;            // tagged packet cut in (on, queue > average)
+const bit<32> CHIPS_NO_CONGESTION = 3;     // tagged packet, ChIPS on, queue <= average: FIFO
+const bit<32> CHIPS_SLOT_DEPARTED = 4;     // egress: a cut-in packet's virtual FIFO slot left
+const bit<32> NUM_CHIPS_EVENTS = 5;
 
 // ---- sizes
 const bit<32> NUM_PORTS = 64;          // ports 0..63 carry AQM state
@@ -60,6 +71,21 @@ const bit<8> DISCARD_IPV4_OPTIONS = 3;  // IHL > 5: options are not forwarded
 const bit<8> DISCARD_TTL_EXPIRED = 4;   // TTL <= 1
 const bit<8> DISCARD_NO_ROUTE = 5;      // LPM miss
 const bit<8> DISCARD_NO_POLICY = 6;     // egress port has no port_policy entry
+
+// ---- ECN field of the IPv4 header (RFC 3168)
+const bit<2> ECN_NOT_ECT = 0;
+const bit<2> ECN_CE = 3;
+
+// ---- traffic-manager queues and clone sessions (ChIPS, chips.p4)
+// BMv2 runs with --priority-queues 2; the higher priority is served first.
+const bit<3> PRIORITY_FIFO = 0;
+const bit<3> PRIORITY_CUT_IN = 1;
+const bit<32> CHIPS_CLONE_SESSION_BASE = 100;  // clone session of port p: 100 + p
+const bit<8> CHIPS_SLOT_FIELD_LIST = 1;        // metadata a cut-in packet's slot clone keeps
+
+// ---- RED idle-time decay (Floyd & Jacobson §11; Linux red_calc_qavg_from_idle_time)
+const bit<32> MAX_IDLE_US = 0xFFFFFFFF;        // idle time is capped at 2^32 - 1 us (71 min)
+const bit<8> IDLE_DECAY_MAX_HALVINGS = 32;     // a bit<32> average halved 32 times is 0
 
 // ---- fixed point
 const bit<8> AVG_FRAC_BITS = 16;       // averages and thresholds: packets * 2^16

@@ -5,7 +5,8 @@
 #include <v1model.p4>
 #include "occupancy.p4"
 
-control DropTail(inout local_metadata_t meta, inout standard_metadata_t standard_metadata) {
+control DropTail(inout headers_t hdr, inout local_metadata_t meta,
+                 inout standard_metadata_t standard_metadata) {
     @hidden  // applied by the control, never by the controller: not in the P4Info
     action drop_tail_admission() {
         queue_arrival(meta.port_index, meta.class_index,
@@ -13,7 +14,7 @@ control DropTail(inout local_metadata_t meta, inout standard_metadata_t standard
         queue_admit_or_drop(meta.port_index, meta.class_index,
                             meta.occupancy.queue_pkts, meta.occupancy.class_pkts,
                             meta.policy.queue_limit_pkts,
-                            meta.aqm_drop, meta.drop_reason, meta.admitted);
+                            meta.aqm_drop, meta.drop_reason, meta.ecn_mark, meta.admitted);
         if (meta.aqm_drop) {
             mark_to_drop(standard_metadata);
         }

@@ -78,13 +78,25 @@ struct policy_params_t {
     scaled_t       tagged_th_scaled;    // CBT
     scaled_t       untagged_th_scaled;  // CBT, D-CBT
     q16_t          tagged_share_q16;    // D-CBT
+    // RED options (red.p4), tc-red's names where tc has the option
+    q32_t          idle_decay_q32;      // halvings of the average per idle us * 2^32; 0 = off
+    flag_t         gentle;              // gentle RED: max_th..2*max_th ramp instead of forced drop
+    q16_t          max_p_q16;           // gentle RED: p_b at max_th
+    q24_t          gentle_slope_q24;    // gentle RED: (1 - max_p) / max_th per packet
+    flag_t         ecn;                 // mark ECN-capable packets CE instead of dropping them
+    flag_t         harddrop;            // with ecn: still drop in the forced zone
+    // ChIPS (dcbt §3.2, chips.p4)
+    shift_t        chips_ewma_shift;    // weight 2^-k of the tagged share of enqueues
+    q16_t          chips_tagged_share_limit_q16;  // ChIPS is on while that share <= this
 }
 
 struct local_metadata_t {
     traffic_class_t class_id;
     bool            routed;           // an ipv4_lpm entry matched
     port_t          routed_port;      // set by the route, before any AQM drop (flow reports)
+    @field_list(CHIPS_SLOT_FIELD_LIST)
     bit<32>         port_index;       // routed_port as a register index
+    @field_list(CHIPS_SLOT_FIELD_LIST)
     bit<32>         class_index;      // port_index * CLASS_SLOTS + class_id
     l4_port_t       l4_src_port;
     l4_port_t       l4_dst_port;
@@ -94,8 +106,14 @@ struct local_metadata_t {
     occupancy_t     occupancy;
     scaled_t        red_avg_scaled;   // RED average after this packet's update
     bool            aqm_drop;
-    drop_reason_t   drop_reason;
+    drop_reason_t   drop_reason;      // why the AQM dropped, or why RED marked (ecn_mark)
+    bool            ecn_mark;         // RED marked this ECN-capable packet CE instead of dropping
     bool            admitted;         // set in ingress, read in egress to release occupancy
+    // ChIPS: a cut-in packet goes to the cut-in queue; its clone holds its place
+    // in the FIFO (the virtual FIFO slot, chips.p4) and keeps the fields
+    // annotated @field_list(CHIPS_SLOT_FIELD_LIST): cut_in, port_index, class_index.
+    @field_list(CHIPS_SLOT_FIELD_LIST)
+    bool            cut_in;
 }
 
 // Active-flow report: one per flow per epoch (dcbt §3.1 active flow counting).

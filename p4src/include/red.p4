@@ -43,25 +43,61 @@ action red_on_policy_epoch(in bit<32> port_index, in policy_epoch_t policy_epoch
     }
 }
 
-// The RED average of the port with a new sample.
-action red_average_update(in bit<32> port_index, in pkts_t sample_pkts,
-                          in shift_t ewma_shift, out scaled_t red_avg) {
+// The RED average of the port with a new sample, or, when the packet arrives
+// at an empty queue and the policy has idle_decay_q32 (tc-red's bandwidth),
+// decayed for the time the queue has been empty (averages.p4 idle_decay;
+// F&J 1993 §11: "if the queue is empty, avg <- (1 - w)^m avg"). The idle
+// period then restarts at now, so a dropped arrival does not decay twice.
+// idled and idle_halvings_q32 let D-CBT decay its class averages alike.
+action red_average_update(in bit<32> port_index, in pkts_t sample_pkts, in pkts_t queue_pkts,
+                          in timestamp_us_t now_us, in shift_t ewma_shift,
+                          in q32_t idle_decay_q32, out scaled_t red_avg,
+                          out bool idled, out bit<64> idle_halvings_q32) {
     red_avg_scaled.read(red_avg, port_index);
-    red_avg = ewma(red_avg, to_scaled(sample_pkts), ewma_shift);
+    idled = queue_pkts == 0 && idle_decay_q32 != 0;
+    idle_halvings_q32 = 0;
+    if (idled) {
+        timestamp_us_t idle_since_us;
+        queue_idle_since_us.read(idle_since_us, port_index);
+        timestamp_us_t idle_us = now_us - idle_since_us;
+        bit<32> idle_us_capped = idle_us > (timestamp_us_t)MAX_IDLE_US ? MAX_IDLE_US
+                                                                       : (bit<32>)idle_us;
+        idle_halvings_q32 = (bit<64>)idle_us_capped * (bit<64>)idle_decay_q32;
+        red_avg = idle_decay(red_avg, idle_halvings_q32);
+        queue_idle_since_us.write(port_index, now_us);
+    } else {
+        red_avg = ewma(red_avg, to_scaled(sample_pkts), ewma_shift);
+    }
     red_avg_scaled.write(port_index, red_avg);
 }
 
 // The RED drop test on the port's average (Floyd & Jacobson 1993 §4). Used by
-// RED, CBT and D-CBT.
+// RED, CBT, D-CBT and D-CBT with ChIPS. Options, with Linux tc-red's semantics:
+//   gentle   (Floyd 2000, ns-2 gentle_): between max_th and 2 * max_th,
+//            p_b = max_p + (1 - max_p) * (avg - max_th) / max_th, early-drop
+//            style; the forced zone starts at 2 * max_th;
+//   ecn      (RFC 3168; tc-red ecn): an ECN-capable packet (ECT or CE) that
+//            RED would drop is marked CE and admitted, in both zones;
+//   harddrop (tc-red harddrop): with ecn, the forced zone drops anyway.
+// drop_reason says why RED acted, for a drop or a mark.
 action red_drop_test(in bit<32> port_index, in scaled_t red_avg,
                      in scaled_t min_th_scaled, in scaled_t max_th_scaled,
-                     in q24_t red_slope_q24,
-                     inout bool aqm_drop, inout drop_reason_t drop_reason) {
+                     in q24_t red_slope_q24, in flag_t gentle, in q16_t max_p_q16,
+                     in q24_t gentle_slope_q24, in flag_t ecn, in flag_t harddrop,
+                     in bool ecn_capable,
+                     inout bool aqm_drop, inout drop_reason_t drop_reason,
+                     inout bool ecn_mark) {
+    bool forced_zone = red_avg >= max_th_scaled
+        && (gentle == 0 || (bit<64>)red_avg >= ((bit<64>)max_th_scaled << 1));
     if (red_avg < min_th_scaled) {
         red_count.write(port_index, 0);
-    } else if (red_avg >= max_th_scaled) {
-        aqm_drop = true;
+    } else if (forced_zone) {
         drop_reason = drop_reason_t.RED_FORCED;
+        if (ecn == 1 && harddrop == 0 && ecn_capable) {
+            ecn_mark = true;
+        } else {
+            aqm_drop = true;
+        }
         red_count.write(port_index, 0);
     } else {
         bit<32> count;
@@ -74,11 +110,22 @@ action red_drop_test(in bit<32> port_index, in scaled_t red_avg,
             red_rand_q16.read(rand_q16, port_index);
         }
         count = count + 1;
-        bit<64> p_b_q16 = ((bit<64>)(red_avg - min_th_scaled)
-                           * (bit<64>)red_slope_q24) >> SLOPE_FRAC_BITS;
+        bit<64> p_b_q16;
+        if (red_avg < max_th_scaled) {
+            p_b_q16 = ((bit<64>)(red_avg - min_th_scaled) * (bit<64>)red_slope_q24)
+                      >> SLOPE_FRAC_BITS;
+        } else {  // gentle ramp
+            p_b_q16 = (bit<64>)max_p_q16
+                      + (((bit<64>)(red_avg - max_th_scaled) * (bit<64>)gentle_slope_q24)
+                         >> SLOPE_FRAC_BITS);
+        }
         if ((bit<64>)count * p_b_q16 > (bit<64>)rand_q16) {
-            aqm_drop = true;
             drop_reason = drop_reason_t.RED_EARLY;
+            if (ecn == 1 && ecn_capable) {
+                ecn_mark = true;
+            } else {
+                aqm_drop = true;
+            }
             count = 0;
         }
         red_count.write(port_index, count);
@@ -86,23 +133,33 @@ action red_drop_test(in bit<32> port_index, in scaled_t red_avg,
 }
 
 // The RED algorithm: the average of the whole queue, updated on every arrival.
-control Red(inout local_metadata_t meta, inout standard_metadata_t standard_metadata) {
+control Red(inout headers_t hdr, inout local_metadata_t meta,
+            inout standard_metadata_t standard_metadata) {
     @hidden  // applied by the control, never by the controller: not in the P4Info
     action red_admission() {
         queue_arrival(meta.port_index, meta.class_index,
                       meta.occupancy.queue_pkts, meta.occupancy.class_pkts);
         red_on_policy_epoch(meta.port_index, meta.policy.policy_epoch);
-        red_average_update(meta.port_index, meta.occupancy.queue_pkts,
-                           meta.policy.ewma_shift, meta.red_avg_scaled);
+        bool idled;
+        bit<64> idle_halvings_q32;
+        red_average_update(meta.port_index, meta.occupancy.queue_pkts, meta.occupancy.queue_pkts,
+                           standard_metadata.ingress_global_timestamp, meta.policy.ewma_shift,
+                           meta.policy.idle_decay_q32, meta.red_avg_scaled,
+                           idled, idle_halvings_q32);
         red_drop_test(meta.port_index, meta.red_avg_scaled, meta.policy.min_th_scaled,
                       meta.policy.max_th_scaled, meta.policy.red_slope_q24,
-                      meta.aqm_drop, meta.drop_reason);
+                      meta.policy.gentle, meta.policy.max_p_q16, meta.policy.gentle_slope_q24,
+                      meta.policy.ecn, meta.policy.harddrop, hdr.ipv4.ecn != ECN_NOT_ECT,
+                      meta.aqm_drop, meta.drop_reason, meta.ecn_mark);
         queue_admit_or_drop(meta.port_index, meta.class_index,
                             meta.occupancy.queue_pkts, meta.occupancy.class_pkts,
                             meta.policy.queue_limit_pkts,
-                            meta.aqm_drop, meta.drop_reason, meta.admitted);
+                            meta.aqm_drop, meta.drop_reason, meta.ecn_mark, meta.admitted);
         if (meta.aqm_drop) {
             mark_to_drop(standard_metadata);
+        }
+        if (meta.ecn_mark) {
+            hdr.ipv4.ecn = ECN_CE;
         }
     }
 

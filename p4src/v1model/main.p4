@@ -58,7 +58,7 @@ control MmaqmIngress(inout headers_t hdr,
                 discard(DISCARD_NO_POLICY);
             } else {
                 classifier.apply(hdr, meta);
-                aqm.apply(meta, standard_metadata);
+                aqm.apply(hdr, meta, standard_metadata);
                 if (!meta.aqm_applied) {
                     discard(DISCARD_NO_POLICY);
                 } else {
@@ -72,9 +72,26 @@ control MmaqmIngress(inout headers_t hdr,
 control MmaqmEgress(inout headers_t hdr,
                     inout local_metadata_t meta,
                     inout standard_metadata_t standard_metadata) {
+    // A packet the AQM admitted left the traffic manager's queue.
+    @hidden
+    action release_departure() {
+        queue_departure(meta.port_index, meta.class_index, meta.cut_in,
+                        standard_metadata.egress_global_timestamp);
+    }
+
+    // The FIFO slot of a cut-in packet (its clone, chips.p4) left: release the
+    // packet's virtual FIFO place, and drop the clone.
+    @hidden
+    action release_cut_in_slot() {
+        chips_slot_departure(meta.port_index, meta.class_index);
+        mark_to_drop(standard_metadata);
+    }
+
     apply {
         if (meta.admitted) {
-            queue_departure(meta.port_index, meta.class_index);
+            release_departure();
+        } else if (meta.cut_in) {  // only the clone has cut_in without admitted
+            release_cut_in_slot();
         }
     }
 }

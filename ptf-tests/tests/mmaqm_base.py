@@ -34,6 +34,7 @@ from mmaqm.blocking import BlockingSwitch
 from mmaqm.config import Config, PortPolicy, load_config, parse_policy
 from mmaqm.driver import SwitchDriver
 from mmaqm.encoding import PolicyAction, policy_action
+from mmaqm import fixedpoint as fp
 from mmaqm.fixedpoint import Occupancy, PortModel
 
 REPO = Path(__file__).resolve().parents[2]
@@ -105,6 +106,8 @@ class Counters:
     departures: dict[int, int] = field(default_factory=dict)
     drops: dict[int, int] = field(default_factory=dict)
     discards: dict[int, int] = field(default_factory=dict)
+    ecn_marks: dict[int, int] = field(default_factory=dict)
+    chips: dict[int, int] = field(default_factory=dict)
 
     def minus(self, before: "Counters") -> "Counters":
         def sub(a: dict[int, int], b: dict[int, int]) -> dict[int, int]:
@@ -112,7 +115,8 @@ class Counters:
             return {k: a.get(k, 0) - b.get(k, 0) for k in keys if a.get(k, 0) != b.get(k, 0)}
         return Counters(sub(self.arrivals, before.arrivals), sub(self.admits, before.admits),
                         sub(self.departures, before.departures), sub(self.drops, before.drops),
-                        sub(self.discards, before.discards))
+                        sub(self.discards, before.discards), sub(self.ecn_marks, before.ecn_marks),
+                        sub(self.chips, before.chips))
 
     # Friendly views of a delta -------------------------------------------
     def per_class(self, table: dict[int, int], port: int) -> dict[str, int]:
@@ -122,6 +126,15 @@ class Counters:
     def drop_reasons(self, port: int, class_id: int) -> dict[str, int]:
         return {name: self.drops.get(C.drop_index(port, class_id, r), 0)
                 for name, r in C.DROP_REASONS.items() if self.drops.get(C.drop_index(port, class_id, r), 0)}
+
+    def mark_reasons(self, port: int, class_id: int) -> dict[str, int]:
+        return {name: self.ecn_marks.get(C.drop_index(port, class_id, r), 0)
+                for name, r in C.DROP_REASONS.items()
+                if self.ecn_marks.get(C.drop_index(port, class_id, r), 0)}
+
+    def chips_events(self, port: int) -> dict[str, int]:
+        return {name: self.chips.get(C.chips_index(port, e), 0)
+                for name, e in C.CHIPS_EVENTS.items() if self.chips.get(C.chips_index(port, e), 0)}
 
     def discard_reasons(self, port: int) -> dict[str, int]:
         return {name: self.discards.get(C.discard_index(port, r), 0)
@@ -144,6 +157,8 @@ class MmaqmTest(BaseTest):
         self.wait_queues_empty()
         self.sw.clear()
         self.sw.install_classifier(CONFIG.classifier.tagged_dscp)
+        for port in PORTS:
+            self.sw.install_cut_in_slot_session(port)
         for route in SWITCH.routes:
             self.sw.install_route(route.prefix, route.port, router_mac(route.port), route.next_hop_mac)
         for port in PORTS:
@@ -174,10 +189,10 @@ class MmaqmTest(BaseTest):
 
     # ---- counters -----------------------------------------------------------
     COUNTER_NAMES = ("queue_arrivals", "queue_admits", "queue_departures", "queue_drops",
-                     "ingress_discards")
+                     "ingress_discards", "queue_ecn_marks", "chips_events")
 
     def counters(self) -> Counters:
-        """All five counters, packets, from ONE P4Runtime ReadRequest."""
+        """All seven counters, packets, from ONE P4Runtime ReadRequest."""
         values = self.sw.read_counters(self.COUNTER_NAMES)
         return Counters(*({i: v.packets for i, v in values[name].items() if v.packets}
                           for name in self.COUNTER_NAMES))
@@ -190,6 +205,12 @@ class MmaqmTest(BaseTest):
         while True:
             c = self.counters()
             queued = {i: c.admits.get(i, 0) - c.departures.get(i, 0) for i in c.admits}
+            # A cut-in packet's FIFO slot (chips.p4) may still be queued after it left.
+            for port in PORTS:
+                slots = (c.chips.get(C.chips_index(port, C.CHIPS_CUT_IN), 0)
+                         - c.chips.get(C.chips_index(port, C.CHIPS_SLOT_DEPARTED), 0))
+                if slots:
+                    queued[f"port {port} cut-in slots"] = slots
             if not any(queued.values()):
                 break
             if time.monotonic() > deadline:
@@ -222,7 +243,7 @@ class MmaqmTest(BaseTest):
     BURST_ATTEMPTS = 3
 
     def frozen_burst(self, action: PolicyAction, out_port: int, pkts: Sequence[Ether],
-                     sacrificial: Ether) -> tuple[Counters, Counters]:
+                     sacrificial: Ether, cut_ins: int = 0) -> tuple[Counters, Counters]:
         """burst() and check its timing precondition; returns (counters before,
         delta once every packet has arrived).
 
@@ -234,17 +255,22 @@ class MmaqmTest(BaseTest):
         reinstalled with a fresh epoch (averages and RED state start from zero
         again), and the burst is repeated, at most BURST_ATTEMPTS times; then
         the test is skipped with a PRECONDITION MISSED message. A packet
-        missing from the arrivals is a failure at once."""
+        missing from the arrivals is a failure at once.
+
+        cut_ins: packets the caller expects ChIPS to cut in (chips.p4); they
+        leave at once through the cut-in queue, so the read right after the
+        burst must show 1 + cut_ins departures."""
         n = len(pkts) + 1
         for attempt in range(1, self.BURST_ATTEMPTS + 1):
             before = self.counters()
             slow = self.burst(out_port, pkts, sacrificial)
             after_in = self.wait_counter(
-                lambda c: sum(c.minus(before).arrivals.values()) >= n, timeout_s=10)
+                lambda c: sum(c.minus(before).arrivals.values()) >= n
+                and sum(c.minus(before).departures.values()) >= 1 + cut_ins, timeout_s=10)
             delta_in = after_in.minus(before)
             self.assertEqual(sum(delta_in.arrivals.values()), n, "not every packet reached the AQM")
             departed = sum(delta_in.departures.values())
-            if slow is None and departed == 1:
+            if slow is None and departed == 1 + cut_ins:
                 return before, delta_in
             why = slow or f"{departed} departures by the time every arrival was counted"
             print(f"frozen-queue precondition missed ({why}); attempt {attempt}/"
@@ -309,20 +335,33 @@ def burst_packet(kind: str, seq: int, out_port: int = OUT_PORT, flow: int = 0) -
     return packet("udp", out_port=out_port, seq=seq, dscp=dscp, sport=3000 + flow)
 
 
-def predict(action: PolicyAction, kinds: Sequence[str], rand_source=lambda: 0) -> list[str]:
+def admitted(decision: str) -> bool:
+    """ADMIT, CUT_IN (ChIPS) and MARK_* (ECN) packets are forwarded."""
+    return decision in ("ADMIT", fp.CUT_IN) or decision.startswith(fp.MARK_PREFIX)
+
+
+def predict(action: PolicyAction, kinds: Sequence[str], rand_source=lambda: 0,
+            model: PortModel | None = None, ecn_capable: Sequence[bool] | None = None) -> list[str]:
     """Decisions of the reference model for: the sacrificial TCP packet at an
-    empty queue (it leaves at once), then `kinds` arriving at a frozen queue."""
-    model = PortModel(action, rand_source)
-    assert model.arrive(C.CLASSES["TCP"], Occupancy()) == "ADMIT"
+    empty queue (it leaves at once), then `kinds` arriving at a frozen queue.
+
+    A CUT_IN packet (ChIPS) leaves at once through the cut-in queue: it leaves
+    the physical queue but stays in its class's virtual FIFO count (occupancy.p4).
+    Pass `model` to read its registers and counters afterwards."""
+    model = model or PortModel(action, rand_source)
+    assert admitted(model.arrive(C.CLASSES["TCP"], Occupancy()))
     occ = {"TCP": 0, "TAGGED": 0, "UNTAGGED": 0}
+    physical = 0
     decisions = []
-    for kind in kinds:
+    for i, kind in enumerate(kinds):
         cls = CLASS_OF[kind]
         decision = model.arrive(C.CLASSES[cls], Occupancy(
-            queue_pkts=sum(occ.values()), tcp_pkts=occ["TCP"],
-            tagged_pkts=occ["TAGGED"], untagged_pkts=occ["UNTAGGED"]))
-        if decision == "ADMIT":
+            queue_pkts=physical, tcp_pkts=occ["TCP"],
+            tagged_pkts=occ["TAGGED"], untagged_pkts=occ["UNTAGGED"]),
+            ecn_capable=bool(ecn_capable and ecn_capable[i]))
+        if admitted(decision):
             occ[cls] += 1
+            physical += decision != fp.CUT_IN
         decisions.append(decision)
     return decisions
 
@@ -345,7 +384,7 @@ class QueueTest(MmaqmTest):
         pkts = [burst_packet(k, seq=i + 1, out_port=out_port, flow=i % 4) for i, k in enumerate(kinds)]
         sacrificial = burst_packet("tcp", seq=self.SACRIFICIAL_ID, out_port=out_port)
         before, _ = self.frozen_burst(action, out_port, pkts, sacrificial)
-        admitted_ids = [i + 1 for i, d in enumerate(expected) if d == "ADMIT"]
+        admitted_ids = [i + 1 for i, d in enumerate(expected) if admitted(d)]
         got = self.collect(out_port, len(admitted_ids))
         self.assertEqual(got, admitted_ids, "forwarded packets differ from the prediction")
         tu.verify_no_other_packets(self)
@@ -355,14 +394,15 @@ class QueueTest(MmaqmTest):
         for cls, cid in C.CLASSES.items():
             idx = C.class_index(out_port, cid)
             want_arrivals = sum(1 for k in kinds if CLASS_OF[k] == cls) + (cls == "TCP")
-            want_admits = sum(1 for k, d in zip(kinds, expected) if CLASS_OF[k] == cls and d == "ADMIT") + (cls == "TCP")
+            want_admits = sum(1 for k, d in zip(kinds, expected)
+                              if CLASS_OF[k] == cls and admitted(d)) + (cls == "TCP")
             self.assertEqual(delta.arrivals.get(idx, 0), want_arrivals, f"{cls} arrivals")
             self.assertEqual(delta.admits.get(idx, 0), want_admits, f"{cls} admits")
             self.assertEqual(delta.departures.get(idx, 0), want_admits,
                              f"{cls} departures: occupancy must return to 0")
             want_drops = {}
             for k, d in zip(kinds, expected):
-                if CLASS_OF[k] == cls and d != "ADMIT":
+                if CLASS_OF[k] == cls and not admitted(d):
                     want_drops[d] = want_drops.get(d, 0) + 1
             self.assertEqual(delta.drop_reasons(out_port, cid), want_drops, f"{cls} drops")
         return list(expected), delta

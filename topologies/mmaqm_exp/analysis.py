@@ -208,6 +208,19 @@ def _delay_block(pairs: list[tuple[float, float]]) -> dict[str, Optional[float]]
             "jitter_ms": _r(metrics.rfc3550_jitter(pairs) * 1e3, 4)}
 
 
+CDF_POINTS = 101   # delay percentiles 0, 1, ..., 100 % (the CDF plot)
+
+
+def delay_percentiles_ms(delays_s: Sequence[float]) -> Optional[list[float]]:
+    """The 0th..100th percentiles (nearest rank) of one-way delays, in ms; None if empty."""
+    if not delays_s:
+        return None
+    ordered = sorted(delays_s)
+    n = len(ordered)
+    return [_r(ordered[min(n - 1, max(0, math.ceil(q / 100 * n) - 1))] * 1e3, 3)
+            for q in range(CDF_POINTS)]
+
+
 def _udp_window(fd: FlowData, t0_ns: int, a_s: float, b_s: float) -> dict[str, Any]:
     """Loss, delay and jitter of the packets a UDP flow sent in [a_s, b_s)."""
     lo, hi = seq_range_sent_in(fd.send_log or [], t0_ns + int(round(a_s * 1e9)),
@@ -243,6 +256,8 @@ def _class_udp(blocks: Mapping[int, dict[str, Any]], fds: Mapping[int, FlowData]
     d = _delay_block(pairs)
     jit = [blocks[f]["jitter_ms"] for f in ids if blocks[f]["jitter_ms"] is not None]
     d["jitter_ms"] = None  # pooled packets of different flows have no RFC 3550 jitter
+    d["variance_ms2"] = None if d["std_ms"] is None else _r(d["std_ms"] ** 2, 4)  # dcbt §4
+    d["delay_cdf_ms"] = delay_percentiles_ms([b - a for a, b in pairs])
     return {"flows": len(ids), "sent": sent, "received": recv,
             "loss": _r(metrics.loss_rate(sent, recv), 6), **d,
             "jitter_ms_mean": _r(sum(jit) / len(jit), 4) if jit else None,

@@ -73,6 +73,9 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")       # namespace names an
 IFNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")      # no '.': it splits sysctl keys
 BMV2_LOG_OFF = "off"
 BMV2_LOG_LEVELS = ("trace", "debug", "info", "warn", "error", "off")
+# Every switch has two traffic-manager queues per port: the FIFO (priority 0)
+# and ChIPS's cut-in queue (priority 1, served first; p4src/include/chips.p4).
+PRIORITY_QUEUES = 2
 RAW_PORT = "raw"                            # a BMv2 port or a raw test port
 HOST_PORT = "host"                          # a kernel TCP/UDP stack
 OFFLOADS_OFF = {RAW_PORT: ("tx", "rx", "tso", "gso", "gro"), HOST_PORT: ("tx", "tso", "gso")}
@@ -392,7 +395,8 @@ class SwitchSpec:
         if self.log_file is not None:
             argv += ["--log-file", str(self.log_file), "--log-flush"]
         return argv + ["--log-level", self.log_level, "--no-p4",
-                       "--", "--grpc-server-addr", self.grpc_addr]
+                       "--", "--grpc-server-addr", self.grpc_addr,
+                       "--priority-queues", str(PRIORITY_QUEUES)]
 
 
 # --------------------------------------------------------------------- Lab

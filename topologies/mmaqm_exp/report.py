@@ -10,6 +10,8 @@ Plots (matplotlib, Agg, PNG):
   fig11_jain.png             dcbt Fig. 11: Jain's index per phase, one bar per algorithm
   queue_occupancy.png        bottleneck queue per class over time (from the counters)
   mm_delay.png               dcbt Fig. 12-13: one MM_APP flow's one-way delay per packet
+  mm_delay_cdf.png           the tagged class's one-way delay distribution (CDF), per
+                             algorithm (issue 7: D-CBT with and without ChIPS)
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ PLOT_FILES = {
     "fig11": "fig11_jain.png",
     "queue": "queue_occupancy.png",
     "delay": "mm_delay.png",
+    "delay_cdf": "mm_delay_cdf.png",
 }
 TABLE_FILE = "table.txt"
 
@@ -66,9 +69,10 @@ def comparison_table(summaries: Mapping[str, Summary]) -> str:
 
     Columns: per phase the average per-flow throughput of TCP / TAGGED /
     UNTAGGED (kbit/s, dcbt Fig. 8); Jain per phase (Fig. 11); over the run the
-    tagged (MM) class's loss %, mean RFC 3550 jitter (ms) and one-way delay
-    spread max - min (ms); TCP's share of the delivered throughput during the
-    blast phase (%).
+    tagged (MM) class's loss %, mean RFC 3550 jitter (ms), one-way delay mean
+    and max (ms), spread max - min (ms; dcbt §6.3's "maximum jitter") and
+    standard deviation (ms; dcbt §4's jitter is the delay variance, its
+    square); TCP's share of the delivered throughput during the blast phase (%).
     """
     if not summaries:
         return "(no runs)\n"
@@ -79,7 +83,8 @@ def comparison_table(summaries: Mapping[str, Summary]) -> str:
     for p in phases:
         groups.append((f"{p} kbit/s/flow", [CLASS_SHORT[c] for c in CLASSES]))
     groups.append(("Jain", list(phases)))
-    groups.append(("MM (tagged), run", ["loss%", "jit ms", "sprd ms"]))
+    groups.append(("MM (tagged), run",
+                   ["loss%", "jit ms", "mean ms", "max ms", "sprd ms", "std ms"]))
     groups.append(("TCP share", [f"{blast or '-'} %"]))
 
     rows: list[list[str]] = []
@@ -95,7 +100,10 @@ def comparison_table(summaries: Mapping[str, Summary]) -> str:
         loss = _get(mm, "loss")
         r.append(_fmt(None if loss is None else 100 * loss, 2))
         r.append(_fmt(_get(mm, "jitter_ms_mean"), 2))
+        r.append(_fmt(_get(mm, "mean_ms"), 1))
+        r.append(_fmt(_get(mm, "max_ms"), 1))
         r.append(_fmt(_get(mm, "spread_ms"), 1))
+        r.append(_fmt(_get(mm, "std_ms"), 2))
         share = _get(s["phases"].get(blast, {}) if blast else None, "class_share", "TCP")
         r.append(_fmt(None if share is None else 100 * share, 1))
         rows.append([algo, *r])
@@ -255,6 +263,28 @@ def plot_mm_delay(summaries: Mapping[str, Summary], path: Union[str, Path]) -> P
     return _save(fig, path)
 
 
+def plot_mm_delay_cdf(summaries: Mapping[str, Summary], path: Union[str, Path]) -> Path:
+    """The tagged class's one-way delay CDF over the run, one line per algorithm."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    drawn = 0
+    for algo, s in summaries.items():
+        cdf = _get(s, "run", "udp_class", "TAGGED", "delay_cdf_ms")
+        if not cdf:
+            continue
+        ax.plot(cdf, [i / (len(cdf) - 1) for i in range(len(cdf))], label=algo,
+                linewidth=2.2 if "CHIPS" in algo else 1.2)
+        drawn += 1
+    if not drawn:
+        ax.text(0.5, 0.5, "no MM_APP packets", transform=ax.transAxes, ha="center", color="0.4")
+    else:
+        ax.legend(fontsize=8, loc="lower right")
+    ax.set_xlabel("tagged one-way delay (ms)")
+    ax.set_ylabel("fraction of tagged packets")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
 def _save(fig: Any, path: Union[str, Path]) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
@@ -264,7 +294,7 @@ def _save(fig: Any, path: Union[str, Path]) -> Path:
 
 
 def write_report(summaries: Mapping[str, Summary], out_dir: Union[str, Path]) -> dict[str, Path]:
-    """table.txt and the four PNGs into out_dir; returns {key: path}."""
+    """table.txt and the five PNGs into out_dir; returns {key: path}."""
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
     (d / TABLE_FILE).write_text(comparison_table(summaries))
@@ -274,6 +304,7 @@ def write_report(summaries: Mapping[str, Summary], out_dir: Union[str, Path]) ->
         "fig11": plot_jain(summaries, d / PLOT_FILES["fig11"]),
         "queue": plot_queue_occupancy(summaries, d / PLOT_FILES["queue"]),
         "delay": plot_mm_delay(summaries, d / PLOT_FILES["delay"]),
+        "delay_cdf": plot_mm_delay_cdf(summaries, d / PLOT_FILES["delay_cdf"]),
     }
 
 

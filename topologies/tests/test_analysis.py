@@ -278,9 +278,13 @@ def test_write_outputs_and_report(run_dir: Path, tmp_path: Path):
     lines = table.splitlines()
     assert lines[1].split()[:4] == ["algorithm", "TCP", "TAG", "UNT"]
     red = lines[3].split()
-    # p1 TCP TAG UNT | p2 TCP TAG UNT | Jain p1 p2 | loss% jitter spread | TCP share (no blast)
+    # p1 TCP TAG UNT | p2 TCP TAG UNT | Jain p1 p2 | loss% jitter mean max spread std |
+    # TCP share (no blast)
     assert red[:7] == ["RED", "1000", "72", "-", "500", "64", "-"]
-    assert red[7:9] == ["0.714", "0.376"] and red[9] == "15.00" and red[11] == "20.0" and red[12] == "-"
+    assert red[7:9] == ["0.714", "0.376"] and red[9] == "15.00" and red[13] == "20.0"
+    mm = s["run"]["udp_class"]["TAGGED"]
+    assert red[11:13] == [f"{mm['mean_ms']:.1f}", f"{mm['max_ms']:.1f}"]
+    assert red[14] == f"{mm['std_ms']:.2f}" and red[15] == "-"
     assert lines[4].split()[7] == "0.500"
     paths = report.write_report({"RED": s, "DCBT": other}, tmp_path / "rep")
     for k in ("fig8", "fig11", "queue", "delay"):

@@ -110,14 +110,16 @@ def test_switch_argv():
                           out_path=Path("/tmp/out"))
     assert spec.argv() == ["simple_switch_grpc", "--device-id", "1", "--thrift-port", "9090",
                            "-i", "1@sw1", "-i", "2@sw2", "--log-level", "off", "--no-p4",
-                           "--", "--grpc-server-addr", "127.0.0.1:9559"]
+                           "--", "--grpc-server-addr", "127.0.0.1:9559",
+                           "--priority-queues", "2"]
     logged = lab.SwitchSpec({1: "r1-p1"}, device_id=3, grpc_port=9560, thrift_port=9091,
                             out_path=Path("/tmp/out"), log_file=Path("/tmp/bmv2-r1"),
                             log_level="warn")
     assert logged.argv() == ["simple_switch_grpc", "--device-id", "3", "--thrift-port", "9091",
                              "-i", "1@r1-p1", "--log-file", "/tmp/bmv2-r1", "--log-flush",
                              "--log-level", "warn", "--no-p4",
-                             "--", "--grpc-server-addr", "127.0.0.1:9560"]
+                             "--", "--grpc-server-addr", "127.0.0.1:9560",
+                             "--priority-queues", "2"]
     with pytest.raises(ValueError, match="log_level must be one of"):
         lab.SwitchSpec({}, device_id=1, grpc_port=1, thrift_port=2, out_path=Path("/tmp/o"),
                        log_level="loud").argv()

@@ -317,11 +317,13 @@ def test_controller_config_is_valid_for_the_dumbbell(policy):
     policy_before = copy.deepcopy(policy)
     cfg = controller_config(t, policy)
     assert policy == policy_before                            # the caller's dict is not mutated
-    # The bottleneck (r1-p4) gets the policy with the topology's queue limit, every other
-    # port the DROP_TAIL default; nothing else (the BMv2 depth and rate are the runner's).
+    # The bottleneck (r1-p4) gets the policy with the topology's queue limit (and, RED-based,
+    # the link's 3125 pkt/s as tc-red's bandwidth for idle decay), every other port the
+    # DROP_TAIL default; nothing else (the BMv2 depth and rate are the runner's).
+    idle = {} if policy["algorithm"] == "DROP_TAIL" else {"bandwidth_pps": 3125}
     assert cfg["switches"]["r1"]["policies"] == {
         "default": {"algorithm": "DROP_TAIL", "queue_limit_pkts": 1000},
-        4: {**policy_before, "queue_limit_pkts": 60}}
+        4: {**policy_before, "queue_limit_pkts": 60, **idle}}
     assert cfg["switches"]["r2"]["policies"] == {
         "default": {"algorithm": "DROP_TAIL", "queue_limit_pkts": 1000}}
     parsed = _parse(cfg)
