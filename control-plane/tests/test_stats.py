@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import pytest
 
 from mmaqm import p4constants as C
-from mmaqm.stats import (counter_indexes, format_table, loss_percent, readings_from_counters,
-                         readings_to_json)
+from mmaqm.stats import (chips_summary, counter_indexes, format_chips, format_table, loss_percent,
+                         readings_from_counters, readings_to_json)
 
 
 def pb(packets: int, bytes_: int | None = None) -> dict[str, int]:
@@ -20,6 +20,7 @@ READINGS = {
     (2, "TCP"): {
         "arrivals": pb(200), "admits": pb(150), "departures": pb(140),
         "drops": {"RED_EARLY": pb(30), "RED_FORCED": pb(10), "QUEUE_LIMIT": pb(10)},
+        "ecn_marks": {"RED_EARLY": pb(4), "RED_FORCED": pb(2)},
     },
     (1, "TAGGED"): {
         "arrivals": pb(8), "admits": pb(7), "departures": pb(7),
@@ -31,12 +32,13 @@ READINGS = {
 def test_format_table_packets() -> None:
     # port 2 TCP: queued = 150 - 140 = 10; loss = (10 + 30 + 10) / 200 = 25.00 %
     # port 1 TAGGED: queued 0; loss = 1 / 8 = 12.50 %; no arrivals -> "-"
+    # port 2 TCP: 4 + 2 ECN marks (admitted packets: not loss)
     # rows sorted by port, then class id (TCP 0, TAGGED 1, UNTAGGED 2)
     assert format_table(READINGS) == (
-        "port  class     arrivals  admitted  departed  queued  QUEUE_LIMIT  RED_EARLY  RED_FORCED  CLASS_THRESHOLD  loss%\n"
-        "1     TAGGED           8         7         7       0            0          0           0                1  12.50\n"
-        "2     TCP            200       150       140      10           10         30          10                0  25.00\n"
-        "2     UNTAGGED         0         0         0       0            0          0           0                0      -\n"
+        "port  class     arrivals  admitted  departed  queued  QUEUE_LIMIT  RED_EARLY  RED_FORCED  CLASS_THRESHOLD  ecn_marked  loss%\n"
+        "1     TAGGED           8         7         7       0            0          0           0                1           0  12.50\n"
+        "2     TCP            200       150       140      10           10         30          10                0           6  25.00\n"
+        "2     UNTAGGED         0         0         0       0            0          0           0                0           0      -\n"
     )
 
 
@@ -46,7 +48,7 @@ def test_format_table_bytes() -> None:
                                        "drops": {"QUEUE_LIMIT": pb(1, 2000)}}}, unit="bytes")
     # bytes: 3000 arrived, 1000 admitted, 0 departed -> queued 1000; loss 2000 / 3000 = 66.67 %
     assert table.splitlines()[1].split() == ["1", "TCP", "3000", "1000", "0", "1000", "2000",
-                                             "0", "0", "0", "66.67"]
+                                             "0", "0", "0", "0", "66.67"]
 
 
 def test_loss_percent() -> None:
@@ -81,7 +83,8 @@ def test_readings_from_counters_uses_the_p4_indexes() -> None:
     assert set(readings) == {(2, "TCP"), (2, "TAGGED"), (2, "UNTAGGED")}
     assert readings[(2, "TAGGED")]["drops"]["CLASS_THRESHOLD"] == CounterValue(1, 100)
     lines = format_table(readings).splitlines()
-    assert lines[2].split() == ["2", "TAGGED", "5", "4", "3", "1", "0", "0", "0", "1", "20.00"]
+    assert lines[2].split() == ["2", "TAGGED", "5", "4", "3", "1", "0", "0", "0", "1", "0",
+                                "20.00"]
     assert lines[1].split()[-1] == "-"          # TCP: no arrivals
     assert C.drop_index(2, C.CLASS_TAGGED, C.DROP_REASONS["CLASS_THRESHOLD"]) == 39
 
@@ -89,8 +92,9 @@ def test_readings_from_counters_uses_the_p4_indexes() -> None:
 def test_counter_indexes_cover_exactly_what_readings_need() -> None:
     idx = counter_indexes([2], classes=("TAGGED",))
     # port 2 TAGGED: class index 9; drop indexes 9*4 + reason 0..3 = 36..39
+    # ECN marks: same indexes as drops, reasons RED_EARLY 1 and RED_FORCED 2: 37, 38
     assert idx == {"queue_arrivals": [9], "queue_admits": [9], "queue_departures": [9],
-                   "queue_drops": [36, 37, 38, 39]}
+                   "queue_drops": [36, 37, 38, 39], "queue_ecn_marks": [37, 38]}
     full = counter_indexes([1, 3])
     assert len(full["queue_arrivals"]) == 2 * 3 and len(full["queue_drops"]) == 2 * 3 * 4
 
@@ -109,3 +113,26 @@ def test_readings_to_json_fills_missing_reasons_with_zero() -> None:
     assert tagged["drops"]["RED_EARLY"] == {"packets": 0, "bytes": 0}
     assert set(tagged["drops"]) == set(C.DROP_REASONS)
     assert rows[0]["admits"] == {"packets": 0, "bytes": 0}      # absent index reads 0
+
+
+def test_chips_summary_hand_computed() -> None:
+    # port 2: index 2 * 5 + event; on 90, off 10 -> on 90 %; tagged admits 7 (port 1 has
+    # the TAGGED row in READINGS, port 2 none) -> port 2 ratio 0 / (150 + 0) = 0
+    values = {C.chips_index(2, C.CHIPS_ON_ADMITS): CounterValue(90),
+              C.chips_index(2, C.CHIPS_OFF_ADMITS): CounterValue(10),
+              C.chips_index(2, C.CHIPS_CUT_IN): CounterValue(12),
+              C.chips_index(2, C.CHIPS_SLOT_DEPARTED): CounterValue(11),
+              C.chips_index(2, C.CHIPS_NO_CONGESTION): CounterValue(3)}
+    assert C.chips_index(2, C.CHIPS_CUT_IN) == 12
+    readings = {**READINGS, (2, "TAGGED"): {"admits": pb(30)}}
+    summary = chips_summary(values, readings, [1, 2])
+    assert list(summary) == [2]                               # port 1: no ChIPS events
+    row = summary[2]
+    assert (row["on_admits"], row["off_admits"], row["cut_in"], row["slot_departed"],
+            row["no_congestion"]) == (90, 10, 12, 11, 3)
+    assert row["on_fraction"] == 0.9
+    assert row["enqueue_ratio"] == 30 / 150                   # tagged / (TCP + untagged)
+    assert format_chips(summary) == (
+        "port 2 ChIPS: on for 90.0 % of admits, tagged/other enqueue ratio 0.200, cut-ins 12, "
+        "slots left 11, tagged FIFO (queue <= average) 3\n")
+    assert format_chips({}) == ""

@@ -135,6 +135,36 @@ def comparison_table(summaries: Mapping[str, Summary]) -> str:
     return "\n".join(text) + "\n"
 
 
+def packet_accounting_table(summaries: Mapping[str, Summary], packet_bytes: int = 1000) -> str:
+    """dcbt Tables 1-2 over the whole run, from the bottleneck's counters: TCP packets
+    delivered (departed the bottleneck queue), TCP drop rate (drops / arrivals), TCP
+    throughput (delivered * packet_bytes * 8 / run length), tagged packets delivered,
+    tagged drop rate."""
+    head = ["algorithm", "TCP delivered", "TCP drop %", "TCP kbit/s",
+            "tagged delivered", "tagged drop %"]
+    rows = []
+    for algo, s in summaries.items():
+        sw = s.get("switch") or {}
+        bn = sw.get("bottleneck") or {}
+        port = (sw.get("ports") or {}).get(f"{bn.get('switch')}:{bn.get('port')}")
+        if not port:
+            rows.append([algo] + ["-"] * (len(head) - 1))
+            continue
+        run, secs = port["run"], s["scenario"]["duration_s"]
+        tcp, tagged = run["TCP"], run["TAGGED"]
+
+        def pct(c: Mapping[str, Any]) -> str:
+            return "-" if not c["arrivals"] else f"{100 * c['drops_total'] / c['arrivals']:.2f}"
+
+        rows.append([algo, str(tcp["departures"]), pct(tcp),
+                     f"{tcp['departures'] * packet_bytes * 8 / 1000 / secs:.0f}",
+                     str(tagged["departures"]), pct(tagged)])
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                       for i, (c, w) in enumerate(zip(r, widths))) for r in [head, *rows]]
+    return "\n".join(lines) + "\n"
+
+
 # ---------------------------------------------------------------------------
 # Plots
 # ---------------------------------------------------------------------------
@@ -297,7 +327,9 @@ def write_report(summaries: Mapping[str, Summary], out_dir: Union[str, Path]) ->
     """table.txt and the five PNGs into out_dir; returns {key: path}."""
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
-    (d / TABLE_FILE).write_text(comparison_table(summaries))
+    (d / TABLE_FILE).write_text(comparison_table(summaries) + "\nPacket accounting at the "
+                                "bottleneck over the run (dcbt Tables 1-2):\n"
+                                + packet_accounting_table(summaries))
     return {
         "table": d / TABLE_FILE,
         "fig8": plot_class_throughput(summaries, d / PLOT_FILES["fig8"]),

@@ -350,3 +350,19 @@ def test_parse_proc_net_dev_rx_packets():
             "    lo:       0       0    0    0    0     0          0         0        0       0\n"
             " r1-p1: 1514000    1000    0    0    0     0          0         0     6000     100\n")
     assert parse_proc_net_dev_rx_packets(text) == {"lo": 0, "r1-p1": 1000}
+
+
+def test_packet_accounting_table_hand_computed():
+    # dcbt Tables 1-2: 30 s run; TCP 1000 arrivals, 40 dropped, 950 departed ->
+    # 4.00 %, 950 * 1000 B * 8 / 30 s = 253 kbit/s; tagged 200 arrivals, 25 dropped -> 12.50 %
+    def cls(arrivals, drops, departures):
+        return {"arrivals": arrivals, "drops_total": drops, "departures": departures}
+    s = {"scenario": {"duration_s": 30},
+         "switch": {"bottleneck": {"switch": "r1", "port": 4},
+                    "ports": {"r1:4": {"run": {"TCP": cls(1000, 40, 950),
+                                               "TAGGED": cls(200, 25, 175),
+                                               "UNTAGGED": cls(0, 0, 0)}}}}}
+    text = report.packet_accounting_table({"DCBT": s, "none": {"scenario": {"duration_s": 30}}})
+    rows = [line.split() for line in text.splitlines()]
+    assert rows[1] == ["DCBT", "950", "4.00", "253", "175", "12.50"]
+    assert rows[2] == ["none", "-", "-", "-", "-", "-"]
