@@ -120,7 +120,7 @@ globals().update(CONSTANTS)
 # Names the rest of the package relies on; a missing one is a broken defines.p4.
 _REQUIRED = (
     "NUM_PORTS", "CLASS_SLOTS", "NUM_DROP_REASONS", "NUM_DISCARD_REASONS",
-    "AVG_FRAC_BITS", "PROB_FRAC_BITS", "SLOPE_FRAC_BITS", "PROB_ONE",
+    "AVG_FRAC_BITS", "PROB_FRAC_BITS", "SLOPE_FRAC_BITS", "PROB_ONE", "NUM_CHIPS_EVENTS",
 )
 _missing = [name for name in _REQUIRED if name not in CONSTANTS]
 if _missing:

@@ -43,8 +43,11 @@ CONFIG: dict[str, Any] = {
 }
 # expiry 300 ms -> 2^17 us <= 150 ms < 2^18 us; default ewma_weight 2^-9.
 COMMON = {"flow_epoch_shift": 17}
+# RED options off (no bandwidth_pps: no idle decay; no gentle, ECN, harddrop)
+RED_OPTIONS_OFF = {"idle_decay_q32": 0, "gentle": 0, "max_p_q16": 0, "gentle_slope_q24": 0, "ecn": 0, "harddrop": 0}
 RED_PARAMS = {**COMMON, "queue_limit_pkts": 60, "ewma_shift": 9, "min_th_scaled": 5 << 16,
-              "max_th_scaled": 15 << 16, "red_slope_q24": 167772}   # round(0.01 * 2^24)
+              "max_th_scaled": 15 << 16, "red_slope_q24": 167772,   # round(0.01 * 2^24)
+              **RED_OPTIONS_OFF}
 EPOCH = {p: 1000 + p for p in range(64)}                            # FakeDriver.next_policy_epoch
 # No active flow: shares (1, 1) -> tagged 1.0; untagged 5 + 0.1 * 10 = 6 pkts.
 DCBT_2_IDLE = PolicyAction("dcbt", {**RED_PARAMS, "policy_epoch": EPOCH[2],
@@ -52,7 +55,7 @@ DCBT_2_IDLE = PolicyAction("dcbt", {**RED_PARAMS, "policy_epoch": EPOCH[2],
 # Port 3: 10 + 0.2 * 20 = 14 pkts; slope round(0.2 / 20 * 2^24) = 167772.
 DCBT_3_IDLE = PolicyAction("dcbt", {**COMMON, "queue_limit_pkts": 100, "ewma_shift": 9,
                                     "min_th_scaled": 10 << 16, "max_th_scaled": 30 << 16,
-                                    "red_slope_q24": 167772, "policy_epoch": EPOCH[3],
+                                    "red_slope_q24": 167772, **RED_OPTIONS_OFF, "policy_epoch": EPOCH[3],
                                     "tagged_share_q16": 65536, "untagged_th_scaled": 14 << 16})
 INSTALLED = {
     1: PolicyAction("drop_tail", {**COMMON, "queue_limit_pkts": 64}),

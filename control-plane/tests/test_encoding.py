@@ -10,8 +10,11 @@ from mmaqm.encoding import policy_action, policy_epoch_from_clock
 RED_THRESHOLDS = {"min_th_pkts": 5, "max_th_pkts": 15, "max_p": 0.1, "queue_limit_pkts": 60}
 # Every algorithm but DROP_TAIL: 5 * 2^16 = 327680; 15 * 2^16 = 983040;
 # red_slope_q24 = round(0.1 / (15 - 5) * 2^24) = round(167772.16) = 167772; w = 2^-9.
+# RED options off by default: no bandwidth_pps -> no idle decay; no gentle, ECN, harddrop.
+RED_OPTIONS_OFF = {"idle_decay_q32": 0, "gentle": 0, "max_p_q16": 0, "gentle_slope_q24": 0,
+                   "ecn": 0, "harddrop": 0}
 RED_PARAMS = {"queue_limit_pkts": 60, "min_th_scaled": 327680, "max_th_scaled": 983040,
-              "red_slope_q24": 167772, "ewma_shift": 9}
+              "red_slope_q24": 167772, "ewma_shift": 9, **RED_OPTIONS_OFF}
 
 
 def test_drop_tail_has_only_its_queue_limit_and_flow_epoch_shift() -> None:
@@ -26,6 +29,31 @@ def test_red() -> None:
                            policy_epoch=3, flow_epoch_shift=17)
     assert action.name == "red"
     assert dict(action.params) == {**RED_PARAMS, "policy_epoch": 3, "flow_epoch_shift": 17}
+
+
+def test_red_options_hand_computed() -> None:
+    policy = parse_policy({"algorithm": "RED", **RED_THRESHOLDS, "bandwidth_pps": 3125,
+                           "gentle": True, "ecn": True, "harddrop": True})
+    action = policy_action(policy, policy_epoch=3, flow_epoch_shift=17)
+    # idle decay: -log2(1 - 2^-9) * 3125 / 1e6 = 8.8141e-6 halvings per us; * 2^32 = 37856.37
+    # gentle: max_p_q16 = round(0.1 * 65536) = round(6553.6) = 6554;
+    #         gentle_slope_q24 = round((1 - 0.1) / 15 * 2^24) = round(1006632.96) = 1006633
+    assert dict(action.params) == {**RED_PARAMS, "policy_epoch": 3, "flow_epoch_shift": 17,
+                                   "idle_decay_q32": 37856, "gentle": 1, "max_p_q16": 6554,
+                                   "gentle_slope_q24": 1006633, "ecn": 1, "harddrop": 1}
+
+
+def test_dcbt_chips_is_dcbt_plus_the_chips_limit() -> None:
+    policy = parse_policy({"algorithm": "DCBT_CHIPS", **RED_THRESHOLDS})
+    action = policy_action(policy, policy_epoch=9, flow_epoch_shift=17,
+                           share_tagged=0.5, share_untagged=0.25)
+    # as test_dcbt_thresholds_come_from_the_shares, plus dcbt §5's 50 % tagged-to-other
+    # ratio as a share: 0.5 / 1.5 = 1/3 -> round(21845.33) = 21845; EWMA 2^-9 -> shift 9
+    assert action.name == "dcbt_chips"
+    assert dict(action.params) == {**RED_PARAMS, "policy_epoch": 9, "flow_epoch_shift": 17,
+                                   "tagged_share_q16": 32768, "untagged_th_scaled": 98304,
+                                   "chips_ewma_shift": 9,
+                                   "chips_tagged_share_limit_q16": 21845}
 
 
 @pytest.mark.parametrize("algorithm, action_name", [("CBT_RED_ALL", "cbt_red_all"),

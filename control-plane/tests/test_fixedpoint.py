@@ -147,18 +147,18 @@ def test_red_state_powers_up_restarted_with_r_0() -> None:
 
 def test_red_decide_below_min_restarts_without_drawing() -> None:
     rand = RandSequence([1234])
-    reason, state = F.red_decide(14 * PKT, RED_15_30, F.RedState(7, 99), rand)
-    assert (reason, state, rand.calls) == (None, F.RedState(0, 99), 0)     # R kept
+    reason, mark, state = F.red_decide(14 * PKT, RED_15_30, F.RedState(7, 99), rand)
+    assert (reason, mark, state, rand.calls) == (None, False, F.RedState(0, 99), 0)     # R kept
 
 
 def test_red_decide_forced_at_max_th_without_drawing() -> None:
     rand = RandSequence([42])
-    reason, state = F.red_decide(30 * PKT, RED_15_30, F.RedState(3, 99), rand)
-    assert (reason, state, rand.calls) == ("RED_FORCED", F.RedState(0, 99), 0)
+    reason, mark, state = F.red_decide(30 * PKT, RED_15_30, F.RedState(3, 99), rand)
+    assert (reason, mark, state, rand.calls) == ("RED_FORCED", False, F.RedState(0, 99), 0)
     # One below max_th is the early zone, not forced. count 0: R = 42 is drawn now;
     # p_b = (30 * 65536 - 1 - 15 * 65536) * 111848 >> 24 = 983039 * 111848 >> 24 = 6553 > 42
-    reason, state = F.red_decide(30 * PKT - 1, RED_15_30, F.RedState(0, 65535), rand)
-    assert (reason, state, rand.calls) == ("RED_EARLY", F.RedState(0, 42), 1)
+    reason, mark, state = F.red_decide(30 * PKT - 1, RED_15_30, F.RedState(0, 65535), rand)
+    assert (reason, mark, state, rand.calls) == ("RED_EARLY", False, F.RedState(0, 42), 1)
 
 
 def test_red_decide_draws_r_when_the_early_zone_is_entered_and_drops_on_the_third() -> None:
@@ -171,13 +171,13 @@ def test_red_decide_draws_r_when_the_early_zone_is_entered_and_drops_on_the_thir
     state = F.RedState(0, 0)
     steps = []
     for _ in range(4):
-        reason, state = F.red_decide(20 * PKT, RED_15_30, state, rand)
-        steps.append((reason, state, rand.calls))
+        reason, mark, state = F.red_decide(20 * PKT, RED_15_30, state, rand)
+        steps.append((reason, mark, state, rand.calls))
     assert steps == [
-        (None, F.RedState(1, 5000), 1),
-        (None, F.RedState(2, 5000), 1),
-        ("RED_EARLY", F.RedState(0, 5000), 1),
-        ("RED_EARLY", F.RedState(0, 777), 2),
+        (None, False, F.RedState(1, 5000), 1),
+        (None, False, F.RedState(2, 5000), 1),
+        ("RED_EARLY", False, F.RedState(0, 5000), 1),
+        ("RED_EARLY", False, F.RedState(0, 777), 2),
     ]
 
 
@@ -197,26 +197,26 @@ def test_red_decide_calls_rand_source_once_per_drop_cycle() -> None:
     ]
     state = F.RedState()
     for avg_pkts, reason, expected_state, calls in script:
-        got_reason, state = F.red_decide(avg_pkts * PKT, RED_15_30, state, rand)
-        assert (got_reason, state, rand.calls) == (reason, expected_state, calls), avg_pkts
+        got_reason, mark, state = F.red_decide(avg_pkts * PKT, RED_15_30, state, rand)
+        assert (got_reason, mark, state, rand.calls) == (reason, False, expected_state, calls), avg_pkts
 
 
 def test_red_decide_early_drop_is_strict() -> None:
     # red.p4: drop when count * p_b_q16 > R. R = 4368 = 2 * 2184: count 2 keeps, count 3 drops.
     rand = RandSequence([0])
-    reason, state = F.red_decide(20 * PKT, RED_15_30, F.RedState(1, 4368), rand)
-    assert (reason, state) == (None, F.RedState(2, 4368))
-    reason, state = F.red_decide(20 * PKT, RED_15_30, state, rand)
-    assert (reason, state) == ("RED_EARLY", F.RedState(0, 4368))
+    reason, mark, state = F.red_decide(20 * PKT, RED_15_30, F.RedState(1, 4368), rand)
+    assert (reason, mark, state) == (None, False, F.RedState(2, 4368))
+    reason, mark, state = F.red_decide(20 * PKT, RED_15_30, state, rand)
+    assert (reason, mark, state) == ("RED_EARLY", False, F.RedState(0, 4368))
     assert rand.calls == 0                      # count != 0: R is reused, never redrawn
 
 
 def test_red_decide_at_min_th_is_the_early_zone_and_never_drops() -> None:
     # avg == min_th: early zone (count moves), p_b = 0 and 0 > R is false even for R = 0
     rand = RandSequence([0])
-    assert F.red_decide(15 * PKT, RED_15_30, F.RedState(0, 9), rand) == (None, F.RedState(1, 0))
+    assert F.red_decide(15 * PKT, RED_15_30, F.RedState(0, 9), rand) == (None, False, F.RedState(1, 0))
     assert rand.calls == 1                      # count 0 in the early zone: R drawn (0)
-    assert F.red_decide(15 * PKT, RED_15_30, F.RedState(4, 0), rand) == (None, F.RedState(5, 0))
+    assert F.red_decide(15 * PKT, RED_15_30, F.RedState(4, 0), rand) == (None, False, F.RedState(5, 0))
     assert rand.calls == 1
 
 
@@ -225,7 +225,7 @@ def test_red_decide_checks_rand_source_range() -> None:
     with pytest.raises(ValueError, match="rand_source"):
         F.red_decide(20 * PKT, RED_15_30, F.RedState(), lambda: 65536)
     # below min_th nothing is drawn, so a bad source goes unnoticed there
-    assert F.red_decide(0, RED_15_30, F.RedState(), lambda: 65536) == (None, F.RedState())
+    assert F.red_decide(0, RED_15_30, F.RedState(), lambda: 65536) == (None, False, F.RedState())
 
 
 # ------------------------------------------------- port_policy actions vs the compiled P4Info

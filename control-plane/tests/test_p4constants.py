@@ -23,6 +23,8 @@ def test_module_reads_the_repository_defines_p4_and_the_golden_p4info() -> None:
 # Every `const bit<N> NAME = VALUE;` of p4src/include/defines.p4, in file order, as written
 # there (update together with defines.p4).
 DEFINES_P4_CONSTANTS = [
+    ("CHIPS_ON_ADMITS", 0), ("CHIPS_OFF_ADMITS", 1), ("CHIPS_CUT_IN", 2),
+    ("CHIPS_NO_CONGESTION", 3), ("CHIPS_SLOT_DEPARTED", 4), ("NUM_CHIPS_EVENTS", 5),
     ("NUM_PORTS", 64), ("CLASS_SLOTS", 4), ("NUM_DROP_REASONS", 4),
     ("NUM_DISCARD_REASONS", 8), ("FLOW_SLOTS", 65536), ("ROUTE_TABLE_SIZE", 1024),
     ("CLASSIFIER_TABLE_SIZE", 64),
@@ -31,6 +33,9 @@ DEFINES_P4_CONSTANTS = [
     ("DISCARD_NOT_IPV4", 0), ("DISCARD_MALFORMED", 1), ("DISCARD_BAD_CHECKSUM", 2),
     ("DISCARD_IPV4_OPTIONS", 3), ("DISCARD_TTL_EXPIRED", 4), ("DISCARD_NO_ROUTE", 5),
     ("DISCARD_NO_POLICY", 6),
+    ("ECN_NOT_ECT", 0), ("ECN_CE", 3), ("PRIORITY_FIFO", 0), ("PRIORITY_CUT_IN", 1),
+    ("CHIPS_CLONE_SESSION_BASE", 100), ("CHIPS_SLOT_FIELD_LIST", 1),
+    ("MAX_IDLE_US", 0xFFFFFFFF), ("IDLE_DECAY_MAX_HALVINGS", 32),
     ("AVG_FRAC_BITS", 16), ("PROB_FRAC_BITS", 16), ("SLOPE_FRAC_BITS", 24), ("PROB_ONE", 65536),
     ("FLOW_DIGEST_RECEIVER", 1),
 ]
@@ -173,6 +178,8 @@ REQUIRED_DEFINES = textwrap.dedent("""\
     const bit<8> PROB_FRAC_BITS = 16;
     const bit<8> SLOPE_FRAC_BITS = 24;
     const bit<32> PROB_ONE = 65536;
+    const bit<32> CHIPS_ON_ADMITS = 0;
+    const bit<32> NUM_CHIPS_EVENTS = 1;
     """)
 
 TRAFFIC_CLASS_P4INFO = r"""
