@@ -22,7 +22,7 @@ how_to_get() {
   Get it from the upstream p4lang packages (Ubuntu 20.04+/Debian 11:
   p4lang-p4c, p4lang-bmv2, p4lang-pi), the p4lang Docker images
   (p4lang/p4c, p4lang/behavioral-model), or build from source at the tested
-  revisions: PI v0.1.2-8-gf96af95, BMv2 1.15.5 (./configure --with-pi),
+  revisions: PI v0.1.2-8-gf96af95, BMv2 1.15.5 (./configure --with-pi --with-thrift),
   p4c v1.2.5.16. See README.md, section "Install".
   If it is installed under a prefix that is not on PATH, set
   P4_TOOLCHAIN_PREFIX=/that/prefix (binaries in \$P4_TOOLCHAIN_PREFIX/bin).
@@ -62,6 +62,13 @@ elif check_libs "$ss"; then
     say_missing "simple_switch_grpc at $ss is version '${v:-unknown}', need >= $MIN_BMV2"
   else
     echo "ok: simple_switch_grpc $v ($ss)"
+    # Queue rates and depths are set over Thrift (simple_switch_CLI); simple_switch_grpc
+    # serves Thrift only when BMv2 was configured --with-thrift (its default is no).
+    if ldd "$ss" 2>/dev/null | grep -q 'libsimpleswitch_thrift'; then
+      echo "ok: simple_switch_grpc serves Thrift"
+    else
+      say_missing "simple_switch_grpc at $ss has no Thrift server (configure BMv2 with --with-pi --with-thrift)"
+    fi
     # BMv2 installs its build configuration as bm/config.h next to its binaries.
     # Logging macros and the event logger cost packet rate (bench/README.md).
     cfg="$(dirname "$ss")/../include/bm/config.h"

@@ -374,6 +374,7 @@ class PortModel:
             self.red_avg_scaled = 0
             for cls in (C.CLASS_TCP, C.CLASS_TAGGED, C.CLASS_UNTAGGED):
                 self.class_avg_scaled[cls] = 0
+            self.chips_tagged_share_q16 = 0
             self.red_state = RedState(0, self.red_state.rand_q16)
 
     def _red_test(self, avg_scaled: int, ecn_capable: bool) -> tuple[str | None, bool]:

@@ -108,3 +108,21 @@ def test_queue_limit_applies_to_the_virtual_fifo() -> None:
     # physical 5 (cut-in packets left), virtual 10 = the FIFO's real length with slots
     assert m.arrive(C.CLASS_TCP, F.Occupancy(queue_pkts=5, tcp_pkts=5, tagged_pkts=5)) \
         == F.QUEUE_LIMIT
+
+
+def test_a_new_policy_epoch_restarts_the_tagged_share() -> None:
+    # red_on_policy_epoch (red.p4) zeroes chips_tagged_share_q16 with the averages:
+    # a port that was off under the old policy starts the new one from share 0.
+    m = model(chips_ewma_weight=0.5)
+    fill_tcp(m, 8)
+    m.arrive(C.CLASS_TAGGED, F.Occupancy(queue_pkts=8, tcp_pkts=8))
+    assert m.chips_tagged_share_q16 == 32768
+    same_epoch = policy_action(parse_policy({**DCBT_CHIPS, "chips_ewma_weight": 0.5}),
+                               policy_epoch=1, flow_epoch_shift=0)
+    m.set_policy(same_epoch)                      # shares-only update: share kept
+    m.arrive(C.CLASS_TCP, F.Occupancy(queue_pkts=9, tcp_pkts=8, tagged_pkts=1))
+    assert m.chips_tagged_share_q16 == 16384
+    m.set_policy(policy_action(parse_policy({**DCBT_CHIPS, "chips_ewma_weight": 0.5}),
+                               policy_epoch=2, flow_epoch_shift=0))
+    m.arrive(C.CLASS_TCP, F.Occupancy(queue_pkts=10, tcp_pkts=9, tagged_pkts=1))
+    assert m.chips_tagged_share_q16 == 0          # reset to 0, then a TCP packet: 0

@@ -285,9 +285,14 @@ def test_sample_stats_reads_every_port_in_one_request_and_has_this_shape() -> No
     per_class = [p * 4 + c for p in (1, 2, 3, 4, 5) for c in (0, 1, 2)]
     drops = [*range(16, 28), *range(32, 44), *range(48, 60), *range(64, 76), *range(80, 92)]
     discards = [p * 8 + r for p in (1, 2, 3, 4, 5) for r in range(7)]   # 7 reasons in defines.p4
+    # ECN marks exist for RED's two reasons only (RED_EARLY 1, RED_FORCED 2);
+    # chips_events: port * 5 + event, 5 events (defines.p4)
+    ecn_marks = [i * 4 + r for i in per_class for r in (1, 2)]
+    chips_events = [p * 5 + e for p in (1, 2, 3, 4, 5) for e in range(5)]
     assert driver.calls == [("read_counter_indexes", {
         "queue_arrivals": per_class, "queue_admits": per_class,
-        "queue_departures": per_class, "queue_drops": drops, "ingress_discards": discards})]
+        "queue_departures": per_class, "queue_drops": drops, "queue_ecn_marks": ecn_marks,
+        "ingress_discards": discards, "chips_events": chips_events})]
     assert sample["ingress_discards"] == {"1": 0, "2": 0, "3": 3, "4": 0, "5": 0}
 
     assert before_ns <= sample["t_ns"] <= after_ns
@@ -302,9 +307,12 @@ def test_sample_stats_reads_every_port_in_one_request_and_has_this_shape() -> No
         "admits": {"packets": 9, "bytes": 13500},
         "departures": {"packets": 7, "bytes": 10500},
         "drops": {**{r: _zero() for r in reasons}, "RED_EARLY": {"packets": 1, "bytes": 1500}},
+        "ecn_marks": {"RED_EARLY": _zero(), "RED_FORCED": _zero()},
     }
     assert rows[0] == {"port": 1, "class": "TCP", "arrivals": _zero(), "admits": _zero(),
-                       "departures": _zero(), "drops": {r: _zero() for r in reasons}}
+                       "departures": _zero(), "drops": {r: _zero() for r in reasons},
+                       "ecn_marks": {"RED_EARLY": _zero(), "RED_FORCED": _zero()}}
+    assert sample["chips"] == {}              # no DCBT_CHIPS port: no ChIPS events
     idle = {"TCP": 0, "TAGGED": 0, "UNTAGGED": 0}
     assert sample["active_flows"] == {"1": idle, "2": {"TCP": 1, "TAGGED": 0, "UNTAGGED": 1},
                                       "3": idle, "4": idle, "5": idle}

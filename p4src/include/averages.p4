@@ -12,6 +12,9 @@
 register<scaled_t>(NUM_PORTS) red_avg_scaled;
 register<scaled_t>(NUM_PORTS * CLASS_SLOTS) class_avg_scaled;
 register<policy_epoch_t>(NUM_PORTS) avg_policy_epoch;
+// ChIPS (chips.p4): the EWMA of the tagged share of the port's enqueues,
+// PROB_ONE = all tagged. Here so that a new policy epoch resets it as well.
+register<q16_t>(NUM_PORTS) chips_tagged_share_q16;
 
 scaled_t to_scaled(in pkts_t pkts) {
     return pkts << AVG_FRAC_BITS;

@@ -33,8 +33,6 @@
 #include <v1model.p4>
 #include "dcbt.p4"
 
-// The tagged share of the port's enqueues, PROB_ONE = all tagged.
-register<q16_t>(NUM_PORTS) chips_tagged_share_q16;
 counter(NUM_PORTS * NUM_CHIPS_EVENTS, CounterType.packets_and_bytes) chips_events;
 
 control DcbtChips(inout headers_t hdr, inout local_metadata_t meta,

@@ -78,7 +78,7 @@ const bit<2> ECN_CE = 3;
 
 // ---- traffic-manager queues and clone sessions (ChIPS, chips.p4)
 // BMv2 runs with --priority-queues 2; the higher priority is served first.
-const bit<3> PRIORITY_FIFO = 0;
+// Every packet starts at priority 0 (the FIFO), v1model's default.
 const bit<3> PRIORITY_CUT_IN = 1;
 const bit<32> CHIPS_CLONE_SESSION_BASE = 100;  // clone session of port p: 100 + p
 const bit<8> CHIPS_SLOT_FIELD_LIST = 1;        // metadata a cut-in packet's slot clone keeps

@@ -39,6 +39,7 @@ action red_on_policy_epoch(in bit<32> port_index, in policy_epoch_t policy_epoch
         class_avg_scaled.write(base + (bit<32>)(bit<8>)traffic_class_t.TCP, 0);
         class_avg_scaled.write(base + (bit<32>)(bit<8>)traffic_class_t.TAGGED, 0);
         class_avg_scaled.write(base + (bit<32>)(bit<8>)traffic_class_t.UNTAGGED, 0);
+        chips_tagged_share_q16.write(port_index, 0);
         red_count.write(port_index, 0);
     }
 }
@@ -49,12 +50,12 @@ action red_on_policy_epoch(in bit<32> port_index, in policy_epoch_t policy_epoch
 // F&J 1993 §11: "if the queue is empty, avg <- (1 - w)^m avg"). The idle
 // period then restarts at now, so a dropped arrival does not decay twice.
 // idled and idle_halvings_q32 let D-CBT decay its class averages alike.
-action red_average_update(in bit<32> port_index, in pkts_t sample_pkts, in pkts_t queue_pkts,
+action red_average_update(in bit<32> port_index, in pkts_t sample_pkts, in pkts_t queue_pkts_seen,
                           in timestamp_us_t now_us, in shift_t ewma_shift,
                           in q32_t idle_decay_q32, out scaled_t red_avg,
                           out bool idled, out bit<64> idle_halvings_q32) {
     red_avg_scaled.read(red_avg, port_index);
-    idled = queue_pkts == 0 && idle_decay_q32 != 0;
+    idled = queue_pkts_seen == 0 && idle_decay_q32 != 0;
     idle_halvings_q32 = 0;
     if (idled) {
         timestamp_us_t idle_since_us;
