@@ -617,7 +617,7 @@ def controller_config(topo: Topology, policy: Mapping[str, Any], *,
     """The mmaqm controller config (control-plane/mmaqm/config.py) for topo, as a dict.
 
     ``policy`` goes on the bottleneck egress port; its ``queue_limit_pkts`` defaults to the
-    topology's, and a RED-based policy's ``bandwidth_pps`` (idle-time decay) the bottleneck's
+    topology's; ``bandwidth_pps: link`` (RED idle-time decay) becomes the bottleneck's
     rate_pps. Every other port gets DROP_TAIL with other_queue_limit_pkts. Routes: one
     /32 per host, next hop = the host's MAC on its own port, else the next router's port
     MAC. With validate, ``mmaqm.config.parse_config`` checks the result (raises
@@ -626,9 +626,10 @@ def controller_config(topo: Topology, policy: Mapping[str, Any], *,
     """
     bn = topo.bottleneck
     bn_policy = {"queue_limit_pkts": bn.queue_limit_pkts, **policy}
-    if bn_policy.get("algorithm") != "DROP_TAIL":
-        # RED's idle-time decay needs the link's packet rate (tc-red's bandwidth).
-        bn_policy.setdefault("bandwidth_pps", bn.rate_pps)
+    if bn_policy.get("bandwidth_pps") == "link":
+        # RED's idle-time decay needs the link's packet rate (tc-red's bandwidth): a
+        # policy file asks for the bottleneck's with `bandwidth_pps: link`.
+        bn_policy["bandwidth_pps"] = bn.rate_pps
     other = {"algorithm": "DROP_TAIL", "queue_limit_pkts": other_queue_limit_pkts}
     switches: dict[str, Any] = {}
     for sw in topo.switches.values():

@@ -317,10 +317,9 @@ def test_controller_config_is_valid_for_the_dumbbell(policy):
     policy_before = copy.deepcopy(policy)
     cfg = controller_config(t, policy)
     assert policy == policy_before                            # the caller's dict is not mutated
-    # The bottleneck (r1-p4) gets the policy with the topology's queue limit (and, RED-based,
-    # the link's 3125 pkt/s as tc-red's bandwidth for idle decay), every other port the
-    # DROP_TAIL default; nothing else (the BMv2 depth and rate are the runner's).
-    idle = {} if policy["algorithm"] == "DROP_TAIL" else {"bandwidth_pps": 3125}
+    # The bottleneck (r1-p4) gets the policy with the topology's queue limit, every other
+    # port the DROP_TAIL default; nothing else (the BMv2 depth and rate are the runner's).
+    idle: dict = {}
     assert cfg["switches"]["r1"]["policies"] == {
         "default": {"algorithm": "DROP_TAIL", "queue_limit_pkts": 1000},
         4: {**policy_before, "queue_limit_pkts": 60, **idle}}
@@ -338,6 +337,16 @@ def test_controller_config_is_valid_for_the_dumbbell(policy):
             if (sw.name, port) != ("r1", 4):
                 assert pol.algorithm == "DROP_TAIL" and pol.queue_limit_pkts == 1000
         assert set(sw.ports) == set(t.switches[sw.name].ports)
+
+
+def test_controller_config_bandwidth_link_is_the_bottleneck_rate():
+    t = load_topology(TOPOS / "dcbt-dumbbell.json")
+    # "link": the bottleneck's 3125 pkt/s (25 Mbit/s of 1000-byte packets); a number or
+    # null (no idle decay) is kept as written
+    for given, expected in (("link", 3125), (1000, 1000), (None, None)):
+        cfg = controller_config(t, {**DCBT_POLICY, "bandwidth_pps": given})
+        assert cfg["switches"]["r1"]["policies"][4]["bandwidth_pps"] == expected
+        assert _parse(cfg).switches["r1"].policies[4].bandwidth_pps == expected
 
 
 def test_controller_config_routes_and_macs():
