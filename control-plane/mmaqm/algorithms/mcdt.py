@@ -1,0 +1,307 @@
+"""Multiple-Class Dynamic Threshold, MCDT (mcdt §II.2, eqs. 5-10; mode A of Fig. 2).
+
+The paper's three classes (mcdt Table 1, §II.2) are this project's three:
+TCP (FTP, e-mail) = ``CLASS_TCP``; tagged UDP, the paper's "MMU" class
+(MM_APP streaming) = ``CLASS_TAGGED``; untagged UDP, the paper's "UDP" class
+(CBR, "the others") = ``CLASS_UNTAGGED``.
+
+Once per period, from the packets of each class that *arrived* in the period:
+  alpha_tcp = tcp + 0.2 mmu + 0.4 udp,  alpha_mmu = 0.8 mmu,  alpha_udp = 0.6 udp   (eqs. 6-8)
+  T5_c  = alpha_c (B - Q) / (1 + sum alpha)                                        (eq. 5)
+  R     = (B - sum_c T5_c) / S,  S = number of active classes                      (eq. 9)
+  T_c   = 0.7 (T5_c + R) + 0.3 T_c,last                                            (eq. 10)
+Per packet (mode A, one FIFO with a logical queue count per class, §II.2 list):
+count the arrival, drop it when the class's logical queue exceeds T_c, else enqueue.
+
+Split (docs/mcdt-fred-plan.md): the controller reads the per-class arrival
+counters (queue_arrivals, which count dropped packets too, as the paper's
+"Counting" step precedes its "Threshold Test") and Q(t) = admits - departures,
+runs :func:`period_update` and installs whole-packet thresholds in the port's
+policy entry; the data plane compares the class's logical count with them.
+
+Choices where the paper is silent or ambiguous (each repeated where it applies):
+  * **Q(t)** in eqs. 5 and 10 is the total queue occupancy at the update
+    instant: the paper updates "periodically" (§II.2), so Q is sampled then.
+  * **Active class** (S of eq. 9): a class with at least one arrival in the
+    period ("active" read as the paper's per-period counting). R goes to those
+    S classes only, so the unsmoothed targets always sum to exactly B:
+    sum_c T5_c + S R = B. (The alternative, alpha_c > 0, would make TCP active
+    whenever tagged or untagged packets arrive, through eq. 6.)
+  * **No arrival at all** (S = 0, R undefined): the thresholds stay as they are.
+  * **Before the first update** every class's threshold is B (mode A is then
+    drop-tail) and that B is the T_c,last of the first update.
+  * **"Exceeds"**: a packet is dropped when the class's logical queue length
+    before it (the paper tests before "Enque") is > T_c, so a class holds at
+    most floor(T_c) + 1 packets.
+  * **Period**: the paper gives none ("during a certain period", §II.2); see
+    DEFAULT_PERIOD_MS.
+
+Encoding. The thresholds are packets (B and Q count packets, §III: a
+100-packet queue) but fractional. The data plane compares an integer count q
+with T: q > T  <=>  q > floor(T) for integer q, so the whole-packet floor is an
+exact encoding, and the P4 compares two pkts_t values without a shift. The
+controller keeps the smoothed T_c (eq. 10's memory) on the finer
+packets * 2^AVG_FRAC_BITS grid (``th_scaled``), computed in exact rational
+arithmetic and rounded down once per period, so that the floor does not bias
+the next period and every result is reproducible bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from fractions import Fraction
+from typing import Union
+
+from .. import p4constants as C
+from ..fixedpoint import ADMIT, CLASS_THRESHOLD, QUEUE_LIMIT, OccupancyLike, as_occupancy
+
+Number = Union[int, float, Fraction]
+
+DEFAULT_BUFFER_PKTS = 100   # mcdt §III: "a 100-packet long physical outbound queue"
+# Not in the paper (§II.2: "number of arrived packet during a certain period").
+# 100 ms: two of the controller's D-CBT update intervals (50 ms); at the paper's
+# rates (1 Mbit/s CBR of 1 KB packets = 122 pkt/s) a period still sees about a
+# dozen packets of a class, so alpha is not decided by single packets.
+DEFAULT_PERIOD_MS = 100.0
+AVG_ONE = 1 << C.AVG_FRAC_BITS
+MAX_BUFFER_PKTS = (1 << (32 - C.AVG_FRAC_BITS)) - 1   # B * 2^16 must fit bit<32>
+MAX_COUNT = (1 << 64) - 1                            # P4Runtime counters are 64-bit
+
+TCP = C.CLASS_TCP
+MMU = C.CLASS_TAGGED       # the paper's MMU class: tagged UDP
+UDP = C.CLASS_UNTAGGED     # the paper's UDP class: untagged UDP
+MCDT_CLASSES = (TCP, MMU, UDP)
+_CLASS_FIELD = {TCP: "tcp", MMU: "tagged", UDP: "untagged"}
+
+
+@dataclass(frozen=True)
+class Weights:
+    """The paper's coefficients. TCP's own arrivals count 1 in eq. 6 (no coefficient)."""
+
+    mmu_to_tcp: Number = 0.2    # eq. 6: 0.2 x mmu_count
+    udp_to_tcp: Number = 0.4    # eq. 6: 0.4 x udp_count
+    mmu: Number = 0.8           # eq. 7: 0.8 x mmu_count
+    udp: Number = 0.6           # eq. 8: 0.6 x udp_count
+    new: Number = 0.7           # eq. 10: 0.7 x (T5_c + R)
+    last: Number = 0.3          # eq. 10: 0.3 x T_c,last ("the weighting factor (we set 0.3)")
+
+    def validated(self) -> "Weights":
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) \
+                    or not math.isfinite(value) or not 0 <= value <= 1:
+                raise ValueError(f"weights.{f.name} must be a number in [0, 1], got {value!r}")
+        if _exact(self.new) + _exact(self.last) != 1:
+            raise ValueError(f"weights.new + weights.last must be 1 (eq. 10 is a weighted mean), "
+                             f"got {self.new!r} + {self.last!r}")
+        return self
+
+    def exact(self) -> "Weights":
+        """The same weights as Fractions (0.2 -> 1/5: decimal literals, not binary floats)."""
+        return Weights(**{f.name: _exact(getattr(self, f.name)) for f in fields(self)})
+
+
+PAPER_WEIGHTS = Weights()
+
+
+def _exact(value: Number) -> Fraction:
+    if isinstance(value, Fraction):
+        return value
+    if isinstance(value, int):
+        return Fraction(value)
+    return Fraction(repr(value))   # shortest decimal that round-trips: 0.2 -> 1/5
+
+
+# ------------------------------------------------- the equations (float references)
+def alpha_tcp(tcp_count: Number, mmu_count: Number, udp_count: Number,
+              weights: Weights = PAPER_WEIGHTS) -> Number:
+    """eq. 6: alpha_tcp = tcp_count + 0.2 mmu_count + 0.4 udp_count."""
+    return tcp_count + weights.mmu_to_tcp * mmu_count + weights.udp_to_tcp * udp_count
+
+
+def alpha_mmu(mmu_count: Number, weights: Weights = PAPER_WEIGHTS) -> Number:
+    """eq. 7: alpha_mmu = 0.8 mmu_count."""
+    return weights.mmu * mmu_count
+
+
+def alpha_udp(udp_count: Number, weights: Weights = PAPER_WEIGHTS) -> Number:
+    """eq. 8: alpha_udp = 0.6 udp_count."""
+    return weights.udp * udp_count
+
+
+def class_threshold(alpha_c: Number, sum_alpha: Number, buffer_pkts: Number,
+                    queue_pkts: Number) -> Number:
+    """eq. 5: T_c = alpha_c (B - Q(t)) / (1 + sum alpha), packets."""
+    return alpha_c * (buffer_pkts - queue_pkts) / (1 + sum_alpha)
+
+
+def residue(buffer_pkts: Number, class_thresholds: list[Number], active_classes: int) -> Number:
+    """eq. 9: R = (B - sum_c T_c) / S, the eq.-5 thresholds' leftover per active class.
+
+    The sum runs over every class (an inactive class's eq.-5 threshold is
+    alpha-weighted like the others); S must be >= 1."""
+    if active_classes < 1:
+        raise ValueError(f"active_classes must be >= 1, got {active_classes!r}")
+    return (buffer_pkts - sum(class_thresholds)) / active_classes
+
+
+def smoothed_threshold(class_th: Number, residue_pkts: Number, last_th: Number,
+                       weights: Weights = PAPER_WEIGHTS) -> Number:
+    """eq. 10: T_c = 0.7 (T5_c + R) + 0.3 T_c,last; pass residue 0 for an inactive class."""
+    return weights.new * (class_th + residue_pkts) + weights.last * last_th
+
+
+# ------------------------------------------------- the period update
+def _check_int(what: str, value: object, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{what} must be an int in {low}..{high}, got {value!r}")
+    return value
+
+
+def _check_buffer(buffer_pkts: object) -> int:
+    return _check_int("buffer_pkts", buffer_pkts, 1, MAX_BUFFER_PKTS)
+
+
+def _check_counts(arrivals: Mapping[int, int]) -> dict[int, int]:
+    if not isinstance(arrivals, Mapping):
+        raise ValueError(f"arrivals must be a mapping class id -> packets, got {arrivals!r}")
+    for key in arrivals:
+        if key not in MCDT_CLASSES:
+            raise ValueError(f"arrivals: unknown class id {key!r} (classes {MCDT_CLASSES})")
+    return {c: _check_int(f"arrivals[{C.CLASS_NAMES[c]}]", arrivals.get(c, 0), 0, MAX_COUNT)
+            for c in MCDT_CLASSES}
+
+
+def initial_th_scaled(buffer_pkts: int = DEFAULT_BUFFER_PKTS) -> dict[int, int]:
+    """Every class's threshold before the first update: B (a choice; the paper is silent)."""
+    return {c: _check_buffer(buffer_pkts) << C.AVG_FRAC_BITS for c in MCDT_CLASSES}
+
+
+def period_arrivals(previous_total: Mapping[int, int], current_total: Mapping[int, int]
+                    ) -> dict[int, int]:
+    """Arrivals per class in one period from two readings of the cumulative
+    queue_arrivals counters. A counter that went backwards (a pipeline push
+    reset it) is a ValueError: the caller restarts from fresh readings."""
+    before, now = _check_counts(previous_total), _check_counts(current_total)
+    for c in MCDT_CLASSES:
+        if now[c] < before[c]:
+            raise ValueError(f"current_total[{C.CLASS_NAMES[c]}] ({now[c]}) is below "
+                             f"previous_total ({before[c]}): the counters were reset")
+    return {c: now[c] - before[c] for c in MCDT_CLASSES}
+
+
+@dataclass(frozen=True)
+class PeriodResult:
+    """One period's update. th_scaled is the controller's state (T_c * 2^16,
+    rounded down); th_pkts = th_scaled >> 16 is what the data plane gets."""
+
+    th_scaled: dict[int, int]
+    th_pkts: dict[int, int]
+    active: frozenset[int]
+    alpha: dict[int, Fraction]
+    class_th: dict[int, Fraction]          # eq. 5, packets (empty when nothing arrived)
+    residue_pkts: Fraction | None          # eq. 9 (None when nothing arrived)
+
+
+def period_update(arrivals: Mapping[int, int], queue_pkts: int,
+                  last_th_scaled: Mapping[int, int] | None = None, *,
+                  buffer_pkts: int = DEFAULT_BUFFER_PKTS,
+                  weights: Weights = PAPER_WEIGHTS) -> PeriodResult:
+    """eqs. 5-10 for one period, exactly, from the packets of each class that
+    arrived in it (class id -> count; a missing class counts 0), the queue
+    occupancy Q(t) at the update, and the last thresholds (None: before the
+    first update, every class at B).
+
+    Active classes are those with arrivals; with none, the thresholds stay.
+    """
+    buffer_pkts = _check_buffer(buffer_pkts)
+    counts = _check_counts(arrivals)
+    queue_pkts = _check_int("queue_pkts", queue_pkts, 0, buffer_pkts)
+    if last_th_scaled is None:
+        last_th_scaled = initial_th_scaled(buffer_pkts)
+    if not isinstance(last_th_scaled, Mapping) or set(last_th_scaled) != set(MCDT_CLASSES):
+        raise ValueError(f"last_th_scaled must map each class {MCDT_CLASSES} to a threshold, "
+                         f"got {last_th_scaled!r}")
+    last = {c: _check_int(f"last_th_scaled[{C.CLASS_NAMES[c]}]", last_th_scaled[c], 0,
+                          buffer_pkts << C.AVG_FRAC_BITS) for c in MCDT_CLASSES}
+    w = weights.validated().exact()
+
+    active = frozenset(c for c in MCDT_CLASSES if counts[c] > 0)
+    alpha = {TCP: Fraction(alpha_tcp(counts[TCP], counts[MMU], counts[UDP], w)),
+             MMU: Fraction(alpha_mmu(counts[MMU], w)),
+             UDP: Fraction(alpha_udp(counts[UDP], w))}
+    if not active:                       # S = 0: eq. 9 undefined; keep the thresholds
+        return PeriodResult(dict(last), {c: last[c] >> C.AVG_FRAC_BITS for c in MCDT_CLASSES},
+                            active, alpha, {}, None)
+    sum_alpha = sum(alpha.values())
+    class_th = {c: Fraction(class_threshold(alpha[c], sum_alpha, buffer_pkts, queue_pkts))
+                for c in MCDT_CLASSES}                                     # eq. 5
+    r = Fraction(residue(buffer_pkts, list(class_th.values()), len(active)))  # eq. 9
+    th_scaled: dict[int, int] = {}
+    for c in MCDT_CLASSES:
+        t = smoothed_threshold(class_th[c], r if c in active else 0,
+                               Fraction(last[c], AVG_ONE), w)              # eq. 10
+        th_scaled[c] = min(math.floor(t * AVG_ONE), buffer_pkts << C.AVG_FRAC_BITS)
+    return PeriodResult(th_scaled, {c: v >> C.AVG_FRAC_BITS for c, v in th_scaled.items()},
+                        active, alpha, class_th, r)
+
+
+def reference_period_update(arrivals: Mapping[int, int], queue_pkts: float,
+                            last_th_pkts: Mapping[int, float] | None = None, *,
+                            buffer_pkts: float = DEFAULT_BUFFER_PKTS,
+                            weights: Weights = PAPER_WEIGHTS) -> dict[int, float]:
+    """The same update in plain floats, straight from the equation functions
+    (for checking :func:`period_update`; no validation beyond the classes)."""
+    counts = {c: arrivals.get(c, 0) for c in MCDT_CLASSES}
+    last = dict(last_th_pkts) if last_th_pkts is not None \
+        else {c: float(buffer_pkts) for c in MCDT_CLASSES}
+    active = [c for c in MCDT_CLASSES if counts[c] > 0]
+    if not active:
+        return last
+    alpha = {TCP: alpha_tcp(counts[TCP], counts[MMU], counts[UDP], weights),
+             MMU: alpha_mmu(counts[MMU], weights), UDP: alpha_udp(counts[UDP], weights)}
+    sum_alpha = sum(alpha.values())
+    t5 = {c: class_threshold(alpha[c], sum_alpha, buffer_pkts, queue_pkts) for c in MCDT_CLASSES}
+    r = residue(buffer_pkts, list(t5.values()), len(active))
+    return {c: float(smoothed_threshold(t5[c], r if c in active else 0.0, last[c], weights))
+            for c in MCDT_CLASSES}
+
+
+# ------------------------------------------------- encoding and the data plane
+def action_params(th_pkts: Mapping[int, int], buffer_pkts: int = DEFAULT_BUFFER_PKTS
+                  ) -> dict[str, int]:
+    """The MCDT part of the planned ``mcdt`` port_policy action: tcp_th_pkts,
+    tagged_th_pkts, untagged_th_pkts (whole packets, pkts_t). queue_limit_pkts
+    (= B) comes with every policy already."""
+    buffer_pkts = _check_buffer(buffer_pkts)
+    if not isinstance(th_pkts, Mapping) or set(th_pkts) != set(MCDT_CLASSES):
+        raise ValueError(f"th_pkts must map each class {MCDT_CLASSES} to packets, got {th_pkts!r}")
+    return {f"{_CLASS_FIELD[c]}_th_pkts": _check_int(f"th_pkts[{C.CLASS_NAMES[c]}]", th_pkts[c],
+                                                     0, buffer_pkts)
+            for c in MCDT_CLASSES}
+
+
+def decide(class_id: int, occupancy: OccupancyLike, th_pkts: Mapping[int, int],
+           queue_limit_pkts: int) -> str:
+    """Reference model of the planned mcdt action (mode A) for one arriving
+    packet -> ADMIT, CLASS_THRESHOLD or QUEUE_LIMIT.
+
+    Threshold test first (mcdt §II.2: drop when the class's logical queue
+    exceeds th_class, i.e. its count before this packet is > th), then the
+    physical limit that applies under every algorithm (queue_pkts >= limit).
+    The caller counts the arrival and applies the decision to the occupancy.
+    """
+    if class_id not in MCDT_CLASSES:
+        raise ValueError(f"class_id must be one of {MCDT_CLASSES}, got {class_id!r}")
+    occ = as_occupancy(occupancy)
+    queue_limit_pkts = _check_int("queue_limit_pkts", queue_limit_pkts, 0, (1 << 32) - 1)
+    th = _check_int(f"th_pkts[{C.CLASS_NAMES[class_id]}]", th_pkts.get(class_id), 0,
+                    (1 << 32) - 1)
+    class_pkts = getattr(occ, f"{_CLASS_FIELD[class_id]}_pkts")
+    if class_pkts > th:
+        return CLASS_THRESHOLD
+    if occ.queue_pkts >= queue_limit_pkts:
+        return QUEUE_LIMIT
+    return ADMIT
