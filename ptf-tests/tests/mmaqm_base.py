@@ -132,6 +132,10 @@ class Counters:
                 for name, r in C.DROP_REASONS.items()
                 if self.ecn_marks.get(C.drop_index(port, class_id, r), 0)}
 
+    def cut_ins(self, port: int) -> int:
+        """ChIPS cut-ins at port (chips_events CHIPS_CUT_IN)."""
+        return self.chips.get(C.chips_index(port, C.CHIPS_CUT_IN), 0)
+
     def chips_events(self, port: int) -> dict[str, int]:
         return {name: self.chips.get(C.chips_index(port, e), 0)
                 for name, e in C.CHIPS_EVENTS.items() if self.chips.get(C.chips_index(port, e), 0)}
@@ -257,22 +261,26 @@ class MmaqmTest(BaseTest):
         the test is skipped with a PRECONDITION MISSED message. A packet
         missing from the arrivals is a failure at once.
 
-        cut_ins: packets the caller expects ChIPS to cut in (chips.p4); they
-        leave at once through the cut-in queue, so the read right after the
-        burst must show 1 + cut_ins departures."""
+        cut_ins: packets the caller expects ChIPS to cut in (chips.p4). They
+        leave at once through the cut-in queue, so the timing precondition is
+        on the FIFO's departures (all departures minus the cut-ins, which only
+        the sacrificial packet may have made), and the number of cut-ins is a
+        verdict on the rule under test: a different count fails the test."""
         n = len(pkts) + 1
         for attempt in range(1, self.BURST_ATTEMPTS + 1):
             before = self.counters()
             slow = self.burst(out_port, pkts, sacrificial)
             after_in = self.wait_counter(
                 lambda c: sum(c.minus(before).arrivals.values()) >= n
-                and sum(c.minus(before).departures.values()) >= 1 + cut_ins, timeout_s=10)
+                and sum(c.minus(before).departures.values())
+                >= 1 + c.minus(before).cut_ins(out_port), timeout_s=10)
             delta_in = after_in.minus(before)
             self.assertEqual(sum(delta_in.arrivals.values()), n, "not every packet reached the AQM")
-            departed = sum(delta_in.departures.values())
-            if slow is None and departed == 1 + cut_ins:
+            fifo_departed = sum(delta_in.departures.values()) - delta_in.cut_ins(out_port)
+            if slow is None and fifo_departed == 1:
+                self.assertEqual(delta_in.cut_ins(out_port), cut_ins, "ChIPS cut-ins in the burst")
                 return before, delta_in
-            why = slow or f"{departed} departures by the time every arrival was counted"
+            why = slow or f"{fifo_departed} FIFO departures by the time every arrival was counted"
             print(f"frozen-queue precondition missed ({why}); attempt {attempt}/"
                   f"{self.BURST_ATTEMPTS}", flush=True)
             bmv2_tm.set_queue_rate(self.thrift_port, out_port, 0)

@@ -23,6 +23,7 @@ DCBT_CHIPS = {"algorithm": "DCBT_CHIPS", "queue_limit_pkts": 200, "min_th_pkts":
               "max_th_pkts": 100, "max_p": no_early_drop_max_p(6, 100), "ewma_weight": 0.5,
               "chips_max_tagged_ratio": 0.5, "chips_ewma_weight": 2.0**-9}
 TAGGED_ID = TCP_IN_QUEUE + 1
+SLOT_WIRE_TIMEOUT_S = 0.5       # egress to the wire is milliseconds
 
 
 class ChipsTest(QueueTest):
@@ -39,10 +40,12 @@ class ChipsTest(QueueTest):
         """Receive the FIFO's packets (at the freeze rate), then wait for every
         cut-in slot to leave; returns the ids and the counter delta."""
         got = self.collect(OUT_PORT, len(expected_ids))
-        tu.verify_no_other_packets(self)
         delta = self.wait_counter(lambda c: (
             c.minus(before).chips_events(OUT_PORT).get("cut_in", 0)
             == c.minus(before).chips_events(OUT_PORT).get("slot_departed", 0))).minus(before)
+        # The slots leave after the FIFO's packets; a slot that was sent instead of
+        # dropped would be on the wire now.
+        tu.verify_no_other_packets(self, timeout=SLOT_WIRE_TIMEOUT_S)
         return got, delta
 
 
@@ -157,10 +160,14 @@ class ChipsVirtualFifoTest(ChipsTest):
         self.sw.write_port_policy(OUT_PORT, second)
         self.send(burst_packet("tagged", seq=TAGGED_ID + 1, flow=1))
         mid = self.wait_counter(lambda c: sum(c.minus(before).arrivals.values())
-                                >= TCP_IN_QUEUE + 3).minus(before)
-        if sum(mid.departures.values()) != 2:  # sacrificial + cut-in, nothing from the FIFO yet
+                                >= TCP_IN_QUEUE + 3
+                                and sum(c.minus(before).departures.values())
+                                >= 1 + c.minus(before).cut_ins(OUT_PORT)).minus(before)
+        # Only the sacrificial packet may have left the FIFO (cut-ins leave at once).
+        if sum(mid.departures.values()) - mid.cut_ins(OUT_PORT) != 1:
             self.skipTest("PRECONDITION MISSED: the FIFO moved before the second tagged packet "
                           "arrived (machine too slow for the frozen queue)")
+        self.assertEqual(mid.cut_ins(OUT_PORT), 1, "the second tagged packet must not cut in")
         got = super().collect(OUT_PORT, TCP_IN_QUEUE)
         tu.verify_no_other_packets(self)
         self.assertEqual(got, list(range(1, TCP_IN_QUEUE + 1)))
@@ -168,3 +175,37 @@ class ChipsVirtualFifoTest(ChipsTest):
             "slot_departed", 0) == 1).minus(before)
         self.assertEqual(delta.drop_reasons(OUT_PORT, C.CLASS_TAGGED), {"CLASS_THRESHOLD": 1})
         self.assertEqual(delta.chips_events(OUT_PORT).get("slot_departed"), 1)
+
+
+class ChipsEpochRestartTest(ChipsTest):
+    """A new policy epoch restarts the tagged share of enqueues along with the
+    averages (red_on_policy_epoch, red.p4). chips_ewma_weight 1/2 and ratio
+    0.001 (share limit round(0.001 / 1.001 * 2^16) = 65); the queue is not
+    frozen (rate unlimited), so every packet arrives at an empty queue and
+    leaves at once.
+      policy A: one tagged packet: share 0 + (65536 - 0) / 2 = 32768 > 65: off.
+      policy B, same parameters, a new epoch: one TCP packet. The share
+      restarts at 0 and stays 0 <= 65: on. Had it been kept, 32768 / 2 =
+      16384 > 65: off again.
+    Counters: off_admits 1, on_admits 1."""
+
+    def runTest(self):
+        policy = {**DCBT_CHIPS, "chips_max_tagged_ratio": 0.001, "chips_ewma_weight": 0.5}
+        before = self.counters()
+        action_a = self.set_policy(OUT_PORT, policy)
+        model = fp.PortModel(action_a, lambda: 0)
+        self.assertEqual(model.arrive(C.CLASS_TAGGED, fp.Occupancy()), "ADMIT")
+        self.send(burst_packet("tagged", seq=1))
+        self.assertEqual(self.receive_ids(OUT_PORT, 1, timeout_s=2.0), [1])
+        action_b = self.set_policy(OUT_PORT, policy)
+        self.assertNotEqual(action_a.params["policy_epoch"], action_b.params["policy_epoch"])
+        model.set_policy(action_b)
+        self.assertEqual(model.arrive(C.CLASS_TCP, fp.Occupancy()), "ADMIT")
+        self.assertEqual(dict(model.chips_events),
+                         {"CHIPS_OFF_ADMITS": 1, "CHIPS_ON_ADMITS": 1})
+        self.send(burst_packet("tcp", seq=2))
+        self.assertEqual(self.receive_ids(OUT_PORT, 1, timeout_s=2.0), [2])
+        tu.verify_no_other_packets(self)
+        delta = self.wait_counter(
+            lambda c: sum(c.minus(before).chips_events(OUT_PORT).values()) >= 2).minus(before)
+        self.assertEqual(delta.chips_events(OUT_PORT), {"off_admits": 1, "on_admits": 1})

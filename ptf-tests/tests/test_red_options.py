@@ -203,3 +203,21 @@ class RedNoIdleDecayTest(RedIdleDecayTest):
         self.assertEqual(decision, "RED_FORCED")
         self.assertEqual(forwarded, [], "no decay: the average stays above max_th")
         self.assertEqual(delta.drop_reasons(OUT_PORT, C.CLASS_TCP), {"RED_FORCED": forced + 1})
+
+
+class RedIdleDecayFromEmptyTest(RedIdleDecayTest):
+    """Idle time counts from when the queue became empty (egress records it in
+    queue_idle_since_us), not from the switch's start. bandwidth_pps 1:
+    idle_decay_q32 = -log2(15/16) * 1 / 1e6 * 2^32 = 399.9 -> 400, 0.093
+    halvings per second. After 0.5 s idle h = 0.0466, and the chord 1 - h/2 =
+    0.977 takes the average from 24.03 to 23.47 >= max_th 19: a RED_FORCED
+    drop. Counted from the switch's start (at least 8 s before: the 33
+    admitted packets alone drain at 4 per second) it would be >= 0.75
+    halvings, 24.03 * 2^-0.75 = 14.3 < 19: admitted."""
+
+    def runTest(self):
+        avg, decision, forwarded, delta, forced = self.after_idle(
+            {**self.POLICY, "bandwidth_pps": 1})
+        self.assertEqual(decision, "RED_FORCED")
+        self.assertEqual(forwarded, [], "0.5 s at 1 pkt/s decays the average by 2 % only")
+        self.assertEqual(delta.drop_reasons(OUT_PORT, C.CLASS_TCP), {"RED_FORCED": forced + 1})
