@@ -29,6 +29,7 @@ help:
 	@echo "make run          the D-CBT paper experiment under DROP_TAIL, RED, CBT, D-CBT, D-CBT+ChIPS (needs root)"
 	@echo "                  (options: make run RUN_ARGS='--algorithms RED,DCBT --duration 15')"
 	@echo "make bench        BMv2 packet rate: AQM program vs minimal IPv4 forwarder (needs root)"
+	@echo "make check-results  recompute the README's result tables from docs/results (also in make test)"
 	@echo "make mutants      mutation testing (tools/mutants.yaml; needs root, ~1 min a mutant)"
 	@echo "make clean        remove build/ and results/"
 
@@ -111,6 +112,11 @@ endif
 .PHONY: bench
 bench: build deps-venv
 	$(PY) bench/run_bench.py
+
+# The README's result tables against the run data committed under docs/results.
+.PHONY: check-results
+check-results: deps-venv
+	$(PY) tools/check_results.py
 
 # Mutation testing: each mutant of tools/mutants.yaml must make one of its tests fail.
 .PHONY: mutants

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Recompute the README's result tables from the run data committed under docs/results.
+
+A run is a folder docs/results/<run>/ with <ALGORITHM>/summary.json files (what
+`make run` / mmaqm-exp writes per algorithm). For every run:
+
+  1. each row of its committed table.txt whose algorithm has a summary (the
+     comparison table and the dcbt Tables 1-2 packet accounting) is recomputed
+     from the summaries with the experiment's own report code
+     (mmaqm_exp.report) and must be the same row;
+  2. each README table row in a section that links the run (a row of a fenced
+     block that starts with an algorithm name, or a markdown row
+     "| mmaqm <ALGORITHM> | ..." of Tables 1-2) must equal a recomputed row of
+     one of the runs its section links.
+
+Exit status 1 on any mismatch (each is printed). README rows in sections that
+link no run with data are printed as "unbacked" (exit status 0: older results
+the README quotes from table files only).
+
+  python tools/check_results.py [--readme README.md] [--results docs/results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "topologies"))
+from mmaqm_exp import report  # noqa: E402
+
+ALGORITHMS = ("DROP_TAIL", "RED", "CBT_RED_ALL", "CBT_RED_TCP_ONLY", "DCBT", "DCBT_CHIPS")
+ACCOUNTING_TITLE = "Packet accounting at the bottleneck"
+RUN_LINK = re.compile(r"docs/results/([A-Za-z0-9._-]+)/")
+
+
+def _norm(line: str) -> str:
+    """A row's cells, whitespace-insensitive (column widths depend on the other rows)."""
+    return " ".join(line.split())
+
+
+@dataclass
+class Run:
+    name: str
+    comparison: dict[str, str] = field(default_factory=dict)   # algorithm -> normalised row
+    accounting: dict[str, str] = field(default_factory=dict)
+
+
+def _rows(text: str) -> dict[str, str]:
+    return {line.split()[0]: _norm(line) for line in text.splitlines()
+            if line.split() and line.split()[0] in ALGORITHMS}
+
+
+def _split_table(text: str) -> tuple[str, str]:
+    """table.txt -> (comparison part, accounting part)."""
+    head, _, tail = text.partition(ACCOUNTING_TITLE)
+    return head, tail
+
+
+def load_runs(results: Path) -> dict[str, Run]:
+    runs = {}
+    for d in sorted(p for p in results.iterdir() if p.is_dir()):
+        summaries = {a: json.loads((d / a / "summary.json").read_text())
+                     for a in ALGORITHMS if (d / a / "summary.json").is_file()}
+        if not summaries:
+            continue
+        runs[d.name] = Run(d.name, _rows(report.comparison_table(summaries)),
+                           _rows(report.packet_accounting_table(summaries)))
+    return runs
+
+
+def check_table_files(results: Path, runs: dict[str, Run]) -> list[str]:
+    errors = []
+    for name, run in runs.items():
+        table = results / name / report.TABLE_FILE
+        if not table.is_file():
+            errors.append(f"{name}: no {report.TABLE_FILE} beside the summaries")
+            continue
+        comparison, accounting = (_rows(part) for part in _split_table(table.read_text()))
+        for kind, committed, recomputed in (("comparison", comparison, run.comparison),
+                                            ("accounting", accounting, run.accounting)):
+            for algorithm, row in recomputed.items():
+                if committed.get(algorithm) != row:
+                    errors.append(f"{name}/{report.TABLE_FILE} {kind} row {algorithm}: committed "
+                                  f"{committed.get(algorithm)!r}, recomputed {row!r}")
+    return errors
+
+
+def _sections(readme: str) -> list[tuple[str, str]]:
+    """(heading, body) per '## '/'### ' section."""
+    parts = re.split(r"^(#{2,3} .*)$", readme, flags=re.M)
+    return [(parts[i].strip(), parts[i + 1]) for i in range(1, len(parts) - 1, 2)]
+
+
+def _readme_rows(body: str) -> list[tuple[str, str, str]]:
+    """(kind, algorithm, normalised row) of the result rows of one section."""
+    rows, fenced = [], False
+    for line in body.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+            continue
+        cells = line.split()
+        if fenced and cells and cells[0] in ALGORITHMS and len(cells) > 5:
+            rows.append(("comparison", cells[0], _norm(line)))
+        m = re.match(r"^\|\s*mmaqm\s+([A-Z_]+)\s*\|(.*)\|\s*$", line)
+        if m and m.group(1) in ALGORITHMS:
+            values = [c.strip().replace(" ", "") for c in m.group(2).split("|")]
+            rows.append(("accounting", m.group(1), " ".join([m.group(1), *values])))
+    return rows
+
+
+def check_readme(readme: str, runs: dict[str, Run]) -> tuple[list[str], list[str], int]:
+    """-> (mismatches, unbacked rows, number of README rows checked)."""
+    errors, unbacked, checked = [], [], 0
+    for heading, body in _sections(readme):
+        linked = [runs[n] for n in dict.fromkeys(RUN_LINK.findall(body)) if n in runs]
+        for kind, algorithm, row in _readme_rows(body):
+            if not linked:
+                unbacked.append(f"{heading}: {row}")
+                continue
+            checked += 1
+            candidates = [getattr(r, kind).get(algorithm) for r in linked]
+            if row not in candidates:
+                errors.append(f"README {heading}: {kind} row {row!r} matches no recomputed row of "
+                              f"{[r.name for r in linked]}: {[c for c in candidates if c]}")
+    return errors, unbacked, checked
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--readme", type=Path, default=REPO / "README.md")
+    p.add_argument("--results", type=Path, default=REPO / "docs" / "results")
+    a = p.parse_args(argv)
+    runs = load_runs(a.results)
+    errors = check_table_files(a.results, runs)
+    readme_errors, unbacked, readme_checked = check_readme(a.readme.read_text(), runs)
+    errors += readme_errors
+    for line in unbacked:
+        print(f"unbacked (no run data linked in its section): {line}")
+    for line in errors:
+        print(f"MISMATCH {line}")
+    checked = sum(len(r.comparison) + len(r.accounting) for r in runs.values())
+    print(f"check-results: {len(runs)} runs, {checked} recomputed rows, {readme_checked} README "
+          f"rows checked, {len(errors)} mismatches, {len(unbacked)} unbacked README rows")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
