@@ -372,6 +372,30 @@ def counter_series(samples: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int]
 # Packets the kernel delivered to a switch's veths but its pipeline never counted were
 # lost in BMv2's port I/O or ingress queue: BMv2, not the AQM, dropped them. A few
 # stray packets may straddle the two reads (the kernel's and the controller's).
+# Validity of a run (validity_warnings): a run with any of these is not quoted as a result.
+MIN_PHASE_UTILISATION = 0.80      # bottleneck utilisation of every phase
+CPU_SATURATED_FRACTION = 0.95     # machine CPU, mean over the traffic, of nproc * 100 %
+
+
+def validity_warnings(summary: Mapping[str, Any], nproc: Optional[int] = None) -> list[str]:
+    """The reasons a finished run's numbers may not measure the AQM (issue 11):
+    a phase whose bottleneck utilisation is below MIN_PHASE_UTILISATION; the
+    machine's CPU saturated (mean over the traffic >= CPU_SATURATED_FRACTION of
+    nproc cores). Loss before the AQM is switch_keepup's check. Skips a check
+    whose data is absent."""
+    out: list[str] = []
+    for name, ph in summary.get("phases", {}).items():
+        u = ph.get("utilization")
+        if u is not None and u < MIN_PHASE_UTILISATION:
+            out.append(f"phase {name}: bottleneck utilisation {u:.3f} < {MIN_PHASE_UTILISATION}")
+    machine = (summary.get("cpu") or {}).get("machine")
+    if machine and nproc:
+        if machine["mean_pct"] >= CPU_SATURATED_FRACTION * 100 * nproc:
+            out.append(f"machine CPU saturated: {machine['mean_pct']:.0f} % mean of "
+                       f"{100 * nproc} % over the traffic")
+    return out
+
+
 KEEPUP_TOLERANCE_PKTS = 20
 KEEPUP_TOLERANCE_FRACTION = 0.001
 KEEPUP_PEAK_WINDOW_NS = 1_000_000_000

@@ -157,6 +157,10 @@ def run_algorithm(net: Network, topo, scenario, algorithm: str, policy: dict[str
     summary["algorithm"] = algorithm
     summary["policy"] = policy
     summary["cpu"] = sampler.summary()
+    validity = analysis.validity_warnings(summary, os.cpu_count())
+    summary["warnings"] = list(summary.get("warnings", [])) + validity
+    for w in validity:
+        print(f"mmaqm-exp: WARNING, {algorithm}: {w}", file=stream, flush=True)
     summary["bottleneck"] = {"switch": bn.switch, "port": bn.port, "rate_pps": bn.rate_pps,
                              "rate_kbps": rate_kbps, "queue_depth_pkts": bn.queue_depth_pkts}
     analysis.write_outputs(summary, out)
@@ -240,6 +244,10 @@ def run_experiment(topology: Path, scenario_path: Path, policies_path: Path,
                                                  bmv2_json=bmv2_json, stream=stream)
     paths = report.write_report(summaries, out)
     print(paths["table"].read_text(), file=stream, end="")
+    for algorithm, summary in summaries.items():
+        problem = analysis.keepup_problem(summary["switch_keepup"])
+        for w in summary["warnings"] + ([f"PRECONDITION MISSED: {problem}"] if problem else []):
+            print(f"warning, {algorithm}: {w} (not a result to quote)", file=stream)
     cpu_lines = []
     for algorithm, summary in summaries.items():
         parts = [f"{name} {v['mean_pct']:.0f}% (max {v['max_pct']:.0f}%)"

@@ -366,3 +366,17 @@ def test_packet_accounting_table_hand_computed():
     rows = [line.split() for line in text.splitlines()]
     assert rows[1] == ["DCBT", "950", "4.00", "253", "175", "12.50"]
     assert rows[2] == ["none", "-", "-", "-", "-", "-"]
+
+
+def test_validity_warnings_for_low_utilisation_and_a_saturated_machine():
+    summary = {"phases": {"a": {"utilization": 0.95}, "b": {"utilization": 0.79}},
+               "cpu": {"machine": {"mean_pct": 190.0, "max_pct": 200.0, "samples": 3}}}
+    assert analysis.validity_warnings(summary, nproc=2) == [
+        "phase b: bottleneck utilisation 0.790 < 0.8",
+        "machine CPU saturated: 190 % mean of 200 % over the traffic"]
+    # 189 % of 200 is below 95 %; 0.80 is not below the bound; no nproc: no CPU check
+    summary["phases"]["b"]["utilization"] = 0.80
+    summary["cpu"]["machine"]["mean_pct"] = 189.0
+    assert analysis.validity_warnings(summary, nproc=2) == []
+    summary["cpu"]["machine"]["mean_pct"] = 400.0
+    assert analysis.validity_warnings(summary) == []
