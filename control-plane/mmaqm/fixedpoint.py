@@ -133,6 +133,13 @@ def weight_from_shift(shift: int) -> float:
 
 
 # ------------------------------------------------ bit-exact P4 arithmetic
+def check_int(what: str, value: object, low: int, high: int) -> int:
+    """value if it is an int (not a bool) in low..high, else ValueError naming what."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{what} must be an int in {low}..{high}, got {value!r}")
+    return value
+
+
 def _check_bits(what: str, value: int, bits: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << bits:
         raise ValueError(f"{what} must be an int in 0..2^{bits}-1, got {value!r}")

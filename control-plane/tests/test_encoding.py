@@ -43,6 +43,11 @@ def test_red_options_hand_computed() -> None:
                                    "gentle_slope_q24": 1006633, "ecn": 1, "harddrop": 1}
 
 
+# D-CBT at shares (0.5, 0.25): untagged 0.25 * (5 + 0.1 * (15 - 5)) = 0.25 * 6 = 1.5 pkts
+# -> 98304; tagged share 0.5 -> 32768.
+DCBT_HALF_QUARTER = {"tagged_share_q16": 32768, "untagged_th_scaled": 98304}
+
+
 def test_dcbt_chips_is_dcbt_plus_the_chips_limit() -> None:
     policy = parse_policy({"algorithm": "DCBT_CHIPS", **RED_THRESHOLDS})
     action = policy_action(policy, policy_epoch=9, flow_epoch_shift=17,
@@ -51,8 +56,7 @@ def test_dcbt_chips_is_dcbt_plus_the_chips_limit() -> None:
     # ratio as a share: 0.5 / 1.5 = 1/3 -> round(21845.33) = 21845; EWMA 2^-9 -> shift 9
     assert action.name == "dcbt_chips"
     assert dict(action.params) == {**RED_PARAMS, "policy_epoch": 9, "flow_epoch_shift": 17,
-                                   "tagged_share_q16": 32768, "untagged_th_scaled": 98304,
-                                   "chips_ewma_shift": 9,
+                                   **DCBT_HALF_QUARTER, "chips_ewma_shift": 9,
                                    "chips_tagged_share_limit_q16": 21845}
 
 
@@ -75,10 +79,9 @@ def test_dcbt_thresholds_come_from_the_shares() -> None:
     policy = parse_policy({"algorithm": "DCBT", **RED_THRESHOLDS})
     action = policy_action(policy, policy_epoch=65535, flow_epoch_shift=17,
                            share_tagged=0.5, share_untagged=0.25)
-    # untagged: 0.25 * (5 + 0.1 * (15 - 5)) = 0.25 * 6 = 1.5 pkts -> 98304; tagged 0.5 -> 32768
     assert action.name == "dcbt"
     assert dict(action.params) == {**RED_PARAMS, "policy_epoch": 65535, "flow_epoch_shift": 17,
-                                   "tagged_share_q16": 32768, "untagged_th_scaled": 98304}
+                                   **DCBT_HALF_QUARTER}
 
 
 @pytest.mark.parametrize("share_tagged, share_untagged, tagged_q16, untagged_scaled", [

@@ -211,8 +211,7 @@ class MmaqmTest(BaseTest):
             queued = {i: c.admits.get(i, 0) - c.departures.get(i, 0) for i in c.admits}
             # A cut-in packet's FIFO slot (chips.p4) may still be queued after it left.
             for port in PORTS:
-                slots = (c.chips.get(C.chips_index(port, C.CHIPS_CUT_IN), 0)
-                         - c.chips.get(C.chips_index(port, C.CHIPS_SLOT_DEPARTED), 0))
+                slots = c.cut_ins(port) - c.chips.get(C.chips_index(port, C.CHIPS_SLOT_DEPARTED), 0)
                 if slots:
                     queued[f"port {port} cut-in slots"] = slots
             if not any(queued.values()):

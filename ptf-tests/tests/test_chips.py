@@ -41,7 +41,7 @@ class ChipsTest(QueueTest):
         cut-in slot to leave; returns the ids and the counter delta."""
         got = self.collect(OUT_PORT, len(expected_ids))
         delta = self.wait_counter(lambda c: (
-            c.minus(before).chips_events(OUT_PORT).get("cut_in", 0)
+            c.minus(before).cut_ins(OUT_PORT)
             == c.minus(before).chips_events(OUT_PORT).get("slot_departed", 0))).minus(before)
         # The slots leave after the FIFO's packets; a slot that was sent instead of
         # dropped would be on the wire now.

@@ -75,7 +75,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from .. import p4constants as C
-from ..fixedpoint import (MASK32, MASK64, QUEUE_LIMIT, RED_EARLY, RED_FORCED, ewma,
+from ..fixedpoint import (MASK32, MASK64, QUEUE_LIMIT, RED_EARLY, RED_FORCED, check_int, ewma,
                           ewma_shift_from_weight, idle_decay, idle_halvings_q32, p4_to_scaled,
                           red_p_b_q16)
 from . import red
@@ -124,15 +124,9 @@ def default_thresholds(buffer_pkts: float) -> tuple[float, float]:
 
 
 # ---------------------------------------------------------------- flow slots
-def _check_int(what: str, value: object, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"{what} must be an int in {low}..{high}, got {value!r}")
-    return value
-
-
 def check_table_slots(table_slots: object) -> int:
     """A power of two in 1..MAX_TABLE_SLOTS, or ValueError."""
-    n = _check_int("table_slots", table_slots, 1, MAX_TABLE_SLOTS)
+    n = check_int("table_slots", table_slots, 1, MAX_TABLE_SLOTS)
     if n & (n - 1):
         raise ValueError(f"table_slots must be a power of two, got {n}")
     return n
@@ -153,9 +147,9 @@ def flow_key_bytes(src_addr: str | int, dst_addr: str | int, protocol: int,
     dst_port(2), each big-endian (flow_report.p4's field list)."""
     return (_ipv4("src_addr", src_addr).to_bytes(4, "big")
             + _ipv4("dst_addr", dst_addr).to_bytes(4, "big")
-            + _check_int("protocol", protocol, 0, 0xFF).to_bytes(1, "big")
-            + _check_int("src_port", src_port, 0, 0xFFFF).to_bytes(2, "big")
-            + _check_int("dst_port", dst_port, 0, 0xFFFF).to_bytes(2, "big"))
+            + check_int("protocol", protocol, 0, 0xFF).to_bytes(1, "big")
+            + check_int("src_port", src_port, 0, 0xFFFF).to_bytes(2, "big")
+            + check_int("dst_port", dst_port, 0, 0xFFFF).to_bytes(2, "big"))
 
 
 def flow_hash(src_addr: str | int, dst_addr: str | int, protocol: int,
@@ -173,7 +167,7 @@ def flow_slot(src_addr: str | int, dst_addr: str | int, protocol: int, src_port:
 
 # ---------------------------------------------------------------- collisions and memory
 def _check_nm(n_flows: object, slots: object) -> tuple[int, int]:
-    return (_check_int("n_flows", n_flows, 0, 1 << 40), _check_int("slots", slots, 1, 1 << 40))
+    return (check_int("n_flows", n_flows, 0, 1 << 40), check_int("slots", slots, 1, 1 << 40))
 
 
 def expected_occupied_slots(n_flows: int, slots: int) -> float:
@@ -203,7 +197,7 @@ def any_collision_probability(n_flows: int, slots: int) -> float:
 
 def slots_for_collision_probability(n_flows: int, max_probability: float) -> int:
     """Smallest power of two m with flow_collision_probability(n, m) <= max_probability."""
-    n = _check_int("n_flows", n_flows, 0, 1 << 40)
+    n = check_int("n_flows", n_flows, 0, 1 << 40)
     if isinstance(max_probability, bool) or not isinstance(max_probability, (int, float)) \
             or not 0 < max_probability <= 1:
         raise ValueError(f"max_probability must be in (0, 1], got {max_probability!r}")
@@ -220,7 +214,7 @@ def register_bits_per_slot() -> int:
 
 def table_register_bytes(slots: int) -> float:
     """Per-flow register bytes of a table of `slots` slots (at the registers' widths)."""
-    return _check_int("slots", slots, 0, 1 << 40) * register_bits_per_slot() / 8
+    return check_int("slots", slots, 0, 1 << 40) * register_bits_per_slot() / 8
 
 
 def register_bytes_per_1000_flows(slots_per_flow: float = 1.0) -> float:
@@ -252,7 +246,7 @@ def action_params(min_th_pkts: float, max_th_pkts: float, max_p: float, *,
         raise ValueError(f"max_p must be in (0, 1], got {max_p!r}")
     params = red.action_params(min_th_pkts, max_th_pkts, max_p)
     params["ewma_shift"] = ewma_shift_from_weight(ewma_weight)
-    params["minq_pkts"] = _check_int("minq_pkts", minq_pkts, 0, (1 << QLEN_BITS) - 1)
+    params["minq_pkts"] = check_int("minq_pkts", minq_pkts, 0, (1 << QLEN_BITS) - 1)
     params["fred_slot_mask"] = check_table_slots(table_slots) - 1
     return params
 
@@ -304,13 +298,13 @@ def _check_params(params: Mapping[str, int]) -> None:
     for name in _REQUIRED_PARAMS:
         if name not in params:
             raise ValueError(f"params: missing {name!r}")
-        _check_int(f"params[{name!r}]", params[name], 0, MASK32)
-    _check_int("params['ewma_shift']", params["ewma_shift"], 0, 31)
+        check_int(f"params[{name!r}]", params[name], 0, MASK32)
+    check_int("params['ewma_shift']", params["ewma_shift"], 0, 31)
     mask = params["fred_slot_mask"]
     if mask & (mask + 1) or mask >= MAX_TABLE_SLOTS:
         raise ValueError(f"params['fred_slot_mask'] must be 2^k - 1 < {MAX_TABLE_SLOTS}, "
                          f"got {mask}")
-    _check_int("params['idle_decay_q32']", params.get("idle_decay_q32", 0), 0, MASK32)
+    check_int("params['idle_decay_q32']", params.get("idle_decay_q32", 0), 0, MASK32)
 
 
 def _qlen_vs_avgcq(qlen_pkts: int, nactive: int) -> int:
@@ -328,9 +322,9 @@ def arrive(state: FredState, slot: int, queue_pkts: int, params: Mapping[str, in
     planned fred action; rules as in the module docstring. rand_source() plays
     random(0, 2^16 - 1), called by the first R4 packet after a restart."""
     _check_params(params)
-    slot = _check_int("slot", slot, 0, params["fred_slot_mask"])
-    queue_pkts = _check_int("queue_pkts", queue_pkts, 0, MASK32)
-    now_us = _check_int("now_us", now_us, 0, (1 << 48) - 1)
+    slot = check_int("slot", slot, 0, params["fred_slot_mask"])
+    queue_pkts = check_int("queue_pkts", queue_pkts, 0, MASK32)
+    now_us = check_int("now_us", now_us, 0, (1 << 48) - 1)
     flow = state.slot(slot)
     avg = state.avg_scaled
     idle_since = state.idle_since_us
@@ -367,7 +361,7 @@ def arrive(state: FredState, slot: int, queue_pkts: int, params: Mapping[str, in
         rand_q16 = state.rand_q16
         if state.count == 0:
             rand_q16 = rand_source()
-            _check_int("rand_source()", rand_q16, 0, C.PROB_ONE - 1)
+            check_int("rand_source()", rand_q16, 0, C.PROB_ONE - 1)
         count = (state.count + 1) & MASK32
         state = replace(state, count=count, rand_q16=rand_q16)
         if flow.qlen_pkts >= params["minq_pkts"] and at_avgcq:   # robust flow
@@ -391,9 +385,9 @@ def depart(state: FredState, slot: int, queue_pkts_after: int, params: Mapping[s
     (nactive - 1, strike = 0). A departure from an empty slot changes no count
     (guards, as the P4 must: never wrap)."""
     _check_params(params)
-    slot = _check_int("slot", slot, 0, params["fred_slot_mask"])
-    queue_pkts_after = _check_int("queue_pkts_after", queue_pkts_after, 0, MASK32)
-    now_us = _check_int("now_us", now_us, 0, (1 << 48) - 1)
+    slot = check_int("slot", slot, 0, params["fred_slot_mask"])
+    queue_pkts_after = check_int("queue_pkts_after", queue_pkts_after, 0, MASK32)
+    now_us = check_int("now_us", now_us, 0, (1 << 48) - 1)
     avg = ewma(state.avg_scaled, p4_to_scaled(queue_pkts_after), params["ewma_shift"])   # D1
     idle_since = now_us if queue_pkts_after == 0 else state.idle_since_us
     flow = state.slot(slot)
@@ -486,8 +480,8 @@ def reference_arrive(state: FredFloatState, slot: int, queue_pkts: int, params: 
     """The paper's arrival rules in floats (module docstring A1-A3, R1-R7).
     uniform() in [0, 1) is called for R4's coin only; idle_pkt_times is A1's m
     (the idle time in packet transmission times), used when queue_pkts == 0."""
-    _check_int("slot", slot, 0, 1 << 32)
-    _check_int("queue_pkts", queue_pkts, 0, MASK32)
+    check_int("slot", slot, 0, 1 << 32)
+    check_int("queue_pkts", queue_pkts, 0, MASK32)
     if isinstance(idle_pkt_times, bool) or not isinstance(idle_pkt_times, (int, float)) \
             or not idle_pkt_times >= 0:
         raise ValueError(f"idle_pkt_times must be >= 0, got {idle_pkt_times!r}")
@@ -530,8 +524,8 @@ def reference_arrive(state: FredFloatState, slot: int, queue_pkts: int, params: 
 def reference_depart(state: FredFloatState, slot: int, queue_pkts_after: int,
                      params: FredParams) -> FredFloatState:
     """D1 and D2 in floats."""
-    _check_int("slot", slot, 0, 1 << 32)
-    _check_int("queue_pkts_after", queue_pkts_after, 0, MASK32)
+    check_int("slot", slot, 0, 1 << 32)
+    check_int("queue_pkts_after", queue_pkts_after, 0, MASK32)
     avg = (1 - params.w_q) * state.avg_pkts + params.w_q * queue_pkts_after   # D1
     flow = state.slot(slot)
     nactive = state.nactive

@@ -55,7 +55,8 @@ from fractions import Fraction
 from typing import Union
 
 from .. import p4constants as C
-from ..fixedpoint import ADMIT, CLASS_THRESHOLD, QUEUE_LIMIT, OccupancyLike, as_occupancy
+from ..fixedpoint import (ADMIT, CLASS_THRESHOLD, QUEUE_LIMIT, OccupancyLike, as_occupancy,
+                          check_int)
 
 Number = Union[int, float, Fraction]
 
@@ -154,14 +155,8 @@ def smoothed_threshold(class_th: Number, residue_pkts: Number, last_th: Number,
 
 
 # ------------------------------------------------- the period update
-def _check_int(what: str, value: object, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"{what} must be an int in {low}..{high}, got {value!r}")
-    return value
-
-
 def _check_buffer(buffer_pkts: object) -> int:
-    return _check_int("buffer_pkts", buffer_pkts, 1, MAX_BUFFER_PKTS)
+    return check_int("buffer_pkts", buffer_pkts, 1, MAX_BUFFER_PKTS)
 
 
 def _check_counts(arrivals: Mapping[int, int]) -> dict[int, int]:
@@ -170,7 +165,7 @@ def _check_counts(arrivals: Mapping[int, int]) -> dict[int, int]:
     for key in arrivals:
         if key not in MCDT_CLASSES:
             raise ValueError(f"arrivals: unknown class id {key!r} (classes {MCDT_CLASSES})")
-    return {c: _check_int(f"arrivals[{C.CLASS_NAMES[c]}]", arrivals.get(c, 0), 0, MAX_COUNT)
+    return {c: check_int(f"arrivals[{C.CLASS_NAMES[c]}]", arrivals.get(c, 0), 0, MAX_COUNT)
             for c in MCDT_CLASSES}
 
 
@@ -218,13 +213,13 @@ def period_update(arrivals: Mapping[int, int], queue_pkts: int,
     """
     buffer_pkts = _check_buffer(buffer_pkts)
     counts = _check_counts(arrivals)
-    queue_pkts = _check_int("queue_pkts", queue_pkts, 0, buffer_pkts)
+    queue_pkts = check_int("queue_pkts", queue_pkts, 0, buffer_pkts)
     if last_th_scaled is None:
         last_th_scaled = initial_th_scaled(buffer_pkts)
     if not isinstance(last_th_scaled, Mapping) or set(last_th_scaled) != set(MCDT_CLASSES):
         raise ValueError(f"last_th_scaled must map each class {MCDT_CLASSES} to a threshold, "
                          f"got {last_th_scaled!r}")
-    last = {c: _check_int(f"last_th_scaled[{C.CLASS_NAMES[c]}]", last_th_scaled[c], 0,
+    last = {c: check_int(f"last_th_scaled[{C.CLASS_NAMES[c]}]", last_th_scaled[c], 0,
                           buffer_pkts << C.AVG_FRAC_BITS) for c in MCDT_CLASSES}
     w = weights.validated().exact()
 
@@ -278,7 +273,7 @@ def action_params(th_pkts: Mapping[int, int], buffer_pkts: int = DEFAULT_BUFFER_
     buffer_pkts = _check_buffer(buffer_pkts)
     if not isinstance(th_pkts, Mapping) or set(th_pkts) != set(MCDT_CLASSES):
         raise ValueError(f"th_pkts must map each class {MCDT_CLASSES} to packets, got {th_pkts!r}")
-    return {f"{_CLASS_FIELD[c]}_th_pkts": _check_int(f"th_pkts[{C.CLASS_NAMES[c]}]", th_pkts[c],
+    return {f"{_CLASS_FIELD[c]}_th_pkts": check_int(f"th_pkts[{C.CLASS_NAMES[c]}]", th_pkts[c],
                                                      0, buffer_pkts)
             for c in MCDT_CLASSES}
 
@@ -296,8 +291,8 @@ def decide(class_id: int, occupancy: OccupancyLike, th_pkts: Mapping[int, int],
     if class_id not in MCDT_CLASSES:
         raise ValueError(f"class_id must be one of {MCDT_CLASSES}, got {class_id!r}")
     occ = as_occupancy(occupancy)
-    queue_limit_pkts = _check_int("queue_limit_pkts", queue_limit_pkts, 0, (1 << 32) - 1)
-    th = _check_int(f"th_pkts[{C.CLASS_NAMES[class_id]}]", th_pkts.get(class_id), 0,
+    queue_limit_pkts = check_int("queue_limit_pkts", queue_limit_pkts, 0, (1 << 32) - 1)
+    th = check_int(f"th_pkts[{C.CLASS_NAMES[class_id]}]", th_pkts.get(class_id), 0,
                     (1 << 32) - 1)
     class_pkts = getattr(occ, f"{_CLASS_FIELD[class_id]}_pkts")
     if class_pkts > th:
