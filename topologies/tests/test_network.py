@@ -224,7 +224,13 @@ def test_second_bring_up_after_crash(topo, tmp_path):
         crashed.stderr.close()
     left = lab.namespaces(prefix)
     assert len(left) == 7
-    stale = [p for ps in lab.namespace_pids(left).values() for p in ps]
+    # The `sleep` may still be entering its namespace (ip netns exec) when "up" is read.
+    deadline = time.monotonic() + 5
+    while True:
+        stale = [p for ps in lab.namespace_pids(left).values() for p in ps]
+        if len(stale) >= 2 + 12 + 1 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert len(stale) >= 2 + 12 + 1              # BMv2s, delay elements, the sleep
     with Network(topo, tmp_path / "second", None, name_prefix=prefix) as net:
         assert (tmp_path / "second" / "leftovers-removed.txt").read_text().split() == left
