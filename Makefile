@@ -29,7 +29,7 @@ help:
 	@echo "make run          the D-CBT paper experiment under DROP_TAIL, RED, CBT, D-CBT, D-CBT+ChIPS (needs root)"
 	@echo "                  (options: make run RUN_ARGS='--algorithms RED,DCBT --duration 15')"
 	@echo "make bench        BMv2 packet rate: AQM program vs minimal IPv4 forwarder (needs root)"
-	@echo "make check-results  recompute the README's result tables from docs/results (also in make test)"
+	@echo "make check-results  recompute the README's result and paper-comparison tables from docs/results (also in make test)"
 	@echo "make mutants      mutation testing (tools/mutants.yaml; needs root, ~1 min a mutant)"
 	@echo "make clean        remove build/ and results/"
 
@@ -117,6 +117,7 @@ bench: build deps-venv
 .PHONY: check-results
 check-results: deps-venv
 	$(PY) tools/check_results.py
+	$(PY) tools/paper_compare.py
 
 # Mutation testing: each mutant of tools/mutants.yaml must make one of its tests fail.
 .PHONY: mutants

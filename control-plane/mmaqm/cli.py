@@ -2,6 +2,7 @@
 
   mmaqm-ctl --config cfg.yaml [run]   install every switch, then keep D-CBT shares current
       [--stats-out FILE.jsonl [--stats-interval-ms 100]]   and log counter samples
+      [--events-out FILE.jsonl]       and log each D-CBT share push with its flow counts
   mmaqm-ctl --config cfg.yaml install install and exit
   mmaqm-ctl --config cfg.yaml check   validate the config only; writes nothing
   mmaqm-ctl --config cfg.yaml stats   per-port, per-class counters as a table
@@ -66,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
                              "counters (and active flows, shares) per switch per sample")
     parser.add_argument("--stats-interval-ms", type=float, default=100.0,
                         help="run: sampling interval of --stats-out [100]")
+    parser.add_argument("--events-out", type=Path,
+                        help="run: append one JSON line per D-CBT share push (time, port, "
+                             "active-flow counts, shares): the active-flow lag's data")
     parser.add_argument("--json", action="store_true",
                         help="stats: one JSON line per switch instead of a table")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -95,9 +99,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.stats_interval_ms <= 0:
         print("mmaqm-ctl: --stats-interval-ms must be > 0", file=sys.stderr)
         return 2
-    if args.stats_out is not None and args.command != "run":
-        print("mmaqm-ctl: --stats-out only applies to 'run'", file=sys.stderr)
-        return 2
+    for flag, value in (("--stats-out", args.stats_out), ("--events-out", args.events_out)):
+        if value is not None and args.command != "run":
+            print(f"mmaqm-ctl: {flag} only applies to 'run'", file=sys.stderr)
+            return 2
 
     if args.command == "check":
         print(f"{args.config}: ok ({len(cfg.switches)} switches)")
@@ -111,10 +116,14 @@ def main(argv: list[str] | None = None) -> int:
                 sink = None
                 if args.stats_out is not None:
                     sink = jsonl_sink(stack.enter_context(open(args.stats_out, "a")))
+                event_sink = None
+                if args.events_out is not None:
+                    event_sink = jsonl_sink(stack.enter_context(open(args.events_out, "a")))
                 asyncio.run(run_switches(cfg, p4info=args.p4info, bmv2_json=args.bmv2_json,
                                          install_only=args.command == "install", names=names,
                                          stats_sink=sink,
-                                         stats_interval_ms=args.stats_interval_ms))
+                                         stats_interval_ms=args.stats_interval_ms,
+                                         event_sink=event_sink))
     except KeyboardInterrupt:
         return 130
     except (FileNotFoundError, RuntimeError, TimeoutError) as err:

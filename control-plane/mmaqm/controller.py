@@ -34,7 +34,8 @@ class SwitchController:
 
     def __init__(self, config: Config, switch: SwitchConfig, driver: SwitchDriver,
                  clock_ms: Callable[[], float] = lambda: time.monotonic() * 1000,
-                 stats_sink: StatsSink | None = None, stats_interval_ms: float = 100) -> None:
+                 stats_sink: StatsSink | None = None, stats_interval_ms: float = 100,
+                 event_sink: StatsSink | None = None) -> None:
         self.config = config
         self.switch = switch
         self.driver = driver
@@ -45,6 +46,7 @@ class SwitchController:
         self.flow_epoch_shift = config.active_flows.flow_epoch_shift
         self.stats_sink = stats_sink
         self.stats_interval_ms = stats_interval_ms
+        self.event_sink = event_sink
 
     async def install(self) -> None:
         """Replace every table entry with the configuration (validated already)."""
@@ -88,10 +90,23 @@ class SwitchController:
             if action != self.pushed.get(port):
                 await self._push(port, action)
                 changed.append(port)
+                if self.event_sink is not None:
+                    self.event_sink(self.share_push_event(port, action))
                 LOG.debug("%s port %d: flows %s -> tagged_share_q16 %d untagged_th %d",
                           self.switch.name, port, self.flows.counts(port),
                           action.params["tagged_share_q16"], action.params["untagged_th_scaled"])
         return changed
+
+    def share_push_event(self, port: int, action: PolicyAction) -> dict[str, Any]:
+        """One share_push event: when (CLOCK_REALTIME, after the write returned) the
+        switch got D-CBT shares from which active-flow counts. It times how far the
+        shares lag behind flows that start or stop (README "Active-flow counting")."""
+        class_names = {v: k for k, v in C.CLASSES.items()}
+        return {"event": "share_push", "t_ns": time.time_ns(), "switch": self.switch.name,
+                "port": port,
+                "active_flows": {class_names[c]: n for c, n in self.flows.counts(port).items()},
+                "tagged_share_q16": action.params["tagged_share_q16"],
+                "untagged_th_scaled": action.params["untagged_th_scaled"]}
 
     async def receive_flow_reports(self) -> None:
         async for reports in self.driver.flow_reports():
@@ -154,7 +169,8 @@ def jsonl_sink(stream: TextIO) -> StatsSink:
 async def run_switches(config: Config, *, p4info: Path = DEFAULT_P4INFO,
                        bmv2_json: Path = DEFAULT_BMV2_JSON, install_only: bool = False,
                        names: list[str] | None = None, stats_sink: StatsSink | None = None,
-                       stats_interval_ms: float = 100) -> None:
+                       stats_interval_ms: float = 100,
+                       event_sink: StatsSink | None = None) -> None:
     """Connect to every (or the named) switch, install it, then run the loops."""
     selected = [config.switches[n] for n in (names or sorted(config.switches))]
 
@@ -163,7 +179,8 @@ async def run_switches(config: Config, *, p4info: Path = DEFAULT_P4INFO,
         async with SwitchDriver(sw.name, sw.p4runtime_addr, device_id=sw.device_id,
                                 p4info=p4info, bmv2_json=bmv2_json) as driver:
             controller = SwitchController(config, sw, driver, stats_sink=stats_sink,
-                                          stats_interval_ms=stats_interval_ms)
+                                          stats_interval_ms=stats_interval_ms,
+                                          event_sink=event_sink)
             await controller.install()
             if not install_only:
                 await controller.run()

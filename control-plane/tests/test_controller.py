@@ -237,6 +237,34 @@ def test_flows_expire_after_the_expiry_interval_and_the_shares_return() -> None:
     run_async(body())
 
 
+def test_each_share_push_is_logged_with_its_flow_counts_and_shares() -> None:
+    """The event sink gets one share_push line per pushed D-CBT port, none without a
+    push: the data the experiments time the active-flow lag from."""
+    async def body() -> None:
+        driver = FakeDriver()
+        clock = Clock(1000.0)
+        events: list[dict[str, Any]] = []
+        controller = await installed(driver, clock, event_sink=events.append)
+        await _observe(controller, driver, [[report(3, TAGGED, 1), report(3, UNTAGGED, 2),
+                                             report(3, TCP, 7)]])
+        await controller.update_shares()
+        assert len(events) == 1
+        ev = events[0]
+        assert ev["event"] == "share_push" and ev["port"] == 3
+        assert ev["active_flows"] == {"TCP": 1, "TAGGED": 1, "UNTAGGED": 1}
+        # shares 1/3: tagged round(65536 / 3) = 21845; untagged (1/3) * 14 pkts
+        assert ev["tagged_share_q16"] == 21845
+        assert ev["untagged_th_scaled"] == round(14 / 3 * 65536)
+        assert isinstance(ev["t_ns"], int) and ev["switch"] == controller.switch.name
+        await controller.update_shares()      # nothing changed: no push, no event
+        assert len(events) == 1
+        clock.now_ms = 1400.0                 # all three expired: shares return
+        await controller.update_shares()
+        assert events[-1]["active_flows"] == {"TCP": 0, "TAGGED": 0, "UNTAGGED": 0}
+        assert len(events) == 2
+    run_async(body())
+
+
 def test_a_report_refreshes_a_flow() -> None:
     async def body() -> None:
         driver = FakeDriver()

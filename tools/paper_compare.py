@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""The README's "paper value / mmaqm value / why they differ" tables, from committed data.
+
+docs/paper-comparison.yaml lists, per paper, the committed run the comparison
+uses (docs/results/<run>/) and one row per number the paper reports: what it
+is, the paper's value, how to compute mmaqm's value from the run's
+summary.json files (a metric below), and why they differ. The README holds
+each paper's table between the markers
+
+    <!-- paper-compare:NAME -->  ...  <!-- /paper-compare:NAME -->
+
+  python tools/paper_compare.py            # check: each README table equals its rendering
+  python tools/paper_compare.py --write    # rewrite the README tables from the data
+
+A changed number in a summary, a row added to the YAML, or a hand edit of a
+table makes the check fail (it is part of `make check-results`, hence `make test`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any, Callable, Mapping, Optional
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SPEC = REPO / "docs" / "paper-comparison.yaml"
+RESULTS = REPO / "docs" / "results"
+PACKET_BYTES = 1000          # every packet of the paper scenarios (dcbt §5, cbt §4)
+
+Summaries = Mapping[str, Mapping[str, Any]]
+
+
+class CompareError(Exception):
+    """A metric that cannot be computed from the run (missing algorithm, phase, key)."""
+
+
+def _summary(runs: Summaries, algorithm: str) -> Mapping[str, Any]:
+    if algorithm not in runs:
+        raise CompareError(f"no summary for {algorithm} (run has {sorted(runs)})")
+    return runs[algorithm]
+
+
+def _phase(runs: Summaries, algorithm: str, phase: str) -> Mapping[str, Any]:
+    s = _summary(runs, algorithm)
+    if phase == "run":
+        return s["run"]
+    if phase not in s["phases"]:
+        raise CompareError(f"{algorithm}: no phase {phase!r} (has {sorted(s['phases'])})")
+    return s["phases"][phase]
+
+
+def _bottleneck_port(runs: Summaries, algorithm: str) -> Mapping[str, Any]:
+    sw = _summary(runs, algorithm)["switch"]
+    bn = sw["bottleneck"]
+    return sw["ports"][f"{bn['switch']}:{bn['port']}"]
+
+
+def class_kbps(runs: Summaries, algorithm: str, phase: str, cls: str) -> float:
+    """Average per-flow throughput of a class in a phase, kbit/s (dcbt Fig. 8)."""
+    v = _phase(runs, algorithm, phase)["class_avg_per_flow_kbps"][cls]
+    if v is None:
+        raise CompareError(f"{algorithm} {phase}: no {cls} flow")
+    return float(v)
+
+
+def _counts(runs: Summaries, algorithm: str, cls: str, phase: str = "run") -> Mapping[str, Any]:
+    port = _bottleneck_port(runs, algorithm)
+    return port["run"][cls] if phase == "run" else port["phases"][phase][cls]
+
+
+def accounting(runs: Summaries, algorithm: str, field: str) -> float:
+    """dcbt Tables 1-2 over the run from the bottleneck's counters (report.py's
+    packet_accounting_table): delivered = departures, drop % = drops / arrivals."""
+    s = _summary(runs, algorithm)
+    cls, _, what = field.partition("_")
+    c = _counts(runs, algorithm, cls.upper())
+    if what == "delivered":
+        return float(c["departures"])
+    if what == "drop_pct":
+        return 100.0 * c["drops_total"] / c["arrivals"]
+    if what == "kbps":
+        return c["departures"] * PACKET_BYTES * 8 / 1000 / s["scenario"]["duration_s"]
+    raise CompareError(f"unknown accounting field {field!r}")
+
+
+def _fmt(v: float, nd: int) -> str:
+    return f"{v:,.{nd}f}".replace(",", " ")
+
+
+Metric = Callable[..., str]
+
+
+def m_class_kbps(runs: Summaries, algorithm: str, phase: str, cls: str) -> str:
+    return f"{_fmt(class_kbps(runs, algorithm, phase, cls), 0)} kbit/s"
+
+
+def m_class_ratio_pct(runs: Summaries, algorithm: str, phase: str, num: str, den: str) -> str:
+    """How much more (+) or less (-) a num-class flow got than a den-class flow, %."""
+    r = class_kbps(runs, algorithm, phase, num) / class_kbps(runs, algorithm, phase, den)
+    return f"{100 * (r - 1):+.0f} %"
+
+
+def m_class_share_of_fair_pct(runs: Summaries, algorithm: str, phase: str, cls: str) -> str:
+    fair = float(_phase(runs, algorithm, phase)["fair_share_kbps"])
+    return f"{100 * class_kbps(runs, algorithm, phase, cls) / fair:.0f} % of fair"
+
+
+def m_fair_share_kbps(runs: Summaries, algorithm: str, phase: str) -> str:
+    return f"{_fmt(float(_phase(runs, algorithm, phase)['fair_share_kbps']), 0)} kbit/s"
+
+
+def m_jain(runs: Summaries, algorithm: str, phase: str) -> str:
+    return f"{float(_phase(runs, algorithm, phase)['jain']):.3f}"
+
+
+def m_accounting(runs: Summaries, algorithm: str, field: str) -> str:
+    v = accounting(runs, algorithm, field)
+    return f"{v:.2f} %" if field.endswith("_pct") else _fmt(v, 0)
+
+
+def m_accounting_ratio_pct(runs: Summaries, algorithm: str, baseline: str, field: str) -> str:
+    return f"{100 * accounting(runs, algorithm, field) / accounting(runs, baseline, field):.1f} %"
+
+
+def m_tagged_delay_ms(runs: Summaries, algorithm: str, stat: str) -> str:
+    """Tagged one-way delay over the run: mean_ms, max_ms, or pNN from the CDF."""
+    udp = _phase(runs, algorithm, "run")["udp_class"]["TAGGED"]
+    if stat.startswith("p"):
+        cdf = udp["delay_cdf_ms"]
+        q = int(stat[1:])
+        v = cdf[round(q / 100 * (len(cdf) - 1))]
+    else:
+        v = udp[stat]
+    return f"{float(v):.1f} ms"
+
+
+def m_class_loss_pct(runs: Summaries, algorithm: str, phase: str, cls: str) -> str:
+    """Drops / arrivals of a class at the bottleneck in a phase (switch counters)."""
+    c = _counts(runs, algorithm, cls, phase)
+    if not c["arrivals"]:
+        raise CompareError(f"{algorithm} {phase}: no {cls} arrivals")
+    return f"{100 * c['drops_total'] / c['arrivals']:.1f} %"
+
+
+def m_flow_share_pct(runs: Summaries, algorithm: str, phase: str, cls: str) -> str:
+    """The class's share of the phase's active flows, % (dcbt §6.2: ChIPS's on/off ratio)."""
+    n = _phase(runs, algorithm, phase)["n_flows_by_class"]
+    return f"{100 * n[cls] / sum(n.values()):.0f} %"
+
+
+def m_class_avg_pkts(runs: Summaries, algorithm: str, phase: str, cls: str) -> str:
+    """Mean of a sampled average register over a phase, packets (dcbt Fig. 10)."""
+    regs = _summary(runs, algorithm).get("registers")
+    if not regs:
+        raise CompareError(f"{algorithm}: no register samples in the summary")
+    try:
+        v = regs["phase_mean_pkts"][phase][cls]
+    except KeyError:
+        raise CompareError(f"{algorithm}: no register mean for {phase}/{cls}") from None
+    return f"{float(v):.2f} pkts"
+
+
+METRICS: dict[str, Metric] = {
+    "class_kbps": m_class_kbps,
+    "class_ratio_pct": m_class_ratio_pct,
+    "class_share_of_fair_pct": m_class_share_of_fair_pct,
+    "fair_share_kbps": m_fair_share_kbps,
+    "jain": m_jain,
+    "accounting": m_accounting,
+    "accounting_ratio_pct": m_accounting_ratio_pct,
+    "tagged_delay_ms": m_tagged_delay_ms,
+    "class_loss_pct": m_class_loss_pct,
+    "flow_share_pct": m_flow_share_pct,
+    "class_avg_pkts": m_class_avg_pkts,
+}
+
+
+def load_run(results: Path, run: str) -> dict[str, Mapping[str, Any]]:
+    """{algorithm: summary} of docs/results/<run>/."""
+    d = results / run
+    runs = {p.parent.name: json.loads(p.read_text()) for p in sorted(d.glob("*/summary.json"))}
+    if not runs:
+        raise CompareError(f"{d}: no <ALGORITHM>/summary.json")
+    return runs
+
+
+def value(runs: Summaries, spec: Mapping[str, Any]) -> str:
+    """mmaqm's value of one row: its metric over the run, or a fixed text for a row
+    the setup cannot measure (text: ...)."""
+    if "text" in spec:
+        return str(spec["text"])
+    args = dict(spec)
+    name = args.pop("fn", None)
+    if name not in METRICS:
+        raise CompareError(f"unknown metric {name!r}; known: {sorted(METRICS)}")
+    if "phases" in args:           # the same metric over several phases: "a / b / c"
+        phases = args.pop("phases")
+        return " / ".join(value(runs, {"fn": name, **args, "phase": p}) for p in phases)
+    try:
+        return METRICS[name](runs, **args)
+    except TypeError as e:
+        raise CompareError(f"metric {name}: {e}") from None
+    except KeyError as e:
+        raise CompareError(f"metric {name} {args}: missing key {e}") from None
+
+
+def _cell(text: Any) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def render(paper: Mapping[str, Any], results: Path = RESULTS) -> str:
+    """One paper's markdown table (without the markers)."""
+    runs = load_run(results, paper["run"])
+    lines = [f"Data: [docs/results/{paper['run']}/](docs/results/{paper['run']}/)", "",
+             "| what the paper reports | paper | mmaqm | why they differ |",
+             "|---|---|---|---|"]
+    for row in paper["rows"]:
+        lines.append(f"| {_cell(row['quantity'])} | {_cell(row['paper'])} | "
+                     f"{_cell(value(runs, row['mmaqm']))} | {_cell(row.get('why', ''))} |")
+    return "\n".join(lines)
+
+
+def _marker_re(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(<!-- paper-compare:{re.escape(name)} -->\n)(.*?)(\n<!-- /paper-compare:"
+                      rf"{re.escape(name)} -->)", re.S)
+
+
+def process(readme: str, spec: Mapping[str, Any], results: Path, write: bool) -> tuple[str, list[str]]:
+    """(the README with every table re-rendered, problems). A problem: a paper in
+    the spec whose markers the README lacks, a table that differs, a metric error."""
+    problems = []
+    for name, paper in spec.items():
+        try:
+            table = render(paper, results)
+        except (CompareError, OSError, ValueError) as e:
+            problems.append(f"{name}: {e}")
+            continue
+        m = _marker_re(name).search(readme)
+        if not m:
+            problems.append(f"{name}: README has no <!-- paper-compare:{name} --> block")
+            continue
+        if m.group(2) != table:
+            if write:
+                readme = readme[:m.start(2)] + table + readme[m.end(2):]
+            else:
+                problems.append(f"{name}: README table differs from its data; run "
+                                f"'python tools/paper_compare.py --write' and review the diff")
+    return readme, problems
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--readme", type=Path, default=REPO / "README.md")
+    ap.add_argument("--spec", type=Path, default=SPEC)
+    ap.add_argument("--results", type=Path, default=RESULTS)
+    ap.add_argument("--write", action="store_true", help="rewrite the README tables")
+    a = ap.parse_args(argv)
+    spec = yaml.safe_load(a.spec.read_text()) or {}
+    readme = a.readme.read_text()
+    new, problems = process(readme, spec, a.results, a.write)
+    if a.write and new != readme:
+        a.readme.write_text(new)
+        print(f"paper_compare: rewrote {a.readme}")
+    for p in problems:
+        print(f"paper_compare: {p}", file=sys.stderr)
+    if not problems:
+        print(f"paper_compare: {len(spec)} paper tables match their data")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

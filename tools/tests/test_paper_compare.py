@@ -1,0 +1,77 @@
+"""paper_compare: the README's paper/mmaqm tables are rendered from committed runs."""
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import paper_compare as pc  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+README = REPO / "README.md"
+
+
+def spec() -> dict:
+    return yaml.safe_load(pc.SPEC.read_text())
+
+
+def test_every_committed_paper_table_matches_its_data() -> None:
+    _, problems = pc.process(README.read_text(), spec(), pc.RESULTS, write=False)
+    assert problems == []
+
+
+def test_a_hand_edited_mmaqm_cell_is_caught_and_write_restores_it() -> None:
+    text = README.read_text()
+    name, paper = next(iter(spec().items()))
+    table = pc.render(paper)
+    row = next(line for line in table.splitlines()[4:] if "{" not in line)
+    cells = row.split(" | ")
+    cells[2] = cells[2] + "0"                      # the mmaqm column
+    edited = text.replace(row, " | ".join(cells), 1)
+    assert edited != text
+    _, problems = pc.process(edited, {name: paper}, pc.RESULTS, write=False)
+    assert len(problems) == 1 and "differs from its data" in problems[0]
+    fixed, problems = pc.process(edited, {name: paper}, pc.RESULTS, write=True)
+    assert problems == [] and fixed == text
+
+
+def test_a_missing_block_and_a_bad_metric_are_problems() -> None:
+    name, paper = next(iter(spec().items()))
+    _, problems = pc.process("no markers here", {name: paper}, pc.RESULTS, write=False)
+    assert problems == [f"{name}: README has no <!-- paper-compare:{name} --> block"]
+    bad = {**paper, "rows": [{"quantity": "q", "paper": "1", "mmaqm": {"fn": "nope"}}]}
+    _, problems = pc.process(README.read_text(), {name: bad}, pc.RESULTS, write=False)
+    assert "unknown metric 'nope'" in problems[0]
+    bad = {**paper, "rows": [{"quantity": "q", "paper": "1",
+                              "mmaqm": {"fn": "class_kbps", "algorithm": "NOPE",
+                                        "phase": "blast", "cls": "TCP"}}]}
+    _, problems = pc.process(README.read_text(), {name: bad}, pc.RESULTS, write=False)
+    assert "no summary for NOPE" in problems[0]
+
+
+def test_metrics_on_a_small_hand_made_run() -> None:
+    port = {"run": {"TCP": {"arrivals": 1000, "departures": 900, "drops_total": 100},
+                    "TAGGED": {"arrivals": 400, "departures": 300, "drops_total": 100}}}
+    s = {"scenario": {"duration_s": 10.0},
+         "phases": {"p": {"class_avg_per_flow_kbps": {"TCP": 500.0, "TAGGED": 650.0,
+                                                      "UNTAGGED": None},
+                          "fair_share_kbps": 600.0, "jain": 0.98765,
+                          "n_flows_by_class": {"TCP": 3, "TAGGED": 1, "UNTAGGED": 0}}},
+         "switch": {"bottleneck": {"switch": "r1", "port": 4}, "ports": {"r1:4": port}}}
+    runs = {"A": s}
+    assert pc.value(runs, {"fn": "class_ratio_pct", "algorithm": "A", "phase": "p",
+                           "num": "TAGGED", "den": "TCP"}) == "+30 %"
+    assert pc.value(runs, {"fn": "class_share_of_fair_pct", "algorithm": "A", "phase": "p",
+                           "cls": "TAGGED"}) == "108 % of fair"
+    assert pc.value(runs, {"fn": "jain", "algorithm": "A", "phase": "p"}) == "0.988"
+    assert pc.value(runs, {"fn": "flow_share_pct", "algorithm": "A", "phase": "p",
+                           "cls": "TAGGED"}) == "25 %"
+    # 900 packets of 1000 bytes in 10 s = 720 kbit/s; drops 100 / 1000 arrivals
+    assert pc.value(runs, {"fn": "accounting", "algorithm": "A", "field": "tcp_kbps"}) == "720"
+    assert pc.value(runs, {"fn": "accounting", "algorithm": "A", "field": "tcp_drop_pct"}) == "10.00 %"
+    assert pc.value(runs, {"fn": "accounting", "algorithm": "A", "field": "tagged_delivered"}) == "300"
+    assert pc.value(runs, {"text": "not measurable"}) == "not measurable"
+    with pytest.raises(pc.CompareError, match="no UNTAGGED flow"):
+        pc.value(runs, {"fn": "class_kbps", "algorithm": "A", "phase": "p", "cls": "UNTAGGED"})
