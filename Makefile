@@ -28,6 +28,7 @@ help:
 	@echo "make test-ptf     PTF suite only; one test: make test-ptf PTF_TEST=test_red.RedForcedDropTest"
 	@echo "make run          the D-CBT paper experiment under DROP_TAIL, RED, CBT, D-CBT, D-CBT+ChIPS (needs root)"
 	@echo "                  (options: make run RUN_ARGS='--algorithms RED,DCBT --duration 15')"
+	@echo "                  (named experiments: make run RUN_ARGS='--experiment cbt-fig4'; mmaqm-exp --help)"
 	@echo "make bench        BMv2 packet rate: AQM program vs minimal IPv4 forwarder (needs root)"
 	@echo "make check-results  recompute the README's result and paper-comparison tables from docs/results (also in make test)"
 	@echo "make mutants      mutation testing (tools/mutants.yaml; needs root, ~1 min a mutant)"

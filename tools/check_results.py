@@ -32,10 +32,20 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "topologies"))
 from mmaqm_exp import report  # noqa: E402
+from archive_run import (REQUIRED_ALGORITHM_FILES, REQUIRED_TOP_FILES, has_file,  # noqa: E402
+                         read_text, switch_deltas_match)
 
 ALGORITHMS = ("DROP_TAIL", "RED", "CBT_RED_ALL", "CBT_RED_TCP_ONLY", "DCBT", "DCBT_CHIPS")
 ACCOUNTING_TITLE = "Packet accounting at the bottleneck"
 RUN_LINK = re.compile(r"docs/results/([A-Za-z0-9._-]+)/")
+# Runs the README links that were committed before tools/archive_run.py existed: their
+# summaries and tables are checked, but they lack the counter series, the input files and
+# the recorded command and commit (the raw data is gone). Replace each by an archived
+# re-run and delete it here; a listed run that is complete is an error (stale entry).
+LEGACY_RUNS = {
+    "dcbt-fig7-20261124": "committed 2026-11-24 before tools/archive_run.py",
+    "dcbt-fig7-idle-decay-20261124": "committed 2026-11-24 before tools/archive_run.py",
+}
 
 
 def _norm(line: str) -> str:
@@ -64,8 +74,8 @@ def _split_table(text: str) -> tuple[str, str]:
 def load_runs(results: Path) -> dict[str, Run]:
     runs = {}
     for d in sorted(p for p in results.iterdir() if p.is_dir()):
-        summaries = {a: json.loads((d / a / "summary.json").read_text())
-                     for a in ALGORITHMS if (d / a / "summary.json").is_file()}
+        summaries = {a: json.loads(read_text(d / a / "summary.json"))
+                     for a in ALGORITHMS if has_file(d / a / "summary.json")}
         if not summaries:
             continue
         runs[d.name] = Run(d.name, _rows(report.comparison_table(summaries)),
@@ -130,6 +140,47 @@ def check_readme(readme: str, runs: dict[str, Run]) -> tuple[list[str], list[str
     return errors, unbacked, checked
 
 
+def missing_evidence(run_dir: Path) -> list[str]:
+    """The files tools/archive_run.py writes that run_dir lacks (per algorithm that has a
+    summary), and the algorithms whose counters.jsonl does not recompute the counter
+    deltas of their summary.json."""
+    missing = [n for n in REQUIRED_TOP_FILES if not (run_dir / n).is_file()]
+    for a in ALGORITHMS:
+        if not has_file(run_dir / a / "summary.json"):
+            continue
+        missing += [f"{a}/{n}" for n in REQUIRED_ALGORITHM_FILES if not has_file(run_dir / a / n)]
+        counters = run_dir / a / "counters.jsonl"
+        if has_file(counters):
+            summary = json.loads(read_text(run_dir / a / "summary.json"))
+            bad = switch_deltas_match(summary, [json.loads(line) for line in
+                                                read_text(counters).splitlines() if line.strip()])
+            missing += [f"{a}/counters.jsonl recomputing {b}" for b in bad]
+    return missing
+
+
+def check_evidence(readme: str, results: Path, runs: dict[str, Run],
+                   legacy: dict[str, str] = LEGACY_RUNS) -> tuple[list[str], list[str]]:
+    """Every run folder the README links must hold the archive (tools/archive_run.py).
+    -> (errors, notes on the LEGACY_RUNS that still lack files)."""
+    errors, notes = [], []
+    for name in dict.fromkeys(RUN_LINK.findall(readme)):
+        if not (results / name).is_dir():
+            errors.append(f"README links docs/results/{name}/, which does not exist")
+            continue
+        if name not in runs:
+            continue                     # not a run (e.g. bench/)
+        missing = missing_evidence(results / name)
+        if name in legacy:
+            if missing:
+                notes.append(f"{name} ({legacy[name]}) lacks {', '.join(missing)}")
+            else:
+                errors.append(f"{name} is complete: remove it from LEGACY_RUNS")
+        elif missing:
+            errors.append(f"{name} lacks {', '.join(missing)} (archive runs with "
+                          f"tools/archive_run.py)")
+    return errors, notes
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--readme", type=Path, default=REPO / "README.md")
@@ -139,13 +190,18 @@ def main(argv: list[str] | None = None) -> int:
     errors = check_table_files(a.results, runs)
     readme_errors, unbacked, readme_checked = check_readme(a.readme.read_text(), runs)
     errors += readme_errors
+    evidence_errors, legacy_notes = check_evidence(a.readme.read_text(), a.results, runs)
+    errors += evidence_errors
+    for line in legacy_notes:
+        print(f"legacy run, incomplete evidence: {line}")
     for line in unbacked:
         print(f"unbacked (no run data linked in its section): {line}")
     for line in errors:
         print(f"MISMATCH {line}")
     checked = sum(len(r.comparison) + len(r.accounting) for r in runs.values())
     print(f"check-results: {len(runs)} runs, {checked} recomputed rows, {readme_checked} README "
-          f"rows checked, {len(errors)} mismatches, {len(unbacked)} unbacked README rows")
+          f"rows checked, {len(errors)} mismatches, {len(unbacked)} unbacked README rows, "
+          f"{len(legacy_notes)} legacy runs with incomplete evidence")
     return 1 if errors else 0
 
 

@@ -27,6 +27,9 @@ from typing import Any, Callable, Mapping, Optional
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from archive_run import read_text  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 SPEC = REPO / "docs" / "paper-comparison.yaml"
 RESULTS = REPO / "docs" / "results"
@@ -120,7 +123,9 @@ def m_jain(runs: Summaries, algorithm: str, phase: str) -> str:
 
 def m_accounting(runs: Summaries, algorithm: str, field: str) -> str:
     v = accounting(runs, algorithm, field)
-    return f"{v:.2f} %" if field.endswith("_pct") else _fmt(v, 0)
+    if field.endswith("_pct"):
+        return f"{v:.2f} %"
+    return _fmt(v, 0) + (" kbit/s" if field.endswith("_kbps") else "")
 
 
 def m_accounting_ratio_pct(runs: Summaries, algorithm: str, baseline: str, field: str) -> str:
@@ -165,7 +170,71 @@ def m_class_avg_pkts(runs: Summaries, algorithm: str, phase: str, cls: str) -> s
     return f"{float(v):.2f} pkts"
 
 
+def m_udp_loss_pct(runs: Summaries, algorithm: str, phase: str, cls: str) -> str:
+    """Receiver-side loss of a UDP class (sent - received) / sent, % (cbt Table 1)."""
+    v = _phase(runs, algorithm, phase)["udp_class"][cls]["loss"]
+    return f"{100 * float(v):.2f} %"
+
+
+def m_class_share_pct(runs: Summaries, algorithm: str, phase: str, cls: str) -> str:
+    """A class's share of the bytes delivered in a phase, %."""
+    return f"{100 * float(_phase(runs, algorithm, phase)['class_share'][cls]):.1f} %"
+
+
+def m_tagged_queueing_ms(runs: Summaries, algorithm: str, phase: str) -> str:
+    """Mean tagged one-way delay in a phase minus the smallest delay any tagged packet
+    saw (the propagation floor): the queueing delay (cbt §4.3)."""
+    s = _summary(runs, algorithm)
+    mean = float(_phase(runs, algorithm, phase)["udp_class"]["TAGGED"]["mean_ms"])
+    floor = min(float(f["min_ms"]) for f in s["tagged_latency"].values()
+                if f.get("min_ms") is not None)
+    return f"{mean - floor:.1f} ms"
+
+
+def m_red_queue_limit(runs: Summaries, algorithm: str) -> str:
+    """cbt §4.2's effective RED queue limit and RED's thresholds, packets."""
+    lim = _summary(runs, algorithm)["red_queue_limit"]
+    return (f"{lim['effective_red_limit_pkts']:.0f} pkts "
+            f"({lim['min_th_pkts']:.0f}/{lim['max_th_pkts']:.0f})")
+
+
+def _register_phase(runs: Summaries, algorithm: str, phase: str) -> Mapping[str, Any]:
+    regs = _summary(runs, algorithm).get("registers") or {}
+    if phase not in (regs.get("phases") or {}):
+        raise CompareError(f"{algorithm}: no register samples for phase {phase!r}")
+    return regs["phases"][phase]
+
+
+def m_register(runs: Summaries, algorithm: str, phase: str, key: str,
+               cls: Optional[str] = None) -> str:
+    """A phase statistic of the sampled registers (dcbt Figs. 9-10): red_avg_mean_pkts,
+    queue_mean_pkts, or a class's avg_mean_pkts, ... (registers.py)."""
+    ph = _register_phase(runs, algorithm, phase)
+    v = ph[cls][key] if cls else ph[key]
+    if v is None:
+        raise CompareError(f"{algorithm} {phase}: {cls or ''} {key} is undefined")
+    return f"{float(v):.2f} pkts" if key.endswith("_pkts") else f"{float(v):.2f}"
+
+
+def m_threshold_predicted_kbps(runs: Summaries, algorithm: str, phase: str, cls: str) -> str:
+    """What a class threshold buys per flow if the class holds its threshold in a queue
+    of the measured mean length (dcbt §5's design rule: 25 Mbit/s * 2.9 / 10 packets):
+    threshold / mean queue * link rate / flows of the class."""
+    s = _summary(runs, algorithm)
+    ph = _register_phase(runs, algorithm, phase)
+    n = _phase(runs, algorithm, phase)["n_flows_by_class"][cls]
+    kbps = (ph[cls]["threshold_mean_pkts"] / ph["queue_mean_pkts"]
+            * s["bottleneck"]["rate_kbps"] / n)
+    return f"{_fmt(kbps, 0)} kbit/s"
+
+
 METRICS: dict[str, Metric] = {
+    "register": m_register,
+    "threshold_predicted_kbps": m_threshold_predicted_kbps,
+    "udp_loss_pct": m_udp_loss_pct,
+    "class_share_pct": m_class_share_pct,
+    "tagged_queueing_ms": m_tagged_queueing_ms,
+    "red_queue_limit": m_red_queue_limit,
     "class_kbps": m_class_kbps,
     "class_ratio_pct": m_class_ratio_pct,
     "class_share_of_fair_pct": m_class_share_of_fair_pct,
@@ -183,7 +252,8 @@ METRICS: dict[str, Metric] = {
 def load_run(results: Path, run: str) -> dict[str, Mapping[str, Any]]:
     """{algorithm: summary} of docs/results/<run>/."""
     d = results / run
-    runs = {p.parent.name: json.loads(p.read_text()) for p in sorted(d.glob("*/summary.json"))}
+    runs = {p.parent.name: json.loads(read_text(p.parent / "summary.json"))
+            for p in sorted([*d.glob("*/summary.json"), *d.glob("*/summary.json.gz")])}
     if not runs:
         raise CompareError(f"{d}: no <ALGORITHM>/summary.json")
     return runs

@@ -43,8 +43,9 @@ CONFIG: dict[str, Any] = {
 }
 # expiry 300 ms -> 2^17 us <= 150 ms < 2^18 us; default ewma_weight 2^-9.
 COMMON = {"flow_epoch_shift": 17}
-# RED options off (no bandwidth_pps: no idle decay; no gentle, ECN, harddrop)
-RED_OPTIONS_OFF = {"idle_decay_q32": 0, "gentle": 0, "max_p_q16": 0, "gentle_slope_q24": 0, "ecn": 0, "harddrop": 0}
+# RED options off (no bandwidth_pps: no idle decay; no gentle, ECN, harddrop, wait)
+RED_OPTIONS_OFF = {"idle_decay_q32": 0, "gentle": 0, "max_p_q16": 0, "gentle_slope_q24": 0, "ecn": 0, "harddrop": 0,
+                   "wait": 0}
 RED_PARAMS = {**COMMON, "queue_limit_pkts": 60, "ewma_shift": 9, "min_th_scaled": 5 << 16,
               "max_th_scaled": 15 << 16, "red_slope_q24": 167772,   # round(0.01 * 2^24)
               **RED_OPTIONS_OFF}

@@ -1,5 +1,6 @@
 """check_results: the README's result tables are recomputed from committed run data."""
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ import check_results  # noqa: E402
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 RESULTS = REPO / "docs" / "results"
-LATEST = "dcbt-fig7-20261124"
+LATEST = "dcbt-fig7-20261124-2117"
 
 
 def run(capsys, readme: Path = README, results: Path = RESULTS) -> tuple[int, str]:
@@ -29,9 +30,9 @@ def test_the_committed_readme_and_tables_match_their_data(capsys) -> None:
 
 def test_a_changed_readme_number_is_a_mismatch(tmp_path, capsys) -> None:
     text = README.read_text()
-    row = next(line for line in text.splitlines() if line.startswith("DCBT_CHIPS     639"))
+    row = next(line for line in text.splitlines() if line.startswith("DCBT_CHIPS     659"))
     changed = tmp_path / "README.md"
-    changed.write_text(text.replace(row, row.replace(" 639 ", " 640 ", 1)))
+    changed.write_text(text.replace(row, row.replace(" 659 ", " 660 ", 1)))
     rc, out = run(capsys, readme=changed)
     assert rc == 1 and "MISMATCH README" in out and "DCBT_CHIPS" in out, out
 
@@ -39,17 +40,17 @@ def test_a_changed_readme_number_is_a_mismatch(tmp_path, capsys) -> None:
 def test_a_changed_tables_1_2_cell_is_a_mismatch(tmp_path, capsys) -> None:
     text = README.read_text()
     changed = tmp_path / "README.md"
-    changed.write_text(text.replace("| mmaqm DCBT | 59 592 |", "| mmaqm DCBT | 59 593 |"))
+    changed.write_text(text.replace("| mmaqm DCBT | 62 326 |", "| mmaqm DCBT | 62 327 |"))
     assert changed.read_text() != text
     rc, out = run(capsys, readme=changed)
-    assert rc == 1 and "accounting row 'DCBT 59593" in out, out
+    assert rc == 1 and "accounting row 'DCBT 62327" in out, out
 
 
 def test_a_table_file_that_disagrees_with_its_summaries_is_a_mismatch(tmp_path, capsys) -> None:
     results = tmp_path / "results"
     shutil.copytree(RESULTS / LATEST, results / LATEST)
     table = results / LATEST / "table.txt"
-    table.write_text(table.read_text().replace("0.990  0.976", "0.991  0.976", 1))
+    table.write_text(table.read_text().replace("0.993  0.987", "0.994  0.987", 1))
     rc, out = run(capsys, results=results)
     assert rc == 1 and f"{LATEST}/table.txt comparison row DCBT" in out, out
 
@@ -59,3 +60,66 @@ def test_a_section_without_linked_data_is_reported_unbacked(tmp_path, capsys) ->
     readme.write_text("## Results\n\n```\nRED  1 2 3 4 5 6\n```\n")
     rc, out = run(capsys, readme=readme)
     assert rc == 0 and "unbacked" in out and "RED 1 2 3 4 5 6" in out, out
+
+
+# ------------------------------------------------------------ the evidence of linked runs
+def _complete_run(results: Path, name: str = "new-run") -> Path:
+    """A run folder with every file tools/archive_run.py writes; its counters (one TCP
+    arrival per 100 ms at r1 port 4) recompute its summary's deltas."""
+    from types import SimpleNamespace
+
+    from mmaqm_exp import analysis
+
+    d = results / name
+    (d / "RED").mkdir(parents=True)
+    for f in check_results.REQUIRED_TOP_FILES:
+        (d / f).write_text("x\n")
+    t0 = 1_700_000_000_000_000_000
+    counters = [{"t_ns": t0 + i * 100_000_000, "switch": "r1", "readings": [
+        {"port": 4, "class": "TCP", "arrivals": {"packets": i}}]} for i in range(-5, 25)]
+    phases = [{"name": "a", "start_s": 0, "end_s": 2}]
+    sc = SimpleNamespace(duration_s=2, phases=[SimpleNamespace(**p) for p in phases])
+    summary = {"t0_ns": t0, "scenario": {"duration_s": 2, "phases": phases},
+               "switch": analysis.switch_metrics(counters, t0, sc, ("r1", 4))}
+    (d / "RED" / "summary.json").write_text(json.dumps(summary))
+    (d / "RED" / "flows.csv").write_text("x\n")
+    (d / "RED" / "counters.jsonl").write_text("".join(json.dumps(c) + "\n" for c in counters))
+    return d
+
+
+def test_a_linked_run_must_hold_its_evidence(tmp_path) -> None:
+    results = tmp_path / "results"
+    d = _complete_run(results)
+    (results / "bench").mkdir()
+    runs = {"new-run": check_results.Run("new-run")}
+    readme = "see docs/results/new-run/ and docs/results/bench/ and docs/results/new-run/table.txt"
+    assert check_results.check_evidence(readme, results, runs, legacy={}) == ([], [])
+    (d / "RED" / "counters.jsonl").unlink()
+    (d / "COMMAND.txt").unlink()
+    errors, _ = check_results.check_evidence(readme, results, runs, legacy={})
+    assert errors == ["new-run lacks COMMAND.txt, RED/counters.jsonl (archive runs with "
+                      "tools/archive_run.py)"]
+    # a legacy run only gets a note; a legacy entry for a complete run is stale
+    errors, notes = check_results.check_evidence(readme, results, runs, legacy={"new-run": "old"})
+    assert errors == [] and notes == ["new-run (old) lacks COMMAND.txt, RED/counters.jsonl"]
+    _complete_run(results, "done")
+    errors, _ = check_results.check_evidence("docs/results/done/ docs/results/gone/", results,
+                                             {"done": check_results.Run("done")},
+                                             legacy={"done": "old"})
+    assert errors == ["done is complete: remove it from LEGACY_RUNS",
+                      "README links docs/results/gone/, which does not exist"]
+
+
+def test_counters_that_do_not_back_the_summary_are_an_error(tmp_path) -> None:
+    d = _complete_run(tmp_path)
+    summary = json.loads((d / "RED" / "summary.json").read_text())
+    summary["switch"]["ports"]["r1:4"]["run"]["TCP"]["arrivals"] += 1
+    (d / "RED" / "summary.json").write_text(json.dumps(summary))
+    assert check_results.missing_evidence(d) == ["RED/counters.jsonl recomputing r1:4 run"]
+
+
+def test_the_legacy_list_names_only_linked_runs_that_are_still_incomplete() -> None:
+    linked = set(check_results.RUN_LINK.findall(README.read_text()))
+    for name in check_results.LEGACY_RUNS:
+        assert name in linked, f"{name}: no longer linked from the README; drop it from LEGACY_RUNS"
+        assert check_results.missing_evidence(RESULTS / name), name

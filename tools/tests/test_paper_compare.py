@@ -69,7 +69,7 @@ def test_metrics_on_a_small_hand_made_run() -> None:
     assert pc.value(runs, {"fn": "flow_share_pct", "algorithm": "A", "phase": "p",
                            "cls": "TAGGED"}) == "25 %"
     # 900 packets of 1000 bytes in 10 s = 720 kbit/s; drops 100 / 1000 arrivals
-    assert pc.value(runs, {"fn": "accounting", "algorithm": "A", "field": "tcp_kbps"}) == "720"
+    assert pc.value(runs, {"fn": "accounting", "algorithm": "A", "field": "tcp_kbps"}) == "720 kbit/s"
     assert pc.value(runs, {"fn": "accounting", "algorithm": "A", "field": "tcp_drop_pct"}) == "10.00 %"
     assert pc.value(runs, {"fn": "accounting", "algorithm": "A", "field": "tagged_delivered"}) == "300"
     assert pc.value(runs, {"text": "not measurable"}) == "not measurable"

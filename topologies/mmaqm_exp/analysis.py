@@ -20,7 +20,8 @@ of the scenario (dcbt section 6 uses 0-10, 10-20, 20-30 s):
   send times through the sender log), one-way delay mean/min/max/spread/std
   (dcbt section 4 "variance in end-to-end delay"), RFC 3550 jitter;
 * per flow over its whole active span: bandwidth variation (feng section 3) of
-  1 s windows, and of 8 s windows when at least two fit;
+  1 s windows, and of 8 s windows when at least two fit; and its standard
+  deviation against the smoothing window, 0.1 to 8 s (feng Fig. 3);
 * from the counter JSONL (cumulative counters; a value at time t is the last
   sample at or before t): per port and class, arrival/admit/departure/drop
   deltas by reason over the run and per phase, the loss rate at the switch,
@@ -38,7 +39,7 @@ import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from . import metrics
 from .samples import RecvSample, read_recv_csv, read_send_log
@@ -50,6 +51,8 @@ DROP_REASONS = ("QUEUE_LIMIT", "RED_EARLY", "RED_FORCED", "CLASS_THRESHOLD")
 COUNTER_KINDS = ("arrivals", "admits", "departures")
 BW_WINDOWS_S = (1.0, 8.0)       #: feng section 3
 MIN_BW_WINDOWS = 2              #: a window size is reported only if this many fit
+#: feng section 3.2, Fig. 3: smoothing windows (s) of the variation-against-delay curve
+SMOOTHING_WINDOWS_S = (0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0)
 MAX_SERIES_POINTS = 20000       #: cap of each time series kept in summary.json
 SUMMARY_FILE = "summary.json"
 FLOWS_CSV = "flows.csv"
@@ -314,6 +317,16 @@ def bandwidth_variation_block(fd: FlowData) -> dict[str, Any]:
     return out
 
 
+def bandwidth_variation_curve(fd: FlowData) -> dict[str, list[float]]:
+    """feng section 3.2, Fig. 3: the flow's bandwidth variation (population std of
+    the per-window throughput, kbit/s) against the smoothing window, over its
+    active span; a window is included only if MIN_BW_WINDOWS fit."""
+    a, b = fd.flow.start_s, fd.flow.stop_s
+    ws = [w for w in SMOOTHING_WINDOWS_S if b - a + 1e-9 >= MIN_BW_WINDOWS * w]
+    return {"windows_s": ws,
+            "std_kbps": [_r(metrics.bandwidth_variation(fd.samples, w, a, b).std_bps / 1e3) for w in ws]}
+
+
 # ---------------------------------------------------------------------------
 # Switch counters
 # ---------------------------------------------------------------------------
@@ -379,13 +392,18 @@ CPU_SATURATED_FRACTION = 0.95     # machine CPU, mean over the traffic, of nproc
 
 def validity_warnings(summary: Mapping[str, Any], nproc: Optional[int] = None) -> list[str]:
     """The reasons a finished run's numbers may not measure the AQM (issue 11):
-    a phase whose bottleneck utilisation is below MIN_PHASE_UTILISATION; the
+    a phase with TCP flows whose bottleneck utilisation is below
+    MIN_PHASE_UTILISATION (TCP should fill the link); the
     machine's CPU saturated (mean over the traffic >= CPU_SATURATED_FRACTION of
     nproc cores). Loss before the AQM is switch_keepup's check. Skips a check
     whose data is absent."""
     out: list[str] = []
     for name, ph in summary.get("phases", {}).items():
         u = ph.get("utilization")
+        # A phase without TCP (cbt's ProShare-only start and tail: 1.26 of 10 Mbit/s)
+        # is not meant to fill the link; its UDP is checked by udp_arrivals and loss.
+        if not (ph.get("n_flows_by_class") or {"TCP": 1}).get("TCP"):
+            continue
         if u is not None and u < MIN_PHASE_UTILISATION:
             out.append(f"phase {name}: bottleneck utilisation {u:.3f} < {MIN_PHASE_UTILISATION}")
     machine = (summary.get("cpu") or {}).get("machine")
@@ -477,6 +495,199 @@ def keepup_problem(keepup: Mapping[str, Mapping[str, Any]]) -> Optional[str]:
     return "; ".join(lines) if lines else None
 
 
+# ---------------------------------------------------------------------------
+# Did every UDP packet reach the first switch? Did a delay element lose packets?
+# ---------------------------------------------------------------------------
+
+# Sent UDP packets against the first switch's AQM arrivals, per (switch, egress port,
+# class). Both counts are exact: each sender counts the datagrams the kernel accepted
+# (sent - send_errors; plus the hosts' ICMP messages, from their kernel counters: the
+# untagged class holds every non-TCP packet), and the counters are read from a sample
+# before the traffic (no UDP yet) to one after the network drained (experiment.py waits
+# for it), so no sample edge cuts a packet off. Nothing on the way may lose one: a
+# difference means packets lost between a host's socket and the AQM (the host's veth
+# backlog, BMv2's port I/O) or classified into another class. Hence 0.
+UDP_ARRIVAL_TOLERANCE_PKTS = 0
+
+
+@dataclass(frozen=True)
+class UdpStream:
+    """Non-TCP packets that entered the network at one host, as their sender counted
+    them: one flow's data, one receiver's feedback, or one host's ICMP messages (the
+    kernel's count). ``first_hops`` are the (switch, egress port) pairs where they can
+    first meet an AQM (one for a data flow; a receiver answering senders behind
+    different ports has several, and its count cannot be split among them);
+    ``later_hops`` every pair further along."""
+
+    label: str
+    cls: str
+    packets: Optional[int]                  #: accepted by the kernel; None = unknown
+    send_errors: int
+    first_hops: frozenset
+    later_hops: frozenset
+
+
+def udp_streams(res: TrafficResult, hops: Callable[[str, str], Sequence[tuple[str, int]]],
+                tagged_dscp: Sequence[int], feedback_dscp: int) -> list[UdpStream]:
+    """Every UDP stream of a run from the programs' final JSON lines: each sender's
+    sent - send_errors, each receiver's feedback_sent. hops(src, dst) -> the
+    (switch, egress port) pairs a packet crosses (Topology.switch_hops)."""
+    flows = {f.flow_id: f for f in res.scenario.flows}
+    out = []
+    for us in res.udp_senders:
+        f = flows[us.flow_id]
+        j = _last_json_line(res.path(us.out_json))
+        path = tuple(hops(f.src, f.dst))
+        sent, errors = j.get("sent"), int(j.get("send_errors", 0))
+        out.append(UdpStream(f"flow {us.flow_id}", f.cls,
+                             None if sent is None else int(sent) - errors, errors,
+                             frozenset(path[:1]), frozenset(path[1:])))
+    fb_cls = "TAGGED" if feedback_dscp in tagged_dscp else "UNTAGGED"
+    for sink in res.udp_sinks:
+        senders = sorted({flows[fid].src for fid in sink.flow_ids if flows[fid].kind == "mmapp"})
+        if not senders:
+            continue
+        paths = [tuple(hops(sink.host, src)) for src in senders]
+        j = _last_json_line(res.path(sink.recv_out))
+        fb = j.get("feedback_sent")
+        out.append(UdpStream(f"feedback of {sink.host}", fb_cls,
+                             None if fb is None else int(fb), 0,
+                             frozenset(p[0] for p in paths if p),
+                             frozenset(h for p in paths for h in p[1:])))
+    return out
+
+
+def icmp_streams(icmp_out: Mapping[str, int], scenario: Scenario, hosts: Sequence[str],
+                 hops: Callable[[str, str], Sequence[tuple[str, int]]]) -> list[UdpStream]:
+    """ICMP messages each host sent (Icmp.OutMsgs deltas), an UNTAGGED stream each: the
+    classifier puts every IPv4 packet that is neither TCP nor tagged UDP in the untagged
+    class. An ICMP error goes back to the source of the packet that caused it, so its
+    first hops are those toward the host's UDP peers in the scenario (every other host if
+    it has none); with more than one, its count cannot be placed (udp_expected_arrivals)."""
+    out = []
+    for host, n in sorted(icmp_out.items()):
+        if not n:
+            continue
+        peers = ({f.dst for f in scenario.flows if f.cls != "TCP" and f.src == host}
+                 | {f.src for f in scenario.flows if f.cls != "TCP" and f.dst == host}
+                 ) or {h for h in hosts if h != host}
+        paths = [tuple(hops(host, p)) for p in sorted(peers)]
+        out.append(UdpStream(f"ICMP of {host}", "UNTAGGED", int(n), 0,
+                             frozenset(p[0] for p in paths if p),
+                             frozenset(h for p in paths for h in p[1:])))
+    return out
+
+
+def udp_expected_arrivals(streams: Sequence[UdpStream]) -> dict[tuple[str, int, str], dict[str, Any]]:
+    """{(switch, port, class): {"sent_pkts", "send_errors_pkts", "streams"}} for every first hop
+    whose arrivals of that class can only be these streams' packets: no stream of the
+    class reaches it from further away, and every stream there has an exact count
+    for it (one first hop, a known count)."""
+    later = {(sw, port, s.cls) for s in streams for sw, port in s.later_hops}
+    out: dict[tuple[str, int, str], dict[str, Any]] = {}
+    unknown: set[tuple[str, int, str]] = set()
+    for s in streams:
+        for sw, port in s.first_hops:
+            key = (sw, port, s.cls)
+            if s.packets is None or len(s.first_hops) > 1:
+                unknown.add(key)
+                continue
+            e = out.setdefault(key, {"sent_pkts": 0, "send_errors_pkts": 0, "streams": []})
+            e["sent_pkts"] += s.packets
+            e["send_errors_pkts"] += s.send_errors
+            e["streams"].append(s.label)
+    return {k: v for k, v in sorted(out.items()) if k not in later and k not in unknown}
+
+
+def _arrivals(sample: Mapping[str, Any], port: int, cls: str) -> int:
+    return sum(int(r["arrivals"]["packets"]) for r in sample.get("readings", [])
+               if int(r["port"]) == port and r["class"] == cls)
+
+
+def _discards(sample: Mapping[str, Any]) -> int:
+    return sum(int(n) for n in sample.get("ingress_discards", {}).values())
+
+
+def udp_arrival_check(expected: Mapping[tuple[str, int, str], Mapping[str, Any]],
+                      samples: Sequence[Mapping[str, Any]], baseline_t_ns: int,
+                      final_t_ns: int) -> dict[str, Any]:
+    """Per expected (switch, port, class): the UDP packets sent against the AQM
+    arrivals that switch counted between its last sample at or before baseline_t_ns
+    (before the first packet) and its first sample at or after final_t_ns (the
+    network drained). difference_pkts = sent - arrivals; discards_before_aqm_pkts are that
+    switch's ingress discards over the same samples (every class and port: the
+    counter has no class)."""
+    rows = []
+    for (sw, port, cls), e in expected.items():
+        mine = [s for s in samples if s.get("switch") == sw]
+        before = [s for s in mine if s["t_ns"] <= baseline_t_ns]
+        after = [s for s in mine if s["t_ns"] >= final_t_ns]
+        row: dict[str, Any] = {"switch": sw, "port": port, "class": cls, **e}
+        if not before or not after:
+            row.update(checked=False, why="no counter sample before the traffic" if not before
+                       else "no counter sample after the network drained")
+        else:
+            b, a = before[-1], after[0]
+            arrivals = _arrivals(a, port, cls) - _arrivals(b, port, cls)
+            row.update(checked=True, arrivals_pkts=arrivals, difference_pkts=e["sent_pkts"] - arrivals,
+                       discards_before_aqm_pkts=_discards(a) - _discards(b),
+                       samples_t_ns=[b["t_ns"], a["t_ns"]])
+        rows.append(row)
+    return {"tolerance_pkts": UDP_ARRIVAL_TOLERANCE_PKTS, "baseline_t_ns": baseline_t_ns,
+            "final_t_ns": final_t_ns, "checks": rows}
+
+
+def udp_arrival_warnings(check: Mapping[str, Any],
+                         sndbuf_errors: Optional[Mapping[str, int]] = None) -> list[str]:
+    """Warnings of udp_arrival_check: a difference beyond the tolerance, a check that
+    could not be made, send errors, and datagrams a host's kernel accepted from the
+    sender but dropped (Udp SndbufErrors deltas per host, if given)."""
+    out = []
+    for r in check.get("checks", []):
+        where = f"{r['switch']} port {r['port']} {r['class']}"
+        if not r["checked"]:
+            out.append(f"UDP arrivals at {where} not checked: {r['why']}")
+            continue
+        if r["send_errors_pkts"]:
+            out.append(f"UDP senders to {where} failed to send {r['send_errors_pkts']} packets "
+                       f"(ENOBUFS etc.)")
+        if abs(r["difference_pkts"]) > check["tolerance_pkts"]:
+            out.append(f"UDP packets sent toward {where} ({', '.join(r['streams'])}): "
+                       f"{r['sent_pkts']}, counted arriving there {r['arrivals_pkts']} "
+                       f"(difference {r['difference_pkts']:+d}; {r['discards_before_aqm_pkts']} packets "
+                       f"of any class discarded before the AQM at {r['switch']})")
+    for host, n in sorted((sndbuf_errors or {}).items()):
+        if n:
+            out.append(f"host {host}: the kernel dropped {n} UDP datagrams after the sender "
+                       f"handed them over (Udp SndbufErrors)")
+    return out
+
+
+def counter_deltas(before: Mapping[str, Mapping[str, int]],
+                   after: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:
+    """{name: {counter: after - before}} for the names and counters present in both."""
+    return {name: {k: int(v) - int(before[name][k]) for k, v in after[name].items()
+                   if k in before[name]}
+            for name in sorted(after) if name in before}
+
+
+# nfnetlink_queue drops: queue_dropped = the queue was full (queue_total at its
+# maximum), user_dropped = netlink could not deliver to the element's socket.
+DELAY_DROP_COUNTERS = ("queue_dropped", "user_dropped")
+
+
+def delay_drop_warnings(deltas: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """One warning per delay element whose kernel queue dropped packets."""
+    out = []
+    for name, d in sorted(deltas.items()):
+        lost = {k: d.get(k, 0) for k in DELAY_DROP_COUNTERS if d.get(k, 0)}
+        if lost:
+            out.append(f"delay element {name} lost packets in the kernel: "
+                       + ", ".join(f"{k} {n}" for k, n in lost.items())
+                       + (f" of {d['id_sequence']} queued" if "id_sequence" in d else ""))
+    return out
+
+
 def _delta(ser: Mapping[str, Any], cls: str, a_ns: int, b_ns: int) -> dict[str, Any]:
     va = value_at(ser["t_ns"], ser[cls], a_ns)
     vb = value_at(ser["t_ns"], ser[cls], b_ns)
@@ -544,6 +755,136 @@ def switch_metrics(
 
 
 # ---------------------------------------------------------------------------
+# The CBT paper's figures (cbt section 4): TCP throughput over time (Figs. 5-6),
+# ProShare latency (Fig. 7), the effective RED queue limit (section 4.2)
+# ---------------------------------------------------------------------------
+
+SERIES_BIN_S = 1.0            #: bin of the throughput and latency time series
+LATENCY_PERCENTILES = (50, 95, 99)
+
+
+def aggregate_throughput_kbps(sample_lists: Sequence[Sequence[tuple[float, float]]],
+                              t0_s: float, t1_s: float, bin_s: float = SERIES_BIN_S) -> list[float]:
+    """cbt Figs. 5-6: the aggregate throughput of some flows in consecutive bins of
+    bin_s over [t0_s, t1_s) (a trailing partial bin dropped), kbit/s. Samples are
+    (time_s, bytes) per flow; an empty bin is 0."""
+    if t1_s - t0_s + 1e-9 < bin_s:
+        return []
+    merged = [smp for samples in sample_lists for smp in samples]
+    return [_r(bps / 1e3, 1) for bps in metrics.window_throughputs_bps(merged, bin_s, t0_s, t1_s)]
+
+
+def binned_mean(points: Sequence[tuple[float, float]], t0_s: float, t1_s: float,
+                bin_s: float = SERIES_BIN_S) -> list[Optional[float]]:
+    """Mean value of the (time_s, value) points in each bin_s bin of [t0_s, t1_s); None
+    for a bin without points (full bins only, as aggregate_throughput_kbps)."""
+    k = int(math.floor((t1_s - t0_s) / bin_s + 1e-9))
+    sums, counts = [0.0] * k, [0] * k
+    for t, v in points:
+        i = int((t - t0_s) // bin_s) if t >= t0_s else -1
+        if 0 <= i < k:
+            sums[i] += v
+            counts[i] += 1
+    return [sums[i] / counts[i] if counts[i] else None for i in range(k)]
+
+
+def latency_block(delays_ms: Sequence[float]) -> dict[str, Optional[float]]:
+    """One flow's one-way delay: count, mean, min, percentiles (nearest rank), max,
+    population std (its delay variation), and the mean queueing delay = mean - min
+    (the minimum is the flow's propagation plus transmission time: cbt section 4.3
+    compares latencies on a LAN, where that is ~0)."""
+    if not delays_ms:
+        return {"count": 0, "mean_ms": None, "min_ms": None, "max_ms": None, "std_ms": None,
+                "queueing_mean_ms": None, **{f"p{q}_ms": None for q in LATENCY_PERCENTILES}}
+    xs = sorted(delays_ms)
+    n = len(xs)
+    mean = sum(xs) / n
+    std = math.sqrt(sum((x - mean) ** 2 for x in xs) / n)
+    pct = {f"p{q}_ms": _r(xs[min(n - 1, max(0, math.ceil(q / 100 * n) - 1))], 3)
+           for q in LATENCY_PERCENTILES}
+    return {"count": n, "mean_ms": _r(mean, 3), "min_ms": _r(xs[0], 3), **pct,
+            "max_ms": _r(xs[-1], 3), "std_ms": _r(std, 3), "queueing_mean_ms": _r(mean - xs[0], 3)}
+
+
+def tagged_latency(fds: Mapping[int, FlowData], t0_ns: int, duration_s: float,
+                   bin_s: float = SERIES_BIN_S) -> dict[str, Any]:
+    """cbt Fig. 7 per tagged (ProShare) flow over the run: latency_block of its received
+    packets (each sequence number once), RFC 3550 jitter, and the mean latency per bin
+    of send time (ms; None where nothing arrived)."""
+    out: dict[str, Any] = {}
+    for fid, fd in sorted(fds.items()):
+        if fd.flow.cls != "TAGGED":
+            continue
+        seen: set[int] = set()
+        pairs = []
+        for r in fd.udp_rows or []:
+            if r.seq not in seen:
+                seen.add(r.seq)
+                pairs.append(((r.send_ts_ns - t0_ns) / 1e9, (r.recv_ts_ns - t0_ns) / 1e9))
+        block = latency_block([(b - a) * 1e3 for a, b in pairs])
+        block["jitter_ms"] = _r(metrics.rfc3550_jitter(pairs) * 1e3, 4) if pairs else None
+        block["series"] = {"bin_s": bin_s, "mean_ms": [
+            None if v is None else _r(v, 2)
+            for v in binned_mean([(a, (b - a) * 1e3) for a, b in pairs], 0.0, duration_s, bin_s)]}
+        out[str(fid)] = block
+    return out
+
+
+#: RED-based algorithms whose RED average counts only TCP (cbt section 4.2)
+RED_TCP_ONLY_ALGORITHMS = ("CBT_RED_TCP_ONLY",)
+RED_ALL_ALGORITHMS = ("RED", "CBT_RED_ALL")
+
+
+def red_queue_limit(policy: Mapping[str, Any]) -> Optional[dict[str, Any]]:
+    """cbt section 4.2: with RED for TCP only, the queue slots the tagged and untagged
+    thresholds allocate are not TCP's, so "the effective RED queue limit" is the queue
+    limit minus both class thresholds (60 - 10 - 2 = 48), and RED's thresholds keep
+    their fractions of it (12 and 24 of 48 = 15 and 30 of 60). RED and CBT with RED
+    for all: RED's average counts every packet, its limit is the whole queue. None for
+    other algorithms (D-CBT's class limits move with the flow counts)."""
+    algo = policy.get("algorithm")
+    if algo not in RED_TCP_ONLY_ALGORITHMS + RED_ALL_ALGORITHMS:
+        return None
+    limit = float(policy["queue_limit_pkts"])
+    reserved = 0.0
+    if algo in RED_TCP_ONLY_ALGORITHMS:
+        reserved = float(policy["tagged_th_pkts"]) + float(policy["untagged_th_pkts"])
+    eff = limit - reserved
+    return {"queue_limit_pkts": limit, "class_reserved_pkts": reserved,
+            "effective_red_limit_pkts": eff,
+            "min_th_pkts": float(policy["min_th_pkts"]), "max_th_pkts": float(policy["max_th_pkts"]),
+            "min_th_fraction": _r(float(policy["min_th_pkts"]) / eff, 4) if eff > 0 else None,
+            "max_th_fraction": _r(float(policy["max_th_pkts"]) / eff, 4) if eff > 0 else None}
+
+
+def max_occupancy(occupancy: Optional[Mapping[str, Any]], cls: str,
+                  a_s: float, b_s: float) -> Optional[int]:
+    """The largest sampled queue occupancy of a class (packets, admits - departures at
+    the counter samples, every 100 ms) with a_s <= t < b_s; None without samples."""
+    if not occupancy or not occupancy.get("t_s"):
+        return None
+    vals = [v for t, v in zip(occupancy["t_s"], occupancy[cls]) if a_s <= t < b_s]
+    return max(vals) if vals else None
+
+
+def red_queue_limit_block(policy: Mapping[str, Any], summary: Mapping[str, Any]) -> Optional[dict[str, Any]]:
+    """red_queue_limit beside the measured TCP queue at the bottleneck: its sampled
+    maximum over the run and over the blast phase, and its time-weighted mean in the blast."""
+    lim = red_queue_limit(policy)
+    if lim is None:
+        return None
+    occ = (summary.get("switch") or {}).get("occupancy")
+    sc = summary["scenario"]
+    blast = next((p for p in sc["phases"] if p["name"] == sc.get("blast_phase")), None)
+    lim["measured_tcp_max_pkts"] = max_occupancy(occ, "TCP", 0.0, sc["duration_s"])
+    lim["measured_tcp_max_blast_pkts"] = (max_occupancy(occ, "TCP", blast["start_s"], blast["end_s"])
+                                          if blast else None)
+    lim["measured_tcp_mean_blast_pkts"] = (
+        (occ or {}).get("mean_pkts_by_phase", {}).get(blast["name"], {}).get("TCP") if blast else None)
+    return lim
+
+
+# ---------------------------------------------------------------------------
 # The whole run
 # ---------------------------------------------------------------------------
 
@@ -582,6 +923,7 @@ def analyze(
             "start_late_ms": st.get("late_ms"),
             "received_bytes_ip": _r(sum(b for _, b in fd.samples), 0),
             "bandwidth_variation": bandwidth_variation_block(fd),
+            "bandwidth_variation_curve": bandwidth_variation_curve(fd),
         }
         if fd.tcp is not None:
             entry["tcp"] = {k: fd.tcp.get(k) for k in ("sport", "snd_mss", "snd_cwnd", "rtt_us",
@@ -620,6 +962,9 @@ def analyze(
         "run": run_block,
         "bandwidth_variation_by_class": bw_class,
         "mm_delay_series": series,
+        "tcp_throughput": {"bin_s": SERIES_BIN_S, "kbps": aggregate_throughput_kbps(
+            [fd.samples for fd in fds.values() if fd.flow.cls == "TCP"], 0.0, sc.duration_s)},
+        "tagged_latency": tagged_latency(fds, t0, sc.duration_s),
         "start_late_ms_max": _r(max((s["late_ms"] for s in res.starts.values()), default=0.0)),
         "traffic_cpu_s": res.cpu_s,
         "switch": None,

@@ -4,6 +4,8 @@
               --scenario topologies/scenarios/dcbt-fig7.yaml \\
               --policies topologies/policies/dcbt-fig7.yaml \\
               --algorithms DROP_TAIL,RED,CBT_RED_ALL,DCBT --out results/dcbt-fig7
+    mmaqm-exp --experiment cbt-fig4     # a named experiment (topologies/experiments.yaml);
+                                        # explicit options override its entries
 
 The topology comes up once (namespaces, veths, one simple_switch_grpc per
 switch, receive-side delay elements) and is always torn down, also on errors
@@ -19,8 +21,11 @@ traffic:
   3. the bottleneck's BMv2 queue rate and depth are set;
   4. the scenario's traffic runs (mmaqm_exp.traffic) while the CPU of every
      switch, delay element and the controller is sampled;
-  5. the controller stops; raw files stay; summary.json and flows.csv are
-     derived from them (mmaqm_exp.analysis).
+  5. after one more counter sample (the network has drained) the controller
+     stops; raw files stay; summary.json and flows.csv are derived from them
+     (mmaqm_exp.analysis), with the run's validity checks: UDP packets sent
+     against the first switch's arrivals, the delay elements' kernel drops
+     (read before and after the traffic), the switches' keep-up.
 Then the comparison table and plots go to <out> (mmaqm_exp.report).
 """
 
@@ -29,16 +34,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 import yaml
 
-from . import analysis, report
+from mmaqm.algorithms import DCBT_ALGORITHMS
+
+from . import analysis, flowlag, mmapp, registers, report
 from .cpu import CpuSampler
+from .experiments import RegistryError, load_registry
 from .lab import LabError, StopRequested, catch_stop_signals, stop_processes
 from .network import Network, missing_prereqs
 from .scenario import load_scenario
@@ -56,10 +66,24 @@ STATS_INTERVAL_MS = 100
 CONTROLLER_READY_TIMEOUT_S = 60.0
 CONTROLLER_STOP_TIMEOUT_S = 10.0
 SETTLE_S = 1.0          # between algorithms: the queue drains, old flows are forgotten
+FINAL_SAMPLE_TIMEOUT_S = 3.0   # after the traffic: wait this long at most for a counter sample
 
 
 class ExperimentError(RuntimeError):
     pass
+
+
+def git_state(repo: Path = REPO) -> Optional[dict[str, Any]]:
+    """{"commit", "uncommitted_files"} of the checkout the run used (experiment.json, for
+    tools/archive_run.py's COMMAND.txt), or None outside a git checkout."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                              timeout=10, check=True).stdout
+    try:
+        return {"commit": git("rev-parse", "HEAD").strip(),
+                "uncommitted_files": len(git("status", "--porcelain").splitlines())}
+    except (OSError, subprocess.SubprocessError):
+        return None
 
 
 def load_policies(path: Path) -> dict[str, dict[str, Any]]:
@@ -103,22 +127,69 @@ def _progress_printer(algorithm: str, stream) -> Callable[..., None]:
     return show
 
 
+def _wait_sample_after(ctl: subprocess.Popen, counters: Path, t_ns: int,
+                       switches: Sequence[str]) -> None:
+    """Until the controller has logged a sample stamped at or after t_ns for every switch
+    (the final sample: the UDP and keep-up checks count up to it), at most
+    FINAL_SAMPLE_TIMEOUT_S; a missing one is reported by those checks."""
+    deadline = time.monotonic() + FINAL_SAMPLE_TIMEOUT_S
+    while time.monotonic() < deadline and ctl.poll() is None:
+        with open(counters, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 256 * 1024))
+            tail = f.read().decode(errors="replace").splitlines()[1:]
+        seen = set()
+        for line in tail:
+            try:
+                s = json.loads(line)
+            except ValueError:
+                continue
+            if s.get("t_ns", 0) >= t_ns:
+                seen.add(s.get("switch"))
+        if seen >= set(switches):
+            return
+        time.sleep(STATS_INTERVAL_MS / 1000 / 2)
+
+
+def _delivery_checks(summary: dict[str, Any], result, topo, scenario, counters: Path,
+                     window_ns: tuple[int, int], delay: tuple[dict, dict],
+                     snmp: tuple[dict, dict]) -> list[str]:
+    """summary["udp_arrivals"] (non-TCP packets sent against the first switch's arrivals)
+    and summary["delay_elements"] (kernel queue drops of each delay element); their
+    warnings. snmp: the hosts' Udp/Icmp counters before and after the traffic."""
+    hosts = analysis.counter_deltas(*snmp)
+    sndbuf = {h: d.get("Udp.SndbufErrors", 0) for h, d in hosts.items()}
+    icmp = {h: d.get("Icmp.OutMsgs", 0) for h, d in hosts.items()}
+    streams = (analysis.udp_streams(result, topo.switch_hops, scenario.tagged_dscp,
+                                    mmapp.DEFAULT_FB_DSCP)
+               + analysis.icmp_streams(icmp, scenario, list(topo.hosts), topo.switch_hops))
+    check = analysis.udp_arrival_check(analysis.udp_expected_arrivals(streams),
+                                       analysis.read_counters(counters), *window_ns)
+    summary["udp_arrivals"] = {**check, "host_sndbuf_errors": sndbuf, "host_icmp_out": icmp}
+    summary["delay_elements"] = analysis.counter_deltas(*delay)
+    return (analysis.udp_arrival_warnings(check, sndbuf)
+            + analysis.delay_drop_warnings(summary["delay_elements"]))
+
+
 def run_algorithm(net: Network, topo, scenario, algorithm: str, policy: dict[str, Any],
-                  out: Path, *, p4info: Path, bmv2_json: Path, stream=sys.stdout) -> dict[str, Any]:
-    """One algorithm on a running network; returns its summary (also written to out)."""
+                  out: Path, *, p4info: Path, bmv2_json: Path, stream=sys.stdout,
+                  register_samples: bool = True) -> dict[str, Any]:
+    """One algorithm on a running network; returns its summary (also written to out).
+    register_samples: sample the bottleneck's averages over Thrift (mmaqm_exp.registers)."""
     out.mkdir(parents=True, exist_ok=True)
     cfg_path = out / "controller.yaml"
     cfg_path.write_text(controller_yaml(topo, policy))
     counters = out / "counters.jsonl"
     counters.unlink(missing_ok=True)
+    share_events = out / "share_events.jsonl"    # every D-CBT share push: the flow-count lag
+    share_events.unlink(missing_ok=True)
     log = out / "controller.log"
     with open(log, "w") as log_file:
         ctl = net.popen_switch_ns(
             [sys.executable, "-m", "mmaqm.cli", "--config", str(cfg_path), "--p4info", str(p4info),
              "--bmv2-json", str(bmv2_json), "run", "--stats-out", str(counters),
-             "--stats-interval-ms", str(STATS_INTERVAL_MS)],
+             "--stats-interval-ms", str(STATS_INTERVAL_MS), "--events-out", str(share_events)],
             stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    sampler = None
+    sampler = regs = None
     try:
         _wait_controller(ctl, counters, log)
         # the BMv2 queue above the policy's P4 limit (the topology's unless the policy says)
@@ -127,18 +198,29 @@ def run_algorithm(net: Network, topo, scenario, algorithm: str, policy: dict[str
         pids = {f"bmv2 {name}": pid for name, pid in net.switch_pids().items()}
         pids.update({f"delay {name}": pid for name, pid in net.delay_pids().items()})
         pids["controller"] = ctl.pid
+        if register_samples:
+            regs = registers.start_sampler(net, bn.switch, bn.port)
+            pids["registers"] = regs.pid
         sampler = CpuSampler(pids).start()
         rate_kbps = bn.rate_pps * topo.bottleneck.packet_bytes * 8 / 1000
+        delay_before, snmp_before = net.delay_queue_counters(), net.snmp_counters()
         rx_before, t_before_ns, t0 = net.switch_rx_packets(), time.time_ns(), time.monotonic()
         result = run_scenario(net, scenario, out / "traffic",
                               progress=_progress_printer(algorithm, stream),
                               bottleneck_rate_kbps=rate_kbps)
         rx_after, traffic_s = net.switch_rx_packets(), time.monotonic() - t0
+        drained_ns = time.time_ns()     # run_scenario waited traffic.DRAIN_S after the senders
+        delay_after, snmp_after = net.delay_queue_counters(), net.snmp_counters()
+        _wait_sample_after(ctl, counters, drained_ns, list(topo.switches))
     finally:
+        if regs is not None:
+            regs.stop()
         if sampler is not None:
             sampler.stop()
             sampler.write_csv(out / "cpu.csv")
         stop_processes([ctl], CONTROLLER_STOP_TIMEOUT_S)
+    if regs is not None:
+        registers.finish_sampler(regs, out, result.t0_ns, stream)
     summary = analysis.analyze(result, counters_jsonl=counters, bottleneck=(bn.switch, bn.port),
                                bottleneck_rate_kbps=rate_kbps)
     summary["switch_keepup"] = analysis.switch_keepup(
@@ -156,8 +238,17 @@ def run_algorithm(net: Network, topo, scenario, algorithm: str, policy: dict[str
               file=stream, flush=True)
     summary["algorithm"] = algorithm
     summary["policy"] = policy
+    summary["red_queue_limit"] = analysis.red_queue_limit_block(policy, summary)  # cbt §4.2
+    summary["registers"] = (registers.summary_block(out / registers.REGISTERS_FILE, summary, counters)
+                            if regs is not None else None)
+    if algorithm in DCBT_ALGORITHMS:
+        lags = flowlag.class_lags(flowlag.read_events(share_events), summary["flows"],
+                                  summary["t0_ns"], bn.switch, bn.port)
+        summary["active_flow_lag"] = {"changes": lags, **flowlag.lag_summary(lags)}
     summary["cpu"] = sampler.summary()
-    validity = analysis.validity_warnings(summary, os.cpu_count())
+    validity = analysis.validity_warnings(summary, os.cpu_count()) + _delivery_checks(
+        summary, result, topo, scenario, counters, (t_before_ns, drained_ns),
+        (delay_before, delay_after), (snmp_before, snmp_after))
     summary["warnings"] = list(summary.get("warnings", [])) + validity
     for w in validity:
         print(f"mmaqm-exp: WARNING, {algorithm}: {w}", file=stream, flush=True)
@@ -201,7 +292,9 @@ def capacity_warning(bench_json: Path, topo, algorithms: Sequence[str]) -> tuple
 def run_experiment(topology: Path, scenario_path: Path, policies_path: Path,
                    algorithms: Sequence[str], out: Path, *, duration_s: Optional[float] = None,
                    p4info: Path = DEFAULT_P4INFO, bmv2_json: Path = DEFAULT_BMV2_JSON,
-                   stream=sys.stdout) -> dict[str, dict[str, Any]]:
+                   stream=sys.stdout, experiment: Optional[str] = None,
+                   paper_tagged_loss_pct: Optional[dict[str, float]] = None,
+                   register_samples: bool = True) -> dict[str, dict[str, Any]]:
     """Every algorithm on one network; returns {algorithm: summary}. Validates all
     inputs before creating anything."""
     topo = load_topology(topology)
@@ -224,9 +317,10 @@ def run_experiment(topology: Path, scenario_path: Path, policies_path: Path,
 
     out.mkdir(parents=True, exist_ok=True)
     (out / "experiment.json").write_text(json.dumps({
-        "topology": str(topology), "scenario": str(scenario_path), "policies": str(policies_path),
+        "experiment": experiment, "topology": str(topology), "scenario": str(scenario_path), "policies": str(policies_path),
         "algorithms": list(algorithms), "duration_s": scenario.duration_s,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "nproc": os.cpu_count(),
+        "command": shlex.join(sys.argv), "cwd": os.getcwd(), "git": git_state(),
     }, indent=1))
     summaries: dict[str, dict[str, Any]] = {}
     started = time.monotonic()
@@ -241,9 +335,14 @@ def run_experiment(topology: Path, scenario_path: Path, policies_path: Path,
                   f"{scenario.duration_s:g} s of traffic", file=stream, flush=True)
             summaries[algorithm] = run_algorithm(net, topo, scenario, algorithm, policies[algorithm],
                                                  out / algorithm, p4info=p4info,
-                                                 bmv2_json=bmv2_json, stream=stream)
+                                                 bmv2_json=bmv2_json, stream=stream,
+                                                 register_samples=register_samples)
     paths = report.write_report(summaries, out)
     print(paths["table"].read_text(), file=stream, end="")
+    print("\nBandwidth variation (feng section 3):\n" + paths["bw_table"].read_text(),
+          file=stream, end="")
+    paper = report.write_paper_table(summaries, out, paper_tagged_loss_pct or {})
+    print(paper.read_text(), file=stream, end="")
     for algorithm, summary in summaries.items():
         problem = analysis.keepup_problem(summary["switch_keepup"])
         for w in summary["warnings"] + ([f"PRECONDITION MISSED: {problem}"] if problem else []):
@@ -260,41 +359,99 @@ def run_experiment(topology: Path, scenario_path: Path, policies_path: Path,
     return summaries
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+@dataclass(frozen=True)
+class RunPlan:
+    """What one mmaqm-exp invocation runs: a named experiment, with explicit options
+    overriding its entries (resolve_plan)."""
+
+    experiment: str
+    topology: Path
+    scenario: Path
+    policies: Path
+    algorithms: list[str]
+    duration_s: Optional[float]
+    out: Path
+    paper_tagged_loss_pct: dict[str, float]
+
+
+def build_parser(registry) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mmaqm-exp", description=__doc__.splitlines()[0])
-    p.add_argument("--topology", type=Path, default=DEFAULT_TOPOLOGY)
-    p.add_argument("--scenario", type=Path, default=DEFAULT_SCENARIO)
-    p.add_argument("--policies", type=Path, default=DEFAULT_POLICIES,
-                   help="YAML mapping algorithm -> bottleneck policy")
-    p.add_argument("--algorithms", default=",".join(DEFAULT_ALGORITHMS),
-                   help="comma-separated, run in this order [%(default)s]")
-    p.add_argument("--duration", type=float, help="scale the scenario to this many seconds")
-    p.add_argument("--out", type=Path, help="results folder [results/<scenario>-<time>]")
+    p.add_argument("--experiment", metavar="NAME",
+                   help=f"a named experiment of {registry.source} [{registry.default}]: "
+                        + registry.help_text())
+    p.add_argument("--topology", type=Path, help="overrides the experiment's")
+    p.add_argument("--scenario", type=Path, help="overrides the experiment's")
+    p.add_argument("--policies", type=Path,
+                   help="YAML mapping algorithm -> bottleneck policy (overrides the experiment's)")
+    p.add_argument("--algorithms",
+                   help="comma-separated, run in this order (overrides the experiment's)")
+    p.add_argument("--duration", type=float,
+                   help="scale the scenario to this many seconds (overrides the experiment's)")
+    p.add_argument("--out", type=Path, help="results folder [results/<experiment>-<time>]")
     p.add_argument("--p4info", type=Path, default=DEFAULT_P4INFO)
     p.add_argument("--bmv2-json", type=Path, default=DEFAULT_BMV2_JSON)
     p.add_argument("--capacity-json", type=Path,
                    help="a bench result (bench/run_bench.py); warn when the machine's measured "
                         "packet rate leaves too little margin for this topology (make run)")
-    a = p.parse_args(argv)
+    p.add_argument("--no-register-samples", dest="register_samples", action="store_false",
+                   help="do not sample the bottleneck's RED and class averages over BMv2's "
+                        "Thrift CLI (registers.jsonl, class_averages.png)")
+    return p
+
+
+def resolve_plan(a: argparse.Namespace, registry, stamp: str) -> RunPlan:
+    """The named experiment (the registry's default without --experiment) with every
+    explicitly given option in place of its entry. RegistryError for an unknown name."""
+    exp = registry.get(a.experiment or registry.default)
+    algorithms = ([x.strip() for x in a.algorithms.split(",") if x.strip()]
+                  if a.algorithms is not None else list(exp.algorithms))
+    if not algorithms:
+        raise ExperimentError("--algorithms: names no algorithm")
+    return RunPlan(
+        experiment=exp.name, topology=a.topology or exp.topology,
+        scenario=a.scenario or exp.scenario, policies=a.policies or exp.policies,
+        algorithms=algorithms,
+        duration_s=a.duration if a.duration is not None else exp.duration_s,
+        out=a.out or REPO / "results" / f"{exp.name}-{stamp}",
+        paper_tagged_loss_pct=dict(exp.paper_tagged_loss_pct))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    try:
+        registry = load_registry()
+    except RegistryError as err:
+        print(f"mmaqm-exp: {err}", file=sys.stderr)
+        return 2
+    a = build_parser(registry).parse_args(argv)
+    try:
+        plan = resolve_plan(a, registry, time.strftime("%Y%m%d-%H%M%S"))
+    except (RegistryError, ExperimentError) as err:
+        print(f"mmaqm-exp: {err}", file=sys.stderr)
+        return 2
     if os.geteuid() != 0:
         print("mmaqm-exp: needs root (network namespaces, veths, BMv2)", file=sys.stderr)
         return 2
-    algorithms = [x.strip() for x in a.algorithms.split(",") if x.strip()]
-    out = a.out or REPO / "results" / f"{a.scenario.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    out = plan.out
+    print(f"mmaqm-exp: experiment {plan.experiment}: {plan.topology.name}, "
+          f"{plan.scenario.name}, {plan.policies.name}, {','.join(plan.algorithms)}"
+          + (f", {plan.duration_s:g} s" if plan.duration_s is not None else ""), flush=True)
 
     if a.capacity_json is not None:
         try:
-            topo = load_topology(a.topology)
+            topo = load_topology(plan.topology)
         except (OSError, ValueError) as err:
             print(f"mmaqm-exp: {err}", file=sys.stderr)
             return 1
-        line, _ = capacity_warning(a.capacity_json, topo, algorithms)
+        line, _ = capacity_warning(a.capacity_json, topo, plan.algorithms)
         print(f"mmaqm-exp: {line}", flush=True)
 
     catch_stop_signals(interrupt=True)
     try:
-        run_experiment(a.topology, a.scenario, a.policies, algorithms, out,
-                       duration_s=a.duration, p4info=a.p4info, bmv2_json=a.bmv2_json)
+        run_experiment(plan.topology, plan.scenario, plan.policies, plan.algorithms, out,
+                       duration_s=plan.duration_s, p4info=a.p4info, bmv2_json=a.bmv2_json,
+                       experiment=plan.experiment,
+                       paper_tagged_loss_pct=plan.paper_tagged_loss_pct,
+                       register_samples=a.register_samples)
     except StopRequested as stop:
         print("mmaqm-exp: interrupted; network torn down", file=sys.stderr)
         return stop.exit_status

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Hashable, Iterable, Mapping, Sequence, TypeVar
+from typing import Hashable, Iterable, Mapping, Optional, Sequence, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 C = TypeVar("C", bound=Hashable)
@@ -273,6 +273,32 @@ def bandwidth_variation_1s_8s(
     if t1 - t0 >= 8.0 - 1e-9:
         out[8.0] = bandwidth_variation(samples, 8.0, t0, t1)
     return out
+
+
+def smoothing_to_reach_s(curve: Sequence[tuple[float, float]], target: float) -> Optional[float]:
+    """feng section 3.2, Fig. 3: the smoothing (playback) delay after which a flow's
+    bandwidth variation has fallen to ``target``.
+
+    ``curve`` is (window_s, variation) for increasing window_s: the variation of
+    the throughput averaged over windows of that length (a receiver that buffers
+    window_s of video sees that variation). Returns the first window_s whose
+    variation is <= target, linearly interpolated between it and the previous
+    point (the variation falls between them); curve[0]'s window if the curve
+    already starts at or below target; None if it never gets there. feng reads
+    this "horizontal distance" off Fig. 3 (drop-tail's unsmoothed variation is
+    reached by RED after about 0.9 s).
+    """
+    pts = list(curve)
+    for (w0, _), (w1, _) in zip(pts, pts[1:]):
+        if w1 <= w0:
+            raise ValueError("window lengths must increase")
+    for i, (w, v) in enumerate(pts):
+        if v <= target:
+            if i == 0:
+                return w
+            w_prev, v_prev = pts[i - 1]
+            return w_prev + (w - w_prev) * (v_prev - target) / (v_prev - v)
+    return None
 
 
 # ---------------------------------------------------------------------------

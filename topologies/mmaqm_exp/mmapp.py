@@ -97,6 +97,7 @@ IP_UDP_OVERHEAD = 28  # IPv4 header without options (20) + UDP header (8)
 DEFAULT_SCALES_KBPS = (300, 500, 700, 900, 1100)
 DEFAULT_SIZE = 1000  # IPv4 datagram bytes
 DEFAULT_PORT = 5001
+DEFAULT_FB_DSCP = 46  # feedback datagrams: EF, the tagged class (the experiments check it)
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 MAX_LAG_S = 0.05
 
@@ -528,7 +529,8 @@ def _add_recv_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default=None, help="per-packet CSV written at exit")
     p.add_argument("--fb-min-ms", type=float, default=10.0,
                    help="minimum feedback spacing per flow when no loss is seen (default 10 ms)")
-    p.add_argument("--fb-dscp", type=int, default=46, help="DSCP of feedback datagrams (default 46)")
+    p.add_argument("--fb-dscp", type=int, default=DEFAULT_FB_DSCP,
+                   help=f"DSCP of feedback datagrams (default {DEFAULT_FB_DSCP})")
     p.add_argument("--rcvbuf", type=int, default=8 << 20, help="socket receive buffer bytes (default 8 MiB)")
 
 

@@ -131,6 +131,50 @@ def parse_proc_net_dev_rx_packets(text: str) -> dict[str, int]:
     return rx
 
 
+# /proc/net/netfilter/nfnetlink_queue, one line per bound queue (net/netfilter/nfnetlink_queue.c)
+NFQUEUE_COLUMNS = ("queue_num", "peer_portid", "queue_total", "copy_mode", "copy_range",
+                   "queue_dropped", "user_dropped", "id_sequence")
+
+
+def parse_nfnetlink_queue(text: str) -> dict[int, dict[str, int]]:
+    """{queue number: {column: value}} from /proc/net/netfilter/nfnetlink_queue (columns
+    NFQUEUE_COLUMNS, then a constant 1). queue_dropped counts packets dropped because the
+    queue was full, user_dropped those netlink could not deliver to the element's socket,
+    id_sequence the packets queued so far."""
+    out = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) >= len(NFQUEUE_COLUMNS) and all(f.isdigit() for f in fields):
+            row = dict(zip(NFQUEUE_COLUMNS, map(int, fields)))
+            out[row.pop("queue_num")] = row
+    return out
+
+
+def nfqueue_counters(pid: int, queue_num: int) -> dict[str, int] | None:
+    """The kernel counters of NFQUEUE queue_num in the network namespace of process pid
+    (/proc/<pid>/net/netfilter/nfnetlink_queue: no helper has to enter it); None if no
+    process has bound that queue there."""
+    text = Path(f"/proc/{pid}/net/netfilter/nfnetlink_queue").read_text()
+    return parse_nfnetlink_queue(text).get(queue_num)
+
+
+def parse_snmp(text: str) -> dict[str, dict[str, int]]:
+    """{protocol: {counter: value}} from /proc/net/snmp (a header line and a value line
+    per protocol: "Udp: InDatagrams ..." then "Udp: 57 ...")."""
+    out: dict[str, dict[str, int]] = {}
+    header: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        proto, sep, rest = line.partition(":")
+        fields = rest.split()
+        if not sep or not fields:
+            continue
+        if proto in header and all(f.lstrip("-").isdigit() for f in fields):
+            out[proto] = dict(zip(header.pop(proto), map(int, fields)))
+        else:
+            header[proto] = fields
+    return out
+
+
 def missing_prereqs() -> str | None:
     """Why a Network cannot be brought up here, or None."""
     return L.missing_prereqs(REQUIRED_TOOLS)
@@ -218,6 +262,31 @@ class Network:
         rx = parse_proc_net_dev_rx_packets(dev)
         return {sw.name: sum(rx.get(p.ifname, 0) for p in sw.ports.values())
                 for sw in self.topo.switches.values()}
+
+    def delay_queue_counters(self) -> dict[str, dict[str, int]]:
+        """{delay element: its kernel queue's counters (parse_nfnetlink_queue)}, read in the
+        element's namespace through /proc/<its pid>/net; elements not running are left out."""
+        out = {}
+        for d in self.delay_elements:
+            if d.proc is None or d.proc.poll() is not None:
+                continue
+            row = nfqueue_counters(d.proc.pid, d.queue_num)
+            if row is not None:
+                out[d.name] = row
+        return out
+
+    def snmp_counters(self) -> dict[str, dict[str, int]]:
+        """{host: {"Udp.<counter>", "Icmp.<counter>": value}} of its namespace's
+        /proc/net/snmp. Udp.SndbufErrors: datagrams a socket handed over and the kernel
+        dropped (a full veth backlog; without IP_RECVERR the sender is not told);
+        Icmp.OutMsgs: ICMP the host sent (e.g. port unreachable for feedback reaching a
+        sender that has exited), which the switches classify UNTAGGED."""
+        out = {}
+        for h in self.hosts:
+            snmp = parse_snmp(self.run(h, ["cat", "/proc/net/snmp"], timeout=10, check=True).stdout)
+            out[h] = {f"{proto}.{k}": v for proto in ("Udp", "Icmp")
+                      for k, v in snmp.get(proto, {}).items()}
+        return out
 
     def popen(self, host: str, argv: Sequence[str], **popen_kwargs: Any) -> subprocess.Popen:
         """Start argv in host's namespace in its own process group; stopped at teardown.

@@ -12,6 +12,13 @@ Plots (matplotlib, Agg, PNG):
   mm_delay.png               dcbt Fig. 12-13: one MM_APP flow's one-way delay per packet
   mm_delay_cdf.png           the tagged class's one-way delay distribution (CDF), per
                              algorithm (issue 7: D-CBT with and without ChIPS)
+  bandwidth_variation.png    feng Fig. 3: per class, bandwidth variation against the
+                             smoothing window, one line per algorithm
+  class_averages.png         dcbt Fig. 10: per RED-based algorithm, RED's and the UDP
+                             class averages over time (BMv2 registers, mmaqm_exp.registers),
+                             min_th / max_th and the class thresholds
+and bandwidth_variation.txt (feng section 3: 1 s / 8 s variation per class, and the
+smoothing each algorithm needs to match the first one's unsmoothed variation).
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from .metrics import smoothing_to_reach_s  # noqa: E402
+
 CLASSES = ("TCP", "TAGGED", "UNTAGGED")
 CLASS_SHORT = {"TCP": "TCP", "TAGGED": "TAG", "UNTAGGED": "UNT"}
 CLASS_COLORS = {"TCP": "#1f77b4", "TAGGED": "#2ca02c", "UNTAGGED": "#d62728"}
@@ -37,8 +46,14 @@ PLOT_FILES = {
     "queue": "queue_occupancy.png",
     "delay": "mm_delay.png",
     "delay_cdf": "mm_delay_cdf.png",
+    "tcp_throughput": "tcp_throughput.png",
+    "tagged_latency": "tagged_latency.png",
+    "bw_variation": "bandwidth_variation.png",
+    "class_averages": "class_averages.png",
 }
 TABLE_FILE = "table.txt"
+PAPER_TABLE_FILE = "paper_table.txt"
+BW_TABLE_FILE = "bandwidth_variation.txt"
 
 Summary = Mapping[str, Any]
 
@@ -162,6 +177,58 @@ def packet_accounting_table(summaries: Mapping[str, Summary], packet_bytes: int 
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
                        for i, (c, w) in enumerate(zip(r, widths))) for r in [head, *rows]]
+    return "\n".join(lines) + "\n"
+
+
+def _class_flows(s: Summary, cls: str) -> list[Mapping[str, Any]]:
+    return [f for f in s["flows"].values() if f["class"] == cls]
+
+
+def class_variation_curve(s: Summary, cls: str) -> list[tuple[float, float]]:
+    """feng Fig. 3 for a class: (window_s, mean over the class's flows of their
+    bandwidth variation in kbit/s) at every smoothing window all its flows have."""
+    curves = [f.get("bandwidth_variation_curve") for f in _class_flows(s, cls)]
+    if not curves or any(not c for c in curves):
+        return []
+    common = [w for w in curves[0]["windows_s"] if all(w in c["windows_s"] for c in curves)]
+    return [(w, sum(c["std_kbps"][c["windows_s"].index(w)] for c in curves) / len(curves))
+            for w in common]
+
+
+def bandwidth_variation_table(summaries: Mapping[str, Summary]) -> str:
+    """feng section 3, one row per algorithm and class that has flows: flows, average
+    per-flow throughput over the run (kbit/s); bandwidth variation of 1 s and 8 s
+    windows (population std in kbit/s, the absolute measure of feng Fig. 3, and
+    std / mean), each the mean over the class's flows; the variation of the shortest
+    smoothing window; and the smoothing (s) after which the class's variation falls
+    to the *first* algorithm's shortest-window variation of the same class (feng
+    section 3.2: the delay RED needs to match drop-tail; "-" if not within 8 s)."""
+    head = ["algorithm", "class", "flows", "kbit/s", "1s std", "1s cov", "8s std", "8s cov",
+            "min-window std", "smoothing s"]
+    rows: list[list[str]] = []
+    first = next(iter(summaries.values()), None)
+    for algo, s in summaries.items():
+        for cls in CLASSES:
+            flows = _class_flows(s, cls)
+            if not flows:
+                continue
+
+            def mean(w: str, k: str) -> Optional[float]:
+                xs = [_get(f, "bandwidth_variation", w, k) for f in flows]
+                return None if any(x is None for x in xs) else sum(xs) / len(xs)
+
+            curve = class_variation_curve(s, cls)
+            ref = class_variation_curve(first, cls) if first is not None else []
+            smooth = smoothing_to_reach_s(curve, ref[0][1]) if curve and ref else None
+            rows.append([algo, cls, str(len(flows)),
+                         _fmt(_get(s, "run", "class_avg_per_flow_kbps", cls)),
+                         _fmt(mean("1s", "std_kbps")), _fmt(mean("1s", "cov"), 3),
+                         _fmt(mean("8s", "std_kbps")), _fmt(mean("8s", "cov"), 3),
+                         "-" if not curve else f"{curve[0][1]:.0f} ({curve[0][0]:g} s)",
+                         _fmt(smooth, 2)])
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w)
+                       for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in [head, *rows]]
     return "\n".join(lines) + "\n"
 
 
@@ -315,6 +382,147 @@ def plot_mm_delay_cdf(summaries: Mapping[str, Summary], path: Union[str, Path]) 
     return _save(fig, path)
 
 
+def plot_bandwidth_variation(summaries: Mapping[str, Summary], path: Union[str, Path]) -> Path:
+    """feng Fig. 3: bandwidth variation (kbit/s) against the smoothing window, one
+    panel per class that has flows, one line per algorithm."""
+    classes = [c for c in CLASSES if any(_class_flows(s, c) for s in summaries.values())] or ["TCP"]
+    fig, axes = plt.subplots(1, len(classes), figsize=(5 * len(classes), 3.6), squeeze=False)
+    for ax, cls in zip(axes[0], classes):
+        drawn = 0
+        for algo, s in summaries.items():
+            curve = class_variation_curve(s, cls)
+            if curve:
+                ax.plot([w for w, _ in curve], [v / 1000 for _, v in curve], marker="o", label=algo)
+                drawn += 1
+        if drawn:
+            ax.set_xscale("log")
+            ax.legend(fontsize=8)
+        else:
+            ax.text(0.5, 0.5, "no flows", transform=ax.transAxes, ha="center", color="0.4")
+        ax.set_title(f"{cls}: variation per flow", fontsize=9)
+        ax.set_xlabel("smoothing window (s)")
+        ax.set_ylabel("std of throughput (Mbit/s)")
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_tcp_throughput(summaries: Mapping[str, Summary], path: Union[str, Path]) -> Path:
+    """cbt Figs. 5-6: aggregate TCP throughput (receiver side, kbit/s) per 1 s bin over
+    the run, one line per algorithm; the bottleneck rate dashed, phases dotted."""
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    first = next(iter(summaries.values()))
+    for algo, s in summaries.items():
+        ser = s.get("tcp_throughput") or {}
+        kbps, w = ser.get("kbps") or [], ser.get("bin_s", 1.0)
+        ax.plot([(i + 0.5) * w for i in range(len(kbps))], kbps, label=algo, linewidth=1.3)
+    rate = first.get("bottleneck_rate_kbps")
+    if rate:
+        ax.axhline(rate, color="k", linestyle="--", linewidth=0.8, label="bottleneck")
+    _mark_phases(ax, first)
+    ax.set_xlim(0, first["scenario"]["duration_s"])
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("aggregate TCP throughput (kbit/s)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_tagged_latency(summaries: Mapping[str, Summary], path: Union[str, Path]) -> Path:
+    """cbt Fig. 7: each tagged flow's mean one-way latency per 1 s of send time, one
+    panel per algorithm, with the class's mean latency and mean queueing delay."""
+    n = len(summaries)
+    fig, axes = plt.subplots(n, 1, figsize=(8, 2.2 * n + 0.5), sharex=True, sharey=True,
+                             squeeze=False)
+    for ax, (algo, s) in zip(axes[:, 0], summaries.items()):
+        flows = s.get("tagged_latency") or {}
+        for fid, f in flows.items():
+            ys = f["series"]["mean_ms"]
+            w = f["series"]["bin_s"]
+            ax.plot([(i + 0.5) * w for i in range(len(ys))],
+                    [float("nan") if y is None else y for y in ys], linewidth=0.9, label=f"flow {fid}")
+        if not flows:
+            ax.text(0.5, 0.5, "no tagged flows", transform=ax.transAxes, ha="center", color="0.4")
+        else:
+            m = tagged_latency_means(s)
+            ax.text(0.995, 0.95, f"mean {_fmt(m['mean_ms'], 1)} ms, queueing "
+                                 f"{_fmt(m['queueing_mean_ms'], 1)} ms, std {_fmt(m['std_ms'], 1)} ms",
+                    transform=ax.transAxes, ha="right", va="top", fontsize=7, color="0.3")
+        _mark_phases(ax, s)
+        ax.set_xlim(0, s["scenario"]["duration_s"])
+        ax.set_ylabel(f"{algo}\nlatency (ms)")
+        ax.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("send time (s)")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def tagged_latency_means(s: Summary) -> dict[str, Optional[float]]:
+    """The mean over the tagged flows of their mean latency, mean queueing delay and
+    delay standard deviation (ms); None without tagged packets."""
+    flows = [f for f in (s.get("tagged_latency") or {}).values() if f.get("count")]
+    return {k: (sum(f[k] for f in flows) / len(flows) if flows else None)
+            for k in ("mean_ms", "queueing_mean_ms", "std_ms")}
+
+
+def paper_table(summaries: Mapping[str, Summary], paper_loss_pct: Mapping[str, float]) -> str:
+    """cbt section 4, one row per algorithm: the tagged class's loss over the run (%)
+    beside the paper's (Table 1; "-" where it has none), TCP's share of the blast phase
+    (%), Jain's index of the blast phase, the tagged flows' mean latency, queueing delay
+    (mean - min) and delay std over the run (ms, cbt Fig. 7), their mean latency and
+    queueing delay in the blast phase (the paper's "CBT averages around 25ms" is under
+    congestion), the effective RED queue limit and RED's
+    thresholds (packets, cbt section 4.2) beside the measured TCP queue (sampled max
+    over the run and the blast, time-weighted mean in the blast), whether every switch
+    kept up, and the number of validity warnings."""
+    head = ["algorithm", "tag loss %", "paper %", "TCP blast %", "Jain blast", "lat ms",
+            "queue ms", "std ms", "lat blast", "queue blast", "RED limit", "min/max th", "TCP q max", "max blast",
+            "mean blast", "kept up", "warnings"]
+    rows = []
+    for algo, s in summaries.items():
+        blast = s["scenario"].get("blast_phase")
+        ph = s["phases"].get(blast, {}) if blast else {}
+        loss = _get(s, "run", "udp_class", "TAGGED", "loss")
+        share = _get(ph, "class_share", "TCP")
+        lat = tagged_latency_means(s)
+        lat_blast = _get(ph, "udp_class", "TAGGED", "mean_ms")
+        floor = min((f["min_ms"] for f in (s.get("tagged_latency") or {}).values()
+                     if f.get("min_ms") is not None), default=None)
+        q_blast = None if lat_blast is None or floor is None else lat_blast - floor
+        lim = s.get("red_queue_limit") or {}
+        keep = s.get("switch_keepup") or {}
+        lost = sum(k.get("lost_before_aqm_pkts", 0) for k in keep.values() if k.get("checked"))
+        kept = ("-" if not keep else "yes" if all(k.get("checked") and k.get("ok")
+                                                  for k in keep.values()) else f"NO ({lost} lost)")
+        rows.append([algo, _fmt(None if loss is None else 100 * loss, 2),
+                     _fmt(paper_loss_pct.get(algo), 1), _fmt(None if share is None else 100 * share, 1),
+                     _fmt(_get(ph, "jain"), 3), _fmt(lat["mean_ms"], 1),
+                     _fmt(lat["queueing_mean_ms"], 1), _fmt(lat["std_ms"], 2),
+                     _fmt(lat_blast, 1), _fmt(q_blast, 1),
+                     _fmt(lim.get("effective_red_limit_pkts")),
+                     "-" if not lim else f"{lim['min_th_pkts']:g}/{lim['max_th_pkts']:g}",
+                     _fmt(lim.get("measured_tcp_max_pkts")), _fmt(lim.get("measured_tcp_max_blast_pkts")),
+                     _fmt(lim.get("measured_tcp_mean_blast_pkts"), 1), kept,
+                     str(len(s.get("warnings", [])))])
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                       for i, (c, w) in enumerate(zip(r, widths))) for r in [head, *rows]]
+    return "\n".join(lines) + "\n"
+
+
+def write_paper_table(summaries: Mapping[str, Summary], out_dir: Union[str, Path],
+                      paper_loss_pct: Mapping[str, float]) -> Path:
+    """paper_table.txt (paper_table) into out_dir."""
+    d = Path(out_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    p = d / PAPER_TABLE_FILE
+    p.write_text("Tagged loss, TCP share, latency and RED queue limit (cbt section 4, Table 1, "
+                 "Figs. 5-7):\n" + paper_table(summaries, paper_loss_pct))
+    return p
+
+
 def _save(fig: Any, path: Union[str, Path]) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
@@ -323,20 +531,68 @@ def _save(fig: Any, path: Union[str, Path]) -> Path:
     return p
 
 
+def plot_class_averages(summaries: Mapping[str, Summary], path: Union[str, Path]) -> Path:
+    """dcbt Fig. 10 (CBT's queue averages): one panel per RED-based algorithm with register
+    samples; RED's average and the tagged / untagged class averages (packets) over time,
+    min_th and max_th dashed, the class thresholds dotted in the class's colour (CBT: the
+    policy's; D-CBT: from the pushed shares, the tagged one moving with RED's average)."""
+    runs = [(a, s) for a, s in summaries.items()
+            if _get(s, "registers", "series", "t_s") and (s.get("policy") or {}).get("min_th_pkts")
+            is not None]
+    n = max(1, len(runs))
+    fig, axes = plt.subplots(n, 1, figsize=(8, 2.5 * n + 0.6), sharex=True, squeeze=False)
+    if not runs:
+        axes[0, 0].text(0.5, 0.5, "no register samples", transform=axes[0, 0].transAxes,
+                        ha="center", color="0.4")
+    for ax, (algo, s) in zip(axes[:, 0], runs):
+        ser, pol = s["registers"]["series"], s["policy"]
+        t = ser["t_s"]
+        ax.plot(t, ser["red_avg_pkts"], color="k", linewidth=1.1, label="RED average")
+        for c in ("TAGGED", "UNTAGGED") if pol.get("algorithm") != "RED" else ():  # RED: none
+            ax.plot(t, ser[f"{c.lower()}_avg_pkts"], color=CLASS_COLORS[c], linewidth=1.1,
+                    label=f"{c.lower()} average")
+            th = ser.get(f"{c.lower()}_th_pkts") or []
+            if any(v is not None for v in th):
+                ax.step(t, [float("nan") if v is None else v for v in th], where="post",
+                        color=CLASS_COLORS[c], linestyle=":", linewidth=1.0,
+                        label=f"{c.lower()} threshold")
+        for key, name in (("min_th_pkts", "min_th"), ("max_th_pkts", "max_th")):
+            ax.axhline(pol[key], color="0.45", linestyle="--", linewidth=0.8)
+            ax.text(0.003, pol[key], name, transform=ax.get_yaxis_transform(), fontsize=6,
+                    va="bottom", color="0.35")
+        _mark_phases(ax, s)
+        ax.set_xlim(0, s["scenario"]["duration_s"])
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel(f"{algo}\naverage (pkts)")
+        ax.grid(alpha=0.3)
+    if runs:   # the legend of the panel with the most lines (a RED panel has no class lines)
+        h, lab = max((ax.get_legend_handles_labels() for ax in axes[:, 0]), key=lambda x: len(x[1]))
+        fig.legend(h, lab, loc="upper center", ncol=len(lab), fontsize=7, frameon=False)
+    axes[-1, 0].set_xlabel("time since traffic start (s)")
+    fig.tight_layout(rect=(0, 0, 1, 0.95 if runs else 1))
+    return _save(fig, path)
+
+
 def write_report(summaries: Mapping[str, Summary], out_dir: Union[str, Path]) -> dict[str, Path]:
-    """table.txt and the five PNGs into out_dir; returns {key: path}."""
+    """table.txt, bandwidth_variation.txt and the seven PNGs into out_dir; returns {key: path}."""
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
     (d / TABLE_FILE).write_text(comparison_table(summaries) + "\nPacket accounting at the "
                                 "bottleneck over the run (dcbt Tables 1-2):\n"
                                 + packet_accounting_table(summaries))
+    (d / BW_TABLE_FILE).write_text(bandwidth_variation_table(summaries))
     return {
         "table": d / TABLE_FILE,
+        "bw_table": d / BW_TABLE_FILE,
+        "bw_variation": plot_bandwidth_variation(summaries, d / PLOT_FILES["bw_variation"]),
         "fig8": plot_class_throughput(summaries, d / PLOT_FILES["fig8"]),
         "fig11": plot_jain(summaries, d / PLOT_FILES["fig11"]),
         "queue": plot_queue_occupancy(summaries, d / PLOT_FILES["queue"]),
         "delay": plot_mm_delay(summaries, d / PLOT_FILES["delay"]),
         "delay_cdf": plot_mm_delay_cdf(summaries, d / PLOT_FILES["delay_cdf"]),
+        "tcp_throughput": plot_tcp_throughput(summaries, d / PLOT_FILES["tcp_throughput"]),
+        "tagged_latency": plot_tagged_latency(summaries, d / PLOT_FILES["tagged_latency"]),
+        "class_averages": plot_class_averages(summaries, d / PLOT_FILES["class_averages"]),
     }
 
 

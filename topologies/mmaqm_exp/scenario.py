@@ -50,8 +50,12 @@ TCP_DEFAULTS: dict[str, Any] = {
     "packet_bytes": PACKET_BYTES,
     "max_window_pkts": 20,     # dcbt section 5: "maximum congestion window size of 20 packets"
     "start_spread_s": 0.0,     # flow i of n starts at start_s + i * spread / n
+    # Linux's initial congestion window for this group's connections, segments
+    # (`ip route ... initcwnd` toward dst in the src namespace); None: the kernel's (10)
+    "initcwnd_pkts": None,
     "dscp": 0,
 }
+INITCWND_MAX_PKTS = 100
 MMAPP_DEFAULTS: dict[str, Any] = {
     "scales_kbps": [300, 500, 700, 900, 1100],  # dcbt section 5
     "initial_scale": 0,
@@ -431,6 +435,7 @@ def parse_scenario(
                                 next_id, params))
         next_id += count
 
+    _check_initcwnd(groups, errs)
     if errs.items:
         raise ScenarioError(errs.items, source)
     sc = Scenario(name=name, duration_s=dur, phases=tuple(phases), groups=tuple(groups),
@@ -445,6 +450,27 @@ def parse_scenario(
             raise ScenarioError([f"duration override: must be > 0, got {duration_s}"], source)
         sc = sc.with_duration(duration_s)
     return sc
+
+
+def _check_initcwnd(groups: Sequence[FlowGroup], errs: V.Errors) -> None:
+    """One initial window per (src, dst): it is a route attribute toward dst in src's
+    namespace, so every TCP group between the same two hosts shares it."""
+    seen: dict[tuple[str, str], FlowGroup] = {}
+    for g in groups:
+        if g.kind != "tcp":
+            continue
+        first = seen.setdefault((g.src, g.dst), g)
+        if first.params.get("initcwnd_pkts") != g.params.get("initcwnd_pkts"):
+            errs.add(f"flows[{g.index}].initcwnd_pkts",
+                     f"must equal flows[{first.index}]'s ({first.params.get('initcwnd_pkts')}): "
+                     f"the initial window is a route attribute of {g.src} toward {g.dst}, "
+                     f"shared by every TCP group between them, got {g.params.get('initcwnd_pkts')}")
+
+
+def initcwnd_routes(scenario: "Scenario") -> dict[tuple[str, str], int]:
+    """{(src host, dst host): initial window in segments} of the TCP groups that set one."""
+    return {(g.src, g.dst): int(g.params["initcwnd_pkts"]) for g in scenario.groups
+            if g.kind == "tcp" and g.params.get("initcwnd_pkts") is not None}
 
 
 def _parse_params(errs: V.Errors, kind: str, g: Mapping, path: str, params: dict) -> None:
@@ -468,6 +494,9 @@ def _parse_params(errs: V.Errors, kind: str, g: Mapping, path: str, params: dict
         sp = _as_float(V.number(g.get("start_spread_s", 0.0), f"{path}.start_spread_s", errs,
                                 ge=0))
         params["start_spread_s"] = sp if sp is not None else 0.0
+        if g.get("initcwnd_pkts") is not None:
+            params["initcwnd_pkts"] = V.integer(g["initcwnd_pkts"], f"{path}.initcwnd_pkts", errs,
+                                                lo=1, hi=INITCWND_MAX_PKTS, note="segments")
     elif kind == "mmapp":
         scales_path = f"{path}.scales_kbps"
         raw_scales = V.sequence(g.get("scales_kbps", params["scales_kbps"]), scales_path, errs,

@@ -177,6 +177,20 @@ class Topology:
                 return tuple(links)
             node = port.peer
 
+    def switch_hops(self, src_host: str, dst_host: str) -> tuple[tuple[str, int], ...]:
+        """(switch, egress port) of every switch a packet from src_host to dst_host
+        crosses, in order: where its AQM counts it (the first is src_host's switch)."""
+        hops: list[tuple[str, int]] = []
+        node = self.hosts[src_host].switch
+        while src_host != dst_host:
+            number = self.routes[(node, dst_host)]
+            hops.append((node, number))
+            peer = self.switches[node].ports[number].peer
+            if peer == dst_host:
+                break
+            node = peer
+        return tuple(hops)
+
     def one_way_delay_ms(self, src_host: str, dst_host: str) -> float:
         """Sum of the link delays along the path (no queueing, no processing)."""
         return sum(self.links[i].delay_ms for i in self.path(src_host, dst_host))

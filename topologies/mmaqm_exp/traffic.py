@@ -51,7 +51,8 @@ from typing import Any, Callable, Optional, Protocol, Sequence, Union
 from .cpu import process_stat
 from .lab import stop_processes
 from .samples import read_send_log
-from .scenario import CLASSES, Scenario, check_congestion_control, parse_scenario_dict
+from .scenario import (CLASSES, Scenario, check_congestion_control, initcwnd_routes,
+                       parse_scenario_dict)
 
 # ---------------------------------------------------------------------------
 # Constants
@@ -399,6 +400,10 @@ def run_scenario(
             ok = False
         if not ok:
             warnings.append(f"{host}: could not set net.ipv4.tcp_no_metrics_save=1")
+    # before any sender starts: tcpbulk connects at setup, and a connection takes its
+    # initial (and restart-after-idle) window from the route when it is established
+    for (src, dst), pkts in sorted(initcwnd_routes(scenario).items()):
+        set_initcwnd(net, src, ips[dst], pkts)
 
     procs: list[_Proc] = []
     with ExitStack() as stack:
@@ -425,6 +430,37 @@ def run_scenario(
                         p.popen.stdin.close()
                     except OSError:
                         pass
+
+
+def parse_route_get(text: str) -> tuple[Optional[str], str]:
+    """(gateway or None, device) from `ip -o route get DST`'s output
+    ("10.0.2.2 via 10.0.1.1 dev eth0 src 10.0.1.2 uid 0 \\    cache")."""
+    words = text.split()
+    if "dev" not in words or words.index("dev") + 1 >= len(words):
+        raise TrafficError(f"no device in 'ip route get' output: {text.strip()!r}")
+    via = words[words.index("via") + 1] if "via" in words[:-1] else None
+    return via, words[words.index("dev") + 1]
+
+
+def initcwnd_route_argv(dst_ip: str, via: Optional[str], dev: str, initcwnd_pkts: int) -> list[str]:
+    """`ip route replace DST/32 [via GW] dev DEV initcwnd N`: a host route carrying the
+    initial congestion window of new connections toward DST."""
+    return (["ip", "route", "replace", f"{dst_ip}/32"] + (["via", via] if via else [])
+            + ["dev", dev, "initcwnd", str(initcwnd_pkts)])
+
+
+def set_initcwnd(net: Net, host: str, dst_ip: str, initcwnd_pkts: int) -> None:
+    """Give host's connections toward dst_ip an initial window of initcwnd_pkts segments,
+    then read the route back; TrafficError if it does not say so."""
+    got = net.run(host, ["ip", "-o", "route", "get", dst_ip], timeout=10)
+    via, dev = parse_route_get(getattr(got, "stdout", "") or "")
+    argv = initcwnd_route_argv(dst_ip, via, dev, initcwnd_pkts)
+    done = net.run(host, argv, timeout=10)
+    shown = net.run(host, ["ip", "route", "show", f"{dst_ip}/32"], timeout=10)
+    if f"initcwnd {initcwnd_pkts}" not in (getattr(shown, "stdout", "") or ""):
+        err = (getattr(done, "stderr", "") or "").strip()
+        raise TrafficError(f"{host}: '{' '.join(argv)}' did not take effect"
+                           + (f": {err}" if err else ""))
 
 
 def _run(net: Net, scenario: Scenario, out: Path, progress: Optional[ProgressFn],

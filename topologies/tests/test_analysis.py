@@ -21,7 +21,7 @@ import pytest
 
 import mmt_testenv  # first: puts topologies/ on sys.path
 
-from mmaqm_exp import analysis, report
+from mmaqm_exp import analysis, metrics, report
 from mmaqm_exp.analysis import interp_sent, seq_range_sent_in, tcp_ip_bytes, value_at
 from mmaqm_exp.network import parse_proc_net_dev_rx_packets
 from mmaqm_exp.scenario import parse_scenario
@@ -223,6 +223,19 @@ def test_bandwidth_variation_and_flow_entries(run_dir: Path):
     json.dumps(s)  # JSON-serialisable
 
 
+def test_bandwidth_variation_curve(run_dir: Path):
+    """feng Fig. 3. Flow 1 got 125 000 IP bytes at 0.5 s and at 1.5 s of its 2 s span.
+    0.1 s windows: 20, two of them 10 000 kbit/s: mean 1000, E[x^2] = 2 * 10000^2 / 20
+    = 1e7, std = sqrt(1e7 - 1e6) = 3000; 0.2 s: two of 10 at 5000: sqrt(5e6 - 1e6) = 2000;
+    0.5 s: two of 4 at 2000: sqrt(2e6 - 1e6) = 1000; 1 s: 1000, 1000: 0. 2 s: only one fits."""
+    s = analysis.analyze(run_dir)
+    c = s["flows"]["1"]["bandwidth_variation_curve"]
+    assert c == {"windows_s": [0.1, 0.2, 0.5, 1.0], "std_kbps": [3000.0, 2000.0, 1000.0, 0.0]}
+    # the smoothing that brings it to 1500 kbit/s: between 0.2 s and 0.5 s, 0.2 + 0.3 * 500 / 1000
+    assert metrics.smoothing_to_reach_s(list(zip(c["windows_s"], c["std_kbps"])), 1500.0) == \
+        pytest.approx(0.35)
+
+
 def test_switch_counters(run_dir: Path):
     s = analysis.analyze(run_dir, counters_jsonl=run_dir / "counters.jsonl")
     sw = s["switch"]
@@ -286,8 +299,22 @@ def test_write_outputs_and_report(run_dir: Path, tmp_path: Path):
     assert red[11:13] == [f"{mm['mean_ms']:.1f}", f"{mm['max_ms']:.1f}"]
     assert red[14] == f"{mm['std_ms']:.2f}" and red[15] == "-"
     assert lines[4].split()[7] == "0.500"
+    # feng section 3 table. TCP flows 1 and 2: 1 s std 0 and 500 (mean 250), cov 0 and 1;
+    # 0.1 s std 3000 (see test_bandwidth_variation_curve) and, for flow 2 (one 10 000 kbit/s
+    # window of 20), sqrt(1e8 / 20 - 500^2) = sqrt(4.75e6) = 2179.45: mean 2589.7
+    bw = report.bandwidth_variation_table({"RED": s}).splitlines()
+    assert bw[0].split()[:4] == ["algorithm", "class", "flows", "kbit/s"]
+    assert bw[1].split() == ["RED", "TCP", "2", "750", "250", "0.500", "-", "-", "2590", "(0.1", "s)", "0.10"]
+    assert bw[2].split()[:3] == ["RED", "TAGGED", "1"] and len(bw) == 3  # no UNTAGGED flow
+    # DCBT's TCP curve, mean of the two flows: 5000, 3500, 2000, 500 at 0.1, 0.2, 0.5, 1 s;
+    # RED's 2589.7 is reached at 0.2 + 0.3 * (3500 - 2589.72) / (3500 - 2000) = 0.382 s
+    other["flows"]["1"]["bandwidth_variation_curve"]["std_kbps"] = [4000.0, 3000.0, 2000.0, 1000.0]
+    other["flows"]["2"]["bandwidth_variation_curve"]["std_kbps"] = [6000.0, 4000.0, 2000.0, 0.0]
+    bw2 = report.bandwidth_variation_table({"RED": s, "DCBT": other}).splitlines()
+    assert bw2[3].split()[:2] == ["DCBT", "TCP"] and bw2[3].split()[-1] == "0.38"
     paths = report.write_report({"RED": s, "DCBT": other}, tmp_path / "rep")
-    for k in ("fig8", "fig11", "queue", "delay"):
+    assert paths["bw_table"].read_text() == "\n".join(bw2) + "\n"
+    for k in ("fig8", "fig11", "queue", "delay", "bw_variation"):
         assert paths[k].stat().st_size > 5000 and paths[k].read_bytes()[:4] == b"\x89PNG"
     # runs without counter data still plot (a note instead of the queue)
     s_nc = analysis.analyze(run_dir)
@@ -380,3 +407,12 @@ def test_validity_warnings_for_low_utilisation_and_a_saturated_machine():
     assert analysis.validity_warnings(summary, nproc=2) == []
     summary["cpu"]["machine"]["mean_pct"] = 400.0
     assert analysis.validity_warnings(summary) == []
+
+
+def test_a_phase_without_tcp_is_not_held_to_the_utilisation_bound():
+    # cbt's ProShare-only phases: six 210 kbit/s flows on a 10 Mbit/s link
+    summary = {"phases": {
+        "proshare": {"utilization": 0.12, "n_flows_by_class": {"TCP": 0, "TAGGED": 6}},
+        "tcp": {"utilization": 0.12, "n_flows_by_class": {"TCP": 240, "TAGGED": 6}}}}
+    assert analysis.validity_warnings(summary) == [
+        "phase tcp: bottleneck utilisation 0.120 < 0.8"]

@@ -96,6 +96,26 @@ def test_every_switch_was_checked_and_kept_up(summaries):
             assert k["ok"] and k["kernel_rx_pkts"] > 0
 
 
+def test_every_udp_packet_sent_reached_the_first_switch_and_no_delay_element_dropped(summaries):
+    """The senders' exact counts against r1's AQM arrivals per class, from a counter sample
+    before the first packet to one after the network drained: equal, to the packet."""
+    for algorithm, s in summaries.items():
+        checks = {(c["switch"], c["port"], c["class"]): c for c in s["udp_arrivals"]["checks"]}
+        bn = s["bottleneck"]
+        for cls in ("TAGGED", "UNTAGGED"):       # 3 MM_APP and the CBR blast, at r1's bottleneck
+            c = checks[(bn["switch"], bn["port"], cls)]
+            print(f"{algorithm} {cls}: sent {c['sent_pkts']}, r1 arrivals {c.get('arrivals_pkts')}")
+            assert c["checked"] and c["sent_pkts"] > 0, (algorithm, c)
+        for c in checks.values():
+            assert c["checked"] and c["difference_pkts"] == 0 and c["send_errors_pkts"] == 0, (
+                algorithm, c)
+        assert not any(s["udp_arrivals"]["host_sndbuf_errors"].values()), algorithm
+        for name, d in s["delay_elements"].items():
+            assert d["queue_dropped"] == d["user_dropped"] == 0, (algorithm, name, d)
+        # the elements on the path across the bottleneck carried the traffic
+        assert sum(d["id_sequence"] for d in s["delay_elements"].values()) > 0, algorithm
+
+
 def test_every_flow_delivered_and_the_queue_drained(run):
     out, summaries = run
     for algorithm, s in summaries.items():

@@ -165,6 +165,20 @@ def test_bandwidth_variation_1s_8s():
     assert set(m.bandwidth_variation_1s_8s(s, 0.0, 5.0)) == {1.0}
 
 
+def test_smoothing_to_reach():
+    # feng Fig. 3: variation (kbit/s) against smoothing window (s)
+    red = [(0.1, 1200.0), (0.5, 1000.0), (1.0, 600.0), (2.0, 300.0)]
+    # 800 lies between 1000 (0.5 s) and 600 (1.0 s): 0.5 + 0.5 * (1000 - 800) / (1000 - 600) = 0.75
+    assert m.smoothing_to_reach_s(red, 800.0) == pytest.approx(0.75)
+    assert m.smoothing_to_reach_s(red, 600.0) == pytest.approx(1.0)       # exactly a point
+    assert m.smoothing_to_reach_s(red, 1500.0) == 0.1                     # already below at the start
+    assert m.smoothing_to_reach_s(red, 100.0) is None                     # never reached
+    # a curve that rises again: the first crossing counts
+    assert m.smoothing_to_reach_s([(1.0, 500.0), (2.0, 300.0), (4.0, 600.0)], 400.0) == pytest.approx(1.5)
+    with pytest.raises(ValueError):
+        m.smoothing_to_reach_s([(1.0, 5.0), (1.0, 4.0)], 4.5)
+
+
 # --------------------------------------------------------------------------- queue series
 
 

@@ -28,6 +28,7 @@ import mmt_testenv  # first: puts topologies/ on sys.path
 
 from mmaqm_exp import metrics, samples
 from mmaqm_exp.netns import NsPair, missing_prereqs, ns_pair
+from mmaqm_exp.network import nfqueue_counters
 
 DELAY_DIR = Path(__file__).resolve().parents[1] / "delay"
 QUEUE = 11
@@ -117,6 +118,7 @@ def test_udp_blast_5000pps(net, nfq_delay_bin, tmp_path):
                                  "--cbr-kbps", "40000"], env=mmt_testenv.py_env(), timeout=30)
     sent = json.loads(tx.stdout.strip().splitlines()[-1])["sent"]
     time.sleep(DELAY_MS / 1000 + 0.3)  # held packets drain
+    kernel = nfqueue_counters(el.pid, QUEUE)   # what the experiments read per delay element
     assert net.stop(rx) == 0
     stats = _stop_delay(net, el, stats_path)
 
@@ -132,3 +134,6 @@ def test_udp_blast_5000pps(net, nfq_delay_bin, tmp_path):
     assert owd.mean < DELAY_MS + 2.0, owd
     assert stats["mean_abs_err_us"] < 200, stats
     assert stats["enobufs"] == 0 and stats["verdict_errors"] == 0, stats
+    # the kernel's side of the queue: nothing dropped, every packet handed to the element
+    assert kernel is not None and kernel["queue_dropped"] == kernel["user_dropped"] == 0, kernel
+    assert kernel["id_sequence"] >= len(rows) and kernel["queue_total"] == 0, kernel

@@ -297,6 +297,33 @@ def test_port_exhaustion():
     assert "links[63].a: switch s1 has no free port left (max 63)" in _errors(data)
 
 
+def test_feng_fig1_and_its_policies_match_the_paper():
+    """feng section 3.1: n0 -> n5, 10 Mbit/s bottleneck (fair share 2.5 Mbit/s for 4
+    connections), five 1 ms links (RTT 10 ms); drop-tail 20 KB, RED 20 KB (5 / 15 KB),
+    RED 50 KB (20 / 40 KB), with 1000-byte packets."""
+    from mmaqm_exp.experiment import load_policies
+    from mmaqm_exp.scenario import load_scenario
+
+    t = load_topology(TOPOS / "feng-fig1.json")
+    bn = t.bottleneck
+    assert (bn.rate_mbps, bn.rate_pps, bn.packet_bytes, bn.queue_limit_pkts) == (10, 1250, 1000, 20)
+    assert t.rtt_ms("n0", "n5") == 10 and t.one_way_delay_ms("n0", "n5") == 5
+    pol = load_policies(mmt_testenv.TOPO / "policies" / "feng.yaml")
+    got = {k: (v["algorithm"], v["queue_limit_pkts"], v.get("min_th_pkts"), v.get("max_th_pkts"))
+           for k, v in pol.items()}
+    assert got == {"DROP_TAIL": ("DROP_TAIL", 20, None, None), "RED": ("RED", 20, 5, 15),
+                   "RED_50KB": ("RED", 50, 20, 40)}
+    for v in pol.values():
+        _parse(controller_config(t, v))        # the controller accepts each on this topology
+    sc = load_scenario(mmt_testenv.TOPO / "scenarios" / "feng-fig2.yaml", hosts=t.hosts)
+    assert [(f.kind, f.src, f.dst) for f in sc.flows] == [("tcp", "n0", "n5")] * 4
+    mm = load_scenario(mmt_testenv.TOPO / "scenarios" / "feng-mm.yaml", hosts=t.hosts)
+    assert [f.cls for f in mm.flows] == ["TCP"] * 3 + ["TAGGED"]
+    many = load_scenario(mmt_testenv.TOPO / "scenarios" / "feng-fig3b.yaml", hosts=t.hosts)
+    assert [(f.kind, f.src, f.dst) for f in many.flows] == [("tcp", "n0", "n5")] * 32
+    assert sc.duration_s == mm.duration_s == many.duration_s == 64
+
+
 # -------------------------------------------------------- controller config
 def _parse(cfg: dict) -> Any:
     from mmaqm.config import load_yaml, parse_config
