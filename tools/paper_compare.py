@@ -228,7 +228,28 @@ def m_threshold_predicted_kbps(runs: Summaries, algorithm: str, phase: str, cls:
     return f"{_fmt(kbps, 0)} kbit/s"
 
 
+def m_bw_variation_kbps(runs: Summaries, algorithm: str, cls: str, window: str) -> str:
+    """feng §3: the bandwidth variation of a class, the mean over its flows of the
+    standard deviation of the flow's throughput over consecutive windows (1s, 8s)."""
+    flows = [f["bandwidth_variation"][window] for f in _summary(runs, algorithm)["flows"].values()
+             if f["class"] == cls and (f.get("bandwidth_variation") or {}).get(window)]
+    if not flows:
+        raise CompareError(f"{algorithm}: no {cls} flow with {window} windows")
+    return f"{_fmt(sum(f['std_kbps'] for f in flows) / len(flows), 0)} kbit/s"
+
+
+def m_flow_mean_kbps(runs: Summaries, algorithm: str, cls: str) -> str:
+    """Mean over a class's flows of their throughput over the run."""
+    flows = [f["bandwidth_variation"]["1s"]["mean_kbps"]
+             for f in _summary(runs, algorithm)["flows"].values() if f["class"] == cls]
+    if not flows:
+        raise CompareError(f"{algorithm}: no {cls} flow")
+    return f"{_fmt(sum(flows) / len(flows), 0)} kbit/s"
+
+
 METRICS: dict[str, Metric] = {
+    "bw_variation_kbps": m_bw_variation_kbps,
+    "flow_mean_kbps": m_flow_mean_kbps,
     "register": m_register,
     "threshold_predicted_kbps": m_threshold_predicted_kbps,
     "udp_loss_pct": m_udp_loss_pct,
@@ -285,13 +306,17 @@ def _cell(text: Any) -> str:
 
 def render(paper: Mapping[str, Any], results: Path = RESULTS) -> str:
     """One paper's markdown table (without the markers)."""
-    runs = load_run(results, paper["run"])
-    lines = [f"Data: [docs/results/{paper['run']}/](docs/results/{paper['run']}/)", "",
+    loaded = {paper["run"]: load_run(results, paper["run"])}
+    names = [paper["run"]] + sorted({r["run"] for r in paper["rows"] if "run" in r} - {paper["run"]})
+    lines = ["Data: " + ", ".join(f"[docs/results/{n}/](docs/results/{n}/)" for n in names), "",
              "| what the paper reports | paper | mmaqm | why they differ |",
              "|---|---|---|---|"]
     for row in paper["rows"]:
+        run = row.get("run", paper["run"])          # a row may use another committed run
+        if run not in loaded:
+            loaded[run] = load_run(results, run)
         lines.append(f"| {_cell(row['quantity'])} | {_cell(row['paper'])} | "
-                     f"{_cell(value(runs, row['mmaqm']))} | {_cell(row.get('why', ''))} |")
+                     f"{_cell(value(loaded[run], row['mmaqm']))} | {_cell(row.get('why', ''))} |")
     return "\n".join(lines)
 
 

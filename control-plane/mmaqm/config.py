@@ -57,6 +57,9 @@ RED options, every algorithm but DROP_TAIL (README "RED options" maps them to tc
   gentle              [false] gentle RED: a p_b ramp max_p..1 between max_th and 2 * max_th
   ecn                 [false] tc-red ecn: mark ECN-capable packets CE instead of dropping
   harddrop            [false] tc-red harddrop: with ecn, drop in the forced zone anyway
+  wait                [false] ns-2 wait_ (true there, as in dcbt's simulations): no early
+                      drop while count * p_b <= 1, so the gap between early drops is
+                      uniform on 1/p_b + 1..2/p_b packets instead of 1..1/p_b
   adaptive            [false] tc-red adaptive: not implemented; true is an error
 
 ChIPS keys (dcbt §3.2), DCBT_CHIPS only:
@@ -139,6 +142,7 @@ class PortPolicy:
     gentle: bool = False
     ecn: bool = False
     harddrop: bool = False
+    wait: bool = False
     # ChIPS (DCBT_CHIPS only)
     chips_max_tagged_ratio: float | None = None
     chips_ewma_weight: float | None = None
@@ -225,7 +229,7 @@ def _section(raw: Mapping[Any, Any], key: str, default: Any) -> Any:
 _RED_KEYS = ("min_th_pkts", "max_th_pkts", "max_p")
 _CBT_KEYS = ("tagged_th_pkts", "untagged_th_pkts")
 _RED_OPTION_NUMBERS = ("burst_pkts", "bandwidth_pps")
-_RED_OPTION_FLAGS = ("gentle", "ecn", "harddrop", "adaptive")
+_RED_OPTION_FLAGS = ("gentle", "ecn", "harddrop", "wait", "adaptive")
 _CHIPS_KEYS = ("chips_max_tagged_ratio", "chips_ewma_weight")
 _NUMBER_KEYS = (*_RED_KEYS, "ewma_weight", *_CBT_KEYS, *_RED_OPTION_NUMBERS, *_CHIPS_KEYS)
 _NON_NEGATIVE_KEYS = ("min_th_pkts", *_CBT_KEYS)
@@ -286,7 +290,7 @@ def _read_policy(value: object, path: str, errs: V.Errors) -> PortPolicy | None:
                       untagged_th_pkts=v["untagged_th_pkts"],
                       burst_pkts=v["burst_pkts"], bandwidth_pps=v["bandwidth_pps"],
                       gentle=bool(flags["gentle"]), ecn=bool(flags["ecn"]),
-                      harddrop=bool(flags["harddrop"]),
+                      harddrop=bool(flags["harddrop"]), wait=bool(flags["wait"]),
                       chips_max_tagged_ratio=chips_ratio, chips_ewma_weight=chips_weight)
 
 

@@ -5,7 +5,7 @@ Each algorithm has its own action in aqm.p4, with only its own parameters:
   drop_tail        (queue_limit_pkts, flow_epoch_shift)
   red              (queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
                     min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32,
-                    gentle, max_p_q16, gentle_slope_q24, ecn, harddrop)
+                    gentle, max_p_q16, gentle_slope_q24, ecn, harddrop, wait)
   cbt_red_all,
   cbt_red_tcp_only (... red's ..., tagged_th_scaled, untagged_th_scaled)
   dcbt             (... red's ..., tagged_share_q16, untagged_th_scaled)

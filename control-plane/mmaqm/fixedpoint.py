@@ -230,7 +230,7 @@ def red_decide(
     -> (reason RED acted for or None, True if it marks instead of drops, new state).
 
     Uses params min_th_scaled, max_th_scaled, red_slope_q24 and the options
-    gentle, max_p_q16, gentle_slope_q24, ecn, harddrop (absent = off).
+    gentle, max_p_q16, gentle_slope_q24, ecn, harddrop, wait (absent = off).
     rand_source() plays random(0, PROB_ONE - 1) and is called exactly when the
     P4 calls random(): by the first early-zone packet after a restart.
     """
@@ -240,6 +240,7 @@ def red_decide(
     gentle = params.get("gentle", 0) == 1
     ecn = params.get("ecn", 0) == 1
     harddrop = params.get("harddrop", 0) == 1
+    wait = params.get("wait", 0) == 1
     forced_zone = avg_scaled >= max_th and (not gentle or avg_scaled >= max_th << 1)
     if avg_scaled < min_th:                       # below min_th: enqueue, restart
         return None, False, RedState(0, state.rand_q16)
@@ -253,8 +254,10 @@ def red_decide(
         ramp_q16 = ((((avg_scaled - max_th) & MASK32) * params["gentle_slope_q24"]) & MASK64) \
             >> C.SLOPE_FRAC_BITS
         p_b_q16 = (params["max_p_q16"] + ramp_q16) & MASK64
-    # Drop when count * p_b > R (the uniform-gap form of p_a = p_b / (1 - count p_b)).
-    if (count * p_b_q16) & MASK64 > rand_q16:     # strict: P(drop) = count * p_b / 2^16 exactly
+    # Drop when count * p_b > R (the uniform-gap form of p_a = p_b / (1 - count p_b));
+    # wait (ns-2 wait_): when count * p_b > 1 + R, the form of p_b / (2 - count p_b).
+    threshold_q16 = rand_q16 + (PROB_ONE if wait else 0)
+    if (count * p_b_q16) & MASK64 > threshold_q16:  # strict: P(drop) = count * p_b / 2^16 (- 1)
         return RED_EARLY, ecn and ecn_capable, RedState(0, rand_q16)
     return None, False, RedState(count, rand_q16)
 

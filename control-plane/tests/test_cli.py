@@ -130,7 +130,8 @@ def test_install_against_a_closed_port_fails_within_the_grpc_timeout(
 
 RED_PARAMS = {"queue_limit_pkts": 60, "flow_epoch_shift": 17, "ewma_shift": 9,
               "min_th_scaled": 5 << 16, "max_th_scaled": 15 << 16, "red_slope_q24": 167772,
-              "idle_decay_q32": 0, "gentle": 0, "max_p_q16": 0, "gentle_slope_q24": 0, "ecn": 0, "harddrop": 0}
+              "idle_decay_q32": 0, "gentle": 0, "max_p_q16": 0, "gentle_slope_q24": 0, "ecn": 0, "harddrop": 0,
+              "wait": 0}
 
 
 def test_install_against_the_fake_switch_exits_0_and_writes_the_config(

@@ -315,7 +315,7 @@ def test_unknown_policy_key_lists_the_allowed_keys() -> None:
     assert errors_of(cfg) == [
         "switches.s1.policies.2.max_th: unknown key (allowed: algorithm, queue_limit_pkts, "
         "min_th_pkts, max_th_pkts, max_p, ewma_weight, tagged_th_pkts, untagged_th_pkts, "
-        "burst_pkts, bandwidth_pps, gentle, ecn, harddrop, adaptive, chips_max_tagged_ratio, "
+        "burst_pkts, bandwidth_pps, gentle, ecn, harddrop, wait, adaptive, chips_max_tagged_ratio, "
         "chips_ewma_weight)"]
 
 

@@ -25,7 +25,7 @@ DROP_TAIL = PolicyAction("drop_tail", {"queue_limit_pkts": 64, "flow_epoch_shift
 RED = PolicyAction("red", {"queue_limit_pkts": 60, "flow_epoch_shift": 17,
                            "policy_epoch": 4242, "ewma_shift": 9, "min_th_scaled": 5 << 16,
                            "max_th_scaled": 15 << 16, "red_slope_q24": 167772,
-                           "idle_decay_q32": 0, "gentle": 0, "max_p_q16": 0, "gentle_slope_q24": 0, "ecn": 0, "harddrop": 0})
+                           "idle_decay_q32": 0, "gentle": 0, "max_p_q16": 0, "gentle_slope_q24": 0, "ecn": 0, "harddrop": 0, "wait": 0})
 DCBT = PolicyAction("dcbt", {**RED.params, "tagged_share_q16": 16384,
                              "untagged_th_scaled": 3 << 16})
 

@@ -10,9 +10,9 @@ from mmaqm.encoding import policy_action, policy_epoch_from_clock
 RED_THRESHOLDS = {"min_th_pkts": 5, "max_th_pkts": 15, "max_p": 0.1, "queue_limit_pkts": 60}
 # Every algorithm but DROP_TAIL: 5 * 2^16 = 327680; 15 * 2^16 = 983040;
 # red_slope_q24 = round(0.1 / (15 - 5) * 2^24) = round(167772.16) = 167772; w = 2^-9.
-# RED options off by default: no bandwidth_pps -> no idle decay; no gentle, ECN, harddrop.
+# RED options off by default: no bandwidth_pps -> no idle decay; no gentle, ECN, harddrop, wait.
 RED_OPTIONS_OFF = {"idle_decay_q32": 0, "gentle": 0, "max_p_q16": 0, "gentle_slope_q24": 0,
-                   "ecn": 0, "harddrop": 0}
+                   "ecn": 0, "harddrop": 0, "wait": 0}
 RED_PARAMS = {"queue_limit_pkts": 60, "min_th_scaled": 327680, "max_th_scaled": 983040,
               "red_slope_q24": 167772, "ewma_shift": 9, **RED_OPTIONS_OFF}
 
@@ -33,14 +33,15 @@ def test_red() -> None:
 
 def test_red_options_hand_computed() -> None:
     policy = parse_policy({"algorithm": "RED", **RED_THRESHOLDS, "bandwidth_pps": 3125,
-                           "gentle": True, "ecn": True, "harddrop": True})
+                           "gentle": True, "ecn": True, "harddrop": True, "wait": True})
     action = policy_action(policy, policy_epoch=3, flow_epoch_shift=17)
     # idle decay: -log2(1 - 2^-9) * 3125 / 1e6 = 8.8141e-6 halvings per us; * 2^32 = 37856.37
     # gentle: max_p_q16 = round(0.1 * 65536) = round(6553.6) = 6554;
     #         gentle_slope_q24 = round((1 - 0.1) / 15 * 2^24) = round(1006632.96) = 1006633
     assert dict(action.params) == {**RED_PARAMS, "policy_epoch": 3, "flow_epoch_shift": 17,
                                    "idle_decay_q32": 37856, "gentle": 1, "max_p_q16": 6554,
-                                   "gentle_slope_q24": 1006633, "ecn": 1, "harddrop": 1}
+                                   "gentle_slope_q24": 1006633, "ecn": 1, "harddrop": 1,
+                                   "wait": 1}
 
 
 # D-CBT at shares (0.5, 0.25): untagged 0.25 * (5 + 0.1 * (15 - 5)) = 0.25 * 6 = 1.5 pkts

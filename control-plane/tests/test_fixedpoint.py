@@ -273,7 +273,7 @@ WIDEST_POLICIES = [
       "chips_ewma_weight": 2**-31}, "dcbt_chips"),
     # every RED option at its widest: gentle slope, ECN flags, idle decay
     ({"algorithm": "RED", **WIDEST_RED, "max_th_pkts": 1, "max_p": 2**-16, "gentle": True, "ecn": True,
-      "harddrop": True, "bandwidth_pps": 1e9}, "red"),
+      "harddrop": True, "wait": True, "bandwidth_pps": 1e9}, "red"),
 ]
 
 

@@ -1,9 +1,10 @@
 """RED options (red.p4, algorithms.red, config): tc-red's burst, idle-time decay,
-gentle RED, ECN and harddrop; values worked out by hand."""
+gentle RED, ECN, harddrop and ns-2's wait; values worked out by hand."""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import pytest
 
@@ -153,6 +154,7 @@ def test_model_marked_packets_are_admitted_and_counted() -> None:
 @pytest.mark.parametrize("extra, message", [
     ({"adaptive": True}, r"adaptive: adaptive RED \(tc-red adaptive\) is not implemented"),
     ({"harddrop": True}, "harddrop: only with ecn: true"),
+    ({"wait": "true"}, "wait: must be true or false"),
     ({"ecn": 1}, "ecn: must be true or false, got 1"),
     ({"gentle": "yes"}, "gentle: must be true or false"),
     ({"bandwidth_pps": 0}, "bandwidth_pps: must be > 0"),
@@ -164,7 +166,7 @@ def test_bad_red_options_are_errors_naming_the_field(extra: dict, message: str) 
         parse_policy({**RED, **extra})
 
 
-@pytest.mark.parametrize("key", ["gentle", "ecn", "harddrop", "adaptive", "burst_pkts",
+@pytest.mark.parametrize("key", ["gentle", "ecn", "harddrop", "wait", "adaptive", "burst_pkts",
                                  "bandwidth_pps"])
 def test_red_options_are_not_for_drop_tail(key: str) -> None:
     value = 5 if key in ("burst_pkts", "bandwidth_pps") else False
@@ -174,3 +176,98 @@ def test_red_options_are_not_for_drop_tail(key: str) -> None:
 
 def test_adaptive_false_is_accepted() -> None:
     assert parse_policy({**RED, "adaptive": False}).ecn is False
+
+
+# ------------------------------------------------------------ wait (ns-2 wait_)
+# red_decide at a constant p_b: min_th 0 and slope 2^24 make p_b_q16 = avg_scaled.
+CONSTANT_P_B = {"min_th_scaled": 0, "max_th_scaled": 1 << 16, "red_slope_q24": 1 << 24}
+
+
+def test_wait_is_off_by_default_and_sent_as_a_flag() -> None:
+    assert parse_policy(RED).wait is False
+    assert encode(RED).params["wait"] == 0
+    assert encode({**RED, "wait": True}).params["wait"] == 1
+    for algorithm, extra in (("CBT_RED_ALL", {"tagged_th_pkts": 3, "untagged_th_pkts": 3}),
+                             ("CBT_RED_TCP_ONLY", {"tagged_th_pkts": 3, "untagged_th_pkts": 3}),
+                             ("DCBT", {}), ("DCBT_CHIPS", {})):
+        assert encode({**RED, "algorithm": algorithm, **extra, "wait": True}).params["wait"] == 1
+
+
+def test_wait_float_formula_hand_computed() -> None:
+    # ns-2 modify_p with wait, p_b = 1/4: count * p_b < 1 -> 0 (count 0..3);
+    # count 4: 0.25 / (2 - 1) = 1/4; 5: 0.25 / 0.75 = 1/3; 6: 0.25 / 0.5 = 1/2; 7: 1.
+    got = [red.spread_drop_probability(0.25, count, wait=True) for count in range(9)]
+    assert got == pytest.approx([0, 0, 0, 0, 1 / 4, 1 / 3, 1 / 2, 1, 1])
+    # without wait: 1/4, 1/3, 1/2, 1
+    assert [red.spread_drop_probability(0.25, c) for c in range(4)] == \
+        pytest.approx([1 / 4, 1 / 3, 1 / 2, 1])
+
+
+def test_wait_hand_traced_in_the_model() -> None:
+    # p_b = 1/4 (p_b_q16 16384). R = 0: without wait count 1 drops (16384 > 0); with wait
+    # counts 1..4 keep (4 * 16384 = 65536 > 65536 + 0 is false), count 5 drops (81920).
+    # R = 65535: without wait count 4 drops (65536 > 65535); with wait count 8 (131072 > 131071).
+    def drop_count(r: int, wait: int) -> int:
+        params, state = {**CONSTANT_P_B, "wait": wait}, F.RedState()
+        for count in range(1, 20):
+            reason, _, state = F.red_decide(16384, params, state, lambda: r)
+            if reason is not None:
+                assert (reason, state.count) == ("RED_EARLY", 0)
+                return count
+        raise AssertionError("no drop")
+
+    assert [drop_count(0, 0), drop_count(0, 1), drop_count(65535, 0), drop_count(65535, 1)] == \
+        [1, 5, 4, 8]
+
+
+def model_gap_distribution(p_b_q16: int, wait: int) -> dict[int, float]:
+    """P(gap = n) at a constant p_b from the reference model: every R in 0..2^16-1
+    (random() is uniform there), each run from a restart to its first drop."""
+    params, gaps = {**CONSTANT_P_B, "wait": wait}, Counter()
+    for r in range(F.PROB_ONE):
+        state, n = F.RedState(), 0
+        while True:
+            n += 1
+            reason, _, state = F.red_decide(p_b_q16, params, state, lambda: r)
+            if reason is not None:
+                break
+        gaps[n] += 1
+    return {n: k / F.PROB_ONE for n, k in gaps.items()}
+
+
+def float_gap_distribution(p_b: float, wait: bool) -> dict[int, float]:
+    """P(gap = n) from p_a (algorithms.red), n - 1 packets kept since the last drop."""
+    dist, survive, count = {}, 1.0, 0
+    while survive > 1e-12:
+        p_a = red.spread_drop_probability(p_b, count, wait=wait)
+        if p_a > 0:
+            dist[count + 1] = survive * p_a
+        survive *= 1 - p_a
+        count += 1
+    return dist
+
+
+@pytest.mark.parametrize("inverse_p_b", [2, 4, 8])
+@pytest.mark.parametrize("wait", [False, True])
+def test_gap_between_drops_is_uniform_exactly(inverse_p_b: int, wait: bool) -> None:
+    # p_b = 1/k: without wait the gap is uniform on 1..k, with wait on k+1..2k (red.p4),
+    # each 1/k; the float formula (F&J's p_a; ns-2's modify_p with wait) gives the same.
+    p_b = 1 / inverse_p_b
+    first = inverse_p_b + 1 if wait else 1
+    uniform = {n: p_b for n in range(first, first + inverse_p_b)}
+    assert model_gap_distribution(F.PROB_ONE // inverse_p_b, int(wait)) == uniform
+    assert float_gap_distribution(p_b, wait) == pytest.approx(uniform, abs=1e-12)
+
+
+def test_wait_applies_in_the_gentle_ramp() -> None:
+    # gentle, avg = max_th = 15: p_b = max_p = 0.25 (16384). R = 0: without wait count 1
+    # drops; with wait counts 1..4 keep and count 5 drops, as in the linear zone.
+    params = encode({**RED, "max_p": 0.25, "gentle": True}).params
+    assert params["max_p_q16"] == 16384
+    for wait, first_drop in ((0, 1), (1, 5)):
+        state = F.RedState()
+        reasons = []
+        for _ in range(first_drop):
+            reason, _, state = F.red_decide(15 << 16, {**params, "wait": wait}, state, lambda: 0)
+            reasons.append(reason)
+        assert reasons == [None] * (first_drop - 1) + ["RED_EARLY"], wait

@@ -42,7 +42,7 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
                            scaled_t min_th_scaled, scaled_t max_th_scaled,
                            q24_t red_slope_q24, q32_t idle_decay_q32, flag_t gentle,
                            q16_t max_p_q16, q24_t gentle_slope_q24, flag_t ecn,
-                           flag_t harddrop) {
+                           flag_t harddrop, flag_t wait) {
         load_policy(queue_limit_pkts, flow_epoch_shift);
         meta.policy.policy_epoch = policy_epoch;
         meta.policy.ewma_shift = ewma_shift;
@@ -55,6 +55,7 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
         meta.policy.gentle_slope_q24 = gentle_slope_q24;
         meta.policy.ecn = ecn;
         meta.policy.harddrop = harddrop;
+        meta.policy.wait = wait;
     }
 
     // ---- port_policy actions: one per algorithm, named at the top level of
@@ -69,10 +70,10 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
                policy_epoch_t policy_epoch, shift_t ewma_shift,
                scaled_t min_th_scaled, scaled_t max_th_scaled, q24_t red_slope_q24,
                q32_t idle_decay_q32, flag_t gentle, q16_t max_p_q16, q24_t gentle_slope_q24,
-               flag_t ecn, flag_t harddrop) {
+               flag_t ecn, flag_t harddrop, flag_t wait) {
         load_red_policy(queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
                         min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32, gentle,
-                        max_p_q16, gentle_slope_q24, ecn, harddrop);
+                        max_p_q16, gentle_slope_q24, ecn, harddrop, wait);
     }
 
     @name(".cbt_red_all")
@@ -80,11 +81,11 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
                        policy_epoch_t policy_epoch, shift_t ewma_shift,
                        scaled_t min_th_scaled, scaled_t max_th_scaled, q24_t red_slope_q24,
                        q32_t idle_decay_q32, flag_t gentle, q16_t max_p_q16,
-                       q24_t gentle_slope_q24, flag_t ecn, flag_t harddrop,
+                       q24_t gentle_slope_q24, flag_t ecn, flag_t harddrop, flag_t wait,
                        scaled_t tagged_th_scaled, scaled_t untagged_th_scaled) {
         load_red_policy(queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
                         min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32, gentle,
-                        max_p_q16, gentle_slope_q24, ecn, harddrop);
+                        max_p_q16, gentle_slope_q24, ecn, harddrop, wait);
         meta.policy.tagged_th_scaled = tagged_th_scaled;
         meta.policy.untagged_th_scaled = untagged_th_scaled;
     }
@@ -95,11 +96,11 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
                             scaled_t min_th_scaled, scaled_t max_th_scaled,
                             q24_t red_slope_q24,
                             q32_t idle_decay_q32, flag_t gentle, q16_t max_p_q16,
-                       q24_t gentle_slope_q24, flag_t ecn, flag_t harddrop,
+                       q24_t gentle_slope_q24, flag_t ecn, flag_t harddrop, flag_t wait,
                        scaled_t tagged_th_scaled, scaled_t untagged_th_scaled) {
         load_red_policy(queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
                         min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32, gentle,
-                        max_p_q16, gentle_slope_q24, ecn, harddrop);
+                        max_p_q16, gentle_slope_q24, ecn, harddrop, wait);
         meta.policy.tagged_th_scaled = tagged_th_scaled;
         meta.policy.untagged_th_scaled = untagged_th_scaled;
     }
@@ -109,11 +110,11 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
                 policy_epoch_t policy_epoch, shift_t ewma_shift,
                 scaled_t min_th_scaled, scaled_t max_th_scaled, q24_t red_slope_q24,
                 q32_t idle_decay_q32, flag_t gentle, q16_t max_p_q16,
-                q24_t gentle_slope_q24, flag_t ecn, flag_t harddrop,
+                q24_t gentle_slope_q24, flag_t ecn, flag_t harddrop, flag_t wait,
                 q16_t tagged_share_q16, scaled_t untagged_th_scaled) {
         load_red_policy(queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
                         min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32, gentle,
-                        max_p_q16, gentle_slope_q24, ecn, harddrop);
+                        max_p_q16, gentle_slope_q24, ecn, harddrop, wait);
         meta.policy.tagged_share_q16 = tagged_share_q16;
         meta.policy.untagged_th_scaled = untagged_th_scaled;
     }
@@ -123,12 +124,12 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
                       policy_epoch_t policy_epoch, shift_t ewma_shift,
                       scaled_t min_th_scaled, scaled_t max_th_scaled, q24_t red_slope_q24,
                       q32_t idle_decay_q32, flag_t gentle, q16_t max_p_q16,
-                      q24_t gentle_slope_q24, flag_t ecn, flag_t harddrop,
+                      q24_t gentle_slope_q24, flag_t ecn, flag_t harddrop, flag_t wait,
                       q16_t tagged_share_q16, scaled_t untagged_th_scaled,
                       shift_t chips_ewma_shift, q16_t chips_tagged_share_limit_q16) {
         load_red_policy(queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
                         min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32, gentle,
-                        max_p_q16, gentle_slope_q24, ecn, harddrop);
+                        max_p_q16, gentle_slope_q24, ecn, harddrop, wait);
         meta.policy.tagged_share_q16 = tagged_share_q16;
         meta.policy.untagged_th_scaled = untagged_th_scaled;
         meta.policy.chips_ewma_shift = chips_ewma_shift;

@@ -56,7 +56,7 @@ control CbtRedAll(inout headers_t hdr, inout local_metadata_t meta,
                           meta.policy.max_th_scaled, meta.policy.red_slope_q24,
                           meta.policy.gentle, meta.policy.max_p_q16,
                           meta.policy.gentle_slope_q24, meta.policy.ecn, meta.policy.harddrop,
-                          hdr.ipv4.ecn != ECN_NOT_ECT,
+                          meta.policy.wait, hdr.ipv4.ecn != ECN_NOT_ECT,
                           meta.aqm_drop, meta.drop_reason, meta.ecn_mark);
         }
         queue_admit_or_drop(meta.port_index, meta.class_index,
@@ -101,7 +101,7 @@ control CbtRedTcpOnly(inout headers_t hdr, inout local_metadata_t meta,
                           meta.policy.max_th_scaled, meta.policy.red_slope_q24,
                           meta.policy.gentle, meta.policy.max_p_q16,
                           meta.policy.gentle_slope_q24, meta.policy.ecn, meta.policy.harddrop,
-                          hdr.ipv4.ecn != ECN_NOT_ECT,
+                          meta.policy.wait, hdr.ipv4.ecn != ECN_NOT_ECT,
                           meta.aqm_drop, meta.drop_reason, meta.ecn_mark);
         }
         queue_admit_or_drop(meta.port_index, meta.class_index,

@@ -65,7 +65,7 @@ control Dcbt(inout headers_t hdr, inout local_metadata_t meta,
                           meta.policy.max_th_scaled, meta.policy.red_slope_q24,
                           meta.policy.gentle, meta.policy.max_p_q16,
                           meta.policy.gentle_slope_q24, meta.policy.ecn, meta.policy.harddrop,
-                          hdr.ipv4.ecn != ECN_NOT_ECT,
+                          meta.policy.wait, hdr.ipv4.ecn != ECN_NOT_ECT,
                           meta.aqm_drop, meta.drop_reason, meta.ecn_mark);
         }
         // The queue limit holds for the virtual FIFO too: under ChIPS it is the

@@ -85,6 +85,7 @@ struct policy_params_t {
     q24_t          gentle_slope_q24;    // gentle RED: (1 - max_p) / max_th per packet
     flag_t         ecn;                 // mark ECN-capable packets CE instead of dropping them
     flag_t         harddrop;            // with ecn: still drop in the forced zone
+    flag_t         wait;                // ns-2 wait_: no early drop while count * p_b <= 1
     // ChIPS (dcbt §3.2, chips.p4)
     shift_t        chips_ewma_shift;    // weight 2^-k of the tagged share of enqueues
     q16_t          chips_tagged_share_limit_q16;  // ChIPS is on while that share <= this

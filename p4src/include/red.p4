@@ -13,6 +13,15 @@
 //   for this count (strict '>', so p_b = 0 never drops). For a constant p_b
 //   this makes the gap between drops uniform on 1..1/p_b, which is exactly
 //   the distribution p_a produces.
+// Option wait (ns-2 wait_, on by default there; red.cc modify_p): p_a = 0
+//   while count * p_b < 1, p_b / (2 - count * p_b) while count * p_b < 2, then
+//   1, which makes the gap between drops uniform on about 1/p_b..2/p_b
+//   instead of 1..1/p_b: at least about 1/p_b packets between drops.
+//   Same R, one more PROB_ONE: drop when count * p_b_q16 > 2^16 + R, i.e.
+//   with probability min(1, max(0, count * p_b - 1)); in the gentle ramp too
+//   (ns-2 spreads its p_b alike). Gaps, counting the dropped packet: 1..1/p_b
+//   without wait, 1/p_b+1..2/p_b with it. ns-2 counts the arriving packet
+//   before its test, so its gaps are one packet shorter in both modes.
 // red_count = 0 means "restarted": no R drawn yet (power-up, after a drop, below
 // min_th, new policy). R is drawn lazily, by the first packet that needs it, so
 // a port that sits below min_th costs no random() per packet.
@@ -79,13 +88,14 @@ action red_average_update(in bit<32> port_index, in pkts_t sample_pkts, in pkts_
 //            style; the forced zone starts at 2 * max_th;
 //   ecn      (RFC 3168; tc-red ecn): an ECN-capable packet (ECT or CE) that
 //            RED would drop is marked CE and admitted, in both zones;
-//   harddrop (tc-red harddrop): with ecn, the forced zone drops anyway.
+//   harddrop (tc-red harddrop): with ecn, the forced zone drops anyway;
+//   wait     (ns-2 wait_): early drops start once count * p_b > 1 (header).
 // drop_reason says why RED acted, for a drop or a mark.
 action red_drop_test(in bit<32> port_index, in scaled_t red_avg,
                      in scaled_t min_th_scaled, in scaled_t max_th_scaled,
                      in q24_t red_slope_q24, in flag_t gentle, in q16_t max_p_q16,
                      in q24_t gentle_slope_q24, in flag_t ecn, in flag_t harddrop,
-                     in bool ecn_capable,
+                     in flag_t wait, in bool ecn_capable,
                      inout bool aqm_drop, inout drop_reason_t drop_reason,
                      inout bool ecn_mark) {
     bool forced_zone = red_avg >= max_th_scaled
@@ -120,7 +130,9 @@ action red_drop_test(in bit<32> port_index, in scaled_t red_avg,
                       + (((bit<64>)(red_avg - max_th_scaled) * (bit<64>)gentle_slope_q24)
                          >> SLOPE_FRAC_BITS);
         }
-        if ((bit<64>)count * p_b_q16 > (bit<64>)rand_q16) {
+        // wait: the threshold is 2^16 + R (no drop while count * p_b <= 1)
+        bit<64> threshold_q16 = (bit<64>)rand_q16 + ((bit<64>)wait << PROB_FRAC_BITS);
+        if ((bit<64>)count * p_b_q16 > threshold_q16) {
             drop_reason = drop_reason_t.RED_EARLY;
             if (ecn == 1 && ecn_capable) {
                 ecn_mark = true;
@@ -150,7 +162,8 @@ control Red(inout headers_t hdr, inout local_metadata_t meta,
         red_drop_test(meta.port_index, meta.red_avg_scaled, meta.policy.min_th_scaled,
                       meta.policy.max_th_scaled, meta.policy.red_slope_q24,
                       meta.policy.gentle, meta.policy.max_p_q16, meta.policy.gentle_slope_q24,
-                      meta.policy.ecn, meta.policy.harddrop, hdr.ipv4.ecn != ECN_NOT_ECT,
+                      meta.policy.ecn, meta.policy.harddrop, meta.policy.wait,
+                      hdr.ipv4.ecn != ECN_NOT_ECT,
                       meta.aqm_drop, meta.drop_reason, meta.ecn_mark);
         queue_admit_or_drop(meta.port_index, meta.class_index,
                             meta.occupancy.queue_pkts, meta.occupancy.class_pkts,

@@ -1,7 +1,7 @@
 """RED options with Linux tc-red's semantics (red.p4): idle-time decay of the
-average (tc-red bandwidth; Floyd & Jacobson §11), gentle RED, ECN marking and
-harddrop. Expected decisions are computed by hand in each docstring and by the
-reference model (mmaqm.fixedpoint.PortModel)."""
+average (tc-red bandwidth; Floyd & Jacobson §11), gentle RED, ECN marking,
+harddrop and ns-2's wait. Expected decisions are computed by hand in each
+docstring and by the reference model (mmaqm.fixedpoint.PortModel)."""
 
 import time
 
@@ -221,3 +221,136 @@ class RedIdleDecayFromEmptyTest(RedIdleDecayTest):
         self.assertEqual(decision, "RED_FORCED")
         self.assertEqual(forwarded, [], "0.5 s at 1 pkt/s decays the average by 2 % only")
         self.assertEqual(delta.drop_reasons(OUT_PORT, C.CLASS_TCP), {"RED_FORCED": forced + 1})
+
+
+class RedWaitTest(QueueTest):
+    """wait (ns-2 wait_, red.p4): no early drop while count * p_b <= 1; drop
+    when count * p_b_q16 > 2^16 + R, R uniform in [0, 2^16) drawn at the restart.
+
+    The queue holds p_b at exactly 1/4: weight 1 (avg = the packets queued at
+    the arrival), and the queue limit keeps the queue where p_b = 1/4, so every
+    early-zone packet RED lets through is a QUEUE_LIMIT drop and the queue (so
+    avg and p_b) does not move while RED's count runs 1, 2, 3, ... FILL packets
+    arrive below min_th (admitted; count restarts); then the early packets,
+    p_b_q16 = 16384 each (subclasses: where it comes from).
+      wait, 4 early packets: count * 16384 <= 65536 < 65536 + R for count 1..4:
+        no RED drop, 4 QUEUE_LIMIT.
+      wait, 8 early packets: count 8 gives 131072 > 65536 + R for every R: one
+        RED_EARLY, at early packet 5 + floor(R / 16384) (5..8); count restarts,
+        and the rest (count <= 3) cannot drop: exactly 1 RED_EARLY, 7 QUEUE_LIMIT.
+      no wait (RedNoWait*), 4 early packets: count 4 gives 65536 > R for every
+        R: at least one RED_EARLY by packet 4 (1 to 4: R is redrawn after each
+        drop), the others QUEUE_LIMIT.
+    Each burst installs the policy anew (a fresh epoch: averages and count from 0)."""
+
+    POLICY: dict = {}
+    FILL: list = []
+    R_AT_BOUNDS = (0, 1, 16383, 16384, 32767, 32768, 49151, 49152, 65534, 65535)
+
+    def kinds(self, early):
+        return self.FILL + ["tcp"] * early
+
+    def check_model(self, action, early, first_drop):
+        """The model, for R at every quarter's bounds: RED_EARLY at early packet
+        first_drop(R) only (None: at none), the other early packets QUEUE_LIMIT."""
+        for r in self.R_AT_BOUNDS:
+            decisions = predict(action, self.kinds(early), lambda: r)
+            self.assertEqual(decisions[:len(self.FILL)], ["ADMIT"] * len(self.FILL))
+            want = ["QUEUE_LIMIT"] * early
+            at = first_drop(r)
+            if at is not None:
+                want[at - 1] = "RED_EARLY"
+            self.assertEqual(decisions[len(self.FILL):], want, f"R = {r}")
+
+    def wait_bursts(self):
+        self.assertTrue(self.POLICY, "a subclass sets POLICY and FILL")
+        action = self.set_policy(OUT_PORT, {**self.POLICY, "wait": True})
+        self.assertEqual(action.params["wait"], 1)
+        self.check_model(action, 4, lambda r: None)
+        self.run_burst(action, self.kinds(4), expected=predict(action, self.kinds(4)))
+        action = self.set_policy(OUT_PORT, {**self.POLICY, "wait": True})
+        self.check_model(action, 8, lambda r: 5 + r // 16384)
+        _, delta = self.run_burst(action, self.kinds(8), expected=predict(action, self.kinds(8)))
+        self.assertEqual(delta.drop_reasons(OUT_PORT, C.CLASS_TCP),
+                         {"RED_EARLY": 1, "QUEUE_LIMIT": 7})
+
+    def no_wait_burst(self):
+        """Without wait: the number of RED_EARLY drops among 4 early packets is
+        random but at least 1 (the model: 1 with R = 65535 at packet 4, 4 with R = 0)."""
+        self.assertTrue(self.POLICY, "a subclass sets POLICY and FILL")
+        action = self.set_policy(OUT_PORT, self.POLICY)
+        self.assertEqual(action.params["wait"], 0)
+        early_of = [predict(action, self.kinds(4), lambda: r)[len(self.FILL):].count("RED_EARLY")
+                    for r in (0, 65535)]
+        self.assertEqual(early_of, [4, 1])
+        self.assertEqual(predict(action, self.kinds(4), lambda: 65535)[len(self.FILL):],
+                         ["QUEUE_LIMIT"] * 3 + ["RED_EARLY"])
+        kinds = self.kinds(4)
+        pkts = [burst_packet(k, seq=i + 1, flow=i % 4) for i, k in enumerate(kinds)]
+        before, _ = self.frozen_burst(action, OUT_PORT, pkts,
+                                      burst_packet("tcp", seq=self.SACRIFICIAL_ID))
+        fill_ids = list(range(1, len(self.FILL) + 1))
+        self.assertEqual(self.collect(OUT_PORT, len(fill_ids)), fill_ids, "only FILL is queued")
+        tu.verify_no_other_packets(self)
+        delta = self.wait_counter(lambda c: sum(c.minus(before).departures.values())
+                                  >= len(fill_ids) + 1).minus(before)
+        tcp = C.class_index(OUT_PORT, C.CLASS_TCP)
+        fill_tcp = self.FILL.count("tcp")
+        self.assertEqual(delta.arrivals.get(tcp, 0), fill_tcp + 4 + 1, "TCP arrivals")
+        self.assertEqual(delta.admits.get(tcp, 0), fill_tcp + 1, "TCP admits")
+        self.assertEqual(delta.departures.get(tcp, 0), fill_tcp + 1, "TCP departures")
+        drops = delta.drop_reasons(OUT_PORT, C.CLASS_TCP)
+        early = drops.get("RED_EARLY", 0)
+        print(f"no wait: {early} RED_EARLY of 4 early-zone packets")
+        self.assertTrue(1 <= early <= 4, f"no RED drop by early packet 4: {drops}")
+        self.assertEqual(drops, {"RED_EARLY": early,
+                                 **({"QUEUE_LIMIT": 4 - early} if early < 4 else {})})
+        untagged = self.FILL.count("untagged")
+        self.assertEqual(delta.per_class(delta.admits, OUT_PORT).get("UNTAGGED", 0), untagged)
+        self.assertEqual(delta.drop_reasons(OUT_PORT, C.CLASS_UNTAGGED), {})
+
+
+class RedWaitGentleRampTest(RedWaitTest):
+    """wait in RED's gentle ramp. Weight 1, queue_limit 4, min_th 3.5, max_th 4,
+    max_p 1/4, gentle. FILL: 4 TCP at q = 0..3 < 3.5. Then q = 4 = the limit:
+    avg 4 = max_th < 2 * max_th, the ramp's start, p_b_q16 = max_p_q16 +
+    (4 - 4) * slope = round(0.25 * 2^16) = 16384. Outcomes: RedWaitTest."""
+
+    POLICY = {"algorithm": "RED", "queue_limit_pkts": 4, "min_th_pkts": 3.5, "max_th_pkts": 4,
+              "max_p": 0.25, "ewma_weight": 1.0, "gentle": True}
+    FILL = ["tcp"] * 4
+
+    def runTest(self):
+        self.wait_bursts()
+
+
+class RedNoWaitGentleRampTest(RedWaitGentleRampTest):
+    """The control of RedWaitGentleRampTest, without wait: a RED drop by packet 4."""
+
+    def runTest(self):
+        self.no_wait_burst()
+
+
+class RedWaitLinearZoneTest(RedWaitTest):
+    """wait between min_th and max_th, with CBT_RED_TCP_ONLY, whose RED average
+    is the TCP occupancy (cbt §3) while the queue limit counts every packet.
+    Weight 1, queue_limit 6, min_th 3.5, max_th 5.5, max_p 1: red_slope_q24 =
+    1 / 2 * 2^24 = 2^23. FILL: 4 TCP at TCP occupancy 0..3 < 3.5, then 2
+    untagged UDP (class average 0, 1 <= untagged_th 6; UDP skips RED): q = 6 =
+    the limit. Then TCP at TCP occupancy 4: p_b_q16 = (4 - 3.5) * 2^16 * 2^23
+    >> 24 = 16384. Outcomes: RedWaitTest."""
+
+    POLICY = {"algorithm": "CBT_RED_TCP_ONLY", "queue_limit_pkts": 6, "min_th_pkts": 3.5,
+              "max_th_pkts": 5.5, "max_p": 1.0, "ewma_weight": 1.0, "tagged_th_pkts": 6,
+              "untagged_th_pkts": 6}
+    FILL = ["tcp"] * 4 + ["untagged"] * 2
+
+    def runTest(self):
+        self.wait_bursts()
+
+
+class RedNoWaitLinearZoneTest(RedWaitLinearZoneTest):
+    """The control of RedWaitLinearZoneTest, without wait: a RED drop by packet 4."""
+
+    def runTest(self):
+        self.no_wait_burst()

@@ -3,6 +3,8 @@
   avg < min_th            : enqueue
   min_th <= avg < max_th  : p_b = max_p * (avg - min_th) / (max_th - min_th),
                             p_a = p_b / (1 - count * p_b)
+                            (option wait, ns-2 wait_: 0 while count * p_b < 1,
+                            then p_b / (2 - count * p_b))
   avg >= max_th           : forced drop
 
 The data plane works on packets * 2^AVG_FRAC_BITS and gets p_b from one
@@ -53,9 +55,15 @@ def early_drop_probability(avg_pkts: float, min_th_pkts: float, max_th_pkts: flo
     return max_p * (avg_pkts - min_th_pkts) / (max_th_pkts - min_th_pkts)
 
 
-def spread_drop_probability(p_b: float, count: int) -> float:
-    """p_a = p_b / (1 - count * p_b), count = packets since the last drop; 1 once count * p_b >= 1."""
-    denominator = 1.0 - count * p_b
+def spread_drop_probability(p_b: float, count: int, wait: bool = False) -> float:
+    """p_a = p_b / (1 - count * p_b), count = packets since the last drop; 1 once count * p_b >= 1.
+
+    wait (ns-2 wait_, red.cc modify_p): 0 while count * p_b < 1, then
+    p_b / (2 - count * p_b); 1 once count * p_b >= 2. The gap between drops is
+    then uniform on 1/p_b + 1..2/p_b packets instead of 1..1/p_b (red.p4)."""
+    if wait and count * p_b < 1.0:
+        return 0.0
+    denominator = (2.0 if wait else 1.0) - count * p_b
     return 1.0 if denominator <= p_b else p_b / denominator
 
 
@@ -133,7 +141,7 @@ def idle_decay_factor(idle_us: float, ewma_weight: float, bandwidth_pps: float) 
 def option_params(policy: "PortPolicy") -> dict[str, int]:
     """The RED options of every RED-based port_policy action (red.p4), for a
     validated policy: idle_decay_q32 (0 = no bandwidth_pps: no idle decay),
-    gentle, max_p_q16, gentle_slope_q24 (0 unless gentle), ecn, harddrop."""
+    gentle, max_p_q16, gentle_slope_q24 (0 unless gentle), ecn, harddrop, wait."""
     assert policy.max_th_pkts is not None and policy.max_p is not None
     assert policy.ewma_weight is not None
     decay = 0 if policy.bandwidth_pps is None else idle_decay_q32(policy.ewma_weight,
@@ -146,4 +154,5 @@ def option_params(policy: "PortPolicy") -> dict[str, int]:
         if policy.gentle else 0,
         "ecn": int(policy.ecn),
         "harddrop": int(policy.harddrop),
+        "wait": int(policy.wait),
     }
