@@ -44,7 +44,6 @@ RUN_LINK = re.compile(r"docs/results/([A-Za-z0-9._-]+)/")
 # re-run and delete it here; a listed run that is complete is an error (stale entry).
 LEGACY_RUNS = {
     "dcbt-fig7-20261124": "committed 2026-11-24 before tools/archive_run.py",
-    "dcbt-fig7-idle-decay-20261124": "committed 2026-11-24 before tools/archive_run.py",
 }
 
 
