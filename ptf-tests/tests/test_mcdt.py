@@ -1,15 +1,20 @@
 """MCDT (mcdt §II.2, mode A): per-packet class threshold test on the class's
 logical queue count, then the queue limit. The thresholds are installed
-directly (the controller's per-period update, eqs. 5-10, has its unit tests);
-every expected outcome is worked out by hand and cross-checked with two
+directly (the controller's per-period arithmetic, eqs. 5-10, has its unit
+tests; McdtPeriodUpdateTest runs one period against this switch); every
+expected outcome is worked out by hand and cross-checked with two
 reference models: mmaqm.fixedpoint.PortModel (via predict) and
 mmaqm.algorithms.mcdt.decide."""
 
+import dataclasses
+
 from mmaqm import p4constants as C
 from mmaqm.algorithms import mcdt
+from mmaqm.config import parse_policy
+from mmaqm.controller import SwitchController
 from mmaqm.fixedpoint import Occupancy
 
-from mmaqm_base import CLASS_OF, QueueTest, admitted, predict
+from mmaqm_base import CLASS_OF, CONFIG, SWITCH, QueueTest, admitted, burst_packet, predict
 
 TCP, TAGGED, UNTAGGED = C.CLASS_TCP, C.CLASS_TAGGED, C.CLASS_UNTAGGED
 
@@ -92,3 +97,50 @@ class McdtQueueLimitTest(McdtMixin):
         kinds = ["tagged"] * 2 + ["tcp"] * 3 + ["tagged", "tcp", "untagged"]
         self.check({TCP: 5, TAGGED: 1, UNTAGGED: 5}, 5, kinds,
                    ["ADMIT"] * 5 + ["CLASS_THRESHOLD", "QUEUE_LIMIT", "QUEUE_LIMIT"])
+
+
+class McdtPeriodUpdateTest(QueueTest):
+    """One controller period against the real switch (mcdt §II.2, eqs. 5-10).
+    MCDT on port 2, B = 100, thresholds 100 each; the controller's first
+    mcdt_update only reads the period start. 10 TCP, 20 tagged, 5 untagged then
+    pass an unfrozen port (the queue is empty again: Q = 0). The second update
+    reads those arrivals from the counters and must modify the entry to
+    alpha = 16, 16, 3 (sum 35); T5 = alpha * 100 / 36 = 44.44, 44.44, 8.33;
+    R = (100 - 97.22) / 3 = 0.93; T = 0.7 (T5 + R) + 0.3 * 100 = 61.76, 61.76,
+    36.48 -> 61, 61, 36 packets, with the same policy epoch. The new entry is
+    live: a frozen burst of 38 untagged admits counts 0..36 and drops the 38th
+    (count 37 > 36) as CLASS_THRESHOLD."""
+
+    def runTest(self):
+        policy = parse_policy({"algorithm": "MCDT", "queue_limit_pkts": 100})
+        switch = dataclasses.replace(SWITCH, policies={**SWITCH.policies, 2: policy})
+        controller = SwitchController(CONFIG, switch, self.sw.driver)
+        installed = self.set_policy(2, policy)
+        controller.epochs[2] = installed.params["policy_epoch"]
+        controller.flow_epoch_shift = installed.params["flow_epoch_shift"]  # the suite's 0
+        controller.pushed[2] = installed
+        controller.mcdt_th_scaled[2] = mcdt.initial_th_scaled(100)
+        self.assertFalse(self.sw.run(controller.mcdt_update(2)), "the first update only reads")
+
+        kinds = ["tcp"] * 10 + ["tagged"] * 20 + ["untagged"] * 5
+        before = self.counters()
+        for i, kind in enumerate(kinds):
+            self.send(burst_packet(kind, seq=i + 1))
+        self.assertEqual(self.receive_ids(2, len(kinds), timeout_s=5.0),
+                         list(range(1, len(kinds) + 1)))
+        delta = self.wait_counter(lambda c: sum(c.minus(before).departures.values())
+                                  >= len(kinds)).minus(before)
+        self.assertEqual(delta.per_class(delta.departures, 2),
+                         {"TCP": 10, "TAGGED": 20, "UNTAGGED": 5})
+
+        self.assertTrue(self.sw.run(controller.mcdt_update(2)))
+        expected = mcdt.period_update({TCP: 10, TAGGED: 20, UNTAGGED: 5}, 0)
+        self.assertEqual(expected.th_pkts, {TCP: 61, TAGGED: 61, UNTAGGED: 36})
+        want = installed.with_params(tcp_th_pkts=61, tagged_th_pkts=61, untagged_th_pkts=36)
+        self.assertEqual(self.sw.read_port_policy(2), want)
+        self.assertEqual(controller.mcdt_th_scaled[2], expected.th_scaled)
+
+        burst = ["untagged"] * 38
+        decisions = ["ADMIT"] * 37 + ["CLASS_THRESHOLD"]
+        self.assertEqual(predict(want, burst), decisions)
+        self.run_burst(want, burst, expected=decisions)
