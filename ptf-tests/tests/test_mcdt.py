@@ -101,8 +101,8 @@ class McdtQueueLimitTest(McdtMixin):
 
 class McdtPeriodUpdateTest(QueueTest):
     """One controller period against the real switch (mcdt §II.2, eqs. 5-10).
-    MCDT on port 2, B = 100, thresholds 100 each; the controller's first
-    mcdt_update only reads the period start. 10 TCP, 20 tagged, 5 untagged then
+    MCDT on port 2, B = 100, thresholds 100 each; 4 untagged pass; the
+    controller's first mcdt_update only reads the period start. 10 TCP, 20 tagged, 5 untagged then
     pass an unfrozen port (the queue is empty again: Q = 0). The second update
     reads those arrivals from the counters and must modify the entry to
     alpha = 16, 16, 3 (sum 35); T5 = alpha * 100 / 36 = 44.44, 44.44, 8.33;
@@ -110,6 +110,16 @@ class McdtPeriodUpdateTest(QueueTest):
     36.48 -> 61, 61, 36 packets, with the same policy epoch. The new entry is
     live: a frozen burst of 38 untagged admits counts 0..36 and drops the 38th
     (count 37 > 36) as CLASS_THRESHOLD."""
+
+    def pass_through(self, kinds: list[str], first_seq: int = 1):
+        """Send through the unfrozen port 2; every packet leaves; the counter delta."""
+        before = self.counters()
+        seqs = list(range(first_seq, first_seq + len(kinds)))
+        for seq, kind in zip(seqs, kinds):
+            self.send(burst_packet(kind, seq=seq))
+        self.assertEqual(self.receive_ids(2, len(kinds), timeout_s=5.0), seqs)
+        return self.wait_counter(lambda c: sum(c.minus(before).departures.values())
+                                 >= len(kinds)).minus(before)
 
     def runTest(self):
         policy = parse_policy({"algorithm": "MCDT", "queue_limit_pkts": 100})
@@ -120,16 +130,11 @@ class McdtPeriodUpdateTest(QueueTest):
         controller.flow_epoch_shift = installed.params["flow_epoch_shift"]  # the suite's 0
         controller.pushed[2] = installed
         controller.mcdt_th_scaled[2] = mcdt.initial_th_scaled(100)
+        # Earlier arrivals (4 untagged) must not count: the period starts at the first read.
+        self.pass_through(["untagged"] * 4, first_seq=100)
         self.assertFalse(self.sw.run(controller.mcdt_update(2)), "the first update only reads")
 
-        kinds = ["tcp"] * 10 + ["tagged"] * 20 + ["untagged"] * 5
-        before = self.counters()
-        for i, kind in enumerate(kinds):
-            self.send(burst_packet(kind, seq=i + 1))
-        self.assertEqual(self.receive_ids(2, len(kinds), timeout_s=5.0),
-                         list(range(1, len(kinds) + 1)))
-        delta = self.wait_counter(lambda c: sum(c.minus(before).departures.values())
-                                  >= len(kinds)).minus(before)
+        delta = self.pass_through(["tcp"] * 10 + ["tagged"] * 20 + ["untagged"] * 5)
         self.assertEqual(delta.per_class(delta.departures, 2),
                          {"TCP": 10, "TAGGED": 20, "UNTAGGED": 5})
 
