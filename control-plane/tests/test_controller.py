@@ -590,3 +590,19 @@ def test_mcdt_period_defaults_to_100_ms() -> None:
     del cfg["switches"]["s1"]["policies"][2]["mcdt_period_ms"]
     policy = parse_config(cfg).switches["s1"].policies[2]
     assert policy.mcdt_period_ms == 100.0 and policy.ewma_weight is None
+
+
+def test_stats_samples_carry_the_pushed_mcdt_thresholds() -> None:
+    async def body() -> dict[str, Any]:
+        driver = FakeDriver(counters=mcdt_counters((0, 0, 0), (0, 0, 0), (0, 0, 0)))
+        controller = mcdt_controller(driver)
+        await controller.install()
+        driver.counters = mcdt_counters((10, 20, 5), (40, 20, 5), (10, 20, 5))   # Q = 30
+        await controller.mcdt_update(2)
+        return await controller.sample_stats()
+
+    sample = run_async(body())
+    assert sample["policies"] == {
+        "1": {"algorithm": "DROP_TAIL"},
+        "2": {"algorithm": "MCDT", "tcp_th_pkts": 59, "tagged_th_pkts": 59,
+              "untagged_th_pkts": 41}}
