@@ -1,8 +1,10 @@
 """mmaqm-ctl: drive mmaqm switches from a YAML config.
 
-  mmaqm-ctl --config cfg.yaml [run]   install every switch, then keep D-CBT shares current
+  mmaqm-ctl --config cfg.yaml [run]   install every switch, then keep D-CBT shares and
+                                      MCDT thresholds current
       [--stats-out FILE.jsonl [--stats-interval-ms 100]]   and log counter samples
       [--events-out FILE.jsonl]       and log each D-CBT share push with its flow counts
+                                      and each MCDT threshold push with its inputs
   mmaqm-ctl --config cfg.yaml install install and exit
   mmaqm-ctl --config cfg.yaml check   validate the config only; writes nothing
   mmaqm-ctl --config cfg.yaml stats   per-port, per-class counters as a table
@@ -69,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="run: sampling interval of --stats-out [100]")
     parser.add_argument("--events-out", type=Path,
                         help="run: append one JSON line per D-CBT share push (time, port, "
-                             "active-flow counts, shares): the active-flow lag's data")
+                             "active-flow counts, shares): the active-flow lag's data; and "
+                             "per MCDT threshold push (arrivals, queue, thresholds)")
     parser.add_argument("--json", action="store_true",
                         help="stats: one JSON line per switch instead of a table")
     parser.add_argument("-v", "--verbose", action="store_true")

@@ -38,17 +38,17 @@ Schema (defaults in brackets)::
 Policy keys:
 
   algorithm           required: DROP_TAIL | RED | CBT_RED_ALL | CBT_RED_TCP_ONLY | DCBT |
-                      DCBT_CHIPS
+                      DCBT_CHIPS | MCDT
   queue_limit_pkts    [64] int 1..65535 (the P4 queue limit; see MAX_QUEUE_LIMIT_PKTS)
   min_th_pkts         RED thresholds, numbers, 0 <= min_th_pkts < max_th_pkts <= queue_limit_pkts;
-  max_th_pkts         required unless DROP_TAIL, not allowed for DROP_TAIL
-  max_p               RED max_p in (0, 1]; required unless DROP_TAIL, not allowed for DROP_TAIL
+  max_th_pkts         required unless DROP_TAIL or MCDT, not allowed for those
+  max_p               RED max_p in (0, 1]; required unless DROP_TAIL or MCDT, not allowed for those
   ewma_weight         [2^-9 = 0.001953125] must be 2^-k, k in 0..31 (the data plane
-                      shifts); not allowed for DROP_TAIL
+                      shifts); not allowed for DROP_TAIL or MCDT
   tagged_th_pkts      CBT static class thresholds (cbt §3), numbers in 0..queue_limit_pkts;
   untagged_th_pkts    required for CBT_RED_ALL / CBT_RED_TCP_ONLY, not allowed otherwise
 
-RED options, every algorithm but DROP_TAIL (README "RED options" maps them to tc-red):
+RED options, every algorithm but DROP_TAIL and MCDT (README "RED options" maps them to tc-red):
 
   burst_pkts          tc-red burst: derive the weight as tc does (instead of ewma_weight;
                       not both); a number >= min_th_pkts
@@ -66,6 +66,11 @@ ChIPS keys (dcbt §3.2), DCBT_CHIPS only:
 
   chips_max_tagged_ratio  [0.5] ChIPS is on while tagged / other enqueues <= this; > 0
   chips_ewma_weight       [2^-9] weight of that average per enqueue, 2^-k
+
+MCDT keys (mcdt §II.2), MCDT only; the buffer B of eqs. 5 and 9 is queue_limit_pkts:
+
+  mcdt_period_ms      [100] how often the controller recomputes the class thresholds
+                      from the period's arrivals (eqs. 5-10); >= 1 (the paper gives no period)
 
 The BMv2 traffic manager's queue depth and rate are not controller settings:
 whoever starts simple_switch sets them (topologies: mmaqm_exp.network, from
@@ -91,7 +96,7 @@ import yaml
 
 from . import p4constants as C
 from . import validation as V
-from .algorithms import ALGORITHMS, CBT_ALGORITHMS, chips, red
+from .algorithms import ALGORITHMS, CBT_ALGORITHMS, NON_RED_ALGORITHMS, chips, mcdt, red
 from .fixedpoint import MASK32, ewma_shift_from_weight
 
 DEFAULT_TAGGED_DSCP: tuple[int, ...] = (46, 34)      # EF, AF41
@@ -124,8 +129,8 @@ class PortPolicy:
     """One port's validated AQM policy (build it with :func:`parse_policy`).
 
     Fields not used by the algorithm are None. ``ewma_weight`` is None only
-    for DROP_TAIL, which keeps no average; ``ewma_shift`` is derived from it
-    (w = 2^-ewma_shift; 0 for DROP_TAIL).
+    for DROP_TAIL and MCDT, which keep no average; ``ewma_shift`` is derived
+    from it (w = 2^-ewma_shift; 0 for those two).
     """
 
     algorithm: str
@@ -146,6 +151,8 @@ class PortPolicy:
     # ChIPS (DCBT_CHIPS only)
     chips_max_tagged_ratio: float | None = None
     chips_ewma_weight: float | None = None
+    # MCDT only
+    mcdt_period_ms: float | None = None
     ewma_shift: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -231,11 +238,14 @@ _CBT_KEYS = ("tagged_th_pkts", "untagged_th_pkts")
 _RED_OPTION_NUMBERS = ("burst_pkts", "bandwidth_pps")
 _RED_OPTION_FLAGS = ("gentle", "ecn", "harddrop", "wait", "adaptive")
 _CHIPS_KEYS = ("chips_max_tagged_ratio", "chips_ewma_weight")
-_NUMBER_KEYS = (*_RED_KEYS, "ewma_weight", *_CBT_KEYS, *_RED_OPTION_NUMBERS, *_CHIPS_KEYS)
+_MCDT_KEYS = ("mcdt_period_ms",)
+MIN_MCDT_PERIOD_MS = 1.0      # below a P4Runtime read + write round trip the loop only spins
+_NUMBER_KEYS = (*_RED_KEYS, "ewma_weight", *_CBT_KEYS, *_RED_OPTION_NUMBERS, *_CHIPS_KEYS,
+                *_MCDT_KEYS)
 _NON_NEGATIVE_KEYS = ("min_th_pkts", *_CBT_KEYS)
 _POSITIVE_KEYS = ("bandwidth_pps", "chips_max_tagged_ratio")
 _POLICY_KEYS = ("algorithm", "queue_limit_pkts", *_RED_KEYS, "ewma_weight", *_CBT_KEYS,
-                *_RED_OPTION_NUMBERS, *_RED_OPTION_FLAGS, *_CHIPS_KEYS)
+                *_RED_OPTION_NUMBERS, *_RED_OPTION_FLAGS, *_CHIPS_KEYS, *_MCDT_KEYS)
 
 
 def parse_policy(value: object, path: str = "policy") -> PortPolicy:
@@ -268,7 +278,8 @@ def _read_policy(value: object, path: str, errs: V.Errors) -> PortPolicy | None:
         if key in _RED_OPTION_FLAGS:
             continue
         v[key] = V.number(raw[key], V.join(path, key), errs,
-                          ge=0 if key in _NON_NEGATIVE_KEYS else None,
+                          ge=MIN_MCDT_PERIOD_MS if key == "mcdt_period_ms"
+                          else 0 if key in _NON_NEGATIVE_KEYS else None,
                           gt=0 if key in _POSITIVE_KEYS else None)
     flags = {key: V.boolean(raw[key], V.join(path, key), errs) if key in given else False
              for key in _RED_OPTION_FLAGS}
@@ -278,8 +289,11 @@ def _read_policy(value: object, path: str, errs: V.Errors) -> PortPolicy | None:
     weight = _check_red_options(v, flags, path, errs)
     if len(errs) > before or algorithm is None or limit is None:
         return None
-    if weight is None and algorithm != "DROP_TAIL":
+    if weight is None and algorithm not in NON_RED_ALGORITHMS:
         weight = DEFAULT_EWMA_WEIGHT
+    period_ms = v["mcdt_period_ms"]
+    if algorithm == "MCDT" and period_ms is None:
+        period_ms = mcdt.DEFAULT_PERIOD_MS
     chips_ratio, chips_weight = v["chips_max_tagged_ratio"], v["chips_ewma_weight"]
     if algorithm == "DCBT_CHIPS":
         chips_ratio = chips.DEFAULT_MAX_TAGGED_RATIO if chips_ratio is None else chips_ratio
@@ -291,7 +305,8 @@ def _read_policy(value: object, path: str, errs: V.Errors) -> PortPolicy | None:
                       burst_pkts=v["burst_pkts"], bandwidth_pps=v["bandwidth_pps"],
                       gentle=bool(flags["gentle"]), ecn=bool(flags["ecn"]),
                       harddrop=bool(flags["harddrop"]), wait=bool(flags["wait"]),
-                      chips_max_tagged_ratio=chips_ratio, chips_ewma_weight=chips_weight)
+                      chips_max_tagged_ratio=chips_ratio, chips_ewma_weight=chips_weight,
+                      mcdt_period_ms=period_ms)
 
 
 def _check_red_options(v: Mapping[str, Any], flags: Mapping[str, bool | None], path: str,
@@ -335,15 +350,18 @@ def _check_red_options(v: Mapping[str, Any], flags: Mapping[str, bool | None], p
 
 def _check_policy_keys(algorithm: str, given: list[str], path: str, errs: V.Errors) -> None:
     """Which keys the algorithm needs and which it does not use."""
-    uses_red = algorithm != "DROP_TAIL"
+    uses_red = algorithm not in NON_RED_ALGORITHMS
     for key in _RED_KEYS:
         if uses_red and key not in given:
             errs.add(V.join(path, key), f"required for {algorithm}")
         elif not uses_red and key in given:
-            errs.add(V.join(path, key), "not used by DROP_TAIL")
+            errs.add(V.join(path, key), f"not used by {algorithm}")
     for key in ("ewma_weight", *_RED_OPTION_NUMBERS, *_RED_OPTION_FLAGS):
         if not uses_red and key in given:
-            errs.add(V.join(path, key), "not used by DROP_TAIL")
+            errs.add(V.join(path, key), f"not used by {algorithm}")
+    for key in _MCDT_KEYS:
+        if algorithm != "MCDT" and key in given:
+            errs.add(V.join(path, key), "only for MCDT")
     for key in _CHIPS_KEYS:
         if algorithm != "DCBT_CHIPS" and key in given:
             errs.add(V.join(path, key), "only for DCBT_CHIPS")

@@ -1,8 +1,9 @@
-"""The mmaqm controller: installs a switch from config and runs the D-CBT loop.
+"""The mmaqm controller: installs a switch from config and runs the D-CBT and MCDT loops.
 
 One asyncio process drives any number of switches (one SwitchController each).
-Inputs arrive as digests (active flows, flow_report.p4); outputs leave as
-table entries (port_policy action parameters). The arithmetic lives in
+Inputs arrive as digests (active flows, flow_report.p4) and counters (MCDT's
+per-period arrivals and queue); outputs leave as table entries (port_policy
+action parameters). The arithmetic lives in
 mmaqm.algorithms and mmaqm.config; this module only moves data.
 """
 
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import p4constants as C
-from .algorithms import DCBT_ALGORITHMS, dcbt
+from .algorithms import DCBT_ALGORITHMS, dcbt, mcdt
 from .config import Config, SwitchConfig
 from .encoding import PolicyAction, policy_action
 from .driver import DEFAULT_BMV2_JSON, DEFAULT_P4INFO, SwitchDriver, wait_for_grpc
@@ -27,10 +28,12 @@ from .stats import counter_sample, sample_indexes
 StatsSink = Callable[[dict[str, Any]], None]
 
 LOG = logging.getLogger(__name__)
+# What one MCDT period reads (occupancy.p4), for the port's three classes.
+MCDT_COUNTERS = ("queue_arrivals", "queue_admits", "queue_departures")
 
 
 class SwitchController:
-    """Keeps one switch configured and its D-CBT shares current."""
+    """Keeps one switch configured, its D-CBT shares and MCDT thresholds current."""
 
     def __init__(self, config: Config, switch: SwitchConfig, driver: SwitchDriver,
                  clock_ms: Callable[[], float] = lambda: time.monotonic() * 1000,
@@ -47,6 +50,10 @@ class SwitchController:
         self.stats_sink = stats_sink
         self.stats_interval_ms = stats_interval_ms
         self.event_sink = event_sink
+        # MCDT (mcdt §II.2): per port, eq. 10's memory T_c * 2^16 and the
+        # cumulative queue_arrivals of the last period boundary.
+        self.mcdt_th_scaled: dict[int, dict[int, int]] = {}
+        self.mcdt_arrivals: dict[int, dict[int, int]] = {}
 
     async def install(self) -> None:
         """Replace every table entry with the configuration (validated already)."""
@@ -60,20 +67,28 @@ class SwitchController:
             if policy.algorithm == "DCBT_CHIPS":
                 await d.install_cut_in_slot_session(port)
             self.epochs[port] = await d.next_policy_epoch(port)
+            if policy.algorithm == "MCDT":
+                self.mcdt_th_scaled[port] = mcdt.initial_th_scaled(policy.queue_limit_pkts)
             await self._push(port, self.policy_action(port))
+            if policy.algorithm == "MCDT":   # the first period starts now
+                self.mcdt_arrivals[port], _ = await self._read_mcdt_counters(port)
         await d.enable_flow_reports()
         LOG.info("%s: installed %d routes, %d port policies", self.switch.name,
                  len(self.switch.routes), len(self.switch.policies))
 
     def policy_action(self, port: int) -> PolicyAction:
-        """The port's port_policy action, with D-CBT shares from the active flows."""
+        """The port's port_policy action, with D-CBT shares from the active flows
+        and MCDT thresholds from the last period update."""
         policy = self.switch.policies[port]
         counts = self.flows.counts(port)
         share_tagged, share_untagged = dcbt.class_shares(
             counts[C.CLASS_TCP], counts[C.CLASS_TAGGED], counts[C.CLASS_UNTAGGED])
+        th_scaled = self.mcdt_th_scaled.get(port)
+        th_pkts = None if th_scaled is None else \
+            {c: th >> C.AVG_FRAC_BITS for c, th in th_scaled.items()}
         return policy_action(
             policy, policy_epoch=self.epochs[port], flow_epoch_shift=self.flow_epoch_shift,
-            share_tagged=share_tagged, share_untagged=share_untagged)
+            share_tagged=share_tagged, share_untagged=share_untagged, mcdt_th_pkts=th_pkts)
 
     async def _push(self, port: int, action: PolicyAction) -> None:
         await self.driver.write_port_policy(port, action)
@@ -96,6 +111,68 @@ class SwitchController:
                           self.switch.name, port, self.flows.counts(port),
                           action.params["tagged_share_q16"], action.params["untagged_th_scaled"])
         return changed
+
+    async def _read_mcdt_counters(self, port: int) -> tuple[dict[int, int], int]:
+        """(cumulative arrivals per class, queue occupancy = admits - departures) of
+        the port, from ONE ReadRequest."""
+        indexes = [C.class_index(port, c) for c in mcdt.MCDT_CLASSES]
+        values = await self.driver.read_counter_indexes(
+            {name: indexes for name in MCDT_COUNTERS})
+
+        def packets(name: str, class_id: int) -> int:
+            value = values[name].get(C.class_index(port, class_id))
+            return 0 if value is None else value.packets
+
+        arrivals = {c: packets("queue_arrivals", c) for c in mcdt.MCDT_CLASSES}
+        queue_pkts = sum(packets("queue_admits", c) - packets("queue_departures", c)
+                         for c in mcdt.MCDT_CLASSES)
+        return arrivals, queue_pkts
+
+    async def mcdt_update(self, port: int) -> bool:
+        """One MCDT period of a port (mcdt §II.2, eqs. 5-10): the arrivals per class
+        since the last update (queue_arrivals counts drops too: the paper counts
+        before its threshold test) and Q(t) = admits - departures now, through
+        mcdt.period_update; the new whole-packet thresholds modify the port's
+        entry, keeping its policy epoch. True when something was written."""
+        policy = self.switch.policies[port]
+        totals, queue_pkts = await self._read_mcdt_counters(port)
+        previous = self.mcdt_arrivals.get(port)
+        self.mcdt_arrivals[port] = totals
+        if previous is None:
+            return False
+        try:
+            arrivals = mcdt.period_arrivals(previous, totals)
+        except ValueError as exc:    # a pipeline push reset the counters: a new period
+            LOG.warning("%s port %d: MCDT period skipped: %s", self.switch.name, port, exc)
+            return False
+        # Q(t): the three counters are read one after another within the request, so
+        # admits - departures may be off by packets that moved meanwhile; the data
+        # plane keeps the queue below queue_limit_pkts = B.
+        queue_pkts = min(max(queue_pkts, 0), policy.queue_limit_pkts)
+        result = mcdt.period_update(arrivals, queue_pkts, self.mcdt_th_scaled[port],
+                                    buffer_pkts=policy.queue_limit_pkts)
+        self.mcdt_th_scaled[port] = result.th_scaled
+        action = self.policy_action(port)
+        if action == self.pushed.get(port):
+            return False
+        await self._push(port, action)
+        if self.event_sink is not None:
+            self.event_sink({"event": "mcdt_push", "t_ns": time.time_ns(),
+                             "switch": self.switch.name, "port": port,
+                             "arrivals": {C.CLASS_NAMES[c]: n for c, n in arrivals.items()},
+                             "queue_pkts": queue_pkts,
+                             "th_pkts": {C.CLASS_NAMES[c]: n
+                                         for c, n in result.th_pkts.items()}})
+        LOG.debug("%s port %d: MCDT arrivals %s, queue %d -> thresholds %s", self.switch.name,
+                  port, arrivals, queue_pkts, result.th_pkts)
+        return True
+
+    async def _mcdt_loop(self, port: int) -> None:
+        period_ms = self.switch.policies[port].mcdt_period_ms
+        assert period_ms is not None
+        while True:
+            await asyncio.sleep(period_ms / 1000)
+            await self.mcdt_update(port)
 
     def share_push_event(self, port: int, action: PolicyAction) -> dict[str, Any]:
         """One share_push event: when (CLOCK_REALTIME, after the write returned) the
@@ -128,7 +205,8 @@ class SwitchController:
             "policies": {str(p): {"algorithm": self.pushed[p].algorithm,
                                   **{k: v for k, v in self.pushed[p].params.items() if k in (
                                       "tagged_share_q16", "tagged_th_scaled",
-                                      "untagged_th_scaled")}}
+                                      "untagged_th_scaled", "tcp_th_pkts", "tagged_th_pkts",
+                                      "untagged_th_pkts")}}
                          for p in sorted(self.pushed)},
         }
 
@@ -140,8 +218,12 @@ class SwitchController:
 
     async def run(self) -> None:
         """Receive flow reports and update shares every update_interval_ms, forever;
-        with a stats sink, also sample counters every stats_interval_ms."""
+        update each MCDT port every mcdt_period_ms; with a stats sink, also sample
+        counters every stats_interval_ms."""
         tasks = [asyncio.create_task(self.receive_flow_reports())]
+        tasks += [asyncio.create_task(self._mcdt_loop(port))
+                  for port, policy in sorted(self.switch.policies.items())
+                  if policy.algorithm == "MCDT"]
         if self.stats_sink is not None:
             tasks.append(asyncio.create_task(self._stats_loop()))
         try:

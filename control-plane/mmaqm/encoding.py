@@ -10,6 +10,8 @@ Each algorithm has its own action in aqm.p4, with only its own parameters:
   cbt_red_tcp_only (... red's ..., tagged_th_scaled, untagged_th_scaled)
   dcbt             (... red's ..., tagged_share_q16, untagged_th_scaled)
   dcbt_chips       (... dcbt's ..., chips_ewma_shift, chips_tagged_share_limit_q16)
+  mcdt             (queue_limit_pkts, flow_epoch_shift, policy_epoch,
+                    tcp_th_pkts, tagged_th_pkts, untagged_th_pkts)
 
 Validation happens once, in :mod:`mmaqm.config`; this module only converts
 units (packets -> packets * 2^16, probabilities -> Q16/Q24). The driver then
@@ -24,7 +26,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from .algorithms import ALGORITHMS, CBT_ALGORITHMS, DCBT_ALGORITHMS, cbt, chips, dcbt, red
+from .algorithms import (ALGORITHMS, CBT_ALGORITHMS, DCBT_ALGORITHMS, NON_RED_ALGORITHMS, cbt,
+                         chips, dcbt, mcdt, red)
 
 if TYPE_CHECKING:  # the schema is only a type here: the driver never imports it
     from .config import PortPolicy
@@ -75,6 +78,7 @@ def policy_action(
     flow_epoch_shift: int,
     share_tagged: float = 1.0,
     share_untagged: float = 1.0,
+    mcdt_th_pkts: Mapping[int, int] | None = None,
 ) -> PolicyAction:
     """The port_policy action for a validated policy.
 
@@ -82,13 +86,20 @@ def policy_action(
     port's averages and RED state (see policy_epoch_from_clock); keep it for
     shares-only updates. flow_epoch_shift: 0 = no flow reports, else 1..40.
     D-CBT: tagged_share_q16 and untagged_th_scaled come from the active-flow
-    shares (dcbt §3.1); CBT: the static thresholds (cbt §3).
+    shares (dcbt §3.1); CBT: the static thresholds (cbt §3). MCDT: the class
+    thresholds (class id -> whole packets) of the last period update (mcdt §II.2),
+    None before the first: every class at B = queue_limit_pkts.
     """
     params: dict[str, int] = {
         "queue_limit_pkts": policy.queue_limit_pkts,
         "flow_epoch_shift": flow_epoch_shift,
     }
-    if policy.algorithm != "DROP_TAIL":
+    if policy.algorithm == "MCDT":
+        params["policy_epoch"] = policy_epoch
+        th_pkts = mcdt_th_pkts if mcdt_th_pkts is not None else \
+            dict.fromkeys(mcdt.MCDT_CLASSES, policy.queue_limit_pkts)  # T_c = B at first
+        params.update(mcdt.action_params(th_pkts, policy.queue_limit_pkts))
+    elif policy.algorithm not in NON_RED_ALGORITHMS:
         assert policy.min_th_pkts is not None and policy.max_th_pkts is not None
         assert policy.max_p is not None
         params["policy_epoch"] = policy_epoch

@@ -10,7 +10,7 @@ Two families live here:
     ``ewma_shift_from_weight``) that turn configuration into action parameters;
   * the reference model (``p4_to_scaled``, ``ewma``, ``red_p_b_q16``,
     ``red_decide``, ``PortModel``) that follows occupancy.p4, averages.p4,
-    red.p4, cbt.p4, dcbt.p4 and aqm.p4 line by line, with the same bit widths,
+    red.p4, cbt.p4, dcbt.p4, mcdt.p4 and aqm.p4 line by line, with the same bit widths,
     wraparound and ``>>`` truncation, so switch tests can predict exact outcomes.
 """
 
@@ -359,6 +359,8 @@ class PortModel:
             reason, mark = self._cbt(class_id, occ, now_us, ecn_capable)
         elif name in ("dcbt", "dcbt_chips"):
             reason, mark = self._dcbt(class_id, occ, now_us, ecn_capable)
+        elif name == "mcdt":
+            reason = self._mcdt(class_id, occ)
         elif name != "drop_tail":
             raise ValueError(f"unknown port_policy action {name!r}")
 
@@ -420,6 +422,15 @@ class PortModel:
     def _class_pkts(class_id: int, occ: Occupancy) -> int:
         return {C.CLASS_TCP: occ.tcp_pkts, C.CLASS_TAGGED: occ.tagged_pkts,
                 C.CLASS_UNTAGGED: occ.untagged_pkts}[class_id]
+
+    def _mcdt(self, class_id: int, occ: Occupancy) -> str | None:
+        """mcdt.p4 (mcdt §II.2, mode A): the class's logical count before the
+        packet > its whole-packet threshold -> CLASS_THRESHOLD."""
+        field = {C.CLASS_TCP: "tcp_th_pkts", C.CLASS_TAGGED: "tagged_th_pkts",
+                 C.CLASS_UNTAGGED: "untagged_th_pkts"}[class_id]
+        if self._class_pkts(class_id, occ) > self.action.params[field]:
+            return CLASS_THRESHOLD
+        return None
 
     def _cbt(self, class_id: int, occ: Occupancy, now_us: int,
              ecn_capable: bool) -> tuple[str | None, bool]:

@@ -285,3 +285,38 @@ def test_stats_against_a_closed_port_exits_1_with_a_message(
     assert cli.main(["--config", str(valid_config), "--p4info", str(p4info_path),
                      "stats"]) == 1
     assert "mmaqm-ctl:" in capsys.readouterr().err
+
+
+def test_invalid_mcdt_policy_exits_2_before_any_write(
+        tmp_path: Path, p4info_path: Path, device_config: Path,
+        fake_switch: ThreadedServer, capsys: pytest.CaptureFixture[str]) -> None:
+    """A bad MCDT policy: every error named, and the switch never contacted."""
+    server = fake_switch.server
+    data = config(server.address)
+    data["switches"]["s1"]["policies"][2] = {"algorithm": "MCDT", "queue_limit_pkts": 100,
+                                             "mcdt_period_ms": 0, "max_p": 0.1}
+    path = write_config(tmp_path, data)
+    assert cli.main(["--config", str(path), "--p4info", str(p4info_path),
+                     "--bmv2-json", str(device_config), "install"]) == 2
+    err = capsys.readouterr().err
+    assert "  switches.s1.policies.2.max_p: not used by MCDT\n" in err
+    assert "  switches.s1.policies.2.mcdt_period_ms: must be >= 1, got 0\n" in err
+    assert server.pipeline_pushes == []
+    assert server.table_entries("port_policy") == []
+
+
+def test_install_of_an_mcdt_policy_writes_thresholds_at_the_queue_limit(
+        tmp_path: Path, p4info_path: Path, device_config: Path,
+        fake_switch: ThreadedServer) -> None:
+    """Against the compiled P4Info: the mcdt action and its parameters exist."""
+    server = fake_switch.server
+    data = config(server.address)
+    data["switches"]["s1"]["policies"][2] = {"algorithm": "MCDT", "queue_limit_pkts": 100}
+    path = write_config(tmp_path, data)
+    assert cli.main(["--config", str(path), "--p4info", str(p4info_path),
+                     "--bmv2-json", str(device_config), "install"]) == 0
+    _, entry = server.table_entries("port_policy")
+    entry.params.pop("policy_epoch")
+    assert (entry.match, entry.action, entry.params) == ({"port": 2}, "mcdt", {
+        "queue_limit_pkts": 100, "flow_epoch_shift": 17, "tcp_th_pkts": 100,
+        "tagged_th_pkts": 100, "untagged_th_pkts": 100})

@@ -1,11 +1,14 @@
 """controller: SwitchController over a fake driver (install order, D-CBT share
-updates, flow expiry, stats samples, run loop). Values worked out by hand."""
+updates, flow expiry, MCDT period updates, stats samples, run loop). Values
+worked out by hand."""
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import io
 import json
+import math
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
@@ -13,7 +16,8 @@ from typing import Any
 import pytest
 
 from fake_p4rt import run_async
-from mmaqm.config import Config, parse_config
+from mmaqm.algorithms import mcdt
+from mmaqm.config import Config, ConfigError, parse_config
 from mmaqm.controller import SwitchController, jsonl_sink
 from mmaqm.driver import CounterValue, FlowReport
 from mmaqm.encoding import PolicyAction
@@ -416,3 +420,189 @@ def test_run_fails_with_the_flow_report_error() -> None:
 
     with pytest.raises(ValueError, match="class_id 7"):
         run_async(body())
+
+
+# --------------------------------------------------------------------- MCDT
+MCDT_PORT = 2
+MCDT_EPOCH = EPOCH[MCDT_PORT]
+MCDT_CONFIG: dict[str, Any] = {
+    "switches": {"s1": {
+        "p4runtime_addr": "127.0.0.1:9559",
+        "ports": {1: {"mac": "02:00:00:00:00:01"}, 2: {"mac": "02:00:00:00:00:02"}},
+        "policies": {"default": {"algorithm": "DROP_TAIL"},
+                     MCDT_PORT: {"algorithm": "MCDT", "queue_limit_pkts": 100,
+                                 "mcdt_period_ms": 5}},
+    }}
+}
+# Before the first update every class's threshold is B = 100 packets.
+MCDT_INSTALLED = PolicyAction("mcdt", {**COMMON, "queue_limit_pkts": 100,
+                                       "policy_epoch": MCDT_EPOCH, "tcp_th_pkts": 100,
+                                       "tagged_th_pkts": 100, "untagged_th_pkts": 100})
+# Port 2: class index 2 * 4 + class -> 8 (TCP), 9 (tagged), 10 (untagged).
+MCDT_INDEXES = [8, 9, 10]
+MCDT_READ = ("read_counter_indexes", {"queue_arrivals": MCDT_INDEXES,
+                                      "queue_admits": MCDT_INDEXES,
+                                      "queue_departures": MCDT_INDEXES})
+
+
+def mcdt_counters(arrivals: tuple[int, int, int], admits: tuple[int, int, int],
+                  departures: tuple[int, int, int]) -> dict[str, dict[int, CounterValue]]:
+    """Cumulative counters of port 2's classes (TCP, tagged, untagged), 1000-byte packets."""
+    return {name: {i: CounterValue(n, 1000 * n) for i, n in zip(MCDT_INDEXES, values)}
+            for name, values in (("queue_arrivals", arrivals), ("queue_admits", admits),
+                                 ("queue_departures", departures))}
+
+
+def mcdt_controller(driver: FakeDriver, **kwargs: Any) -> SwitchController:
+    cfg = parse_config(MCDT_CONFIG)
+    return SwitchController(cfg, cfg.switches["s1"], driver,  # type: ignore[arg-type]
+                            clock_ms=Clock(), **kwargs)
+
+
+def test_mcdt_install_writes_thresholds_at_b_and_reads_the_period_start() -> None:
+    driver = FakeDriver(counters=mcdt_counters((7, 3, 1), (6, 3, 1), (6, 3, 1)))
+    controller = mcdt_controller(driver)
+    run_async(controller.install())
+    assert driver.calls == [
+        ("clear",), ("install_classifier", (46, 34)),
+        ("next_policy_epoch", 1),
+        ("write_port_policy", 1, PolicyAction("drop_tail", {**COMMON, "queue_limit_pkts": 64})),
+        ("next_policy_epoch", 2), ("write_port_policy", 2, MCDT_INSTALLED), MCDT_READ,
+        ("enable_flow_reports",),
+    ]
+    assert controller.mcdt_arrivals[2] == {TCP: 7, TAGGED: 3, UNTAGGED: 1}
+    assert controller.mcdt_th_scaled[2] == {c: 100 << 16 for c in (TCP, TAGGED, UNTAGGED)}
+
+
+def test_mcdt_period_pushes_the_reference_models_thresholds_keeping_the_epoch() -> None:
+    """Period 1: arrivals TCP 10, tagged 20, untagged 5; Q = 30 at the update; B = 100.
+    eqs. 6-8: alpha = 10 + 4 + 2 = 16, 16, 3 (sum 35); eq. 5: T5 = alpha * 70 / 36 =
+    280/9, 280/9, 35/6; eq. 9: R = (100 - 1225/18) / 3 = 575/54; eq. 10 with last = 100:
+    0.7 (280/9 + 575/54) + 30 = 59.23, the same, 0.7 (35/6 + 575/54) + 30 = 41.54
+    -> 59, 59, 41 packets.
+    Period 2: no arrival -> nothing written (the thresholds stay).
+    Period 3: tagged 10 only, Q = 0: alpha 2, 8, 0; T5 = 200/11, 800/11, 0; R = 100/11
+    (S = 1, tagged); 0.7 * 200/11 + 0.3 * 59.23 = 30.50, 0.7 * 900/11 + 0.3 * 59.23 =
+    75.04, 0.3 * 41.54 = 12.46 -> 30, 75, 12 (TCP and untagged get no R)."""
+    async def body() -> tuple[FakeDriver, SwitchController, list[dict[str, Any]]]:
+        driver = FakeDriver(counters=mcdt_counters((100, 50, 20), (90, 45, 20), (90, 45, 20)))
+        events: list[dict[str, Any]] = []
+        controller = mcdt_controller(driver, event_sink=events.append)
+        await controller.install()
+        del driver.calls[:]
+        # arrivals +10, +20, +5 (2 tagged dropped); queued 4 + 18 + 8 = 30
+        driver.counters = mcdt_counters((110, 70, 25), (98, 63, 25), (94, 45, 17))
+        assert await controller.mcdt_update(2) is True
+        period_1 = list(driver.calls)
+        assert await controller.mcdt_update(2) is False         # period 2: no arrival
+        del driver.calls[:]
+        # tagged +10; admits = departures: Q = 0
+        driver.counters = mcdt_counters((110, 80, 25), (98, 73, 25), (98, 73, 25))
+        assert await controller.mcdt_update(2) is True
+        return driver, controller, [*period_1, *driver.calls, events]  # type: ignore[list-item]
+
+    driver, controller, calls = run_async(body())
+    *calls, events = calls
+    first = MCDT_INSTALLED.with_params(tcp_th_pkts=59, tagged_th_pkts=59, untagged_th_pkts=41)
+    third = MCDT_INSTALLED.with_params(tcp_th_pkts=30, tagged_th_pkts=75, untagged_th_pkts=12)
+    assert calls == [MCDT_READ, ("write_port_policy", 2, first),
+                     MCDT_READ, ("write_port_policy", 2, third)]
+    assert controller.pushed[2] == third and third.params["policy_epoch"] == MCDT_EPOCH
+    # eq. 10's memory is the exact T_c * 2^16, rounded down once, as the float model says
+    p1 = mcdt.reference_period_update({TCP: 10, TAGGED: 20, UNTAGGED: 5}, 30)
+    p3 = mcdt.reference_period_update({TAGGED: 10}, 0, p1)
+    assert {c: math.floor(v) for c, v in p1.items()} == {TCP: 59, TAGGED: 59, UNTAGGED: 41}
+    assert {c: math.floor(v) for c, v in p3.items()} == {TCP: 30, TAGGED: 75, UNTAGGED: 12}
+    assert all(abs(controller.mcdt_th_scaled[2][c] - p3[c] * 2**16) < 2 for c in p3)
+    assert [(e["event"], e["port"], e["arrivals"], e["queue_pkts"], e["th_pkts"])
+            for e in events] == [
+        ("mcdt_push", 2, {"TCP": 10, "TAGGED": 20, "UNTAGGED": 5}, 30,
+         {"TCP": 59, "TAGGED": 59, "UNTAGGED": 41}),
+        ("mcdt_push", 2, {"TCP": 0, "TAGGED": 10, "UNTAGGED": 0}, 0,
+         {"TCP": 30, "TAGGED": 75, "UNTAGGED": 12})]
+
+
+def test_mcdt_counters_that_went_back_start_a_new_period_without_a_write() -> None:
+    async def body() -> tuple[FakeDriver, SwitchController]:
+        driver = FakeDriver(counters=mcdt_counters((100, 50, 20), (90, 45, 20), (90, 45, 20)))
+        controller = mcdt_controller(driver)
+        await controller.install()
+        del driver.calls[:]
+        driver.counters = mcdt_counters((3, 0, 0), (3, 0, 0), (3, 0, 0))   # pipeline pushed
+        assert await controller.mcdt_update(2) is False
+        driver.counters = mcdt_counters((13, 20, 5), (13, 20, 5), (13, 20, 5))
+        assert await controller.mcdt_update(2) is True                    # from (3, 0, 0)
+        return driver, controller
+
+    driver, controller = run_async(body())
+    assert controller.mcdt_arrivals[2] == {TCP: 13, TAGGED: 20, UNTAGGED: 5}
+    expected = mcdt.period_update({TCP: 10, TAGGED: 20, UNTAGGED: 5}, 0)
+    assert driver.writes() == [(2, MCDT_INSTALLED.with_params(
+        **mcdt.action_params(expected.th_pkts, 100)))]
+
+
+def test_run_updates_mcdt_every_period() -> None:
+    async def body() -> FakeDriver:
+        driver = FakeDriver(counters=mcdt_counters((0, 0, 0), (0, 0, 0), (0, 0, 0)),
+                            reports_end=False)
+        controller = mcdt_controller(driver)
+        await controller.install()
+        del driver.calls[:]
+        driver.counters = mcdt_counters((10, 20, 5), (10, 20, 5), (10, 20, 5))
+        task = asyncio.create_task(controller.run())
+        while sum(call == MCDT_READ for call in driver.calls) < 3:
+            await asyncio.sleep(0.005)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return driver
+
+    driver = run_async(body())
+    first = mcdt.period_update({TCP: 10, TAGGED: 20, UNTAGGED: 5}, 0)
+    # one write after the first period; later periods see no arrival
+    assert driver.writes() == [(2, MCDT_INSTALLED.with_params(
+        **mcdt.action_params(first.th_pkts, 100)))]
+
+
+@pytest.mark.parametrize("policy, errors", [
+    ({"algorithm": "MCDT", "min_th_pkts": 5, "max_th_pkts": 15, "max_p": 0.1},
+     ["min_th_pkts: not used by MCDT", "max_th_pkts: not used by MCDT",
+      "max_p: not used by MCDT"]),
+    ({"algorithm": "MCDT", "mcdt_period_ms": 0.5},
+     ["mcdt_period_ms: must be >= 1, got 0.5"]),
+    ({"algorithm": "MCDT", "ewma_weight": 0.5, "gentle": True},
+     ["ewma_weight: not used by MCDT", "gentle: not used by MCDT"]),
+    ({"algorithm": "RED", "min_th_pkts": 5, "max_th_pkts": 15, "max_p": 0.1,
+      "mcdt_period_ms": 100},
+     ["mcdt_period_ms: only for MCDT"]),
+])
+def test_bad_mcdt_policy_is_rejected_with_every_error(policy: dict[str, Any],
+                                                      errors: list[str]) -> None:
+    cfg = copy.deepcopy(MCDT_CONFIG)
+    cfg["switches"]["s1"]["policies"][2] = policy
+    with pytest.raises(ConfigError) as info:
+        parse_config(cfg)
+    assert info.value.errors == [f"switches.s1.policies.2.{e}" for e in errors]
+
+
+def test_mcdt_period_defaults_to_100_ms() -> None:
+    cfg = copy.deepcopy(MCDT_CONFIG)
+    del cfg["switches"]["s1"]["policies"][2]["mcdt_period_ms"]
+    policy = parse_config(cfg).switches["s1"].policies[2]
+    assert policy.mcdt_period_ms == 100.0 and policy.ewma_weight is None
+
+
+def test_stats_samples_carry_the_pushed_mcdt_thresholds() -> None:
+    async def body() -> dict[str, Any]:
+        driver = FakeDriver(counters=mcdt_counters((0, 0, 0), (0, 0, 0), (0, 0, 0)))
+        controller = mcdt_controller(driver)
+        await controller.install()
+        driver.counters = mcdt_counters((10, 20, 5), (40, 20, 5), (10, 20, 5))   # Q = 30
+        await controller.mcdt_update(2)
+        return await controller.sample_stats()
+
+    sample = run_async(body())
+    assert sample["policies"] == {
+        "1": {"algorithm": "DROP_TAIL"},
+        "2": {"algorithm": "MCDT", "tcp_th_pkts": 59, "tagged_th_pkts": 59,
+              "untagged_th_pkts": 41}}

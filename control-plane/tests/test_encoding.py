@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mmaqm.config import parse_policy
-from mmaqm.encoding import policy_action, policy_epoch_from_clock
+from mmaqm.encoding import PolicyAction, policy_action, policy_epoch_from_clock
 
 RED_THRESHOLDS = {"min_th_pkts": 5, "max_th_pkts": 15, "max_p": 0.1, "queue_limit_pkts": 60}
 # Every algorithm but DROP_TAIL: 5 * 2^16 = 327680; 15 * 2^16 = 983040;
@@ -114,3 +114,18 @@ def test_policy_epoch_from_clock_is_ms_mod_2_32_never_0_nor_installed() -> None:
     # Two installs 1 ms apart get different epochs even after the tables were cleared
     # (the bug a restarting counter had: clear() + epoch 1 repeated an old epoch).
     assert policy_epoch_from_clock(10_000_000, None) != policy_epoch_from_clock(11_000_000, None)
+
+
+def test_mcdt_carries_the_epoch_and_whole_packet_thresholds() -> None:
+    policy = parse_policy({"algorithm": "MCDT", "queue_limit_pkts": 100})
+    assert policy.ewma_weight is None and policy.mcdt_period_ms == 100.0
+    first = policy_action(policy, policy_epoch=7, flow_epoch_shift=3)
+    assert first == PolicyAction("mcdt", {
+        "queue_limit_pkts": 100, "flow_epoch_shift": 3, "policy_epoch": 7,
+        "tcp_th_pkts": 100, "tagged_th_pkts": 100, "untagged_th_pkts": 100})   # T_c = B
+    later = policy_action(policy, policy_epoch=7, flow_epoch_shift=3,
+                          mcdt_th_pkts={0: 59, 1: 59, 2: 41})
+    assert later == first.with_params(tcp_th_pkts=59, tagged_th_pkts=59, untagged_th_pkts=41)
+    with pytest.raises(ValueError, match=r"th_pkts\[TCP\] must be an int in 0..100, got 101"):
+        policy_action(policy, policy_epoch=7, flow_epoch_shift=3,
+                      mcdt_th_pkts={0: 101, 1: 0, 2: 0})

@@ -249,3 +249,23 @@ def test_paper_defaults() -> None:
     assert (w.mmu_to_tcp, w.udp_to_tcp, w.mmu, w.udp, w.new, w.last) == \
         (0.2, 0.4, 0.8, 0.6, 0.7, 0.3)                              # eqs. 6-8, 10
     assert w.exact().mmu_to_tcp == Fraction(1, 5)
+
+
+def test_port_model_mcdt_action_agrees_with_decide() -> None:
+    """fixedpoint.PortModel's mcdt action (what PTF predictions use) and decide()
+    give the same outcome for every class, count and queue around the boundaries."""
+    from mmaqm.encoding import PolicyAction
+    from mmaqm.fixedpoint import Occupancy, PortModel
+
+    th = {TCP: 2, MMU: 0, UDP: 5}
+    action = PolicyAction("mcdt", {"queue_limit_pkts": 8, "flow_epoch_shift": 0,
+                                   "policy_epoch": 1, **mcdt.action_params(th, 8)})
+    model = PortModel(action, lambda: 0)
+    for class_id in mcdt.MCDT_CLASSES:
+        for count in range(8):
+            for queue in range(count, 10):
+                occ = Occupancy(queue_pkts=queue, **{
+                    f"{name}_pkts": count if c == class_id else 0
+                    for c, name in ((TCP, "tcp"), (MMU, "tagged"), (UDP, "untagged"))})
+                assert model.arrive(class_id, occ) == mcdt.decide(class_id, occ, th, 8), \
+                    (class_id, count, queue)

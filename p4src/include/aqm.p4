@@ -16,6 +16,7 @@
 #include "cbt.p4"
 #include "dcbt.p4"
 #include "chips.p4"
+#include "mcdt.p4"
 
 // Sets meta.aqm_applied when the port has a policy.
 control Aqm(inout headers_t hdr, inout local_metadata_t meta,
@@ -26,6 +27,7 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
     CbtRedTcpOnly() cbt_red_tcp_only_algorithm;
     Dcbt() dcbt_algorithm;
     DcbtChips() dcbt_chips_algorithm;
+    Mcdt() mcdt_algorithm;
 
     // What every policy loads.
     action load_policy(pkts_t queue_limit_pkts, shift_t flow_epoch_shift) {
@@ -136,6 +138,19 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
         meta.policy.chips_tagged_share_limit_q16 = chips_tagged_share_limit_q16;
     }
 
+    // MCDT (mcdt §II.2): the controller rewrites the thresholds every period,
+    // keeping the policy epoch.
+    @name(".mcdt")
+    action mcdt(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
+                policy_epoch_t policy_epoch, pkts_t tcp_th_pkts, pkts_t tagged_th_pkts,
+                pkts_t untagged_th_pkts) {
+        load_policy(queue_limit_pkts, flow_epoch_shift);
+        meta.policy.policy_epoch = policy_epoch;
+        meta.policy.tcp_th_pkts = tcp_th_pkts;
+        meta.policy.tagged_th_pkts = tagged_th_pkts;
+        meta.policy.untagged_th_pkts = untagged_th_pkts;
+    }
+
     action no_policy() {}
 
     table port_policy {
@@ -147,6 +162,7 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
             cbt_red_tcp_only;
             dcbt;
             dcbt_chips;
+            mcdt;
             @defaultonly no_policy;
         }
         const default_action = no_policy();
@@ -161,6 +177,7 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
             cbt_red_tcp_only: { cbt_red_tcp_only_algorithm.apply(hdr, meta, standard_metadata); }
             dcbt:             { dcbt_algorithm.apply(hdr, meta, standard_metadata); }
             dcbt_chips:       { dcbt_chips_algorithm.apply(hdr, meta, standard_metadata); }
+            mcdt:             { mcdt_algorithm.apply(hdr, meta, standard_metadata); }
         }
     }
 }

@@ -89,6 +89,10 @@ struct policy_params_t {
     // ChIPS (dcbt §3.2, chips.p4)
     shift_t        chips_ewma_shift;    // weight 2^-k of the tagged share of enqueues
     q16_t          chips_tagged_share_limit_q16;  // ChIPS is on while that share <= this
+    // MCDT (mcdt §II.2, mcdt.p4): per-class thresholds, whole packets, set each period
+    pkts_t         tcp_th_pkts;
+    pkts_t         tagged_th_pkts;
+    pkts_t         untagged_th_pkts;
 }
 
 struct local_metadata_t {

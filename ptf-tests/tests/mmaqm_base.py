@@ -180,14 +180,16 @@ class MmaqmTest(BaseTest):
 
     # ---- policies ---------------------------------------------------------
     def set_policy(self, port: int, policy: PortPolicy | dict, *, flow_epoch_shift: int = 0,
-                   share_tagged: float = 1.0, share_untagged: float = 1.0) -> PolicyAction:
-        """Install a policy (a dict is validated like a config entry) with a new epoch."""
+                   share_tagged: float = 1.0, share_untagged: float = 1.0,
+                   mcdt_th_pkts: dict[int, int] | None = None) -> PolicyAction:
+        """Install a policy (a dict is validated like a config entry) with a new epoch.
+        mcdt_th_pkts: MCDT's class thresholds (class id -> packets; None: B each)."""
         if isinstance(policy, dict):
             policy = parse_policy(policy)
         action = policy_action(
             policy, policy_epoch=self.sw.next_policy_epoch(port),
             flow_epoch_shift=flow_epoch_shift,
-            share_tagged=share_tagged, share_untagged=share_untagged)
+            share_tagged=share_tagged, share_untagged=share_untagged, mcdt_th_pkts=mcdt_th_pkts)
         self.sw.write_port_policy(port, action)
         return action
 

@@ -1,0 +1,52 @@
+// Multiple-Class Dynamic Threshold, MCDT (mcdt §II.2, mode A of Fig. 2).
+// One FIFO; each class (TCP, tagged UDP = the paper's MMU, untagged UDP = its
+// UDP) has a logical queue count, class_queue_pkts (occupancy.p4), and a
+// threshold in whole packets. An arriving packet is counted ("Counting"), then
+// dropped when its class's count before it exceeds the class's threshold
+// ("Threshold Test"), else it faces the queue limit and is enqueued ("Enque").
+// The thresholds follow eqs. 5-10 once per period: the controller computes
+// them from the per-class arrival counters and the queue occupancy
+// (mmaqm.algorithms.mcdt) and modifies this port's policy entry. Nothing here
+// averages; the policy epoch is still recorded, so a new MCDT policy resets the
+// port's averaged state as every policy with an epoch does.
+#ifndef MMAQM_MCDT_P4
+#define MMAQM_MCDT_P4
+
+#include <v1model.p4>
+#include "occupancy.p4"
+#include "red.p4"
+
+control Mcdt(inout headers_t hdr, inout local_metadata_t meta,
+             inout standard_metadata_t standard_metadata) {
+    @hidden  // applied by the control, never by the controller: not in the P4Info
+    action mcdt_admission() {
+        queue_arrival(meta.port_index, meta.class_index,
+                      meta.occupancy.queue_pkts, meta.occupancy.class_pkts);
+        red_on_policy_epoch(meta.port_index, meta.policy.policy_epoch);
+        pkts_t threshold = meta.policy.untagged_th_pkts;
+        if (meta.class_id == traffic_class_t.TCP) {
+            threshold = meta.policy.tcp_th_pkts;
+        } else if (meta.class_id == traffic_class_t.TAGGED) {
+            threshold = meta.policy.tagged_th_pkts;
+        }
+        // mcdt §II.2: the class's logical queue (before this packet) exceeds T_c.
+        // T_c is fractional; q > T_c <=> q > floor(T_c) for whole packets q.
+        if (meta.occupancy.class_pkts > threshold) {
+            meta.aqm_drop = true;
+            meta.drop_reason = drop_reason_t.CLASS_THRESHOLD;
+        }
+        queue_admit_or_drop(meta.port_index, meta.class_index,
+                            meta.occupancy.queue_pkts, meta.occupancy.class_pkts,
+                            meta.policy.queue_limit_pkts,
+                            meta.aqm_drop, meta.drop_reason, meta.ecn_mark, meta.admitted);
+        if (meta.aqm_drop) {
+            mark_to_drop(standard_metadata);
+        }
+    }
+
+    apply {
+        mcdt_admission();
+    }
+}
+
+#endif

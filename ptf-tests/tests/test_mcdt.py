@@ -1,0 +1,151 @@
+"""MCDT (mcdt §II.2, mode A): per-packet class threshold test on the class's
+logical queue count, then the queue limit. The thresholds are installed
+directly (the controller's per-period arithmetic, eqs. 5-10, has its unit
+tests; McdtPeriodUpdateTest runs one period against this switch); every
+expected outcome is worked out by hand and cross-checked with two
+reference models: mmaqm.fixedpoint.PortModel (via predict) and
+mmaqm.algorithms.mcdt.decide."""
+
+import dataclasses
+
+from mmaqm import p4constants as C
+from mmaqm.algorithms import mcdt
+from mmaqm.config import parse_policy
+from mmaqm.controller import SwitchController
+from mmaqm.fixedpoint import Occupancy
+
+from mmaqm_base import CLASS_OF, CONFIG, SWITCH, QueueTest, admitted, burst_packet, predict
+
+TCP, TAGGED, UNTAGGED = C.CLASS_TCP, C.CLASS_TAGGED, C.CLASS_UNTAGGED
+
+
+def decide_all(th_pkts: dict[int, int], limit: int, kinds: list[str]) -> list[str]:
+    """mcdt.decide over a frozen burst after the sacrificial TCP packet (which left)."""
+    counts = {TCP: 0, TAGGED: 0, UNTAGGED: 0}
+    out = []
+    for kind in kinds:
+        cls = C.CLASSES[CLASS_OF[kind]]
+        occ = Occupancy(queue_pkts=sum(counts.values()), tcp_pkts=counts[TCP],
+                        tagged_pkts=counts[TAGGED], untagged_pkts=counts[UNTAGGED])
+        decision = mcdt.decide(cls, occ, th_pkts, limit)
+        if admitted(decision):
+            counts[cls] += 1
+        out.append(decision)
+    return out
+
+
+class McdtMixin(QueueTest):
+    def check(self, th_pkts: dict[int, int], limit: int, kinds: list[str],
+              expected: list[str]) -> None:
+        action = self.set_policy(2, {"algorithm": "MCDT", "queue_limit_pkts": limit},
+                                 mcdt_th_pkts=th_pkts)
+        self.assertEqual(action.params["tcp_th_pkts"], th_pkts[TCP])
+        self.assertEqual(predict(action, kinds), expected, "PortModel")
+        self.assertEqual(decide_all(th_pkts, limit, kinds), expected, "mcdt.decide")
+        self.run_burst(action, kinds, expected=expected)
+
+
+class McdtClassThresholdTest(McdtMixin):
+    """Thresholds TCP 1, tagged 3, untagged 0 packets; limit 100 (never reached).
+    A class whose count before the packet equals its threshold admits; one above
+    drops with CLASS_THRESHOLD (mcdt §II.2: "exceeds").
+    6 tagged: counts 0, 1, 2, 3 admitted, 4, 4 -> 2 CLASS_THRESHOLD.
+    Then, with tagged over its threshold, TCP and untagged alternate:
+      TCP counts 0, 1 admitted, then 2, 2 > 1 -> 2 CLASS_THRESHOLD;
+      untagged count 0 admitted, then 1, 1 > 0 -> 2 CLASS_THRESHOLD.
+    A last tagged: count 4 > 3 -> CLASS_THRESHOLD.
+    Per class: TCP 2 admitted (+ the sacrificial one) 2 dropped, tagged 4 / 3,
+    untagged 1 / 2; the queue holds 7 packets."""
+
+    def runTest(self):
+        kinds = ["tagged"] * 6 + ["tcp", "untagged"] * 3 + ["tcp", "tagged"]
+        a, d = "ADMIT", "CLASS_THRESHOLD"
+        expected = [a, a, a, a, d, d] + [a, a, a, d, d, d] + [d, d]
+        self.check({TCP: 1, TAGGED: 3, UNTAGGED: 0}, 100, kinds, expected)
+
+
+class McdtOtherClassesUnaffectedTest(McdtMixin):
+    """Thresholds TCP 0, tagged 0, untagged 5; limit 100. TCP and tagged are
+    capped at one packet each (count 0 admitted, count 1 > 0 dropped), while
+    untagged at counts 0..5 is admitted and only its 7th (count 6 > 5) drops:
+    a class's threshold judges only its own logical count, not the queue
+    (at the 7th untagged the queue holds 8 > 5).
+    (untagged, tcp, tagged) x 3 then untagged x 4:
+      untagged: counts 0, 1, 2, then 3, 4, 5, 6 -> 6 admitted, 1 CLASS_THRESHOLD;
+      TCP and tagged: 1 admitted, 2 CLASS_THRESHOLD each."""
+
+    def runTest(self):
+        kinds = ["untagged", "tcp", "tagged"] * 3 + ["untagged"] * 4
+        a, d = "ADMIT", "CLASS_THRESHOLD"
+        expected = [a, a, a] + [a, d, d] * 2 + [a, a, a, d]
+        self.check({TCP: 0, TAGGED: 0, UNTAGGED: 5}, 100, kinds, expected)
+
+
+class McdtQueueLimitTest(McdtMixin):
+    """The queue limit holds under MCDT, after the threshold test.
+    Limit 5 = B, thresholds B each (their most, as before the first update):
+    7 TCP -> queue 0..4 admitted, then TCP count 5 is not > 5 but queue 5 >= 5 ->
+    2 QUEUE_LIMIT.
+    Limit 5, tagged threshold 1 (TCP, untagged 5): tagged x 2 (counts 0, 1),
+    TCP x 3 (queue 2, 3, 4) admitted; the queue is full (5). A tagged packet
+    (count 2 > 1) is CLASS_THRESHOLD, not QUEUE_LIMIT: the class test comes
+    first; then TCP and untagged -> QUEUE_LIMIT."""
+
+    def runTest(self):
+        self.check({TCP: 5, TAGGED: 5, UNTAGGED: 5}, 5, ["tcp"] * 7,
+                   ["ADMIT"] * 5 + ["QUEUE_LIMIT"] * 2)
+        kinds = ["tagged"] * 2 + ["tcp"] * 3 + ["tagged", "tcp", "untagged"]
+        self.check({TCP: 5, TAGGED: 1, UNTAGGED: 5}, 5, kinds,
+                   ["ADMIT"] * 5 + ["CLASS_THRESHOLD", "QUEUE_LIMIT", "QUEUE_LIMIT"])
+
+
+class McdtPeriodUpdateTest(QueueTest):
+    """One controller period against the real switch (mcdt §II.2, eqs. 5-10).
+    MCDT on port 2, B = 100, thresholds 100 each; 4 untagged pass; the
+    controller's first mcdt_update only reads the period start. 10 TCP, 20 tagged, 5 untagged then
+    pass an unfrozen port (the queue is empty again: Q = 0). The second update
+    reads those arrivals from the counters and must modify the entry to
+    alpha = 16, 16, 3 (sum 35); T5 = alpha * 100 / 36 = 44.44, 44.44, 8.33;
+    R = (100 - 97.22) / 3 = 0.93; T = 0.7 (T5 + R) + 0.3 * 100 = 61.76, 61.76,
+    36.48 -> 61, 61, 36 packets, with the same policy epoch. The new entry is
+    live: a frozen burst of 38 untagged admits counts 0..36 and drops the 38th
+    (count 37 > 36) as CLASS_THRESHOLD."""
+
+    def pass_through(self, kinds: list[str], first_seq: int = 1):
+        """Send through the unfrozen port 2; every packet leaves; the counter delta."""
+        before = self.counters()
+        seqs = list(range(first_seq, first_seq + len(kinds)))
+        for seq, kind in zip(seqs, kinds):
+            self.send(burst_packet(kind, seq=seq))
+        self.assertEqual(self.receive_ids(2, len(kinds), timeout_s=5.0), seqs)
+        return self.wait_counter(lambda c: sum(c.minus(before).departures.values())
+                                 >= len(kinds)).minus(before)
+
+    def runTest(self):
+        policy = parse_policy({"algorithm": "MCDT", "queue_limit_pkts": 100})
+        switch = dataclasses.replace(SWITCH, policies={**SWITCH.policies, 2: policy})
+        controller = SwitchController(CONFIG, switch, self.sw.driver)
+        installed = self.set_policy(2, policy)
+        controller.epochs[2] = installed.params["policy_epoch"]
+        controller.flow_epoch_shift = installed.params["flow_epoch_shift"]  # the suite's 0
+        controller.pushed[2] = installed
+        controller.mcdt_th_scaled[2] = mcdt.initial_th_scaled(100)
+        # Earlier arrivals (4 untagged) must not count: the period starts at the first read.
+        self.pass_through(["untagged"] * 4, first_seq=100)
+        self.assertFalse(self.sw.run(controller.mcdt_update(2)), "the first update only reads")
+
+        delta = self.pass_through(["tcp"] * 10 + ["tagged"] * 20 + ["untagged"] * 5)
+        self.assertEqual(delta.per_class(delta.departures, 2),
+                         {"TCP": 10, "TAGGED": 20, "UNTAGGED": 5})
+
+        self.assertTrue(self.sw.run(controller.mcdt_update(2)))
+        expected = mcdt.period_update({TCP: 10, TAGGED: 20, UNTAGGED: 5}, 0)
+        self.assertEqual(expected.th_pkts, {TCP: 61, TAGGED: 61, UNTAGGED: 36})
+        want = installed.with_params(tcp_th_pkts=61, tagged_th_pkts=61, untagged_th_pkts=36)
+        self.assertEqual(self.sw.read_port_policy(2), want)
+        self.assertEqual(controller.mcdt_th_scaled[2], expected.th_scaled)
+
+        burst = ["untagged"] * 38
+        decisions = ["ADMIT"] * 37 + ["CLASS_THRESHOLD"]
+        self.assertEqual(predict(want, burst), decisions)
+        self.run_burst(want, burst, expected=decisions)
