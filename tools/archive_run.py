@@ -42,7 +42,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "topologies"))
-from mmaqm_exp import analysis  # noqa: E402
+from mmaqm_exp import analysis, samples  # noqa: E402
 
 COMMAND_FILE = "COMMAND.txt"
 INPUT_COPIES = {"scenario": "scenario.yaml", "policies": "policies.yaml", "topology": "topology.json"}
@@ -166,14 +166,10 @@ def compress_large_files(root: Path, above_bytes: int = GZIP_ABOVE_BYTES) -> lis
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    out = []
-    for i, line in enumerate(read_text(path).splitlines(), 1):
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except ValueError as err:
-                raise ArchiveError(f"{path}:{i}: not JSON: {err}") from None
-    return out
+    try:
+        return samples.parse_jsonl(read_text(path), path)
+    except ValueError as err:
+        raise ArchiveError(str(err)) from None
 
 
 def _write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:

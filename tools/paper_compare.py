@@ -28,7 +28,9 @@ from typing import Any, Callable, Mapping, Optional
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from archive_run import read_text  # noqa: E402
+from archive_run import read_text  # noqa: E402  (puts topologies/ on sys.path)
+
+from mmaqm_exp import report  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = REPO / "docs" / "paper-comparison.yaml"
@@ -77,18 +79,16 @@ def _counts(runs: Summaries, algorithm: str, cls: str, phase: str = "run") -> Ma
 
 
 def accounting(runs: Summaries, algorithm: str, field: str) -> float:
-    """dcbt Tables 1-2 over the run from the bottleneck's counters (report.py's
-    packet_accounting_table): delivered = departures, drop % = drops / arrivals."""
-    s = _summary(runs, algorithm)
-    cls, _, what = field.partition("_")
-    c = _counts(runs, algorithm, cls.upper())
-    if what == "delivered":
-        return float(c["departures"])
-    if what == "drop_pct":
-        return 100.0 * c["drops_total"] / c["arrivals"]
-    if what == "kbps":
-        return c["departures"] * PACKET_BYTES * 8 / 1000 / s["scenario"]["duration_s"]
-    raise CompareError(f"unknown accounting field {field!r}")
+    """dcbt Tables 1-2 over the run, as table.txt has them (report.packet_accounting):
+    tcp_delivered, tcp_drop_pct, tcp_kbps, tagged_delivered, tagged_drop_pct."""
+    acc = report.packet_accounting(_summary(runs, algorithm), PACKET_BYTES)
+    if acc is None:
+        raise CompareError(f"{algorithm}: no bottleneck counters")
+    if field not in acc:
+        raise CompareError(f"unknown accounting field {field!r}; known: {sorted(acc)}")
+    if acc[field] is None:
+        raise CompareError(f"{algorithm}: {field} undefined (no arrivals)")
+    return float(acc[field])
 
 
 def _fmt(v: float, nd: int) -> str:
@@ -182,13 +182,12 @@ def m_class_share_pct(runs: Summaries, algorithm: str, phase: str, cls: str) -> 
 
 
 def m_tagged_queueing_ms(runs: Summaries, algorithm: str, phase: str) -> str:
-    """Mean tagged one-way delay in a phase minus the smallest delay any tagged packet
-    saw (the propagation floor): the queueing delay (cbt §4.3)."""
-    s = _summary(runs, algorithm)
-    mean = float(_phase(runs, algorithm, phase)["udp_class"]["TAGGED"]["mean_ms"])
-    floor = min(float(f["min_ms"]) for f in s["tagged_latency"].values()
-                if f.get("min_ms") is not None)
-    return f"{mean - floor:.1f} ms"
+    """The tagged queueing delay in a phase (report.tagged_queueing_ms, cbt §4.3)."""
+    _phase(runs, algorithm, phase)
+    v = report.tagged_queueing_ms(_summary(runs, algorithm), phase)
+    if v is None:
+        raise CompareError(f"{algorithm} {phase}: no tagged packets")
+    return f"{v:.1f} ms"
 
 
 def m_red_queue_limit(runs: Summaries, algorithm: str) -> str:

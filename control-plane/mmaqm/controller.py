@@ -178,10 +178,9 @@ class SwitchController:
         """One share_push event: when (CLOCK_REALTIME, after the write returned) the
         switch got D-CBT shares from which active-flow counts. It times how far the
         shares lag behind flows that start or stop (README "Active-flow counting")."""
-        class_names = {v: k for k, v in C.CLASSES.items()}
         return {"event": "share_push", "t_ns": time.time_ns(), "switch": self.switch.name,
                 "port": port,
-                "active_flows": {class_names[c]: n for c, n in self.flows.counts(port).items()},
+                "active_flows": {C.CLASS_NAMES[c]: n for c, n in self.flows.counts(port).items()},
                 "tagged_share_q16": action.params["tagged_share_q16"],
                 "untagged_th_scaled": action.params["untagged_th_scaled"]}
 
@@ -197,10 +196,9 @@ class SwitchController:
         ports = sorted(self.switch.ports)
         t_ns = time.time_ns()  # CLOCK_REALTIME: namespaces and hosts share it
         values = await self.driver.read_counter_indexes(sample_indexes(ports))
-        class_names = {v: k for k, v in C.CLASSES.items()}
         return {
             **counter_sample(t_ns, self.switch.name, ports, values),
-            "active_flows": {str(p): {class_names[c]: n for c, n in self.flows.counts(p).items()}
+            "active_flows": {str(p): {C.CLASS_NAMES[c]: n for c, n in self.flows.counts(p).items()}
                              for p in ports},
             "policies": {str(p): {"algorithm": self.pushed[p].algorithm,
                                   **{k: v for k, v in self.pushed[p].params.items() if k in (

@@ -10,7 +10,7 @@ import io
 import json
 import math
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 import pytest
@@ -148,6 +148,17 @@ async def installed(driver: FakeDriver, clock: Clock | None = None,
     await controller.install()
     del driver.calls[:]
     return controller
+
+
+async def run_until(controller: SwitchController, done: Callable[[], bool]) -> None:
+    """Run the controller's loops until done() holds, then cancel them: run() must
+    end only by cancellation."""
+    task = asyncio.create_task(controller.run())
+    while not done():
+        await asyncio.sleep(0.005)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
 
 
 # ------------------------------------------------------------------ install
@@ -386,12 +397,7 @@ def test_run_updates_shares_and_samples_stats_until_cancelled() -> None:
         driver = FakeDriver(reports=[[report(2, TAGGED, 1)]], reports_end=False)
         controller = await installed(driver, Clock(0.0), stats_sink=samples.append,
                                      stats_interval_ms=5)
-        task = asyncio.create_task(controller.run())
-        while len(samples) < 3 or not driver.writes():
-            await asyncio.sleep(0.005)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        await run_until(controller, lambda: len(samples) >= 3 and bool(driver.writes()))
         return driver
 
     driver = run_async(body())
@@ -549,12 +555,7 @@ def test_run_updates_mcdt_every_period() -> None:
         await controller.install()
         del driver.calls[:]
         driver.counters = mcdt_counters((10, 20, 5), (10, 20, 5), (10, 20, 5))
-        task = asyncio.create_task(controller.run())
-        while sum(call == MCDT_READ for call in driver.calls) < 3:
-            await asyncio.sleep(0.005)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        await run_until(controller, lambda: sum(call == MCDT_READ for call in driver.calls) >= 3)
         return driver
 
     driver = run_async(body())

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from . import metrics
-from .samples import RecvSample, read_recv_csv, read_send_log
+from .samples import RecvSample, read_jsonl, read_recv_csv, read_send_log
 from .scenario import CLASSES, Flow, Scenario
 from .traffic import TrafficResult
 
@@ -334,18 +334,7 @@ def bandwidth_variation_curve(fd: FlowData) -> dict[str, list[float]]:
 
 def read_counters(path: Union[str, Path]) -> list[dict[str, Any]]:
     """Counter JSONL samples sorted by t_ns (blank lines ignored)."""
-    out = []
-    with open(path) as f:
-        for i, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                out.append(json.loads(line))
-            except ValueError as e:
-                raise ValueError(f"{path}:{i}: not JSON: {e}") from None
-    out.sort(key=lambda s: s["t_ns"])
-    return out
+    return read_jsonl(path)
 
 
 def _flatten(reading: Mapping[str, Any]) -> dict[str, int]:

@@ -20,9 +20,10 @@ the update tick.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
+
+from .samples import read_jsonl
 
 CLASSES = ("TCP", "TAGGED", "UNTAGGED")
 GROUP_S = 1.0          # starts (stops) of one class closer than this are one change
@@ -30,21 +31,9 @@ GROUP_S = 1.0          # starts (stops) of one class closer than this are one ch
 
 def read_events(path: Union[str, Path]) -> list[dict[str, Any]]:
     """The share_push events of an --events-out file, sorted by time ([] if absent)."""
-    p = Path(path)
-    if not p.exists():
+    if not Path(path).exists():
         return []
-    events = []
-    for i, line in enumerate(p.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            ev = json.loads(line)
-        except ValueError as e:
-            raise ValueError(f"{p}:{i}: not JSON: {e}") from None
-        if ev.get("event") == "share_push":
-            events.append(ev)
-    events.sort(key=lambda e: e["t_ns"])
-    return events
+    return [e for e in read_jsonl(path) if e.get("event") == "share_push"]
 
 
 def truth_steps(flows: Mapping[str, Mapping[str, Any]]) -> dict[str, list[tuple[float, int]]]:

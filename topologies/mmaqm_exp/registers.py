@@ -46,6 +46,8 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 from mmaqm import p4constants as C
 from mmaqm.fixedpoint import from_scaled
 
+from .samples import read_jsonl
+
 REGISTERS_FILE = "registers.jsonl"
 META_FILE = "registers.meta.json"
 SAMPLE_PERIOD_MS = 50           #: target period; the achieved one is reported
@@ -291,16 +293,7 @@ def _dist(xs: Sequence[float]) -> Optional[dict[str, float]]:
 
 def read_samples(path: Union[str, Path]) -> list[dict[str, Any]]:
     """registers.jsonl records sorted by time (blank lines ignored)."""
-    out = []
-    with open(path) as f:
-        for i, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    out.append(json.loads(line))
-                except ValueError as e:
-                    raise ValueError(f"{path}:{i}: not JSON: {e}") from None
-    out.sort(key=lambda s: s["t_ns"])
-    return out
+    return read_jsonl(path)
 
 
 def unchanged_while_red_moved(cls: Sequence[float], red: Sequence[float]) -> Optional[float]:

@@ -150,6 +150,27 @@ def comparison_table(summaries: Mapping[str, Summary]) -> str:
     return "\n".join(text) + "\n"
 
 
+def packet_accounting(s: Summary, packet_bytes: int = 1000) -> Optional[dict[str, Any]]:
+    """dcbt Tables 1-2 of one run from the bottleneck's counters: tcp_delivered /
+    tagged_delivered (departed the bottleneck queue), tcp_drop_pct / tagged_drop_pct
+    (drops / arrivals, None without arrivals), tcp_kbps (delivered * packet_bytes * 8 /
+    run length). None without the bottleneck's counters."""
+    sw = s.get("switch") or {}
+    bn = sw.get("bottleneck") or {}
+    port = (sw.get("ports") or {}).get(f"{bn.get('switch')}:{bn.get('port')}")
+    if not port:
+        return None
+    run, secs = port["run"], s["scenario"]["duration_s"]
+    tcp, tagged = run["TCP"], run["TAGGED"]
+
+    def pct(c: Mapping[str, Any]) -> Optional[float]:
+        return 100 * c["drops_total"] / c["arrivals"] if c["arrivals"] else None
+
+    return {"tcp_delivered": tcp["departures"], "tcp_drop_pct": pct(tcp),
+            "tcp_kbps": tcp["departures"] * packet_bytes * 8 / 1000 / secs,
+            "tagged_delivered": tagged["departures"], "tagged_drop_pct": pct(tagged)}
+
+
 def packet_accounting_table(summaries: Mapping[str, Summary], packet_bytes: int = 1000) -> str:
     """dcbt Tables 1-2 over the whole run, from the bottleneck's counters: TCP packets
     delivered (departed the bottleneck queue), TCP drop rate (drops / arrivals), TCP
@@ -159,21 +180,13 @@ def packet_accounting_table(summaries: Mapping[str, Summary], packet_bytes: int 
             "tagged delivered", "tagged drop %"]
     rows = []
     for algo, s in summaries.items():
-        sw = s.get("switch") or {}
-        bn = sw.get("bottleneck") or {}
-        port = (sw.get("ports") or {}).get(f"{bn.get('switch')}:{bn.get('port')}")
-        if not port:
+        acc = packet_accounting(s, packet_bytes)
+        if acc is None:
             rows.append([algo] + ["-"] * (len(head) - 1))
             continue
-        run, secs = port["run"], s["scenario"]["duration_s"]
-        tcp, tagged = run["TCP"], run["TAGGED"]
-
-        def pct(c: Mapping[str, Any]) -> str:
-            return "-" if not c["arrivals"] else f"{100 * c['drops_total'] / c['arrivals']:.2f}"
-
-        rows.append([algo, str(tcp["departures"]), pct(tcp),
-                     f"{tcp['departures'] * packet_bytes * 8 / 1000 / secs:.0f}",
-                     str(tagged["departures"]), pct(tagged)])
+        rows.append([algo, str(acc["tcp_delivered"]), _fmt(acc["tcp_drop_pct"], 2),
+                     f"{acc['tcp_kbps']:.0f}", str(acc["tagged_delivered"]),
+                     _fmt(acc["tagged_drop_pct"], 2)])
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
                        for i, (c, w) in enumerate(zip(r, widths))) for r in [head, *rows]]
@@ -459,6 +472,16 @@ def plot_tagged_latency(summaries: Mapping[str, Summary], path: Union[str, Path]
     return _save(fig, path)
 
 
+def tagged_queueing_ms(s: Summary, phase: str) -> Optional[float]:
+    """The tagged class's mean one-way delay in a phase minus the smallest delay any
+    tagged packet saw (the propagation floor): its queueing delay (cbt §4.3); None
+    without tagged packets."""
+    mean = _get(s["phases"].get(phase, {}), "udp_class", "TAGGED", "mean_ms")
+    floor = min((f["min_ms"] for f in (s.get("tagged_latency") or {}).values()
+                 if f.get("min_ms") is not None), default=None)
+    return None if mean is None or floor is None else mean - floor
+
+
 def tagged_latency_means(s: Summary) -> dict[str, Optional[float]]:
     """The mean over the tagged flows of their mean latency, mean queueing delay and
     delay standard deviation (ms); None without tagged packets."""
@@ -488,9 +511,7 @@ def paper_table(summaries: Mapping[str, Summary], paper_loss_pct: Mapping[str, f
         share = _get(ph, "class_share", "TCP")
         lat = tagged_latency_means(s)
         lat_blast = _get(ph, "udp_class", "TAGGED", "mean_ms")
-        floor = min((f["min_ms"] for f in (s.get("tagged_latency") or {}).values()
-                     if f.get("min_ms") is not None), default=None)
-        q_blast = None if lat_blast is None or floor is None else lat_blast - floor
+        q_blast = tagged_queueing_ms(s, blast) if blast else None
         lim = s.get("red_queue_limit") or {}
         keep = s.get("switch_keepup") or {}
         lost = sum(k.get("lost_before_aqm_pkts", 0) for k in keep.values() if k.get("checked"))

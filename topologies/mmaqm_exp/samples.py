@@ -1,4 +1,5 @@
-"""Readers for the CSV files that mmapp writes, and adapters to metrics inputs.
+"""Readers for the CSV files that mmapp writes and for the runs' JSON-lines files
+(counter, register and event series), and adapters to metrics inputs.
 
     rows = read_recv_csv("recv.csv")
     flows = by_flow(rows)
@@ -12,10 +13,33 @@ optionally relative to an origin ``t0_ns`` (e.g. the experiment start).
 from __future__ import annotations
 
 import csv
+import json
 from typing import Iterable, NamedTuple, Union
 from os import PathLike
 
 Path_ = Union[str, PathLike]
+
+
+def parse_jsonl(text: str, source: object) -> list[dict]:
+    """One JSON object per non-blank line, in file order; a bad line raises
+    ValueError naming source:line."""
+    out = []
+    for i, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except ValueError as e:
+                raise ValueError(f"{source}:{i}: not JSON: {e}") from None
+    return out
+
+
+def read_jsonl(path: Path_) -> list[dict]:
+    """A run's JSON-lines series (counters.jsonl, registers.jsonl, share_events.jsonl)
+    sorted by t_ns."""
+    with open(path) as f:
+        out = parse_jsonl(f.read(), path)
+    out.sort(key=lambda s: s["t_ns"])
+    return out
 
 
 class RecvSample(NamedTuple):
