@@ -26,7 +26,7 @@ help:
 	@echo "make test         unit tests + PTF conformance suite on BMv2 (needs root)"
 	@echo "make test-unit    unit tests only (no switch)"
 	@echo "make test-ptf     PTF suite only; one test: make test-ptf PTF_TEST=test_red.RedForcedDropTest"
-	@echo "make run          the D-CBT paper experiment under DROP_TAIL, RED, CBT, D-CBT, D-CBT+ChIPS (needs root)"
+	@echo "make run          the D-CBT paper experiment under every algorithm (needs root)"
 	@echo "                  (options: make run RUN_ARGS='--algorithms RED,DCBT --duration 15')"
 	@echo "                  (named experiments: make run RUN_ARGS='--experiment cbt-fig4'; mmaqm-exp --help)"
 	@echo "make bench        BMv2 packet rate: AQM program vs minimal IPv4 forwarder (needs root)"

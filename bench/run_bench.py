@@ -60,6 +60,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 sys.path[:0] = [str(REPO / "control-plane"), str(REPO / "topologies")]
 from mmaqm_exp import lab  # noqa: E402
 from mmaqm.algorithms import ALGORITHMS as POLICY_ACTION_OF  # noqa: E402
+from mmaqm.algorithms import NON_RED_ALGORITHMS  # noqa: E402
 
 sys.path.insert(0, str(REPO / "tools"))
 import bmv2_pipeline_stats  # noqa: E402
@@ -150,7 +151,7 @@ def ctl(bed: lab.Lab, *args: str, timeout: float = 90) -> dict:
 # ------------------------------------------------------------ configuration
 def aqm_config(algorithm: str) -> dict:
     policy: dict = {"algorithm": algorithm, "queue_limit_pkts": QUEUE_LIMIT_PKTS}
-    if algorithm != "DROP_TAIL":
+    if algorithm not in NON_RED_ALGORITHMS:
         policy.update(min_th_pkts=MIN_TH_PKTS, max_th_pkts=MAX_TH_PKTS, max_p=0.1)
     if algorithm in ("CBT_RED_ALL", "CBT_RED_TCP_ONLY"):
         policy.update(tagged_th_pkts=CLASS_TH_PKTS, untagged_th_pkts=CLASS_TH_PKTS)

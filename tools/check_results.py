@@ -31,11 +31,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "topologies"))
+from mmaqm.algorithms import ALGORITHMS as CONTROLLER_ALGORITHMS  # noqa: E402
 from mmaqm_exp import report  # noqa: E402
 from archive_run import (REQUIRED_ALGORITHM_FILES, REQUIRED_TOP_FILES, has_file,  # noqa: E402
                          read_text, switch_deltas_match)
 
-ALGORITHMS = ("DROP_TAIL", "RED", "CBT_RED_ALL", "CBT_RED_TCP_ONLY", "DCBT", "DCBT_CHIPS")
+ALGORITHMS = tuple(CONTROLLER_ALGORITHMS)   # every algorithm the controller knows
 ACCOUNTING_TITLE = "Packet accounting at the bottleneck"
 RUN_LINK = re.compile(r"docs/results/([A-Za-z0-9._-]+)/")
 # Runs the README links that were committed before tools/archive_run.py existed: their

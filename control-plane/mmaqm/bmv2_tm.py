@@ -1,15 +1,17 @@
 """BMv2 traffic-manager settings over Thrift (simple_switch_CLI).
 
 P4Runtime has no call for a port's queue rate or depth, so runners and tests
-use BMv2's Thrift CLI for exactly two commands: set_queue_rate (packets/s;
+use BMv2's Thrift CLI for two commands: set_queue_rate (packets/s;
 0 = unlimited) and set_queue_depth (packets). It is a second control channel:
 used for building queues in tests and bottlenecks in topologies, never for
-AQM state. The Thrift server must be reachable only inside the switch's
+AQM state. Tests also read registers through it (register_read: BMv2's
+P4Runtime server cannot), to check state the counters do not show. The Thrift server must be reachable only inside the switch's
 network namespace (docs/design.md §1.5: no authentication).
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -48,3 +50,18 @@ def set_queue_depth(thrift_port: int, port: int, depth_pkts: int, netns: str | N
     if depth_pkts < 1:
         raise ValueError(f"depth_pkts must be >= 1, got {depth_pkts}")
     _cli(thrift_port, [f"set_queue_depth {depth_pkts} {port}"], netns)
+
+
+_REGISTER_VALUE_RE = re.compile(r"(\w+)\[(\d+)\]\s*=\s*(\d+)")
+
+
+def register_read(thrift_port: int, reads: list[tuple[str, int]],
+                  netns: str | None = None) -> dict[tuple[str, int], int]:
+    """{(register, index): value} for each (register, index), in one CLI run."""
+    out = _cli(thrift_port, [f"register_read {name} {index}" for name, index in reads], netns)
+    values = {(m.group(1), int(m.group(2))): int(m.group(3))
+              for m in _REGISTER_VALUE_RE.finditer(out)}
+    missing = [f"{n}[{i}]" for n, i in reads if (n, i) not in values]
+    if missing:
+        raise RuntimeError(f"simple_switch_CLI register_read: no value for {missing}: {out.strip()}")
+    return values

@@ -38,7 +38,7 @@ Schema (defaults in brackets)::
 Policy keys:
 
   algorithm           required: DROP_TAIL | RED | CBT_RED_ALL | CBT_RED_TCP_ONLY | DCBT |
-                      DCBT_CHIPS | MCDT
+                      DCBT_CHIPS | MCDT | FRED
   queue_limit_pkts    [64] int 1..65535 (the P4 queue limit; see MAX_QUEUE_LIMIT_PKTS)
   min_th_pkts         RED thresholds, numbers, 0 <= min_th_pkts < max_th_pkts <= queue_limit_pkts;
   max_th_pkts         required unless DROP_TAIL or MCDT, not allowed for those
@@ -48,7 +48,8 @@ Policy keys:
   tagged_th_pkts      CBT static class thresholds (cbt §3), numbers in 0..queue_limit_pkts;
   untagged_th_pkts    required for CBT_RED_ALL / CBT_RED_TCP_ONLY, not allowed otherwise
 
-RED options, every algorithm but DROP_TAIL and MCDT (README "RED options" maps them to tc-red):
+RED options, every algorithm but DROP_TAIL and MCDT (README "RED options" maps them to tc-red;
+FRED takes burst_pkts and bandwidth_pps only):
 
   burst_pkts          tc-red burst: derive the weight as tc does (instead of ewma_weight;
                       not both); a number >= min_th_pkts
@@ -71,6 +72,13 @@ MCDT keys (mcdt §II.2), MCDT only; the buffer B of eqs. 5 and 9 is queue_limit_
 
   mcdt_period_ms      [100] how often the controller recomputes the class thresholds
                       from the period's arrivals (eqs. 5-10); >= 1 (the paper gives no period)
+
+FRED keys (Lin & Morris 1997; cbt §2.3), FRED only (it also takes the RED keys):
+
+  fred_minq_pkts      [2] int 0..65535: a flow holding fewer packets than max(minq, avgcq)
+                      is never dropped early (FRED's minq: 2 for small buffers, 4 for large)
+  fred_flow_slots     [4096] per-flow slots of the port, a power of two 1..FRED_SLOTS_PER_PORT
+                      (4096, defines.p4); flows that hash to one slot share its state
 
 The BMv2 traffic manager's queue depth and rate are not controller settings:
 whoever starts simple_switch sets them (topologies: mmaqm_exp.network, from
@@ -96,7 +104,8 @@ import yaml
 
 from . import p4constants as C
 from . import validation as V
-from .algorithms import ALGORITHMS, CBT_ALGORITHMS, NON_RED_ALGORITHMS, chips, mcdt, red
+from .algorithms import (ALGORITHMS, CBT_ALGORITHMS, FRED_UNSUPPORTED_RED_OPTIONS,
+                         NON_RED_ALGORITHMS, chips, fred, mcdt, red)
 from .fixedpoint import MASK32, ewma_shift_from_weight
 
 DEFAULT_TAGGED_DSCP: tuple[int, ...] = (46, 34)      # EF, AF41
@@ -153,6 +162,9 @@ class PortPolicy:
     chips_ewma_weight: float | None = None
     # MCDT only
     mcdt_period_ms: float | None = None
+    # FRED only
+    fred_minq_pkts: int | None = None
+    fred_flow_slots: int | None = None
     ewma_shift: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -239,13 +251,15 @@ _RED_OPTION_NUMBERS = ("burst_pkts", "bandwidth_pps")
 _RED_OPTION_FLAGS = ("gentle", "ecn", "harddrop", "wait", "adaptive")
 _CHIPS_KEYS = ("chips_max_tagged_ratio", "chips_ewma_weight")
 _MCDT_KEYS = ("mcdt_period_ms",)
+_FRED_KEYS = ("fred_minq_pkts", "fred_flow_slots")
 MIN_MCDT_PERIOD_MS = 1.0      # below a P4Runtime read + write round trip the loop only spins
 _NUMBER_KEYS = (*_RED_KEYS, "ewma_weight", *_CBT_KEYS, *_RED_OPTION_NUMBERS, *_CHIPS_KEYS,
                 *_MCDT_KEYS)
 _NON_NEGATIVE_KEYS = ("min_th_pkts", *_CBT_KEYS)
 _POSITIVE_KEYS = ("bandwidth_pps", "chips_max_tagged_ratio")
 _POLICY_KEYS = ("algorithm", "queue_limit_pkts", *_RED_KEYS, "ewma_weight", *_CBT_KEYS,
-                *_RED_OPTION_NUMBERS, *_RED_OPTION_FLAGS, *_CHIPS_KEYS, *_MCDT_KEYS)
+                *_RED_OPTION_NUMBERS, *_RED_OPTION_FLAGS, *_CHIPS_KEYS, *_MCDT_KEYS,
+                *_FRED_KEYS)
 
 
 def parse_policy(value: object, path: str = "policy") -> PortPolicy:
@@ -271,11 +285,11 @@ def _read_policy(value: object, path: str, errs: V.Errors) -> PortPolicy | None:
     limit = V.integer(raw.get("queue_limit_pkts", DEFAULT_QUEUE_LIMIT_PKTS),
                       V.join(path, "queue_limit_pkts"), errs, lo=1, hi=MAX_QUEUE_LIMIT_PKTS,
                       note=f"averages are bit<32> packets * 2^{C.AVG_FRAC_BITS}")
-    given = [key for key in (*_NUMBER_KEYS, *_RED_OPTION_FLAGS)
+    given = [key for key in (*_NUMBER_KEYS, *_RED_OPTION_FLAGS, *_FRED_KEYS)
              if raw.get(key) is not None]                                   # null = absent
     v: dict[str, Any] = dict.fromkeys(_NUMBER_KEYS)
     for key in given:
-        if key in _RED_OPTION_FLAGS:
+        if key in _RED_OPTION_FLAGS or key in _FRED_KEYS:
             continue
         v[key] = V.number(raw[key], V.join(path, key), errs,
                           ge=MIN_MCDT_PERIOD_MS if key == "mcdt_period_ms"
@@ -287,6 +301,7 @@ def _read_policy(value: object, path: str, errs: V.Errors) -> PortPolicy | None:
         _check_policy_keys(algorithm, given, path, errs)
     _check_policy_values(v, limit, path, errs)
     weight = _check_red_options(v, flags, path, errs)
+    fred_v = _read_fred_keys(raw, given, limit, path, errs)
     if len(errs) > before or algorithm is None or limit is None:
         return None
     if weight is None and algorithm not in NON_RED_ALGORITHMS:
@@ -306,7 +321,24 @@ def _read_policy(value: object, path: str, errs: V.Errors) -> PortPolicy | None:
                       gentle=bool(flags["gentle"]), ecn=bool(flags["ecn"]),
                       harddrop=bool(flags["harddrop"]), wait=bool(flags["wait"]),
                       chips_max_tagged_ratio=chips_ratio, chips_ewma_weight=chips_weight,
-                      mcdt_period_ms=period_ms)
+                      mcdt_period_ms=period_ms, **(fred_v if algorithm == "FRED" else {}))
+
+
+def _read_fred_keys(raw: Mapping[str, Any], given: list[str], limit: int | None, path: str,
+                    errs: V.Errors) -> dict[str, int]:
+    """fred_minq_pkts and fred_flow_slots, with their defaults."""
+    minq = fred.DEFAULT_MINQ_PKTS
+    if "fred_minq_pkts" in given:
+        minq = V.integer(raw["fred_minq_pkts"], V.join(path, "fred_minq_pkts"), errs, lo=0,
+                         hi=(1 << fred.QLEN_BITS) - 1, note="fred_qlen is bit<16>")
+    slots = fred.DEFAULT_TABLE_SLOTS
+    if "fred_flow_slots" in given:
+        slots = V.integer(raw["fred_flow_slots"], V.join(path, "fred_flow_slots"), errs, lo=1,
+                          hi=fred.MAX_TABLE_SLOTS,
+                          note="FRED_SLOTS_PER_PORT slots per port (defines.p4)")
+        if slots is not None and slots & (slots - 1):
+            errs.add(V.join(path, "fred_flow_slots"), f"must be a power of two, got {slots}")
+    return {"fred_minq_pkts": minq, "fred_flow_slots": slots}
 
 
 def _check_red_options(v: Mapping[str, Any], flags: Mapping[str, bool | None], path: str,
@@ -362,6 +394,14 @@ def _check_policy_keys(algorithm: str, given: list[str], path: str, errs: V.Erro
     for key in _MCDT_KEYS:
         if algorithm != "MCDT" and key in given:
             errs.add(V.join(path, key), "only for MCDT")
+    for key in _FRED_KEYS:
+        if algorithm != "FRED" and key in given:
+            errs.add(V.join(path, key), "only for FRED")
+    if algorithm == "FRED":
+        for key in FRED_UNSUPPORTED_RED_OPTIONS:
+            if key in given:
+                errs.add(V.join(path, key), "not used by FRED (its rules have no gentle ramp, "
+                         "ECN marking or wait; burst_pkts and bandwidth_pps apply)")
     for key in _CHIPS_KEYS:
         if algorithm != "DCBT_CHIPS" and key in given:
             errs.add(V.join(path, key), "only for DCBT_CHIPS")

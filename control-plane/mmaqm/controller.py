@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import p4constants as C
-from .algorithms import DCBT_ALGORITHMS, dcbt, mcdt
+from .algorithms import DCBT_ALGORITHMS, dcbt, fred, mcdt
 from .config import Config, SwitchConfig
 from .encoding import PolicyAction, policy_action
 from .driver import DEFAULT_BMV2_JSON, DEFAULT_P4INFO, SwitchDriver, wait_for_grpc
@@ -206,7 +206,19 @@ class SwitchController:
                                       "untagged_th_scaled", "tcp_th_pkts", "tagged_th_pkts",
                                       "untagged_th_pkts")}}
                          for p in sorted(self.pushed)},
+            **self.fred_slot_sample(),
         }
+
+    def fred_slot_sample(self) -> dict[str, Any]:
+        """For FRED ports: the active flows (from the flow reports) and how many of them
+        share a flow slot in the data plane, {"fred_slots": {port: {flows, sharing}}}."""
+        out = {}
+        for port, action in sorted(self.pushed.items()):
+            if action.algorithm == "FRED":
+                flows, sharing = fred.shared_slot_flows(
+                    self.flows.flow_keys(port), action.params["fred_slot_mask"] + 1)
+                out[str(port)] = {"flows": flows, "sharing": sharing}
+        return {"fred_slots": out} if out else {}
 
     async def _stats_loop(self) -> None:
         assert self.stats_sink is not None

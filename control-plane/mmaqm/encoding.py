@@ -12,6 +12,9 @@ Each algorithm has its own action in aqm.p4, with only its own parameters:
   dcbt_chips       (... dcbt's ..., chips_ewma_shift, chips_tagged_share_limit_q16)
   mcdt             (queue_limit_pkts, flow_epoch_shift, policy_epoch,
                     tcp_th_pkts, tagged_th_pkts, untagged_th_pkts)
+  fred             (queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
+                    min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32,
+                    minq_pkts, fred_slot_mask)
 
 Validation happens once, in :mod:`mmaqm.config`; this module only converts
 units (packets -> packets * 2^16, probabilities -> Q16/Q24). The driver then
@@ -27,7 +30,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from .algorithms import (ALGORITHMS, CBT_ALGORITHMS, DCBT_ALGORITHMS, NON_RED_ALGORITHMS, cbt,
-                         chips, dcbt, mcdt, red)
+                         chips, dcbt, fred, mcdt, red)
 
 if TYPE_CHECKING:  # the schema is only a type here: the driver never imports it
     from .config import PortPolicy
@@ -99,6 +102,16 @@ def policy_action(
         th_pkts = mcdt_th_pkts if mcdt_th_pkts is not None else \
             dict.fromkeys(mcdt.MCDT_CLASSES, policy.queue_limit_pkts)  # T_c = B at first
         params.update(mcdt.action_params(th_pkts, policy.queue_limit_pkts))
+    elif policy.algorithm == "FRED":
+        assert policy.min_th_pkts is not None and policy.max_th_pkts is not None
+        assert policy.max_p is not None and policy.ewma_weight is not None
+        assert policy.fred_minq_pkts is not None and policy.fred_flow_slots is not None
+        params["policy_epoch"] = policy_epoch
+        params.update(fred.action_params(policy.min_th_pkts, policy.max_th_pkts, policy.max_p,
+                                         minq_pkts=policy.fred_minq_pkts,
+                                         ewma_weight=policy.ewma_weight,
+                                         table_slots=policy.fred_flow_slots))
+        params["idle_decay_q32"] = red.option_params(policy)["idle_decay_q32"]
     elif policy.algorithm not in NON_RED_ALGORITHMS:
         assert policy.min_th_pkts is not None and policy.max_th_pkts is not None
         assert policy.max_p is not None

@@ -41,7 +41,11 @@ QUEUE_LIMIT = "QUEUE_LIMIT"
 RED_EARLY = "RED_EARLY"
 RED_FORCED = "RED_FORCED"
 CLASS_THRESHOLD = "CLASS_THRESHOLD"
-if {QUEUE_LIMIT, RED_EARLY, RED_FORCED, CLASS_THRESHOLD} != set(C.DROP_REASONS):
+FRED_MAXQ = "FRED_MAXQ"                  # FRED R1 (mmaqm.algorithms.fred)
+FRED_TWICE_AVGCQ = "FRED_TWICE_AVGCQ"    # FRED R2
+FRED_STRIKE = "FRED_STRIKE"              # FRED R3
+if {QUEUE_LIMIT, RED_EARLY, RED_FORCED, CLASS_THRESHOLD, FRED_MAXQ, FRED_TWICE_AVGCQ,
+        FRED_STRIKE} != set(C.DROP_REASONS):
     raise ImportError(f"drop_reason_t members {sorted(C.DROP_REASONS)} differ from the model's")
 
 RandSource = Callable[[], int]

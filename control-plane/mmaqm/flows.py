@@ -69,6 +69,10 @@ class ActiveFlowTable:
             result[entry.class_id] += 1
         return result
 
+    def flow_keys(self, port: int) -> list[Hashable]:
+        """The active flows' keys on port (5-tuples, as the reports carry them)."""
+        return list(self._flows.get(port, {}))
+
     def ports(self) -> set[int]:
         """Ports with at least one active flow."""
         return set(self._flows)

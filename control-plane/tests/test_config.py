@@ -219,7 +219,7 @@ def test_unknown_algorithm() -> None:
     s1(cfg)["policies"][2]["algorithm"] = "REDD"
     assert errors_of(cfg) == [
         "switches.s1.policies.2.algorithm: must be one of DROP_TAIL, RED, CBT_RED_ALL, "
-        "CBT_RED_TCP_ONLY, DCBT, DCBT_CHIPS, MCDT, got string 'REDD'"]
+        "CBT_RED_TCP_ONLY, DCBT, DCBT_CHIPS, MCDT, FRED, got string 'REDD'"]
 
 
 @pytest.mark.parametrize("mac, message", [
@@ -316,7 +316,7 @@ def test_unknown_policy_key_lists_the_allowed_keys() -> None:
         "switches.s1.policies.2.max_th: unknown key (allowed: algorithm, queue_limit_pkts, "
         "min_th_pkts, max_th_pkts, max_p, ewma_weight, tagged_th_pkts, untagged_th_pkts, "
         "burst_pkts, bandwidth_pps, gentle, ecn, harddrop, wait, adaptive, chips_max_tagged_ratio, "
-        "chips_ewma_weight, mcdt_period_ms)"]
+        "chips_ewma_weight, mcdt_period_ms, fred_minq_pkts, fred_flow_slots)"]
 
 
 @pytest.mark.parametrize("remove, path", [
@@ -642,3 +642,27 @@ def test_red_slope_must_fit_its_register(update: dict, slope: str) -> None:
     assert errors_of(cfg) == [
         f"switches.s1.policies.2.max_p: max_p / (max_th_pkts - min_th_pkts) = {slope} * 2^-24 "
         "does not fit red_slope_q24 (1..2^32-1)"]
+
+
+def test_fred_keys_defaults_and_errors() -> None:
+    red_keys = {"min_th_pkts": 5, "max_th_pkts": 15, "max_p": 0.1}
+    policy = parse_policy({"algorithm": "FRED", **red_keys})
+    assert (policy.fred_minq_pkts, policy.fred_flow_slots, policy.ewma_shift) == (2, 4096, 9)
+    assert parse_policy({"algorithm": "RED", **red_keys}).fred_flow_slots is None
+    with pytest.raises(ConfigError) as info:
+        parse_policy({"algorithm": "FRED", **red_keys, "fred_flow_slots": 6000,
+                      "fred_minq_pkts": -1, "gentle": True, "ecn": True})
+    assert info.value.errors == [
+        "policy.gentle: not used by FRED (its rules have no gentle ramp, ECN marking or wait; "
+        "burst_pkts and bandwidth_pps apply)",
+        "policy.ecn: not used by FRED (its rules have no gentle ramp, ECN marking or wait; "
+        "burst_pkts and bandwidth_pps apply)",
+        "policy.fred_minq_pkts: must be in 0..65535 (fred_qlen is bit<16>), got -1",
+        "policy.fred_flow_slots: must be in 1..4096 (FRED_SLOTS_PER_PORT slots per port "
+        "(defines.p4)), got 6000"]
+    with pytest.raises(ConfigError, match="fred_flow_slots: must be a power of two, got 48"):
+        parse_policy({"algorithm": "FRED", **red_keys, "fred_flow_slots": 48})
+    with pytest.raises(ConfigError, match="min_th_pkts: required for FRED"):
+        parse_policy({"algorithm": "FRED", "max_th_pkts": 15, "max_p": 0.1})
+    with pytest.raises(ConfigError, match="fred_minq_pkts: only for FRED"):
+        parse_policy({"algorithm": "DCBT", **red_keys, "fred_minq_pkts": 2})

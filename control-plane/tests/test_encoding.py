@@ -6,6 +6,7 @@ import pytest
 
 from mmaqm.config import parse_policy
 from mmaqm.encoding import PolicyAction, policy_action, policy_epoch_from_clock
+from mmaqm.algorithms import red
 
 RED_THRESHOLDS = {"min_th_pkts": 5, "max_th_pkts": 15, "max_p": 0.1, "queue_limit_pkts": 60}
 # Every algorithm but DROP_TAIL: 5 * 2^16 = 327680; 15 * 2^16 = 983040;
@@ -129,3 +130,21 @@ def test_mcdt_carries_the_epoch_and_whole_packet_thresholds() -> None:
     with pytest.raises(ValueError, match=r"th_pkts\[TCP\] must be an int in 0..100, got 101"):
         policy_action(policy, policy_epoch=7, flow_epoch_shift=3,
                       mcdt_th_pkts={0: 101, 1: 0, 2: 0})
+
+
+def test_fred_carries_red_thresholds_minq_slot_mask_and_idle_decay() -> None:
+    policy = parse_policy({"algorithm": "FRED", "queue_limit_pkts": 60, "min_th_pkts": 5,
+                           "max_th_pkts": 15, "max_p": 0.1, "fred_minq_pkts": 4,
+                           "fred_flow_slots": 1024, "bandwidth_pps": 3125})
+    action = policy_action(policy, policy_epoch=9, flow_epoch_shift=0)
+    # 5 and 15 packets * 2^16; slope 0.1 / 10 * 2^24 = 167772.16 -> 167772; w = 2^-9;
+    # idle decay: -log2(1 - 2^-9) / 320 us * 2^32 = 37857.7 -> as red.idle_decay_q32
+    assert action == PolicyAction("fred", {
+        "queue_limit_pkts": 60, "flow_epoch_shift": 0, "policy_epoch": 9, "ewma_shift": 9,
+        "min_th_scaled": 327680, "max_th_scaled": 983040, "red_slope_q24": 167772,
+        "minq_pkts": 4, "fred_slot_mask": 1023,
+        "idle_decay_q32": red.idle_decay_q32(2**-9, 3125)})
+    defaults = policy_action(parse_policy({"algorithm": "FRED", **RED_THRESHOLDS}),
+                             policy_epoch=1, flow_epoch_shift=0)
+    assert (defaults.params["minq_pkts"], defaults.params["fred_slot_mask"],
+            defaults.params["idle_decay_q32"]) == (2, 4095, 0)

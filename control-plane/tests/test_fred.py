@@ -411,3 +411,18 @@ def test_paper_constants() -> None:
             fred.MAXQ_CONGESTED_PKTS) == (0.002, 0.02, 2, 2)
     assert fred.default_thresholds(60) == (15, 30)     # buffer / 4, 2 min_th (cbt §4: 60 pkts)
     assert math.isclose(fred.DEFAULT_EWMA_WEIGHT, 0.002, rel_tol=0.03)
+
+
+def test_shared_slot_flows_counts_the_flows_in_shared_slots() -> None:
+    # 8 slots; flows with source ports 1..40: a slot holding k > 1 flows adds k.
+    keys = [(0x0A000102, 0x0A000202, 6, sport, 2000) for sport in range(1, 41)]
+    slots = [fred.flow_hash(*k) & 7 for k in keys]
+    want = sum(slots.count(s) for s in set(slots) if slots.count(s) > 1)
+    assert fred.shared_slot_flows(keys, 8) == (40, want) and want == 40   # 40 flows, 8 slots
+    assert fred.shared_slot_flows(keys[:1], 8) == (1, 0)
+    assert fred.shared_slot_flows([], 4096) == (0, 0)
+    # two flows in one slot, one alone
+    a = keys[0]
+    b = next(k for k in keys[1:] if fred.flow_hash(*k) & 7 == fred.flow_hash(*a) & 7)
+    c = next(k for k in keys[1:] if fred.flow_hash(*k) & 7 != fred.flow_hash(*a) & 7)
+    assert fred.shared_slot_flows([a, b, c], 8) == (3, 2)

@@ -17,6 +17,7 @@
 #include "dcbt.p4"
 #include "chips.p4"
 #include "mcdt.p4"
+#include "fred.p4"
 
 // Sets meta.aqm_applied when the port has a policy.
 control Aqm(inout headers_t hdr, inout local_metadata_t meta,
@@ -28,6 +29,7 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
     Dcbt() dcbt_algorithm;
     DcbtChips() dcbt_chips_algorithm;
     Mcdt() mcdt_algorithm;
+    Fred() fred_algorithm;
 
     // What every policy loads.
     action load_policy(pkts_t queue_limit_pkts, shift_t flow_epoch_shift) {
@@ -151,6 +153,24 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
         meta.policy.untagged_th_pkts = untagged_th_pkts;
     }
 
+    // FRED (Lin & Morris 1997; cbt §2.3): RED's thresholds, slope, weight and
+    // idle decay, plus minq and the size of the port's flow table.
+    @name(".fred")
+    action fred(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
+                policy_epoch_t policy_epoch, shift_t ewma_shift,
+                scaled_t min_th_scaled, scaled_t max_th_scaled, q24_t red_slope_q24,
+                q32_t idle_decay_q32, pkts_t minq_pkts, bit<32> fred_slot_mask) {
+        load_policy(queue_limit_pkts, flow_epoch_shift);
+        meta.policy.policy_epoch = policy_epoch;
+        meta.policy.ewma_shift = ewma_shift;
+        meta.policy.min_th_scaled = min_th_scaled;
+        meta.policy.max_th_scaled = max_th_scaled;
+        meta.policy.red_slope_q24 = red_slope_q24;
+        meta.policy.idle_decay_q32 = idle_decay_q32;
+        meta.policy.minq_pkts = minq_pkts;
+        meta.policy.fred_slot_mask = fred_slot_mask;
+    }
+
     action no_policy() {}
 
     table port_policy {
@@ -163,6 +183,7 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
             dcbt;
             dcbt_chips;
             mcdt;
+            fred;
             @defaultonly no_policy;
         }
         const default_action = no_policy();
@@ -178,6 +199,7 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
             dcbt:             { dcbt_algorithm.apply(hdr, meta, standard_metadata); }
             dcbt_chips:       { dcbt_chips_algorithm.apply(hdr, meta, standard_metadata); }
             mcdt:             { mcdt_algorithm.apply(hdr, meta, standard_metadata); }
+            fred:             { fred_algorithm.apply(hdr, meta, standard_metadata); }
         }
     }
 }

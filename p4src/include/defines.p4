@@ -34,7 +34,10 @@ enum bit<8> drop_reason_t {
     QUEUE_LIMIT = 0,      // the physical queue is full (queue_limit_pkts)
     RED_EARLY = 1,        // RED early drop, min_th <= avg < max_th
     RED_FORCED = 2,       // RED forced drop, avg >= max_th
-    CLASS_THRESHOLD = 3   // CBT / D-CBT class threshold (cbt §3, dcbt §3.1)
+    CLASS_THRESHOLD = 3,  // CBT / D-CBT / MCDT class threshold (cbt §3, dcbt §3.1, mcdt §II.2)
+    FRED_MAXQ = 4,        // FRED: the flow holds maxq packets (fred.p4 R1)
+    FRED_TWICE_AVGCQ = 5, // FRED: avg >= max_th and the flow holds > 2 avgcq (R2)
+    FRED_STRIKE = 6       // FRED: a flow with strikes holds >= avgcq (R3)
 }
 
 // ---- ChIPS events (chips_events counter, index port * NUM_CHIPS_EVENTS + event; dcbt §3.2)
@@ -48,11 +51,14 @@ const bit<32> NUM_CHIPS_EVENTS = 5;
 // ---- sizes
 const bit<32> NUM_PORTS = 64;          // ports 0..63 carry AQM state
 const bit<32> CLASS_SLOTS = 4;         // per-port class index = port * 4 + class
-const bit<32> NUM_DROP_REASONS = 4;    // members of drop_reason_t
+const bit<32> NUM_DROP_REASONS = 7;    // members of drop_reason_t
 const bit<32> NUM_DISCARD_REASONS = 8;
 const bit<32> FLOW_SLOTS = 65536;      // active-flow table; a power of two (index = crc32 mod it)
 const bit<32> ROUTE_TABLE_SIZE = 1024;     // ipv4_lpm entries
 const bit<32> CLASSIFIER_TABLE_SIZE = 64;  // classifier entries: 1 (TCP) + one per tagged DSCP
+// FRED per-flow state (fred.p4): each port owns FRED_SLOTS_PER_PORT slots, index
+// port * FRED_SLOTS_PER_PORT + (crc32(5-tuple) & fred_slot_mask); a power of two.
+const bit<32> FRED_SLOTS_PER_PORT = 4096;
 
 // ---- protocols and header lengths
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
@@ -92,6 +98,11 @@ const bit<8> AVG_FRAC_BITS = 16;       // averages and thresholds: packets * 2^1
 const bit<8> PROB_FRAC_BITS = 16;      // probabilities: [0, 1) * 2^16
 const bit<8> SLOPE_FRAC_BITS = 24;     // RED slope max_p / (max_th - min_th): per packet * 2^24
 const bit<32> PROB_ONE = 65536;        // 1.0 in PROB_FRAC_BITS
+
+// ---- FRED (Lin & Morris 1997, their algorithm figure; fred.p4)
+const bit<32> FRED_MAXQ_CONGESTED_PKTS = 2;  // maxq while avg >= max_th (A2)
+const bit<8> FRED_STRIKE_LIMIT = 1;          // R3 applies to flows with strike > 1
+const bit<8> FRED_STRIKE_MAX = 255;          // fred_strike saturates (bit<8>)
 
 // ---- digests
 const bit<32> FLOW_DIGEST_RECEIVER = 1;

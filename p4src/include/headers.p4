@@ -93,6 +93,9 @@ struct policy_params_t {
     pkts_t         tcp_th_pkts;
     pkts_t         tagged_th_pkts;
     pkts_t         untagged_th_pkts;
+    // FRED (fred.p4); also the RED family's thresholds, slope, weight and idle decay
+    pkts_t         minq_pkts;           // a flow below max(minq, avgcq) is never dropped early
+    bit<32>        fred_slot_mask;      // flow slots on the port - 1 (2^k - 1 < FRED_SLOTS_PER_PORT)
 }
 
 struct local_metadata_t {
@@ -119,6 +122,9 @@ struct local_metadata_t {
     // annotated @field_list(CHIPS_SLOT_FIELD_LIST): cut_in, port_index, class_index.
     @field_list(CHIPS_SLOT_FIELD_LIST)
     bool            cut_in;
+    // FRED: ingress admitted the packet under FRED; egress releases its flow slot.
+    bool            fred_admitted;
+    bit<32>         fred_slot_index;  // port * FRED_SLOTS_PER_PORT + slot
 }
 
 // Active-flow report: one per flow per epoch (dcbt §3.1 active flow counting).

@@ -73,10 +73,15 @@ control MmaqmEgress(inout headers_t hdr,
                     inout local_metadata_t meta,
                     inout standard_metadata_t standard_metadata) {
     // A packet the AQM admitted left the traffic manager's queue.
+    // FRED's departure rules (fred.p4 D1, D2) run in the same action, on the
+    // occupancy queue_departure leaves.
     @hidden
     action release_departure() {
         queue_departure(meta.port_index, meta.class_index, meta.cut_in,
                         standard_metadata.egress_global_timestamp);
+        if (meta.fred_admitted) {
+            fred_departure(meta.port_index, meta.fred_slot_index, meta.policy.ewma_shift);
+        }
     }
 
     // The FIFO slot of a cut-in packet (its clone, chips.p4) left: release the

@@ -47,7 +47,10 @@ from .scenario import CLASSES, Flow, Scenario
 from .traffic import TrafficResult
 
 SCHEMA = "mmaqm-summary/1"
-DROP_REASONS = ("QUEUE_LIMIT", "RED_EARLY", "RED_FORCED", "CLASS_THRESHOLD")
+#: drop reasons every counter sample carries; FRED's (fred.p4) are reported when the
+#: samples have them (runs recorded before FRED existed do not)
+BASE_DROP_REASONS = ("QUEUE_LIMIT", "RED_EARLY", "RED_FORCED", "CLASS_THRESHOLD")
+DROP_REASONS = (*BASE_DROP_REASONS, "FRED_MAXQ", "FRED_TWICE_AVGCQ", "FRED_STRIKE")
 COUNTER_KINDS = ("arrivals", "admits", "departures")
 BW_WINDOWS_S = (1.0, 8.0)       #: feng section 3
 MIN_BW_WINDOWS = 2              #: a window size is reported only if this many fit
@@ -342,7 +345,8 @@ def _flatten(reading: Mapping[str, Any]) -> dict[str, int]:
     out = {k: int(reading.get(k, {}).get("packets", 0)) for k in COUNTER_KINDS}
     drops = reading.get("drops", {})
     for r in DROP_REASONS:
-        out[f"drop:{r}"] = int(drops.get(r, {}).get("packets", 0))
+        if r in BASE_DROP_REASONS or r in drops:
+            out[f"drop:{r}"] = int(drops.get(r, {}).get("packets", 0))
     return out
 
 
@@ -681,7 +685,7 @@ def _delta(ser: Mapping[str, Any], cls: str, a_ns: int, b_ns: int) -> dict[str, 
     va = value_at(ser["t_ns"], ser[cls], a_ns)
     vb = value_at(ser["t_ns"], ser[cls], b_ns)
     d = {k: vb[k] - va[k] for k in va}
-    drops = {r: d[f"drop:{r}"] for r in DROP_REASONS}
+    drops = {r: d[f"drop:{r}"] for r in DROP_REASONS if f"drop:{r}" in d}
     tot = sum(drops.values())
     return {"arrivals": d["arrivals"], "admits": d["admits"], "departures": d["departures"],
             "drops": drops, "drops_total": tot,
@@ -740,7 +744,25 @@ def switch_metrics(
         },
         "active_flows": {"t_s": [_r(t_s[i], 4) for i in keep],
                          **{c: [ser["active"][i][c] for i in keep] for c in CLASSES}},
+        **fred_slot_summary(samples, bottleneck),
     }
+
+
+def fred_slot_summary(samples: Sequence[Mapping[str, Any]], port: tuple[str, int]) -> dict[str, Any]:
+    """FRED's flow-slot collisions at a port, from the controller's samples
+    ({"fred_slots": {port: {flows, sharing}}}: active flows, and how many of them share
+    their slot with another): {"fred_slots": {peak_flows, peak_sharing, sharing_fraction}},
+    sharing_fraction = sum of sharing / sum of flows over the samples; {} without FRED."""
+    rows = [s["fred_slots"][str(port[1])] for s in samples
+            if s.get("switch") == port[0] and str(port[1]) in s.get("fred_slots", {})]
+    if not rows:
+        return {}
+    flows = sum(int(r["flows"]) for r in rows)
+    return {"fred_slots": {
+        "samples": len(rows),
+        "peak_flows": max(int(r["flows"]) for r in rows),
+        "peak_sharing": max(int(r["sharing"]) for r in rows),
+        "sharing_fraction": _r(sum(int(r["sharing"]) for r in rows) / flows, 4) if flows else None}}
 
 
 # ---------------------------------------------------------------------------

@@ -44,7 +44,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import yaml
 
-from mmaqm.algorithms import DCBT_ALGORITHMS
+from mmaqm.algorithms import ALGORITHMS, DCBT_ALGORITHMS
 
 from . import analysis, flowlag, mmapp, registers, report
 from .cpu import CpuSampler
@@ -61,7 +61,7 @@ DEFAULT_P4INFO = REPO / "build" / "main.p4info.txtpb"
 DEFAULT_TOPOLOGY = REPO / "topologies" / "topos" / "dcbt-dumbbell.json"
 DEFAULT_SCENARIO = REPO / "topologies" / "scenarios" / "dcbt-fig7.yaml"
 DEFAULT_POLICIES = REPO / "topologies" / "policies" / "dcbt-fig7.yaml"
-DEFAULT_ALGORITHMS = ("DROP_TAIL", "RED", "CBT_RED_ALL", "DCBT", "DCBT_CHIPS")
+DEFAULT_ALGORITHMS = tuple(ALGORITHMS)   # every algorithm the controller implements
 STATS_INTERVAL_MS = 100
 CONTROLLER_READY_TIMEOUT_S = 60.0
 CONTROLLER_STOP_TIMEOUT_S = 10.0
@@ -294,9 +294,12 @@ def run_experiment(topology: Path, scenario_path: Path, policies_path: Path,
                    p4info: Path = DEFAULT_P4INFO, bmv2_json: Path = DEFAULT_BMV2_JSON,
                    stream=sys.stdout, experiment: Optional[str] = None,
                    paper_tagged_loss_pct: Optional[dict[str, float]] = None,
-                   register_samples: bool = True) -> dict[str, dict[str, Any]]:
+                   register_samples: bool = True,
+                   capacity_json: Optional[Path] = None) -> dict[str, dict[str, Any]]:
     """Every algorithm on one network; returns {algorithm: summary}. Validates all
-    inputs before creating anything."""
+    inputs before creating anything. capacity_json: the `make bench` measurement
+    taken before the run, written into the run as the algorithms' per-packet cost
+    (report.SWITCH_COST_FILE)."""
     topo = load_topology(topology)
     scenario = load_scenario(scenario_path)
     scenario.check_hosts(topo.hosts)
@@ -322,6 +325,16 @@ def run_experiment(topology: Path, scenario_path: Path, policies_path: Path,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "nproc": os.cpu_count(),
         "command": shlex.join(sys.argv), "cwd": os.getcwd(), "git": git_state(),
     }, indent=1))
+    if capacity_json is not None:
+        try:
+            bench = json.loads(Path(capacity_json).read_text())
+            (out / report.SWITCH_COST_FILE).write_text(
+                f"Switch per-packet cost, measured by make bench ({capacity_json}, started "
+                f"{bench.get('started', '?')}) just before this run:\n"
+                + report.switch_cost_table(bench, algorithms))
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            print(f"mmaqm-exp: no per-packet cost table ({capacity_json}: {err})",
+                  file=stream, flush=True)
     summaries: dict[str, dict[str, Any]] = {}
     started = time.monotonic()
     with Network(topo, out / "network", bmv2_json) as net:
@@ -451,7 +464,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                        duration_s=plan.duration_s, p4info=a.p4info, bmv2_json=a.bmv2_json,
                        experiment=plan.experiment,
                        paper_tagged_loss_pct=plan.paper_tagged_loss_pct,
-                       register_samples=a.register_samples)
+                       register_samples=a.register_samples, capacity_json=a.capacity_json)
     except StopRequested as stop:
         print("mmaqm-exp: interrupted; network torn down", file=sys.stderr)
         return stop.exit_status

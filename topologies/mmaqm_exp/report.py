@@ -193,6 +193,33 @@ def packet_accounting_table(summaries: Mapping[str, Summary], packet_bytes: int 
     return "\n".join(lines) + "\n"
 
 
+SWITCH_COST_FILE = "switch_cost.txt"
+BENCH_BASELINE = "minimal_ipv4"
+
+
+def switch_cost_table(bench: Mapping[str, Any], algorithms: Sequence[str]) -> str:
+    """The switch's per-packet cost of each algorithm from a `make bench` JSON
+    (bench/run_bench.py; `make run` measures one before the experiment): the median
+    packet rate BMv2 forwarded through the mmaqm program under that algorithm, its
+    inverse in microseconds per packet, and its ratio to the minimal IPv4 router
+    measured in the same bench run."""
+    rows = {r["variant"]: r for r in bench.get("summary", [])}
+    head = ["algorithm", "kpps", "us/pkt", f"x {BENCH_BASELINE}"]
+    out = []
+    for name in (BENCH_BASELINE, *algorithms):
+        r = rows.get(name)
+        if r is None:
+            out.append([name, "-", "-", "-"])
+            continue
+        pps = float(r["pps_median"])
+        out.append([name, f"{pps / 1000:.1f}", f"{1e6 / pps:.1f}" if pps else "-",
+                    f"{float(r['ratio']):.2f}"])
+    widths = [max(len(r[i]) for r in [head, *out]) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                       for i, (c, w) in enumerate(zip(r, widths))) for r in [head, *out]]
+    return "\n".join(lines) + "\n"
+
+
 def _class_flows(s: Summary, cls: str) -> list[Mapping[str, Any]]:
     return [f for f in s["flows"].values() if f["class"] == cls]
 

@@ -243,7 +243,8 @@ def test_switch_counters(run_dir: Path):
     run = sw["ports"]["r1:3"]["run"]
     # run = value at 2 s - value at 0 s
     assert run["TCP"] == {"arrivals": 90, "admits": 81, "departures": 81,
-                          "drops": {"QUEUE_LIMIT": 1, "RED_EARLY": 8, "RED_FORCED": 0, "CLASS_THRESHOLD": 0},
+                          "drops": {"QUEUE_LIMIT": 1, "RED_EARLY": 8, "RED_FORCED": 0, "CLASS_THRESHOLD": 0,
+                                    "FRED_MAXQ": 0, "FRED_TWICE_AVGCQ": 0, "FRED_STRIKE": 0},
                           "drops_total": 9, "loss": 0.1}
     assert run["TAGGED"]["drops"]["CLASS_THRESHOLD"] == 2 and run["TAGGED"]["loss"] == 0.1
     assert run["UNTAGGED"]["arrivals"] == 0 and run["UNTAGGED"]["loss"] is None
@@ -416,3 +417,44 @@ def test_a_phase_without_tcp_is_not_held_to_the_utilisation_bound():
         "tcp": {"utilization": 0.12, "n_flows_by_class": {"TCP": 240, "TAGGED": 6}}}}
     assert analysis.validity_warnings(summary) == [
         "phase tcp: bottleneck utilisation 0.120 < 0.8"]
+
+
+def test_samples_recorded_before_fred_report_only_their_own_drop_reasons() -> None:
+    """Runs archived before FRED existed have no FRED reasons in their counter
+    samples; their per-class deltas keep the four reasons they had, so that the
+    archived summaries recompute exactly (tools/archive_run.py)."""
+    old = {"port": 3, "class": "TCP", "arrivals": {"packets": 5}, "admits": {"packets": 4},
+           "departures": {"packets": 4},
+           "drops": {r: {"packets": int(r == "RED_EARLY")} for r in analysis.BASE_DROP_REASONS}}
+    flat = analysis._flatten(old)
+    assert [k for k in flat if k.startswith("drop:")] == [f"drop:{r}" for r in analysis.BASE_DROP_REASONS]
+    new = {**old, "drops": {**old["drops"], "FRED_STRIKE": {"packets": 2}}}
+    assert analysis._flatten(new)["drop:FRED_STRIKE"] == 2
+
+
+def test_drop_reasons_are_the_programs() -> None:
+    from mmaqm import p4constants as C
+    assert set(analysis.DROP_REASONS) == set(C.DROP_REASONS)
+
+
+def test_fred_slot_summary_from_controller_samples() -> None:
+    samples = [{"switch": "r1", "fred_slots": {"3": {"flows": 10, "sharing": 0}}},
+               {"switch": "r1", "fred_slots": {"3": {"flows": 30, "sharing": 2}}},
+               {"switch": "r2", "fred_slots": {"3": {"flows": 99, "sharing": 99}}},   # other switch
+               {"switch": "r1"}]                                                        # no FRED
+    # 2 of 40 flow-samples shared a slot: 0.05
+    assert analysis.fred_slot_summary(samples, ("r1", 3)) == {"fred_slots": {
+        "samples": 2, "peak_flows": 30, "peak_sharing": 2, "sharing_fraction": 0.05}}
+    assert analysis.fred_slot_summary(samples, ("r1", 4)) == {}
+
+
+def test_switch_cost_table_from_a_bench_json() -> None:
+    from mmaqm_exp import report
+    bench = {"summary": [{"variant": "minimal_ipv4", "pps_median": 20000.0, "ratio": 1.0},
+                         {"variant": "RED", "pps_median": 12500.0, "ratio": 0.625}]}
+    # RED: 12.5 kpps, 1e6 / 12500 = 80.0 us per packet, 0.625 of the minimal router
+    assert report.switch_cost_table(bench, ["RED", "FRED"]).splitlines() == [
+        "algorithm     kpps  us/pkt  x minimal_ipv4",
+        "minimal_ipv4  20.0    50.0            1.00",
+        "RED           12.5    80.0            0.62",
+        "FRED             -       -               -"]

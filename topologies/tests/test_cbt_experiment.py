@@ -58,7 +58,8 @@ def test_cbt_entries_short_and_full():
     short, full = reg.get("cbt-fig4"), reg.get("cbt-fig4-full")
     assert short.duration_s == 46 and full.duration_s is None
     assert short.scenario == full.scenario == REPO / "topologies/scenarios/cbt-fig4.yaml"
-    assert short.algorithms == ("RED", "CBT_RED_ALL", "CBT_RED_TCP_ONLY", "DCBT")
+    assert short.algorithms == ("DROP_TAIL", "RED", "CBT_RED_ALL", "CBT_RED_TCP_ONLY", "DCBT",
+                                "DCBT_CHIPS", "MCDT", "FRED")   # every algorithm
     assert short.paper_tagged_loss_pct == {"RED": 30.0, "CBT_RED_ALL": 23.8, "CBT_RED_TCP_ONLY": 1.3}
 
 

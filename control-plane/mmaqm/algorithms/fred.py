@@ -71,21 +71,19 @@ import ipaddress
 import math
 import zlib
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from .. import p4constants as C
-from ..fixedpoint import (MASK32, MASK64, QUEUE_LIMIT, RED_EARLY, RED_FORCED, check_int, ewma,
+from ..fixedpoint import (FRED_MAXQ, FRED_STRIKE, FRED_TWICE_AVGCQ, MASK32, MASK64, QUEUE_LIMIT,
+                          RED_EARLY, RED_FORCED, check_int, ewma,
                           ewma_shift_from_weight, idle_decay, idle_halvings_q32, p4_to_scaled,
                           red_p_b_q16)
 from . import red
 
 ADMIT = "ADMIT"
 DROP = "DROP"
-# Drop reasons FRED adds; they must become drop_reason_t members with the P4.
-FRED_MAXQ = "FRED_MAXQ"                  # R1
-FRED_TWICE_AVGCQ = "FRED_TWICE_AVGCQ"    # R2
-FRED_STRIKE = "FRED_STRIKE"              # R3
+# Drop reasons FRED adds (drop_reason_t members of defines.p4).
 FRED_DROP_REASONS = (FRED_MAXQ, FRED_TWICE_AVGCQ, FRED_STRIKE)
 
 # Lin & Morris's constants (their algorithm figure).
@@ -93,15 +91,15 @@ PAPER_W_Q = 0.002                 # wq, as RED
 DEFAULT_EWMA_WEIGHT = 2.0**-9     # 0.00195: the power of two nearest 0.002 (the P4 shifts)
 DEFAULT_MAX_P = 0.02              # maxp
 DEFAULT_MINQ_PKTS = 2             # minq: 2 for small buffers, 4 for large ones
-MAXQ_CONGESTED_PKTS = 2           # maxq while avg >= maxth
-STRIKE_LIMIT = 1                  # R3 applies when strike > 1
+MAXQ_CONGESTED_PKTS: int = C.FRED_MAXQ_CONGESTED_PKTS   # maxq while avg >= maxth (defines.p4)
+STRIKE_LIMIT: int = C.FRED_STRIKE_LIMIT                 # R3 applies when strike > 1
 
 # Data plane widths (docs/mcdt-fred-plan.md).
 QLEN_BITS = 16                    # fred_qlen: bit<16> per slot
 STRIKE_BITS = 8                   # fred_strike: bit<8> per slot, saturating
 NACTIVE_BITS = 32                 # fred_nactive: bit<32> per port
 STRIKE_MAX = (1 << STRIKE_BITS) - 1
-MAX_TABLE_SLOTS = 4096            # slots per port (planned FRED_SLOTS_PER_PORT)
+MAX_TABLE_SLOTS: int = C.FRED_SLOTS_PER_PORT            # slots per port (defines.p4)
 DEFAULT_TABLE_SLOTS = 4096        # 250 flows on a port: 5.9 % of them share a slot
 FLOW_KEY_BYTES = 13
 # Registers FRED adds; name -> (bits per entry, entries per port). FRED also
@@ -205,6 +203,20 @@ def slots_for_collision_probability(n_flows: int, max_probability: float) -> int
     while flow_collision_probability(n, m) > max_probability:
         m <<= 1
     return m
+
+
+def shared_slot_flows(flow_keys: Iterable[tuple[int, int, int, int, int]], table_slots: int
+                      ) -> tuple[int, int]:
+    """(flows, flows that share their slot with another of these flows) for 5-tuples
+    (src, dst, protocol, src_port, dst_port), as the data plane would slot them: the
+    collisions a run actually had, beside :func:`flow_collision_probability`'s expectation."""
+    mask = check_table_slots(table_slots) - 1
+    per_slot: dict[int, int] = {}
+    n = 0
+    for key in flow_keys:
+        per_slot[flow_hash(*key) & mask] = per_slot.get(flow_hash(*key) & mask, 0) + 1
+        n += 1
+    return n, sum(c for c in per_slot.values() if c > 1)
 
 
 def register_bits_per_slot() -> int:
