@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from fake_p4rt import run_async
-from mmaqm.algorithms import mcdt
+from mmaqm.algorithms import fred, mcdt
 from mmaqm.config import Config, ConfigError, parse_config
 from mmaqm.controller import SwitchController, jsonl_sink
 from mmaqm.driver import CounterValue, FlowReport
@@ -298,11 +298,11 @@ def test_a_report_refreshes_a_flow() -> None:
 
 # ------------------------------------------------------------------- stats
 COUNTERS = {
-    # port 2, TCP: class index 2 * 4 + 0 = 8; RED_EARLY (1) drop index 8 * 4 + 1 = 33
+    # port 2, TCP: class index 2 * 4 + 0 = 8; RED_EARLY (1) drop index 8 * 7 + 1 = 57
     "queue_arrivals": {8: CounterValue(10, 15000)},
     "queue_admits": {8: CounterValue(9, 13500)},
     "queue_departures": {8: CounterValue(7, 10500)},
-    "queue_drops": {33: CounterValue(1, 1500)},
+    "queue_drops": {57: CounterValue(1, 1500)},
     # ingress port 3: discard index 3 * 8 + reason; NOT_IPV4 (0) twice, NO_ROUTE (5) once
     "ingress_discards": {24: CounterValue(2, 120), 29: CounterValue(1, 60)},
 }
@@ -325,13 +325,14 @@ def test_sample_stats_reads_every_port_in_one_request_and_has_this_shape() -> No
         return driver, sample, before_ns, after_ns
 
     driver, sample, before_ns, after_ns = run_async(body())
-    # ports 1..5 x classes 0..2: class index port * 4 + class; drops class index * 4 + reason
+    # ports 1..5 x classes 0..2: class index port * 4 + class; drops class index * 7 + reason
+    # (7 drop reasons in defines.p4)
     per_class = [p * 4 + c for p in (1, 2, 3, 4, 5) for c in (0, 1, 2)]
-    drops = [*range(16, 28), *range(32, 44), *range(48, 60), *range(64, 76), *range(80, 92)]
+    drops = [i * 7 + r for i in per_class for r in range(7)]
     discards = [p * 8 + r for p in (1, 2, 3, 4, 5) for r in range(7)]   # 7 reasons in defines.p4
     # ECN marks exist for RED's two reasons only (RED_EARLY 1, RED_FORCED 2);
     # chips_events: port * 5 + event, 5 events (defines.p4)
-    ecn_marks = [i * 4 + r for i in per_class for r in (1, 2)]
+    ecn_marks = [i * 7 + r for i in per_class for r in (1, 2)]
     chips_events = [p * 5 + e for p in (1, 2, 3, 4, 5) for e in range(5)]
     assert driver.calls == [("read_counter_indexes", {
         "queue_arrivals": per_class, "queue_admits": per_class,
@@ -344,7 +345,8 @@ def test_sample_stats_reads_every_port_in_one_request_and_has_this_shape() -> No
     rows = sample["readings"]
     assert [(r["port"], r["class"]) for r in rows] == [
         (p, c) for p in (1, 2, 3, 4, 5) for c in ("TCP", "TAGGED", "UNTAGGED")]
-    reasons = ("QUEUE_LIMIT", "RED_EARLY", "RED_FORCED", "CLASS_THRESHOLD")
+    reasons = ("QUEUE_LIMIT", "RED_EARLY", "RED_FORCED", "CLASS_THRESHOLD", "FRED_MAXQ",
+               "FRED_TWICE_AVGCQ", "FRED_STRIKE")
     assert rows[3] == {
         "port": 2, "class": "TCP",
         "arrivals": {"packets": 10, "bytes": 15000},
@@ -607,3 +609,29 @@ def test_stats_samples_carry_the_pushed_mcdt_thresholds() -> None:
         "1": {"algorithm": "DROP_TAIL"},
         "2": {"algorithm": "MCDT", "tcp_th_pkts": 59, "tagged_th_pkts": 59,
               "untagged_th_pkts": 41}}
+
+
+def test_stats_samples_of_a_fred_port_count_the_active_flows_that_share_a_slot() -> None:
+    """A FRED port with 2 flow slots: the controller slots the reported 5-tuples as the
+    data plane does (fred.flow_slot) and samples how many active flows share a slot."""
+    cfg = copy.deepcopy(CONFIG)
+    cfg["switches"]["s1"]["policies"][4] = {"algorithm": "FRED", **RED_5_15,
+                                            "fred_flow_slots": 2}
+
+    async def body() -> dict[str, Any]:
+        driver = FakeDriver(counters=COUNTERS)
+        parsed = parse_config(cfg)
+        controller = SwitchController(parsed, parsed.switches["s1"], driver,  # type: ignore[arg-type]
+                                      clock_ms=Clock())
+        await controller.install()
+        await _observe(controller, driver, [[report(4, TCP, n) for n in (1, 2, 3)]])
+        return await controller.sample_stats()
+
+    sample = run_async(body())
+    keys = [report(4, TCP, n).flow_key for n in (1, 2, 3)]
+    slots = [fred.flow_hash(*k) & 1 for k in keys]
+    # 3 flows in 2 slots: at least two share one; a slot holding k > 1 flows counts k
+    sharing = sum(slots.count(s) for s in set(slots) if slots.count(s) > 1)
+    assert sharing >= 2
+    assert sample["fred_slots"] == {"4": {"flows": 3, "sharing": sharing}}
+    assert sample["policies"]["4"] == {"algorithm": "FRED"}
