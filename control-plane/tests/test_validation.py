@@ -94,10 +94,10 @@ def test_sequence() -> None:
     assert read(V.sequence, [1, 2]) == ([1, 2], [])
     assert read(V.sequence, "1, 2") == (None, ["f: must be a list, got string '1, 2'"])
     assert read(V.sequence, [], at_least_one="phase") == ([], ["f: must list at least one phase"])
-    # too long is reported, and the items are still returned to be checked
+    # too long is reported, and the first max_items items are returned to be checked
     assert read(V.sequence, [1, 2, 3], max_items=2, item="route",
                 capacity="the ipv4_lpm table size") == (
-        [1, 2, 3], ["f: 3 routes exceed the ipv4_lpm table size 2"])
+        [1, 2], ["f: 3 routes exceed the ipv4_lpm table size 2"])
     assert read(V.sequence, [1, 2, 3], max_items=2)[1] == ["f: 3 items exceed the maximum 2"]
 
 
