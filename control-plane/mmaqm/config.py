@@ -9,6 +9,10 @@ path of the offending field (mapping keys dotted, list indices in brackets;
 ``switches.s1.policies.2.min_th_pkts: must be < max_th_pkts (15), got 20``.
 Unknown keys are errors everywhere (they are usually typos), and so are
 duplicate keys in one YAML mapping (PyYAML would silently keep the last one).
+A config file is UTF-8, at most MAX_CONFIG_BYTES, MAX_YAML_NODES values and
+MAX_YAML_DEPTH levels deep; lists and mappings longer than the tables they fill
+are one error each (input bounds: a wrong or hostile file costs neither memory
+nor time).
 
 Schema (defaults in brackets)::
 
@@ -19,14 +23,16 @@ Schema (defaults in brackets)::
     expiry_interval_ms: 300        # [300] a flow is active if a packet of it
                                    # arrived in the last interval; >= 0.004
     update_interval_ms: 50         # [50] how often the controller recomputes
-                                   # shares; > 0 and <= expiry_interval_ms
-  switches:                        # required, at least one
+                                   # shares; >= 1 and <= expiry_interval_ms
+  switches:                        # required, 1..MAX_SWITCHES (64)
     s1:                            # switch name: [A-Za-z0-9_-]+
-      p4runtime_addr: 127.0.0.1:9559   # required; host:port ([v6addr]:port for IPv6)
+      p4runtime_addr: 127.0.0.1:9559   # required; host:port ([v6addr]:port for IPv6);
+                                   # no two switches on one address and device_id
+                                   # (localhost = 127.0.0.1 = [::1], names in any case)
       device_id: 1                 # [1] P4Runtime device id, >= 0
       ports:                       # required, non-empty; keys are ints 0..NUM_PORTS-1
         1: {mac: "02:00:00:00:00:01"}  # required mac: the router's own MAC on this
-                                       # port, unicast, not all-zero; quote it
+                                       # port, unicast, not all-zero, one per port; quote it
       routes:                      # [[]] list of
         - prefix: 10.0.1.0/24      #   required IPv4 network, no host bits set, unique
           port: 1                  #   required, must be in ports and have a policy
