@@ -193,6 +193,21 @@ def packet_accounting_table(summaries: Mapping[str, Summary], packet_bytes: int 
     return "\n".join(lines) + "\n"
 
 
+def fred_slot_lines(summaries: Mapping[str, Summary]) -> str:
+    """For each run with FRED at the bottleneck, the flow-slot collisions it had (the
+    controller's samples of the active flows' slots; analysis.fred_slot_summary)."""
+    out = []
+    for algo, s in summaries.items():
+        fs = _get(s, "switch", "fred_slots")
+        if fs:
+            frac = fs["sharing_fraction"]
+            out.append(f"FRED's flow slots ({algo}): at most {fs['peak_flows']} active flows, "
+                       f"at most {fs['peak_sharing']} of them sharing a slot; "
+                       f"{_fmt(None if frac is None else 100 * frac, 2)} % of active flows "
+                       f"shared a slot, averaged over {fs['samples']} samples\n")
+    return ("\n" + "".join(out)) if out else ""
+
+
 SWITCH_COST_FILE = "switch_cost.txt"
 BENCH_BASELINE = "minimal_ipv4"
 
@@ -627,7 +642,8 @@ def write_report(summaries: Mapping[str, Summary], out_dir: Union[str, Path]) ->
     d.mkdir(parents=True, exist_ok=True)
     (d / TABLE_FILE).write_text(comparison_table(summaries) + "\nPacket accounting at the "
                                 "bottleneck over the run (dcbt Tables 1-2):\n"
-                                + packet_accounting_table(summaries))
+                                + packet_accounting_table(summaries)
+                                + fred_slot_lines(summaries))
     (d / BW_TABLE_FILE).write_text(bandwidth_variation_table(summaries))
     return {
         "table": d / TABLE_FILE,

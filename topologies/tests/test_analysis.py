@@ -458,3 +458,13 @@ def test_switch_cost_table_from_a_bench_json() -> None:
         "minimal_ipv4  20.0    50.0            1.00",
         "RED           12.5    80.0            0.62",
         "FRED             -       -               -"]
+
+
+def test_fred_slot_lines_only_for_runs_with_fred() -> None:
+    from mmaqm_exp import report
+    fred = {"switch": {"fred_slots": {"samples": 300, "peak_flows": 67, "peak_sharing": 2,
+                                      "sharing_fraction": 0.0123}}}
+    assert report.fred_slot_lines({"RED": {"switch": {}}, "FRED": fred}) == (
+        "\nFRED's flow slots (FRED): at most 67 active flows, at most 2 of them sharing a "
+        "slot; 1.23 % of active flows shared a slot, averaged over 300 samples\n")
+    assert report.fred_slot_lines({"RED": {"switch": {}}}) == ""
