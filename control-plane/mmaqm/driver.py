@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import finsy as fy
+from google.protobuf import text_format
 from google.protobuf.empty_pb2 import Empty
 
 from . import p4constants as C
@@ -138,7 +139,10 @@ class SwitchDriver:
         self.address = address
         self.require_primary = require_primary
         self.connect_timeout_s = connect_timeout_s
-        self.switch = fy.Switch(name, address, options)
+        try:
+            self.switch = fy.Switch(name, address, options)     # reads the P4Info
+        except (text_format.ParseError, UnicodeDecodeError) as err:
+            raise RuntimeError(f"{p4info}: not a P4Info text file ({err})") from None
 
     async def __aenter__(self) -> "SwitchDriver":
         # A program without port_policy (the bench's minimal router) is driven as a

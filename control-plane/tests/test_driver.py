@@ -97,6 +97,15 @@ def test_connect_refuses_a_p4info_without_an_algorithm_action(
     run_async(body())
 
 
+@pytest.mark.parametrize("content", [b"vm: 1\n", b"\xff\xfe\x00"], ids=["text", "binary"])
+def test_a_file_that_is_no_p4info_is_named(tmp_path: Path, content: bytes) -> None:
+    """It was a protobuf ParseError (or UnicodeDecodeError) traceback from mmaqm-ctl."""
+    path = tmp_path / "wrong.txtpb"
+    path.write_bytes(content)
+    with pytest.raises(RuntimeError, match=f"{path}: not a P4Info text file"):
+        SwitchDriver("s1", "127.0.0.1:1", p4info=path, push_pipeline=False)
+
+
 def test_missing_build_files_are_named(p4info_path: Path, tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="main.json not found: run 'make build'"):
         SwitchDriver("s1", "127.0.0.1:1", p4info=p4info_path, bmv2_json=tmp_path / "main.json")
