@@ -796,27 +796,12 @@ def load_yaml(text: str, *, source: str = "<config>") -> object:
 
 
 def read_config_text(path: str | Path) -> str:
-    """The file's text: at most MAX_CONFIG_BYTES, UTF-8 (a UTF-8 byte order mark is
-    dropped). Raises ConfigError naming the cause, OSError if it cannot be read."""
-    path = Path(path)
-    with open(path, "rb") as stream:          # a FIFO or /dev/zero: read no more than the cap
-        data = stream.read(MAX_CONFIG_BYTES + 1)
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError([f"{path}: larger than {MAX_CONFIG_BYTES} bytes: not an mmaqm config"])
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise ConfigError([f"{path}: UTF-16 text (byte order mark {data[:2].hex()}): "
-                           f"save the config as UTF-8"])
-    nul = data.find(b"\0")
-    if nul >= 0:
-        raise ConfigError([f"{path}: a NUL byte at offset {nul}: UTF-16 or binary, not "
-                           f"UTF-8 text"])
+    """The file's text: at most MAX_CONFIG_BYTES, UTF-8 (V.read_utf8). Raises
+    ConfigError naming the cause, OSError if it cannot be read."""
     try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise ConfigError([f"{path}: line {line}: not UTF-8 text (byte "
-                           f"0x{data[exc.start]:02x} at offset {exc.start}): save the config "
-                           f"as UTF-8"]) from None
+        return V.read_utf8(path, MAX_CONFIG_BYTES, what="an mmaqm config")
+    except V.InputFileError as exc:
+        raise ConfigError([str(exc)]) from None
 
 
 def load_config(path: str | Path) -> Config:

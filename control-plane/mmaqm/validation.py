@@ -27,6 +27,7 @@ import ipaddress
 import math
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Final, Literal
 
 TOP_LEVEL = "(top level)"
@@ -66,6 +67,36 @@ class Errors:
         if isinstance(value, Mapping):
             return "an object" if self.syntax == "json" else "a mapping"
         return describe(value)
+
+
+# ------------------------------------------------------------------ files
+class InputFileError(ValueError):
+    """A file that is too large or not UTF-8 text; the message names it and the cause."""
+
+
+def read_utf8(path: str | Path, max_bytes: int, *, what: str = "an input file") -> str:
+    """A file's text: at most max_bytes (only that much is read: a FIFO or /dev/zero
+    ends there), UTF-8 (a UTF-8 byte order mark is dropped). UTF-16, NUL bytes and
+    other encodings raise InputFileError with the offset; OSError if unreadable."""
+    path = Path(path)
+    with open(path, "rb") as stream:
+        data = stream.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise InputFileError(f"{path}: larger than {max_bytes} bytes: not {what}")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputFileError(f"{path}: UTF-16 text (byte order mark {data[:2].hex()}): "
+                             f"save it as UTF-8")
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise InputFileError(f"{path}: a NUL byte at offset {nul}: UTF-16 or binary, not "
+                             f"UTF-8 text")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise InputFileError(f"{path}: line {line}: not UTF-8 text (byte "
+                             f"0x{data[exc.start]:02x} at offset {exc.start}): save it as "
+                             f"UTF-8") from None
 
 
 # ------------------------------------------------------------------ paths

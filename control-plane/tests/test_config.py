@@ -796,10 +796,10 @@ VALID_YAML = textwrap.dedent("""\
 
 
 @pytest.mark.parametrize("data, message", [
-    (VALID_YAML.encode("utf-16"), "UTF-16 text (byte order mark fffe): save the config as UTF-8"),
+    (VALID_YAML.encode("utf-16"), "UTF-16 text (byte order mark fffe): save it as UTF-8"),
     (VALID_YAML.encode("utf-16-be"), "a NUL byte at offset 0: UTF-16 or binary, not UTF-8 text"),
     (VALID_YAML.encode() + b"# caf\xe9\n", f"line 6: not UTF-8 text (byte 0xe9 at offset "
-                                           f"{len(VALID_YAML) + 5}): save the config as UTF-8"),
+                                           f"{len(VALID_YAML) + 5}): save it as UTF-8"),
 ], ids=["UTF-16 with BOM", "UTF-16 without BOM", "Latin-1"])
 def test_a_file_that_is_not_utf8_is_a_config_error(tmp_path, data: bytes, message: str) -> None:
     """Issue 9: a Latin-1 or UTF-16 file raised UnicodeDecodeError."""
