@@ -136,7 +136,7 @@ MAX_YAML_DEPTH = 32                                  # a config nests 6 levels
 MAX_YAML_INT_BITS = 128                              # device_id is the largest: 64 bits
 MAX_SWITCHES = 64                                    # switches in one config (one process)
 # The fastest controller loop (update_interval_ms, mcdt_period_ms, --stats-interval-ms):
-# below a P4Runtime read + write round trip (~1 ms on BMv2) a loop only spins.
+# shorter than a P4Runtime read + write round trip, a loop only spins (and starves the rest).
 MIN_LOOP_INTERVAL_MS = 1.0
 
 LOCALHOST_ADDRESSES = ("127.0.0.1", "::1")
