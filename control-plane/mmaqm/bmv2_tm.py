@@ -16,6 +16,12 @@ import shutil
 import subprocess
 import sys
 
+# simple_switch.thrift's argument types: set_egress_queue_depth(i32 port_num,
+# i32 depth_pkts), set_egress_queue_rate(i32 port_num, i64 rate_pps). A value beyond
+# them is refused here, before the CLI (which would wrap it or fail obscurely).
+THRIFT_I32_MAX = 2**31 - 1
+THRIFT_I64_MAX = 2**63 - 1
+
 # simple_switch_CLI lives beside BMv2's own Python modules; it must run as its
 # own process so that they never share an interpreter with finsy (docs/design.md §1.4).
 # It runs under this interpreter (the project venv, where `thrift` is pinned):
@@ -38,17 +44,23 @@ def _cli(thrift_port: int, commands: list[str], netns: str | None = None) -> str
     return out
 
 
+def _check_int(name: str, value: object, lo: int, hi: int) -> None:
+    """value is an int (not a bool, not a float) in lo..hi; else ValueError naming it."""
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ValueError(f"{name} must be an integer in {lo}..{hi}, got {value!r}")
+
+
 def set_queue_rate(thrift_port: int, port: int, rate_pps: int, netns: str | None = None) -> None:
     """Egress queue rate of one port in packets per second (0 = unlimited)."""
-    if rate_pps < 0:
-        raise ValueError(f"rate_pps must be >= 0, got {rate_pps}")
+    _check_int("port", port, 0, THRIFT_I32_MAX)
+    _check_int("rate_pps", rate_pps, 0, THRIFT_I64_MAX)
     _cli(thrift_port, [f"set_queue_rate {rate_pps} {port}"], netns)
 
 
 def set_queue_depth(thrift_port: int, port: int, depth_pkts: int, netns: str | None = None) -> None:
     """Egress queue depth of one port in packets (BMv2 default 64)."""
-    if depth_pkts < 1:
-        raise ValueError(f"depth_pkts must be >= 1, got {depth_pkts}")
+    _check_int("port", port, 0, THRIFT_I32_MAX)
+    _check_int("depth_pkts", depth_pkts, 1, THRIFT_I32_MAX)
     _cli(thrift_port, [f"set_queue_depth {depth_pkts} {port}"], netns)
 
 

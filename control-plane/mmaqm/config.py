@@ -9,6 +9,10 @@ path of the offending field (mapping keys dotted, list indices in brackets;
 ``switches.s1.policies.2.min_th_pkts: must be < max_th_pkts (15), got 20``.
 Unknown keys are errors everywhere (they are usually typos), and so are
 duplicate keys in one YAML mapping (PyYAML would silently keep the last one).
+A config file is UTF-8, at most MAX_CONFIG_BYTES, MAX_YAML_NODES values and
+MAX_YAML_DEPTH levels deep; lists and mappings longer than the tables they fill
+are one error each (input bounds: a wrong or hostile file costs neither memory
+nor time).
 
 Schema (defaults in brackets)::
 
@@ -19,14 +23,16 @@ Schema (defaults in brackets)::
     expiry_interval_ms: 300        # [300] a flow is active if a packet of it
                                    # arrived in the last interval; >= 0.004
     update_interval_ms: 50         # [50] how often the controller recomputes
-                                   # shares; > 0 and <= expiry_interval_ms
-  switches:                        # required, at least one
+                                   # shares; >= 1 and <= expiry_interval_ms
+  switches:                        # required, 1..MAX_SWITCHES (64)
     s1:                            # switch name: [A-Za-z0-9_-]+
-      p4runtime_addr: 127.0.0.1:9559   # required; host:port ([v6addr]:port for IPv6)
+      p4runtime_addr: 127.0.0.1:9559   # required; host:port ([v6addr]:port for IPv6);
+                                   # no two switches on one address and device_id
+                                   # (localhost = 127.0.0.1 = [::1], names in any case)
       device_id: 1                 # [1] P4Runtime device id, >= 0
       ports:                       # required, non-empty; keys are ints 0..NUM_PORTS-1
         1: {mac: "02:00:00:00:00:01"}  # required mac: the router's own MAC on this
-                                       # port, unicast, not all-zero; quote it
+                                       # port, unicast, not all-zero, one per port; quote it
       routes:                      # [[]] list of
         - prefix: 10.0.1.0/24      #   required IPv4 network, no host bits set, unique
           port: 1                  #   required, must be in ports and have a policy
@@ -120,6 +126,20 @@ MAX_QUEUE_LIMIT_PKTS = MASK32 >> C.AVG_FRAC_BITS     # 65535
 MAX_FLOW_EPOCH_SHIFT = 40
 MIN_EXPIRY_INTERVAL_MS = 2 * 2**1 / 1000             # flow_epoch_shift_for() >= 1
 MAX_DEVICE_ID = 2**64 - 1
+# Input bounds (README "Configuration reference"): a config is a few kB; these stop
+# a wrong or hostile file before it costs memory or time. PyYAML needs ~0.7 kB and
+# ~20 us per value; a full switch (NUM_PORTS ports, ROUTE_TABLE_SIZE routes, a
+# policy per port) is ~10k values.
+MAX_CONFIG_BYTES = 1 << 20                           # 1 MiB
+MAX_YAML_NODES = 100_000                             # scalars, lists and mappings
+MAX_YAML_DEPTH = 32                                  # a config nests 6 levels
+MAX_YAML_INT_BITS = 128                              # device_id is the largest: 64 bits
+MAX_SWITCHES = 64                                    # switches in one config (one process)
+# The fastest controller loop (update_interval_ms, mcdt_period_ms, --stats-interval-ms):
+# shorter than a P4Runtime read + write round trip, a loop only spins (and starves the rest).
+MIN_LOOP_INTERVAL_MS = 1.0
+
+LOCALHOST_ADDRESSES = ("127.0.0.1", "::1")
 
 _SWITCH_NAME_RE = re.compile(r"^[A-Za-z0-9_-]+$")
 
@@ -237,6 +257,21 @@ def flow_epoch_shift_for(expiry_interval_ms: float) -> int:
     return min(exponent - 1, MAX_FLOW_EPOCH_SHIFT)
 
 
+def endpoint_keys(address: str, device_id: int) -> set[tuple[str, int, int]]:
+    """The (host, port, device id) spellings of one validated P4Runtime endpoint that
+    reach the same server: host names in lower case, IP addresses in their
+    canonical form ([0:0::1] is ::1), port 09559 is 9559, and localhost is both
+    127.0.0.1 and ::1 (it resolves to either). Without a DNS lookup: two different
+    names of one host are not caught."""
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]").lower()
+    try:
+        hosts = {str(ipaddress.ip_address(host))}
+    except ValueError:
+        hosts = set(LOCALHOST_ADDRESSES) if host == "localhost" else {host}
+    return {(h, int(port), device_id) for h in hosts}
+
+
 # ------------------------------------------------------------ validation
 def _section(raw: Mapping[Any, Any], key: str, default: Any) -> Any:
     """An optional section; absent or empty (YAML null) means the default."""
@@ -252,7 +287,7 @@ _RED_OPTION_FLAGS = ("gentle", "ecn", "harddrop", "wait", "adaptive")
 _CHIPS_KEYS = ("chips_max_tagged_ratio", "chips_ewma_weight")
 _MCDT_KEYS = ("mcdt_period_ms",)
 _FRED_KEYS = ("fred_minq_pkts", "fred_flow_slots")
-MIN_MCDT_PERIOD_MS = 1.0      # below a P4Runtime read + write round trip the loop only spins
+MIN_MCDT_PERIOD_MS = MIN_LOOP_INTERVAL_MS
 _NUMBER_KEYS = (*_RED_KEYS, "ewma_weight", *_CBT_KEYS, *_RED_OPTION_NUMBERS, *_CHIPS_KEYS,
                 *_MCDT_KEYS)
 _NON_NEGATIVE_KEYS = ("min_th_pkts", *_CBT_KEYS)
@@ -418,7 +453,10 @@ def _check_policy_values(v: Mapping[str, Any], limit: int | None, path: str,
     min_th, max_th, max_p = v["min_th_pkts"], v["max_th_pkts"], v["max_p"]
     one_pkt_scaled = 1 << C.AVG_FRAC_BITS
     thresholds_ok = False
-    if min_th is not None and max_th is not None:
+    if max_th is not None and max_th > (MAX_QUEUE_LIMIT_PKTS if limit is None else limit):
+        errs.add(V.join(path, "max_th_pkts"), f"must be <= queue_limit_pkts "
+                 f"({MAX_QUEUE_LIMIT_PKTS if limit is None else limit}), got {V.fmt(max_th)}")
+    elif min_th is not None and max_th is not None:   # both in 0..65535 now: no overflow
         if min_th >= max_th:
             errs.add(V.join(path, "min_th_pkts"),
                      f"must be < max_th_pkts ({V.fmt(max_th)}), got {V.fmt(min_th)}")
@@ -428,13 +466,9 @@ def _check_policy_values(v: Mapping[str, Any], limit: int | None, path: str,
                      f"got {V.fmt(max_th)} vs {V.fmt(min_th)}")
         else:
             thresholds_ok = True
-    if max_th is not None and limit is not None and max_th > limit:
-        errs.add(V.join(path, "max_th_pkts"),
-                 f"must be <= queue_limit_pkts ({limit}), got {V.fmt(max_th)}")
-        thresholds_ok = False
     if max_p is not None and not 0 < max_p <= 1:
         errs.add(V.join(path, "max_p"), f"must be in (0, 1], got {V.fmt(max_p)}")
-    elif max_p is not None and thresholds_ok and max_th <= MAX_QUEUE_LIMIT_PKTS:
+    elif max_p is not None and thresholds_ok:
         slope = max_p / (max_th - min_th) * (1 << C.SLOPE_FRAC_BITS)   # red.p4's red_slope_q24
         if round(slope) < 1 or round(slope) > MASK32:
             errs.add(V.join(path, "max_p"),
@@ -458,17 +492,25 @@ _MAX_PORT = C.NUM_PORTS - 1
 
 
 def _read_ports(value: object, path: str, errs: V.Errors) -> dict[int, PortConfig] | None:
-    raw = V.mapping(value, path, errs, at_least_one="port")
+    raw = V.mapping(value, path, errs, at_least_one="port", max_entries=C.NUM_PORTS,
+                    entries="ports", capacity="NUM_PORTS")
     if raw is None:
         return None
     ports: dict[int, PortConfig] = {}
+    port_of_mac: dict[str, object] = {}
     for key, port_raw in raw.items():
         port_path = V.join(path, key)
         port = V.integer(key, port_path, errs, lo=0, hi=_MAX_PORT)
         body = V.mapping(port_raw, port_path, errs, allowed=("mac",))
         if body is None:
             continue
-        mac = V.mac(V.require(body, "mac", port_path, errs), V.join(port_path, "mac"), errs)
+        mac_path = V.join(port_path, "mac")
+        mac = V.mac(V.require(body, "mac", port_path, errs), mac_path, errs)
+        if mac is not None and mac in port_of_mac:   # the router's own MAC: one per port
+            errs.add(mac_path, f"duplicate MAC {mac} (also port {port_of_mac[mac]})")
+            mac = None
+        elif mac is not None:
+            port_of_mac[mac] = key
         if port is not None and mac is not None:
             ports[port] = PortConfig(port=port, mac=mac)
     return ports
@@ -511,12 +553,13 @@ _DEFAULT_KEY = -1      # the default policy's entry in the set of broken policie
 def _read_policies(value: object, path: str, ports_path: str, known_ports: set[int] | None,
                    errs: V.Errors) -> tuple[dict[int, PortPolicy], PortPolicy | None, set[int]]:
     """(own policies, default policy, ports whose policy is invalid)."""
-    raw = V.mapping(value, path, errs)
+    raw = V.mapping(value, path, errs, max_entries=C.NUM_PORTS + 1, entries="policies",
+                    capacity="one per port (NUM_PORTS) and a default:")
     own: dict[int, PortPolicy] = {}
     default: PortPolicy | None = None
     broken: set[int] = set()
-    if raw is None:
-        return own, None, broken
+    if raw is None:           # reported: no "port has no policy" for the routes too
+        return own, None, {_DEFAULT_KEY}
     for key, policy_raw in raw.items():
         policy_path = V.join(path, key)
         if key == "default":
@@ -596,9 +639,13 @@ def _read_classifier(value: object, errs: V.Errors) -> ClassifierConfig:
     if raw is None:
         return ClassifierConfig()
     list_path = V.join(path, "tagged_dscp")
-    dscps = V.sequence(raw.get("tagged_dscp", list(DEFAULT_TAGGED_DSCP)), list_path, errs)
+    before = len(errs)
+    dscps = V.sequence(raw.get("tagged_dscp", list(DEFAULT_TAGGED_DSCP)), list_path, errs,
+                       max_items=C.CLASSIFIER_TABLE_SIZE, item="DSCP",
+                       capacity="the classifier table size")
     if dscps is None:
         return ClassifierConfig()
+    too_long = len(errs) > before
     first_index: dict[int, int] = {}
     for i, item in enumerate(dscps):
         item_path = V.index(list_path, i)
@@ -609,7 +656,7 @@ def _read_classifier(value: object, errs: V.Errors) -> ClassifierConfig:
             errs.add(item_path, f"duplicate DSCP {dscp} (also at index {first_index[dscp]})")
         else:
             first_index[dscp] = i
-    if 1 + len(first_index) > C.CLASSIFIER_TABLE_SIZE:  # + the TCP entry
+    if not too_long and 1 + len(first_index) > C.CLASSIFIER_TABLE_SIZE:  # + the TCP entry
         errs.add(list_path, f"{len(first_index)} DSCPs + the TCP entry exceed the "
                             f"classifier table size {C.CLASSIFIER_TABLE_SIZE}")
     return ClassifierConfig(tagged_dscp=tuple(first_index))
@@ -625,7 +672,8 @@ def _read_active_flows(value: object, errs: V.Errors) -> ActiveFlowsConfig:
                       note="two 2 us flow epochs")
     update_path = V.join(path, "update_interval_ms")
     update = V.number(raw.get("update_interval_ms", DEFAULT_UPDATE_INTERVAL_MS), update_path,
-                      errs, gt=0)
+                      errs, ge=MIN_LOOP_INTERVAL_MS,
+                      note="below a P4Runtime read and write the loop only spins")
     if update is not None and expiry is not None and update > expiry:
         errs.add(update_path,
                  f"must be <= expiry_interval_ms ({V.fmt(expiry)}), got {V.fmt(update)}")
@@ -644,20 +692,24 @@ def parse_config(data: object) -> Config:
     classifier = _read_classifier(_section(raw, "classifier", {}), errs)
     active_flows = _read_active_flows(_section(raw, "active_flows", {}), errs)
     switches_raw = V.mapping(V.require(raw, "switches", "", errs), "switches", errs,
-                             at_least_one="switch")
+                             at_least_one="switch", max_entries=MAX_SWITCHES,
+                             entries="switches", capacity="the maximum")
     switches: dict[str, SwitchConfig] = {}
-    endpoints: dict[tuple[str, int], str] = {}
+    endpoints: dict[tuple[str, int, int], SwitchConfig] = {}
     for name, switch_raw in (switches_raw or {}).items():
         path = V.join("switches", name)
         switch = _read_switch(name, switch_raw, path, errs)
         if switch is None:
             continue
-        endpoint = (switch.p4runtime_addr, switch.device_id)
-        if endpoint in endpoints:
+        keys = endpoint_keys(switch.p4runtime_addr, switch.device_id)
+        other = next((endpoints[key] for key in keys if key in endpoints), None)
+        if other is not None:
+            alias = "" if other.p4runtime_addr == switch.p4runtime_addr \
+                else f" at {other.p4runtime_addr}"
             errs.add(V.join(path, "p4runtime_addr"),
                      f"{switch.p4runtime_addr} device_id {switch.device_id} is also switch "
-                     f"{endpoints[endpoint]}")
-        endpoints[endpoint] = switch.name
+                     f"{other.name}{alias}")
+        endpoints.update(dict.fromkeys(keys, switch))
         switches[switch.name] = switch
     if errs.items:
         raise ConfigError(errs.items)
@@ -667,11 +719,29 @@ def parse_config(data: object) -> Config:
 
 # --- YAML
 class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that records duplicate keys instead of keeping the last one."""
+    """SafeLoader that records duplicate keys instead of keeping the last one, and
+    stops at MAX_YAML_DEPTH levels of nesting or MAX_YAML_NODES nodes (before
+    anything deeper or bigger is built: PyYAML recurses per level and keeps
+    every node)."""
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self.duplicates: list[str] = []
+        self._depth = 0
+        self._nodes = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
+        self._nodes += 1
+        if self._depth >= MAX_YAML_DEPTH or self._nodes > MAX_YAML_NODES:
+            what = (f"nested deeper than {MAX_YAML_DEPTH} levels" if self._depth >= MAX_YAML_DEPTH
+                    else f"more than {MAX_YAML_NODES} values")
+            raise yaml.composer.ComposerError(
+                None, None, f"{what}: not an mmaqm config", self.peek_event().start_mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
@@ -689,15 +759,35 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[An
     return loader.construct_mapping(node, deep=True)
 
 
+def _construct_int(loader: _StrictLoader, node: yaml.ScalarNode) -> int:
+    """An int below 2^MAX_YAML_INT_BITS: a longer one is no config value, and Python
+    cannot even print one of more than 4300 digits (int_max_str_digits)."""
+    text = str(node.value).replace("_", "").lstrip("+-")
+    if len(text) > MAX_YAML_INT_BITS + 2:   # binary digits and "0b": longer is >= 2^128
+        raise yaml.constructor.ConstructorError(
+            None, None, f"integer of {len(text)} digits: too large", node.start_mark)
+    value = loader.construct_yaml_int(node)
+    if abs(value) >> MAX_YAML_INT_BITS:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"integer >= 2^{MAX_YAML_INT_BITS}: too large", node.start_mark)
+    return value
+
+
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
 def load_yaml(text: str, *, source: str = "<config>") -> object:
     loader = _StrictLoader(text)
+    loader.name = source                 # in the marks of PyYAML's messages
     try:
         data = loader.get_single_data()
     except yaml.YAMLError as exc:
         raise ConfigError([f"{source}: invalid YAML: {exc}"]) from exc
+    except ValueError as exc:          # a scalar PyYAML cannot convert, e.g. 2001-02-30
+        raise ConfigError([f"{source}: invalid YAML value: {exc}"]) from exc
+    except RecursionError as exc:      # a safety net: MAX_YAML_DEPTH stops nesting first
+        raise ConfigError([f"{source}: invalid YAML: nested too deeply"]) from exc
     finally:
         loader.dispose()
     if loader.duplicates:
@@ -705,8 +795,15 @@ def load_yaml(text: str, *, source: str = "<config>") -> object:
     return data
 
 
+def read_config_text(path: str | Path) -> str:
+    """The file's text: at most MAX_CONFIG_BYTES, UTF-8 (V.read_utf8). Raises
+    ConfigError naming the cause, OSError if it cannot be read."""
+    try:
+        return V.read_utf8(path, MAX_CONFIG_BYTES, what="an mmaqm config")
+    except V.InputFileError as exc:
+        raise ConfigError([str(exc)]) from None
+
+
 def load_config(path: str | Path) -> Config:
     """Read and validate a YAML config file."""
-    path = Path(path)
-    return parse_config(load_yaml(path.read_text(), source=str(path)))
-
+    return parse_config(load_yaml(read_config_text(path), source=str(path)))

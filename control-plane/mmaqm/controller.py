@@ -21,7 +21,8 @@ from . import p4constants as C
 from .algorithms import DCBT_ALGORITHMS, dcbt, fred, mcdt
 from .config import Config, SwitchConfig
 from .encoding import PolicyAction, policy_action
-from .driver import DEFAULT_BMV2_JSON, DEFAULT_P4INFO, SwitchDriver, wait_for_grpc
+from .driver import (CONNECT_TIMEOUT_S, CONTROLLER_ELECTION_ID, DEFAULT_BMV2_JSON,
+                     DEFAULT_P4INFO, SwitchDriver, wait_for_grpc)
 from .flows import ActiveFlowTable
 from .stats import counter_sample, sample_indexes
 
@@ -242,6 +243,7 @@ class SwitchController:
                     if task.done():
                         task.result()
                         raise RuntimeError(f"{self.switch.name}: background task ended")
+                self.driver.check_connected()   # nor a switch that went away
                 await self.update_shares()
                 await asyncio.sleep(self.config.active_flows.update_interval_ms / 1000)
         finally:
@@ -262,14 +264,20 @@ async def run_switches(config: Config, *, p4info: Path = DEFAULT_P4INFO,
                        bmv2_json: Path = DEFAULT_BMV2_JSON, install_only: bool = False,
                        names: list[str] | None = None, stats_sink: StatsSink | None = None,
                        stats_interval_ms: float = 100,
-                       event_sink: StatsSink | None = None) -> None:
-    """Connect to every (or the named) switch, install it, then run the loops."""
+                       event_sink: StatsSink | None = None,
+                       election_id: int = CONTROLLER_ELECTION_ID, role: str = "",
+                       timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Connect to every (or the named) switch, install it, then run the loops.
+    timeout_s bounds each connection step: the switch listening, then the
+    P4Runtime connection (arbitration, pipeline)."""
     selected = [config.switches[n] for n in (names or sorted(config.switches))]
 
     async def one(sw: SwitchConfig) -> None:
-        await wait_for_grpc(sw.p4runtime_addr)  # a switch just started may not listen yet
+        # a switch just started may not listen yet
+        await wait_for_grpc(sw.p4runtime_addr, timeout_s=timeout_s)
         async with SwitchDriver(sw.name, sw.p4runtime_addr, device_id=sw.device_id,
-                                p4info=p4info, bmv2_json=bmv2_json) as driver:
+                                p4info=p4info, bmv2_json=bmv2_json, election_id=election_id,
+                                role=role, connect_timeout_s=timeout_s) as driver:
             controller = SwitchController(config, sw, driver, stats_sink=stats_sink,
                                           stats_interval_ms=stats_interval_ms,
                                           event_sink=event_sink)

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import finsy as fy
+from google.protobuf import text_format
+from google.protobuf.empty_pb2 import Empty
 
 from . import p4constants as C
 from .algorithms import ALGORITHMS
@@ -33,9 +35,23 @@ DIGEST_FLOW = "flow_digest_t"
 _PRIO_TCP = 100
 _PRIO_TAGGED = 50
 
+# Every network wait has a deadline (issue 9); cli.py's flags override the first two.
+GRPC_WAIT_TIMEOUT_S = 20.0     # wait_for_grpc: a switch just started may not listen yet
+CONNECT_TIMEOUT_S = 20.0       # channel, arbitration, pipeline check or push: SwitchDriver entry
+TCP_CONNECT_TIMEOUT_S = 2.0    # one TCP connect of wait_for_grpc (a SYN-dropping address)
+# finsy bounds every unary RPC (Write, Read, pipeline) at 10 s itself (p4client.py).
+# Election ids (P4Runtime spec "Client Arbitration"): the highest connected one is
+# primary and alone may write; a Read needs none ("Read RPC").
+CONTROLLER_ELECTION_ID = 10    # run, install
+READER_ELECTION_ID = 1         # stats: below the controller's, so a backup beside it
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_P4INFO = REPO_ROOT / "build" / "main.p4info.txtpb"
 DEFAULT_BMV2_JSON = REPO_ROOT / "build" / "main.json"
+
+
+class SwitchConnectionError(RuntimeError):
+    """The P4Runtime server could not be reached or refused the connection."""
 
 
 @dataclass(frozen=True)
@@ -84,8 +100,12 @@ def check_action(schema: fy.P4Schema, table: str, action: PolicyAction) -> None:
 class SwitchDriver:
     """One P4Runtime connection to an mmaqm BMv2 switch.
 
-    Use as an async context manager. On entry it becomes primary and, when the
-    switch runs a different program (P4Info cookie), pushes the pipeline.
+    Use as an async context manager. On entry it arbitrates with election_id and,
+    when primary and the switch runs a different program (P4Info cookie), pushes
+    the pipeline; all of it within connect_timeout_s (TimeoutError after). With
+    require_primary (writers) another primary is a RuntimeError; without it (readers:
+    P4Runtime serves a Read from any client, spec "Read RPC") a backup connection is fine.
+    Connection failures are SwitchConnectionError, naming the switch and address.
     """
 
     def __init__(
@@ -96,8 +116,11 @@ class SwitchDriver:
         device_id: int = 1,
         p4info: Path = DEFAULT_P4INFO,
         bmv2_json: Path = DEFAULT_BMV2_JSON,
-        election_id: int = 10,
+        election_id: int = CONTROLLER_ELECTION_ID,
         push_pipeline: bool = True,
+        require_primary: bool = True,
+        role: str = "",
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
     ) -> None:
         for path in (p4info, bmv2_json) if push_pipeline else (p4info,):
             if not Path(path).exists():
@@ -107,9 +130,19 @@ class SwitchDriver:
             p4blob=Path(bmv2_json) if push_pipeline else None,
             device_id=device_id,
             initial_election_id=election_id,
+            # finsy sends a role name only with a role config: an empty one (the spec's
+            # "Role Config": its scheme is the target's; simple_switch_grpc ignores roles)
+            role_name=role,
+            role_config=Empty() if role else None,
         )
         self.name = name
-        self.switch = fy.Switch(name, address, options)
+        self.address = address
+        self.require_primary = require_primary
+        self.connect_timeout_s = connect_timeout_s
+        try:
+            self.switch = fy.Switch(name, address, options)     # reads the P4Info
+        except (text_format.ParseError, UnicodeDecodeError) as err:
+            raise RuntimeError(f"{p4info}: not a P4Info text file ({err})") from None
 
     async def __aenter__(self) -> "SwitchDriver":
         # A program without port_policy (the bench's minimal router) is driven as a
@@ -120,14 +153,40 @@ class SwitchDriver:
         if table is not None and missing:
             raise RuntimeError(f"{self.name}: the P4Info's {TABLE_POLICY} lacks the actions "
                                f"{missing}: rebuild the program ('make build')")
-        await self.switch.__aenter__()
-        if not self.switch.is_primary:
+        await self._connect()
+        if self.require_primary and not self.switch.is_primary:
+            ids = f"election id {self.switch.primary_id} > {self.switch.election_id}"
             await self.switch.__aexit__(None, None, None)
-            raise RuntimeError(f"{self.name}: another controller is primary")
+            raise RuntimeError(f"{self.name}: another controller is primary ({ids})")
+        if not self.switch.is_primary:
+            LOG.info("%s: connected as a backup (primary election id %d)", self.name,
+                     self.switch.primary_id)
         return self
+
+    async def _connect(self) -> None:
+        """finsy's Switch entry under a deadline: it waits for the arbitration answer
+        without one (a server that accepts and never answers), and a SYN-dropping
+        address takes the kernel's ~2 min of SYN retries."""
+        try:
+            await asyncio.wait_for(self.switch.__aenter__(), self.connect_timeout_s)
+        except TimeoutError:     # finsy's __aenter__ cleans up on the cancellation
+            raise TimeoutError(
+                f"{self.name}: no P4Runtime answer from {self.address} within "
+                f"{self.connect_timeout_s:g} s (connect, arbitration, pipeline)") from None
+        except fy.P4ClientError as err:
+            raise SwitchConnectionError(
+                f"{self.name}: P4Runtime at {self.address} failed: {describe_error(err)}"
+            ) from None
 
     async def __aexit__(self, *exc: object) -> None:
         await self.switch.__aexit__(None, None, None)
+
+    def check_connected(self) -> None:
+        """Raise SwitchConnectionError once the P4Runtime stream is gone (the switch
+        stopped): finsy notices, but a digest reader waits for digests forever."""
+        if not self.switch.is_up:
+            raise SwitchConnectionError(f"{self.name}: lost the P4Runtime connection to "
+                                        f"{self.address}")
 
     # ---- table writes -------------------------------------------------
     async def clear(self) -> None:
@@ -261,17 +320,30 @@ class SwitchDriver:
             yield reports
 
 
-async def wait_for_grpc(address: str, timeout_s: float = 20.0) -> None:
-    """Wait until a TCP connect to the P4Runtime address succeeds."""
+def describe_error(err: fy.P4ClientError) -> str:
+    """A P4ClientError in one line: the gRPC code and message (its str() is a repr)."""
+    return f"{err.code.name}: {err.message}".replace("\n", " ")
+
+
+async def wait_for_grpc(address: str, timeout_s: float = GRPC_WAIT_TIMEOUT_S,
+                        attempt_timeout_s: float = TCP_CONNECT_TIMEOUT_S) -> None:
+    """Wait until a TCP connect to the P4Runtime address succeeds, at most timeout_s
+    (each connect attempt at most attempt_timeout_s: an address that drops SYNs
+    would otherwise hold one attempt for the kernel's ~2 min of SYN retries)."""
     host, _, port = address.rpartition(":")
-    deadline = asyncio.get_running_loop().time() + timeout_s
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
     while True:
+        remaining = deadline - loop.time()
         try:
-            _, writer = await asyncio.open_connection(host.strip("[]"), int(port))
+            _, writer = await asyncio.wait_for(
+                asyncio.open_connection(host.strip("[]"), int(port)),
+                max(min(attempt_timeout_s, remaining), 0.001))
             writer.close()
             await writer.wait_closed()
             return
-        except OSError:
-            if asyncio.get_running_loop().time() > deadline:
-                raise TimeoutError(f"no P4Runtime server at {address} after {timeout_s} s")
-            await asyncio.sleep(0.1)
+        except (OSError, TimeoutError):
+            if loop.time() >= deadline:
+                raise TimeoutError(f"no P4Runtime server at {address} after {timeout_s:g} s") \
+                    from None
+            await asyncio.sleep(min(0.1, max(deadline - loop.time(), 0)))

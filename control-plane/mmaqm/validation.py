@@ -27,6 +27,7 @@ import ipaddress
 import math
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Final, Literal
 
 TOP_LEVEL = "(top level)"
@@ -68,6 +69,36 @@ class Errors:
         return describe(value)
 
 
+# ------------------------------------------------------------------ files
+class InputFileError(ValueError):
+    """A file that is too large or not UTF-8 text; the message names it and the cause."""
+
+
+def read_utf8(path: str | Path, max_bytes: int, *, what: str = "an input file") -> str:
+    """A file's text: at most max_bytes (only that much is read: a FIFO or /dev/zero
+    ends there), UTF-8 (a UTF-8 byte order mark is dropped). UTF-16, NUL bytes and
+    other encodings raise InputFileError with the offset; OSError if unreadable."""
+    path = Path(path)
+    with open(path, "rb") as stream:
+        data = stream.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise InputFileError(f"{path}: larger than {max_bytes} bytes: not {what}")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputFileError(f"{path}: UTF-16 text (byte order mark {data[:2].hex()}): "
+                             f"save it as UTF-8")
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise InputFileError(f"{path}: a NUL byte at offset {nul}: UTF-16 or binary, not "
+                             f"UTF-8 text")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise InputFileError(f"{path}: line {line}: not UTF-8 text (byte "
+                             f"0x{data[exc.start]:02x} at offset {exc.start}): save it as "
+                             f"UTF-8") from None
+
+
 # ------------------------------------------------------------------ paths
 def join(path: str, key: object) -> str:
     """The path of a mapping entry: "a.b" + "c" -> "a.b.c"."""
@@ -97,7 +128,7 @@ def describe(value: object) -> str:
 
 def fmt(value: float) -> str:
     """A number as the user would write it: 50.0 -> "50", 0.1 -> "0.1"."""
-    if isinstance(value, float) and value.is_integer():
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
         return str(int(value))
     return repr(value)
 
@@ -116,16 +147,22 @@ def require(raw: Mapping[Any, Any], key: str, path: str, errs: Errors, *, note: 
 
 
 def mapping(value: object, path: str, errs: Errors, *, allowed: Sequence[str] | None = None,
-            at_least_one: str = "") -> Mapping[Any, Any] | None:
+            at_least_one: str = "", max_entries: int | None = None, entries: str = "entries",
+            capacity: str = "the maximum") -> Mapping[Any, Any] | None:
     """A mapping; with allowed, its other keys are errors (:func:`check_keys`).
 
     at_least_one: the singular noun of an entry ("switch") if it must not be empty.
+    More than max_entries is reported ("65 ports exceed NUM_PORTS 64"; entries:
+    the plural noun) and None returned: its entries are not checked one by one.
     """
     if value is MISSING:
         return None
     if not isinstance(value, Mapping):
         errs.add(path, f"must be {'an object' if errs.syntax == 'json' else 'a mapping'}, "
                        f"got {errs.describe(value)}")
+        return None
+    if max_entries is not None and len(value) > max_entries:
+        errs.add(path, f"{len(value)} {entries} exceed {capacity} {max_entries}")
         return None
     if allowed is not None:
         check_keys(value, path, errs, allowed)
@@ -148,7 +185,8 @@ def sequence(value: object, path: str, errs: Errors, *, at_least_one: str = "",
     """A list. at_least_one: the singular noun of an item if it must not be empty.
 
     More than max_items is reported ("1025 routes exceed the ipv4_lpm table
-    size 1024") and the list is still returned, so that its items get checked too.
+    size 1024") and the first max_items items are returned, so that those get
+    checked too (and no more: a list of millions would cost as many messages).
     """
     if value is MISSING:
         return None
@@ -159,6 +197,7 @@ def sequence(value: object, path: str, errs: Errors, *, at_least_one: str = "",
         errs.add(path, f"must list at least one {at_least_one}")
     if max_items is not None and len(value) > max_items:
         errs.add(path, f"{len(value)} {item}s exceed {capacity} {max_items}")
+        return value[:max_items]
     return value
 
 
@@ -285,6 +324,14 @@ def ipv4_network(value: object, path: str, errs: Errors) -> ipaddress.IPv4Networ
         return None
 
 
+def _is_ipv4(text: str) -> bool:
+    try:
+        ipaddress.IPv4Address(text)
+    except ValueError:
+        return False
+    return True
+
+
 def host_port(value: object, path: str, errs: Errors) -> str | None:
     """host:port, host = IPv4 address, hostname or [IPv6 address]; port 1..65535."""
     if value is MISSING:
@@ -309,6 +356,11 @@ def host_port(value: object, path: str, errs: Errors) -> str | None:
         problem = "an IPv6 address must be in brackets: [addr]:port"
     elif not HOSTNAME_RE.match(host):
         problem = f"bad host {host!r}"
+    elif host.rsplit(".", 1)[-1].isdigit() and not _is_ipv4(host):
+        # a numeric last label is no hostname (RFC 3696 §2): 999.1.1.1, 10.1, 1.2.3.04
+        numeric = all(label.isdigit() for label in host.split("."))
+        problem = (f"bad IPv4 address {host!r}" if numeric
+                   else f"bad host {host!r} (a hostname's last label is not numeric)")
     if problem:
         errs.add(path, f"{problem}, got {value!r}")
         return None

@@ -5,7 +5,10 @@ finsy.test.p4runtime_server.P4RuntimeServer answers arbitration after 0.5 s
 nothing and keeps no pipeline. FakeP4RuntimeServer keeps its stream handling
 and adds what the driver needs, the way simple_switch_grpc behaves:
 
-- arbitration answered at once: primary, or backup of another controller;
+- several clients at once, as simple_switch_grpc: arbitration answered at once;
+  the highest election id is primary (``other_primary_election_id``: a controller
+  that never connects), an election id in use is refused, a change of primary
+  is announced to every client; digests go to the primary only;
 - SetForwardingPipelineConfig stored (GetForwardingPipelineConfig returns its
   cookie, so a second connection need not push again); a new pipeline clears
   the table entries;
@@ -13,13 +16,19 @@ and adds what the driver needs, the way simple_switch_grpc behaves:
   widths, priority; applies each update on its own (INSERT of an existing
   entry -> ALREADY_EXISTS, MODIFY/DELETE of a missing one -> NOT_FOUND) and
   reports failures per update, as P4Runtime does;
-- Read answers table entries (all, one table, or one match) and counters
-  (every index, or the ones asked) from ``counters``;
+- Read (from any client, primary or not: spec "Read RPC") answers table entries (all,
+  one table, or one match) and counters (every index, or the ones asked) from
+  ``counters``;
 - ``send_digest`` pushes a DigestList on the stream; DigestListAcks are recorded.
 
 Entries are decoded for assertions with the raw P4Info (names, ints), not with
 finsy's encoder: a test compares what went over the wire with values worked
 out by hand. Binds 127.0.0.1 on a free port only.
+
+For unbounded waits: ``answer_arbitration=False`` never answers arbitration,
+:func:`blackhole_address` is an address whose SYNs go unanswered,
+:func:`mute_tcp_listener` accepts TCP and says nothing, :func:`http_listener`
+answers HTTP/1.1 (no gRPC).
 """
 
 from __future__ import annotations
@@ -37,7 +46,6 @@ from typing import Any
 import grpc
 from google.protobuf import text_format
 from finsy import pbutil
-from finsy.grpcutil import GRPC_EOF
 from finsy.proto import U128, p4d, p4i, p4r, p4r_grpc, rpc_code, rpc_status
 from finsy.test.p4runtime_server import P4RuntimeServer
 
@@ -69,6 +77,86 @@ def mac_int(mac: str) -> int:
 
 def ipv4_int(addr: str) -> int:
     return int.from_bytes(bytes(int(b) for b in addr.split(".")), "big")
+
+
+@contextlib.contextmanager
+def blackhole_address() -> Iterator[str]:
+    """A 127.0.0.1 address that drops SYNs, like a host behind a dropping firewall:
+    a listener with backlog 0 whose one queued connection is never accepted
+    (Linux drops a SYN while the accept queue is full). Deterministic, no root."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        fillers = []
+        try:
+            while True:
+                filler = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                fillers.append(filler)
+                filler.settimeout(0.2)
+                try:
+                    filler.connect(listener.getsockname())   # queued until the queue is full
+                except TimeoutError:
+                    break                                      # the SYN was dropped: full
+                if len(fillers) > 8:
+                    raise RuntimeError("the kernel does not drop SYNs on a full accept queue")
+            yield f"127.0.0.1:{listener.getsockname()[1]}"
+        finally:
+            for filler in fillers:
+                filler.close()
+
+
+@contextlib.contextmanager
+def _tcp_listener(handle: Any) -> Iterator[str]:
+    """A thread accepting TCP connections on 127.0.0.1, calling handle(conn) on each."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return                     # closed
+            held.append(conn)
+            try:
+                handle(conn)
+            except OSError:
+                pass                       # the client left first (wait_for_grpc's probe)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        thread.join(5)
+        for conn in held:
+            conn.close()
+
+
+def mute_tcp_listener() -> contextlib.AbstractContextManager[str]:
+    """Accepts TCP and never sends a byte (no HTTP/2 settings: a stuck server)."""
+    return _tcp_listener(lambda conn: None)
+
+
+def http_listener() -> contextlib.AbstractContextManager[str]:
+    """Answers every connection with an HTTP/1.1 400 and closes it (a web server)."""
+    def answer(conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+        conn.shutdown(socket.SHUT_WR)
+    return _tcp_listener(answer)
+
+
+@dataclass
+class _Client:
+    """One StreamChannel: its outgoing queue and, once arbitrated, its election id."""
+
+    queue: asyncio.Queue[p4r.StreamMessageResponse]
+    device_id: int = 0
+    election_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -112,7 +200,8 @@ class FakeP4RuntimeServer(P4RuntimeServer):
                 p4info=p4info, cookie=p4r.ForwardingPipelineConfig.Cookie(cookie=0))
         self.other_primary_election_id = other_primary_election_id
         self.answer_arbitration = answer_arbitration
-        self.primary_election_id: int | None = None
+        self.primary_election_id: int | None = None   # the last primary's (kept after it left)
+        self.clients: list[_Client] = []
         self.arbitrations: list[p4r.MasterArbitrationUpdate] = []
         self.pipeline_pushes: list[p4r.SetForwardingPipelineConfigRequest] = []
         self.write_requests: list[p4r.WriteRequest] = []
@@ -225,41 +314,89 @@ class FakeP4RuntimeServer(P4RuntimeServer):
         self.port = server.add_insecure_port("127.0.0.1:0")
         return server
 
-    async def _stream_read(self) -> None:
-        assert self._stream_context is not None
-        while True:
-            try:
-                request = await self._stream_context.read()
-            except asyncio.CancelledError:
-                self._stream_context = None
-                raise
-            except Exception:  # the client went away
-                request = GRPC_EOF
-            if request is GRPC_EOF:
-                assert self._stream_closed is not None
-                self._stream_closed.set()
-                self._stream_context = None
-                return
-            kind = request.WhichOneof("update")
-            if kind == "arbitration":
-                self._arbitrate(request.arbitration)
-            elif kind == "digest_ack":
-                self.digest_acks.append((request.digest_ack.digest_id, request.digest_ack.list_id))
+    async def StreamChannel(self, request_iter, context):  # type: ignore[override]
+        client = _Client(asyncio.Queue())
+        self.clients.append(client)
+        writer = self._tasks.create_task(self._stream_write_to(client, context))
+        problem = None
+        try:
+            async for request in request_iter:
+                kind = request.WhichOneof("update")
+                if kind == "arbitration":
+                    problem = self._arbitrate(client, request.arbitration)
+                    if problem is not None:
+                        break
+                elif kind == "digest_ack" and client is self._primary_client():
+                    self.digest_acks.append((request.digest_ack.digest_id,
+                                             request.digest_ack.list_id))
+        except grpc.RpcError:
+            pass                             # the client went away
+        finally:
+            writer.cancel()
+            was_primary = client is self._primary_client()
+            self.clients.remove(client)
+            if was_primary:
+                self._notify_all()
+        if problem is not None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
 
-    def _arbitrate(self, update: p4r.MasterArbitrationUpdate) -> None:
+    async def _stream_write_to(self, client: _Client,
+                               context: grpc.aio.ServicerContext) -> None:
+        while True:     # one write() at a time, or gRPC raises ExecuteBatchError
+            await context.write(await client.queue.get())
+
+    def _primary_id(self) -> int | None:
+        """The highest election id: of a connected client or other_primary_election_id."""
+        ids = [c.election_id for c in self.clients if c.election_id is not None]
+        if self.other_primary_election_id is not None:
+            ids.append(self.other_primary_election_id)
+        return max(ids, default=None)
+
+    def _primary_client(self) -> _Client | None:
+        primary = self._primary_id()
+        return next((c for c in self.clients
+                     if primary is not None and c.election_id == primary), None)
+
+    def _arbitrate(self, client: _Client, update: p4r.MasterArbitrationUpdate) -> str | None:
+        """simple_switch_grpc's arbitration (PI pi_server.cpp): an error message for an
+        election id in use; otherwise the answer(s), unless answer_arbitration is off."""
         self.arbitrations.append(update)
-        if not self.answer_arbitration:
-            return
         election_id = U128.decode(update.election_id)
-        other = self.other_primary_election_id
-        if other is not None and other > election_id:
-            primary, code = other, rpc_code.ALREADY_EXISTS
+        if any(c is not client and c.election_id == election_id for c in self.clients):
+            return "Election id already exists"
+        before = self._primary_client()
+        client.election_id, client.device_id = election_id, update.device_id
+        if not self.answer_arbitration:
+            return None
+        if self._primary_client() is not before:
+            self._notify_all()
         else:
-            primary, code = election_id, rpc_code.OK
-            self.primary_election_id = election_id
-        self._send(p4r.StreamMessageResponse(arbitration=p4r.MasterArbitrationUpdate(
-            device_id=update.device_id, election_id=U128.encode(primary),
+            self._notify(client)
+        return None
+
+    def _notify(self, client: _Client) -> None:
+        primary = self._primary_id()
+        if client is self._primary_client():
+            code = rpc_code.OK
+            self.primary_election_id = client.election_id
+        else:
+            code = rpc_code.ALREADY_EXISTS
+        assert primary is not None
+        client.queue.put_nowait(p4r.StreamMessageResponse(arbitration=p4r.MasterArbitrationUpdate(
+            device_id=client.device_id, election_id=U128.encode(primary),
             status=rpc_status.Status(code=code))))
+
+    def _notify_all(self) -> None:
+        if self.answer_arbitration:
+            for client in self.clients:
+                if client.election_id is not None:
+                    self._notify(client)
+
+    def _send(self, response: p4r.StreamMessageResponse) -> None:
+        """To the primary only, as simple_switch_grpc (digests, packet-ins)."""
+        primary = self._primary_client()
+        if primary is not None:
+            primary.queue.put_nowait(response)
 
     async def _check_primary(self, request: Any, context: grpc.aio.ServicerContext) -> None:
         if request.device_id != self.device_id:

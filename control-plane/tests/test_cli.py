@@ -3,7 +3,6 @@ one real process for the exit status and SIGTERM), against the fake switch."""
 
 from __future__ import annotations
 
-import functools
 import json
 import signal
 import subprocess
@@ -16,9 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
-from fake_p4rt import FakeP4RuntimeServer, ThreadedServer, WrittenEntry, closed_port, \
-    ipv4_int, mac_int, serve_in_thread
-from mmaqm import cli, controller, driver, p4constants
+from fake_p4rt import FakeP4RuntimeServer, ThreadedServer, WrittenEntry, blackhole_address, \
+    closed_port, http_listener, ipv4_int, mac_int, mute_tcp_listener, serve_in_thread
+from mmaqm import cli, p4constants
 
 SUBPROCESS_TIMEOUT_S = 10
 
@@ -78,12 +77,26 @@ def test_unknown_switch_exits_2(valid_config: Path, capsys: pytest.CaptureFixtur
     assert "unknown switch ['s9']; config has ['s1']" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("interval_ms", ["0", "-5"])
-def test_stats_interval_must_be_positive(valid_config: Path, interval_ms: str,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+# issue 9: nan was accepted (nan <= 0 is false), and so was a busy-spinning 0.001
+@pytest.mark.parametrize("interval_ms", ["0", "-5", "nan", "inf", "0.001", "ten"])
+def test_stats_interval_must_be_a_number_of_at_least_1_ms(
+        valid_config: Path, interval_ms: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--config", str(valid_config), f"--stats-interval-ms={interval_ms}",
                      "run"]) == 2
-    assert "--stats-interval-ms must be > 0" in capsys.readouterr().err
+    assert (f"argument --stats-interval-ms: must be a number >= 1, got '{interval_ms}'"
+            in capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--election-id", "-1", "must be an integer 0..2^128-1, got '-1'"),
+    ("--election-id", str(2**128), f"must be an integer 0..2^128-1, got '{2**128}'"),
+    ("--timeout-s", "nan", "must be a number >= 0.001, got 'nan'"),
+    ("--timeout-s", "0", "must be a number >= 0.001, got '0'"),
+])
+def test_connection_flags_are_checked(valid_config: Path, flag: str, value: str, message: str,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--config", str(valid_config), f"{flag}={value}", "install"]) == 2
+    assert f"argument {flag}: {message}" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", ["install", "check", "stats"])
@@ -114,16 +127,13 @@ def test_process_exit_status_of_an_invalid_config(tmp_path: Path) -> None:
 
 # ------------------------------------------------------ against a switch
 def test_install_against_a_closed_port_fails_within_the_grpc_timeout(
-        valid_config: Path, device_config: Path,
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+        valid_config: Path, device_config: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # wait_for_grpc waits 20 s by default (checked by hand: exit 1 after 20.3 s);
     # the same path with a 0.3 s deadline. It fails before the P4Info is read.
-    monkeypatch.setattr(controller, "wait_for_grpc",
-                        functools.partial(driver.wait_for_grpc, timeout_s=0.3))
     address = yaml.safe_load(valid_config.read_text())["switches"]["s1"]["p4runtime_addr"]
     started = time.monotonic()
     assert cli.main(["--config", str(valid_config), "--p4info", str(p4constants.P4INFO),
-                     "--bmv2-json", str(device_config), "install"]) == 1
+                     "--bmv2-json", str(device_config), "--timeout-s", "0.3", "install"]) == 1
     assert time.monotonic() - started < 3
     assert f"mmaqm-ctl: no P4Runtime server at {address} after 0.3 s" in capsys.readouterr().err
 
@@ -263,30 +273,77 @@ def test_run_follows_flow_reports_writes_stats_and_exits_130_on_sigterm(
                                             "untagged_th_scaled": 0}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "unbounded wait: SwitchDriver.__aenter__ (finsy Switch.__aenter__) waits forever for an "
-    "arbitration answer from a P4Runtime server that accepts the connection but never "
-    "answers (a later issue bounds it); fails here after the test's own deadline"))
+def run_cli(args: list[str], timeout_s: float = SUBPROCESS_TIMEOUT_S
+            ) -> subprocess.CompletedProcess[str]:
+    """mmaqm-ctl as a process: a hang fails the test at timeout_s (TimeoutExpired)."""
+    return subprocess.run([sys.executable, "-m", "mmaqm.cli", *args],
+                          capture_output=True, text=True, timeout=timeout_s)
+
+
 def test_install_against_a_mute_p4runtime_server_fails_within_a_deadline(
         tmp_path: Path, p4info_path: Path, device_config: Path) -> None:
+    """Issue 9: finsy waits for the arbitration answer without a deadline; the
+    driver bounds the whole connection at --timeout-s."""
     with serve_in_thread(FakeP4RuntimeServer(answer_arbitration=False)) as threaded:
-        path = write_config(tmp_path, config(threaded.server.address))
-        result = subprocess.run(
-            [sys.executable, "-m", "mmaqm.cli", "-c", str(path), "--p4info", str(p4info_path),
-             "--bmv2-json", str(device_config), "install"],
-            capture_output=True, text=True, timeout=1.5)
-    assert result.returncode != 0 and "mmaqm-ctl:" in result.stderr
+        address = threaded.server.address
+        path = write_config(tmp_path, config(address))
+        result = run_cli(["-c", str(path), "--p4info", str(p4info_path), "--bmv2-json",
+                          str(device_config), "--timeout-s", "0.5", "install"], timeout_s=3)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.endswith(
+        f"mmaqm-ctl: s1: no P4Runtime answer from {address} within 0.5 s (connect, "
+        f"arbitration, pipeline)\n"), result.stderr
+    assert "Traceback" not in result.stderr
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cli.main catches only FileNotFoundError, RuntimeError and TimeoutError: "
-    "'stats' (no wait_for_grpc) against a closed port dies with a finsy P4ClientError "
-    "traceback instead of a 'mmaqm-ctl: ...' message"))
 def test_stats_against_a_closed_port_exits_1_with_a_message(
         valid_config: Path, p4info_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    address = yaml.safe_load(valid_config.read_text())["switches"]["s1"]["p4runtime_addr"]
     assert cli.main(["--config", str(valid_config), "--p4info", str(p4info_path),
                      "stats"]) == 1
-    assert "mmaqm-ctl:" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith(f"mmaqm-ctl: s1: P4Runtime at {address} failed: UNAVAILABLE: "), err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", ["install", "stats"])
+def test_a_switch_address_that_drops_syns_fails_within_the_deadline(
+        tmp_path: Path, p4info_path: Path, device_config: Path, command: str) -> None:
+    """Issue 9: one TCP connect to an address that drops SYNs took the kernel's ~130 s
+    of retries (wait_for_grpc's 20 s were checked only between attempts), and gRPC's
+    own connect has no deadline either."""
+    with blackhole_address() as address:
+        path = write_config(tmp_path, config(address))
+        started = time.monotonic()
+        result = run_cli(["-c", str(path), "--p4info", str(p4info_path), "--bmv2-json",
+                          str(device_config), "--timeout-s", "0.5", command], timeout_s=5)
+    assert time.monotonic() - started < 4
+    assert result.returncode == 1, result.stderr
+    expected = (f"mmaqm-ctl: no P4Runtime server at {address} after 0.5 s\n"
+                if command == "install" else
+                f"mmaqm-ctl: s1: no P4Runtime answer from {address} within 0.5 s (connect, "
+                f"arbitration, pipeline)\n")
+    assert result.stderr.endswith(expected), result.stderr
+
+
+@pytest.mark.parametrize("command", ["install", "stats"])
+@pytest.mark.parametrize("listener, cause", [
+    (http_listener, "UNAVAILABLE: "),
+    (mute_tcp_listener, "no P4Runtime answer from"),
+])
+def test_a_tcp_listener_that_is_not_grpc_is_a_clear_error(
+        tmp_path: Path, p4info_path: Path, device_config: Path, command: str,
+        listener: Callable[[], Any], cause: str) -> None:
+    """Issue 9: a web server or a stuck process on the P4Runtime port gave a finsy
+    P4ClientError traceback (or a hang)."""
+    with listener() as address:
+        path = write_config(tmp_path, config(address))
+        result = run_cli(["-c", str(path), "--p4info", str(p4info_path), "--bmv2-json",
+                          str(device_config), "--timeout-s", "0.5", command], timeout_s=5)
+    assert result.returncode == 1, result.stderr
+    last = result.stderr.splitlines()[-1]             # after finsy's log lines
+    assert last.startswith("mmaqm-ctl: s1: ") and cause in last, result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_invalid_mcdt_policy_exits_2_before_any_write(
@@ -322,3 +379,98 @@ def test_install_of_an_mcdt_policy_writes_thresholds_at_the_queue_limit(
     assert (entry.match, entry.action, entry.params) == ({"port": 2}, "mcdt", {
         "queue_limit_pkts": 100, "flow_epoch_shift": 17, "tcp_th_pkts": 100,
         "tagged_th_pkts": 100, "untagged_th_pkts": 100})
+
+
+# ------------------------------------------- issue 9: stats beside a running controller
+def test_stats_reads_as_a_backup_beside_the_primary_controller(
+        tmp_path: Path, p4info_path: Path, device_config: Path, fake_switch: ThreadedServer,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`stats` used election id 5 and required primary, so it failed whenever `run`
+    (election id 10) was connected. It now reads as a backup (P4Runtime serves Reads
+    to any client); the controller stays primary and keeps writing. (A backup that
+    takes over when the primary leaves needs a real switch: not tested here.)"""
+    from mmaqm.blocking import BlockingSwitch
+    from mmaqm.driver import SwitchDriver
+    from mmaqm.encoding import PolicyAction
+
+    server = fake_switch.server
+    path = write_config(tmp_path, config(server.address))
+    controller_switch = BlockingSwitch(SwitchDriver("s1", server.address, p4info=p4info_path,
+                                                    bmv2_json=device_config))
+    try:
+        server.counters = {"queue_arrivals": {8: (10, 15000)}}
+        assert cli.main(["--config", str(path), "--p4info", str(p4info_path), "stats",
+                         "--json"]) == 0
+        assert [u.election_id.low for u in server.arbitrations] == [10, 1]
+        assert server.primary_election_id == 10
+        controller_switch.write_port_policy(2, PolicyAction(
+            "drop_tail", {"queue_limit_pkts": 64, "flow_epoch_shift": 17}))   # still primary
+    finally:
+        controller_switch.close()
+    [line] = capsys.readouterr().out.splitlines()
+    [row] = [r for r in json.loads(line)["readings"] if r["port"] == 2 and r["class"] == "TCP"]
+    assert row["arrivals"] == {"packets": 10, "bytes": 15000}
+    assert len(server.pipeline_pushes) == 1 and len(server.write_requests) > 0
+
+
+def test_election_id_and_role_flags_reach_the_arbitration(
+        tmp_path: Path, p4info_path: Path, device_config: Path, fake_switch: ThreadedServer,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    server = fake_switch.server
+    path = write_config(tmp_path, config(server.address))
+    assert cli.main(["--config", str(path), "--p4info", str(p4info_path), "--bmv2-json",
+                     str(device_config), "--election-id", "77", "--role", "aqm",
+                     "install"]) == 0
+    assert cli.main(["--config", str(path), "--p4info", str(p4info_path),
+                     "--election-id", str(2**64 + 3), "stats"]) == 0
+    first, second = server.arbitrations
+    assert (first.election_id.low, first.role.name) == (77, "aqm")
+    assert (second.election_id.high, second.election_id.low, second.role.name) == (1, 3, "")
+
+
+def test_install_beside_a_controller_with_a_higher_election_id_exits_1(
+        tmp_path: Path, p4info_path: Path, device_config: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A writer still needs primary: a lower --election-id than the running one is refused."""
+    with serve_in_thread(FakeP4RuntimeServer(other_primary_election_id=10)) as threaded:
+        path = write_config(tmp_path, config(threaded.server.address))
+        assert cli.main(["--config", str(path), "--p4info", str(p4info_path), "--bmv2-json",
+                         str(device_config), "--election-id", "5", "install"]) == 1
+        assert threaded.server.write_requests == []
+    assert capsys.readouterr().err == (
+        "mmaqm-ctl: s1: another controller is primary (election id 10 > 5)\n")
+
+
+# --------------------------------------------- issue 9: bad input is exit 2, not a traceback
+@pytest.mark.parametrize("data, message", [
+    (lambda text: text.encode("utf-16"), "UTF-16 text (byte order mark fffe)"),
+    (lambda text: text.encode() + b"# \xe9\n", "not UTF-8 text (byte 0xe9 at offset"),
+    (lambda text: text.replace("max_th_pkts: 15", "max_th_pkts: 70000").encode(),
+     "switches.s1.policies.2.max_th_pkts: must be <= queue_limit_pkts (60), got 70000"),
+    (lambda text: text.replace("max_th_pkts: 15", "max_th_pkts: 1.0e+308").encode(),
+     "switches.s1.policies.2.max_th_pkts: must be <= queue_limit_pkts (60), got 1e+308"),
+    (lambda text: text.replace("max_p: 0.1", "max_p: 0.1, bandwidth_pps: 1.0e+308").encode(),
+     "switches.s1.policies.2.bandwidth_pps: idle decay "),
+    (lambda text: ("a: " + "[" * 300 + "]" * 300).encode(), "nested deeper than 32 levels"),
+    (lambda text: ("a: [" + "0, " * 400_000 + "]").encode(), "larger than 1048576 bytes"),
+], ids=["UTF-16", "Latin-1", "max_th 70000", "max_th 1e308", "bandwidth 1e308",
+        "300 levels", "1.2 MB"])
+def test_check_of_hostile_or_broken_input_exits_2_naming_the_cause(
+        tmp_path: Path, data: Callable[[str], bytes], message: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    text = yaml.safe_dump(config("127.0.0.1:9559"), default_flow_style=True, width=10**6)
+    path = tmp_path / "cfg.yaml"
+    path.write_bytes(data(text))
+    assert cli.main(["--config", str(path), "check"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"mmaqm-ctl: invalid config {path}:\n  ") and message in err, err
+
+
+def test_a_long_error_list_is_cut(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = config("127.0.0.1:9559")
+    data["classifier"] = {"tagged_dscp": ["x"] * 64}
+    path = write_config(tmp_path, data)
+    assert cli.main(["--config", str(path), "check"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 + cli.MAX_REPORTED_ERRORS + 1
+    assert lines[-1] == f"  ... and {64 - cli.MAX_REPORTED_ERRORS} more"

@@ -408,7 +408,12 @@ def test_traffic_manager_settings_are_not_policy_keys(key: str) -> None:
 @pytest.mark.parametrize("flows, message", [
     ({"expiry_interval_ms": 0}, "active_flows.expiry_interval_ms: must be >= 0.004 (two 2 us flow "
                                 "epochs), got 0"),
-    ({"update_interval_ms": 0}, "active_flows.update_interval_ms: must be > 0, got 0"),
+    ({"update_interval_ms": 0}, "active_flows.update_interval_ms: must be >= 1 (below a "
+                                "P4Runtime read and write the loop only spins), got 0"),
+    # issue 9: a micro-second interval was accepted and busy-spun the share loop
+    ({"update_interval_ms": 0.000001}, "active_flows.update_interval_ms: must be >= 1 (below "
+                                       "a P4Runtime read and write the loop only spins), "
+                                       "got 1e-06"),
     ({"update_interval_ms": 301}, "active_flows.update_interval_ms: must be <= "
                                   "expiry_interval_ms (300), got 301"),
     ({"expiry_interval_ms": 40}, "active_flows.update_interval_ms: must be <= "
@@ -426,6 +431,12 @@ def test_active_flows_intervals(flows: dict, message: str) -> None:
     ("::1:9559", "an IPv6 address must be in brackets: [addr]:port, got '::1:9559'"),
     ("[zz::1]:9559", "bad IPv6 address '[zz::1]', got '[zz::1]:9559'"),
     ("bad host:9559", "bad host 'bad host', got 'bad host:9559'"),
+    # issue 9: a numeric last label is an IPv4 address, and these are none
+    ("999.1.1.1:9559", "bad IPv4 address '999.1.1.1', got '999.1.1.1:9559'"),
+    ("10.1:9559", "bad IPv4 address '10.1', got '10.1:9559'"),
+    ("127.0.0.01:9559", "bad IPv4 address '127.0.0.01', got '127.0.0.01:9559'"),
+    ("sw.123:9559", "bad host 'sw.123' (a hostname's last label is not numeric), "
+                    "got 'sw.123:9559'"),
 ])
 def test_bad_p4runtime_addr(addr: str, message: str) -> None:
     cfg = base()
@@ -447,6 +458,52 @@ def test_two_switches_on_one_endpoint() -> None:
         "switches.s2.p4runtime_addr: 127.0.0.1:9559 device_id 1 is also switch s1"]
     cfg["switches"]["s2"]["device_id"] = 2
     assert sorted(parse_config(cfg).switches) == ["s1", "s2"]
+
+
+@pytest.mark.parametrize("first, second", [
+    ("127.0.0.1:9559", "localhost:9559"),          # localhost resolves to 127.0.0.1 ...
+    ("[::1]:9559", "localhost:9559"),              # ... or to ::1
+    ("localhost:9559", "LocalHost:9559"),          # host names ignore case
+    ("[::1]:9559", "[0:0::1]:9559"),               # one IPv6 address, two spellings
+    ("127.0.0.1:9559", "127.0.0.1:09559"),         # one port
+    ("sw1.lab:9559", "SW1.lab:9559"),
+])
+def test_one_switch_under_two_names_and_spellings_of_its_endpoint(first: str,
+                                                                  second: str) -> None:
+    """Issue 9: two controllers' worth of writes to one switch were accepted when its
+    address was spelled two ways."""
+    cfg = base()
+    s1(cfg)["p4runtime_addr"] = first
+    cfg["switches"]["s2"] = copy.deepcopy(s1(cfg))
+    cfg["switches"]["s2"]["p4runtime_addr"] = second
+    assert errors_of(cfg) == [
+        f"switches.s2.p4runtime_addr: {second} device_id 1 is also switch s1 at {first}"]
+
+
+@pytest.mark.parametrize("first, second", [
+    ("127.0.0.1:9559", "127.0.0.2:9559"),          # two loopback addresses: two servers
+    ("127.0.0.1:9559", "[::1]:9559"),
+    ("localhost:9559", "localhost:9560"),
+])
+def test_different_endpoints_are_two_switches(first: str, second: str) -> None:
+    cfg = base()
+    s1(cfg)["p4runtime_addr"] = first
+    cfg["switches"]["s2"] = copy.deepcopy(s1(cfg))
+    cfg["switches"]["s2"]["p4runtime_addr"] = second
+    assert sorted(parse_config(cfg).switches) == ["s1", "s2"]
+
+
+def test_two_ports_with_one_router_mac() -> None:
+    """Issue 9: the router's own MAC of each port (the source of routed packets) was
+    not checked for duplicates."""
+    cfg = base()
+    s1(cfg)["ports"][3]["mac"] = "02:00:00:00:00:01"
+    assert errors_of(cfg) == [
+        "switches.s1.ports.3.mac: duplicate MAC 02:00:00:00:00:01 (also port 1)"]
+    s1(cfg)["ports"][3]["mac"] = "02:00:00:00:00:0A"          # case does not matter
+    s1(cfg)["ports"][2]["mac"] = "02:00:00:00:00:0a"
+    assert errors_of(cfg) == [
+        "switches.s1.ports.3.mac: duplicate MAC 02:00:00:00:00:0a (also port 2)"]
 
 
 def test_bad_switch_name_and_empty_sections() -> None:
@@ -666,3 +723,139 @@ def test_fred_keys_defaults_and_errors() -> None:
         parse_policy({"algorithm": "FRED", "max_th_pkts": 15, "max_p": 0.1})
     with pytest.raises(ConfigError, match="fred_minq_pkts: only for FRED"):
         parse_policy({"algorithm": "DCBT", **red_keys, "fred_minq_pkts": 2})
+
+
+# ------------------------------------------------- issue 9: hostile or broken input
+@pytest.mark.parametrize("update, message", [
+    # 1.0e+308 * 2^16 is inf: round() raised OverflowError
+    ({"max_th_pkts": 1.0e+308}, "switches.s1.policies.2.max_th_pkts: must be <= "
+                                "queue_limit_pkts (60), got 1e+308"),
+    ({"queue_limit_pkts": 65535, "max_th_pkts": 70000},
+     "switches.s1.policies.2.max_th_pkts: must be <= queue_limit_pkts (65535), got 70000"),
+    # an invalid queue limit: max_th_pkts still cannot exceed the largest one
+    ({"queue_limit_pkts": 70000, "max_th_pkts": 1.0e+308}, None),
+    ({"bandwidth_pps": 1.0e+308}, "switches.s1.policies.2.bandwidth_pps: idle decay "),
+    ({"min_th_pkts": 1.0e+308}, "switches.s1.policies.2.min_th_pkts: must be < max_th_pkts "),
+])
+def test_huge_numbers_are_errors_not_overflows(update: dict, message: str | None) -> None:
+    cfg = base()
+    s1(cfg)["policies"][2].update(update)
+    errors = errors_of(cfg)
+    if message is None:
+        assert errors == [
+            "switches.s1.policies.2.queue_limit_pkts: must be in 1..65535 (averages are "
+            "bit<32> packets * 2^16), got 70000",
+            "switches.s1.policies.2.max_th_pkts: must be <= queue_limit_pkts (65535), "
+            "got 1e+308"]
+    else:
+        assert len(errors) == 1 and errors[0].startswith(message), errors
+
+
+def test_lists_and_mappings_longer_than_the_tables_are_one_error() -> None:
+    """Issue 9: every item of a 12.5-million-item list was checked (and reported);
+    now a list or mapping longer than its table is one error, and only the first
+    table-size items are checked."""
+    from mmaqm import p4constants as C
+    cfg = base()
+    cfg["classifier"] = {"tagged_dscp": ["x"] * 100_000}
+    s1(cfg)["routes"] = [{"prefix": "bad"}] * 5000
+    s1(cfg)["ports"] = {port: {"mac": "02:00:00:00:00:01"} for port in range(1000)}
+    errors = errors_of(cfg)
+    assert errors[0] == "classifier.tagged_dscp: 100000 DSCPs exceed the classifier table size 64"
+    assert sum(e.startswith("classifier.tagged_dscp[") for e in errors) == C.CLASSIFIER_TABLE_SIZE
+    assert "switches.s1.ports: 1000 ports exceed NUM_PORTS 64" in errors
+    assert not any(e.startswith("switches.s1.ports.") for e in errors)
+    assert "switches.s1.routes: 5000 routes exceed the ipv4_lpm table size 1024" in errors
+    assert sum(e.startswith("switches.s1.routes[") for e in errors) == 3 * C.ROUTE_TABLE_SIZE
+
+
+def test_too_many_policies_and_switches() -> None:
+    from mmaqm import config as config_module
+    cfg = base()
+    s1(cfg)["policies"] = {port: dict(RED_POLICY) for port in range(66)}
+    assert errors_of(cfg) == ["switches.s1.policies: 66 policies exceed one per port "
+                              "(NUM_PORTS) and a default: 65"]
+    cfg = base()
+    cfg["switches"] = {f"s{i}": {} for i in range(config_module.MAX_SWITCHES + 1)}
+    assert errors_of(cfg) == ["switches: 65 switches exceed the maximum 64"]
+
+
+def write_bytes(tmp_path, data: bytes):
+    path = tmp_path / "cfg.yaml"
+    path.write_bytes(data)
+    return path
+
+
+VALID_YAML = textwrap.dedent("""\
+    switches:
+      s1:
+        p4runtime_addr: 127.0.0.1:9559
+        ports:
+          1: {mac: "02:00:00:00:00:01"}
+    """)
+
+
+@pytest.mark.parametrize("data, message", [
+    (VALID_YAML.encode("utf-16"), "UTF-16 text (byte order mark fffe): save it as UTF-8"),
+    (VALID_YAML.encode("utf-16-be"), "a NUL byte at offset 0: UTF-16 or binary, not UTF-8 text"),
+    (VALID_YAML.encode() + b"# caf\xe9\n", f"line 6: not UTF-8 text (byte 0xe9 at offset "
+                                           f"{len(VALID_YAML) + 5}): save it as UTF-8"),
+], ids=["UTF-16 with BOM", "UTF-16 without BOM", "Latin-1"])
+def test_a_file_that_is_not_utf8_is_a_config_error(tmp_path, data: bytes, message: str) -> None:
+    """Issue 9: a Latin-1 or UTF-16 file raised UnicodeDecodeError."""
+    path = write_bytes(tmp_path, data)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.errors == [f"{path}: {message}"]
+
+
+def test_a_utf8_byte_order_mark_is_fine(tmp_path) -> None:
+    path = write_bytes(tmp_path, VALID_YAML.encode("utf-8-sig"))
+    assert list(load_config(path).switches) == ["s1"]
+
+
+def test_the_config_file_size_is_capped(tmp_path) -> None:
+    """Issue 9: a 50 MB config (a 12.5-million-item tagged_dscp) took 4.4 GB. A file
+    over MAX_CONFIG_BYTES is refused before it is parsed."""
+    import time
+    from mmaqm.config import MAX_CONFIG_BYTES
+    items = "0, " * (MAX_CONFIG_BYTES // 3)
+    path = write_bytes(tmp_path, f"classifier:\n  tagged_dscp: [{items}]\n".encode())
+    started = time.monotonic()
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.errors == [
+        f"{path}: larger than {MAX_CONFIG_BYTES} bytes: not an mmaqm config"]
+    assert time.monotonic() - started < 0.5
+
+
+def test_yaml_values_are_capped_below_the_size_cap(tmp_path) -> None:
+    """Under the size cap a flow list of 1-digit items is still ~500k values (~350 MB
+    in PyYAML): MAX_YAML_NODES stops it while composing."""
+    from mmaqm.config import MAX_YAML_NODES
+    path = write_bytes(tmp_path, f"a: [{'0,' * (MAX_YAML_NODES + 1)}]\n".encode())
+    with pytest.raises(ConfigError, match=f"more than {MAX_YAML_NODES} values: not an "
+                                          f"mmaqm config\n  in \"{path}\", line 1"):
+        load_config(path)
+
+
+@pytest.mark.parametrize("text", [
+    "a: " + "[" * 300 + "]" * 300 + "\n",
+    "a:\n" + "".join(" " * level + "b:\n" for level in range(1, 300)),
+], ids=["flow style", "block style"])
+def test_deep_nesting_is_a_config_error(tmp_path, text: str) -> None:
+    """Issue 9: YAML nested 300 levels deep raised RecursionError."""
+    path = write_bytes(tmp_path, text.encode())
+    with pytest.raises(ConfigError, match="nested deeper than 32 levels: not an mmaqm config"):
+        load_config(path)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("a: " + "9" * 5000, "integer of 5000 digits: too large"),   # str(int) raises above 4300
+    ("a: 0x1" + "0" * 32, r"integer >= 2\^128: too large"),
+    ("a: 2001-02-30", "invalid YAML value: day is out of range for month"),
+], ids=["5000 digits", "2^128", "February 30"])
+def test_yaml_scalars_python_cannot_convert(tmp_path, text: str, message: str) -> None:
+    path = write_bytes(tmp_path, text.encode())
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)

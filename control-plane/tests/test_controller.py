@@ -11,6 +11,7 @@ import json
 import math
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -118,6 +119,9 @@ class FakeDriver:
 
     def writes(self) -> list[tuple[int, PolicyAction]]:
         return [(c[1], c[2]) for c in self.calls if c[0] == "write_port_policy"]
+
+    def check_connected(self) -> None:
+        pass
 
 
 class Clock:
@@ -635,3 +639,32 @@ def test_stats_samples_of_a_fred_port_count_the_active_flows_that_share_a_slot()
     assert sharing >= 2
     assert sample["fred_slots"] == {"4": {"flows": 3, "sharing": sharing}}
     assert sample["policies"]["4"] == {"algorithm": "FRED"}
+
+
+def test_run_ends_when_the_switch_goes_away(p4info_path: Path, device_config: Path) -> None:
+    """Issue 9: with nothing to write (DROP_TAIL, no stats) `run` waited for digests
+    forever after the switch stopped; it now ends with the lost connection."""
+    from fake_p4rt import FakeP4RuntimeServer
+    from mmaqm.controller import run_switches
+    from mmaqm.driver import SwitchConnectionError
+
+    async def body() -> float:
+        server = FakeP4RuntimeServer()
+        serving = server.run()
+        await serving.__aenter__()
+        cfg = parse_config({"switches": {"s1": {
+            "p4runtime_addr": server.address, "ports": {1: {"mac": "02:00:00:00:00:01"}},
+            "policies": {"default": {"algorithm": "DROP_TAIL"}}}}})
+        task = asyncio.create_task(run_switches(cfg, p4info=p4info_path,
+                                                bmv2_json=device_config))
+        while not server.digest_configs:           # installed, now in the loop
+            assert not task.done()
+            await asyncio.sleep(0.01)
+        await serving.__aexit__(None, None, None)
+        started = time.monotonic()
+        with pytest.raises(SwitchConnectionError,
+                           match=f"s1: lost the P4Runtime connection to {server.address}"):
+            await task
+        return time.monotonic() - started
+
+    assert run_async(body()) < 1

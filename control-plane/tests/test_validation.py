@@ -94,10 +94,10 @@ def test_sequence() -> None:
     assert read(V.sequence, [1, 2]) == ([1, 2], [])
     assert read(V.sequence, "1, 2") == (None, ["f: must be a list, got string '1, 2'"])
     assert read(V.sequence, [], at_least_one="phase") == ([], ["f: must list at least one phase"])
-    # too long is reported, and the items are still returned to be checked
+    # too long is reported, and the first max_items items are returned to be checked
     assert read(V.sequence, [1, 2, 3], max_items=2, item="route",
                 capacity="the ipv4_lpm table size") == (
-        [1, 2, 3], ["f: 3 routes exceed the ipv4_lpm table size 2"])
+        [1, 2], ["f: 3 routes exceed the ipv4_lpm table size 2"])
     assert read(V.sequence, [1, 2, 3], max_items=2)[1] == ["f: 3 items exceed the maximum 2"]
 
 
@@ -203,3 +203,20 @@ def test_host_port_accepts(value: str) -> None:
 ])
 def test_host_port_errors(value: object, message: str) -> None:
     assert read(V.host_port, value) == (None, [f"f: {message}"])
+
+
+# ------------------------------------------------------------------ files
+def test_read_utf8_caps_the_size_and_names_the_encoding_problem(tmp_path) -> None:
+    path = tmp_path / "f.json"
+    path.write_bytes(b"\xef\xbb\xbf{}\n")                    # a UTF-8 BOM is dropped
+    assert V.read_utf8(path, 6) == "{}\n"
+    with pytest.raises(V.InputFileError, match=f"^{path}: larger than 5 bytes: not a topology$"):
+        V.read_utf8(path, 5, what="a topology")
+    path.write_bytes("{}".encode("utf-16"))
+    with pytest.raises(V.InputFileError, match=r"UTF-16 text \(byte order mark fffe\)"):
+        V.read_utf8(path, 100)
+    path.write_bytes(b"{}\n\x80")
+    with pytest.raises(V.InputFileError, match=r"line 2: not UTF-8 text \(byte 0x80 at offset 3\)"):
+        V.read_utf8(path, 100)
+    with pytest.raises(V.InputFileError, match="not an input file"):
+        V.read_utf8("/dev/zero", 1000)                       # reads 1001 bytes, no more

@@ -124,7 +124,10 @@ def idle_decay_q32(ewma_weight: float, bandwidth_pps: float) -> int:
     if ewma_weight >= 1:
         return 0
     halvings_per_us = -math.log2(1 - ewma_weight) * bandwidth_pps / 1e6
-    rate = round(halvings_per_us * Q32_ONE)
+    if not halvings_per_us * Q32_ONE < MASK32 + 0.5:    # before round(): it may be inf
+        rate = MASK32 + 1
+    else:
+        rate = round(halvings_per_us * Q32_ONE)
     if rate > MASK32:
         raise ValueError(
             f"idle decay {halvings_per_us:.6g} halvings/us does not fit idle_decay_q32 "
