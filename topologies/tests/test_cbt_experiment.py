@@ -60,7 +60,8 @@ def test_cbt_entries_short_and_full():
     assert short.scenario == full.scenario == REPO / "topologies/scenarios/cbt-fig4.yaml"
     assert short.algorithms == ("DROP_TAIL", "RED", "CBT_RED_ALL", "CBT_RED_TCP_ONLY", "DCBT",
                                 "DCBT_CHIPS", "MCDT", "FRED")   # every algorithm
-    assert short.paper_tagged_loss_pct == {"RED": 30.0, "CBT_RED_ALL": 23.8, "CBT_RED_TCP_ONLY": 1.3}
+    assert short.paper_tagged_loss_pct == {"RED": 30.0, "CBT_RED_ALL": 23.8, "CBT_RED_TCP_ONLY": 1.3,
+                                           "FRED": 35.7}
 
 
 def test_unknown_name_lists_the_known_ones():
