@@ -25,10 +25,10 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from archive_run import read_text  # noqa: E402  (puts topologies/ on sys.path)
+from mmaqm.config import load_yaml  # noqa: E402
 
 from mmaqm_exp import report  # noqa: E402
 
@@ -354,7 +354,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--results", type=Path, default=RESULTS)
     ap.add_argument("--write", action="store_true", help="rewrite the README tables")
     a = ap.parse_args(argv)
-    spec = yaml.safe_load(a.spec.read_text()) or {}
+    try:   # the controller's strict loader: a duplicated key is an error, not "last wins"
+        spec = load_yaml(a.spec.read_text(), source=str(a.spec)) or {}
+    except ValueError as err:
+        print(f"paper_compare: {err}", file=sys.stderr)
+        return 2
     readme = a.readme.read_text()
     new, problems = process(readme, spec, a.results, a.write)
     if a.write and new != readme:

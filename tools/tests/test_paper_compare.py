@@ -75,3 +75,10 @@ def test_metrics_on_a_small_hand_made_run() -> None:
     assert pc.value(runs, {"text": "not measurable"}) == "not measurable"
     with pytest.raises(pc.CompareError, match="no UNTAGGED flow"):
         pc.value(runs, {"fn": "class_kbps", "algorithm": "A", "phase": "p", "cls": "UNTAGGED"})
+
+
+def test_a_duplicated_paper_key_is_an_error_not_last_wins(tmp_path) -> None:
+    # The spec once had two `cbt:` blocks; YAML's "last wins" hid the first one.
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("cbt:\n  run: a\n  rows: []\ncbt:\n  run: b\n  rows: []\n")
+    assert pc.main(["--spec", str(spec)]) == 2
