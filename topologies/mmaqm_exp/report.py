@@ -210,6 +210,7 @@ def fred_slot_lines(summaries: Mapping[str, Summary]) -> str:
 
 SWITCH_COST_FILE = "switch_cost.txt"
 BENCH_BASELINE = "minimal_ipv4"
+BENCH_SATURATED_LOSS_PCT = 2.0   # bench/run_bench.py's own warning: below this, not saturated
 
 
 def switch_cost_table(bench: Mapping[str, Any], algorithms: Sequence[str]) -> str:
@@ -232,6 +233,16 @@ def switch_cost_table(bench: Mapping[str, Any], algorithms: Sequence[str]) -> st
     widths = [max(len(r[i]) for r in [head, *out]) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
                        for i, (c, w) in enumerate(zip(r, widths))) for r in [head, *out]]
+    base = rows.get(BENCH_BASELINE)
+    if base is not None and float(base.get("loss_pct_median", 100)) < BENCH_SATURATED_LOSS_PCT:
+        lines.append(f"note: {BENCH_BASELINE} lost {float(base['loss_pct_median']):.1f} % of the "
+                     f"offered {float(base.get('offered_pps_median', 0)):.0f} pps, so it was not "
+                     f"saturated: its capacity is higher, and the ratios are upper bounds")
+    drops = [name for name in algorithms if (rows.get(name) or {}).get("aqm_drops")]
+    if drops:
+        lines.append(f"note: the AQM dropped packets under {', '.join(drops)} (the queue grew "
+                     f"past a threshold while ingress outran egress); their kpps count only "
+                     f"delivered packets")
     return "\n".join(lines) + "\n"
 
 

@@ -468,3 +468,15 @@ def test_fred_slot_lines_only_for_runs_with_fred() -> None:
         "\nFRED's flow slots (FRED): at most 67 active flows, at most 2 of them sharing a "
         "slot; 1.23 % of active flows shared a slot, averaged over 300 samples\n")
     assert report.fred_slot_lines({"RED": {"switch": {}}}) == ""
+
+
+def test_switch_cost_table_says_when_the_baseline_was_not_saturated() -> None:
+    from mmaqm_exp import report
+    bench = {"summary": [{"variant": "minimal_ipv4", "pps_median": 60000.0, "ratio": 1.0,
+                          "loss_pct_median": 0.0, "offered_pps_median": 60003.0},
+                         {"variant": "FRED", "pps_median": 18000.0, "ratio": 0.3,
+                          "loss_pct_median": 70.0, "aqm_drops": 743}]}
+    lines = report.switch_cost_table(bench, ["FRED"]).splitlines()
+    assert lines[-2] == ("note: minimal_ipv4 lost 0.0 % of the offered 60003 pps, so it was not "
+                         "saturated: its capacity is higher, and the ratios are upper bounds")
+    assert lines[-1].startswith("note: the AQM dropped packets under FRED")
