@@ -42,7 +42,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "topologies"))
-from mmaqm_exp import analysis, samples  # noqa: E402
+from mmaqm_exp import analysis, report, samples  # noqa: E402
 
 COMMAND_FILE = "COMMAND.txt"
 INPUT_COPIES = {"scenario": "scenario.yaml", "policies": "policies.yaml", "topology": "topology.json"}
@@ -262,7 +262,8 @@ def archive(results: Path, dest: Path, *, command: Optional[str] = None,
     try:
         thinned: dict[str, str] = {}
         for f in sorted(results.iterdir()):
-            if f.is_file() and (f.suffix in (".txt", ".png") or f.name == "experiment.json"):
+            if f.is_file() and (f.suffix in (".txt", ".png")
+                                or f.name in ("experiment.json", report.CAPACITY_BENCH_FILE)):
                 shutil.copyfile(f, tmp / f.name)
         for key, src in inputs.items():
             shutil.copyfile(src, tmp / INPUT_COPIES[key])

@@ -328,6 +328,7 @@ def run_experiment(topology: Path, scenario_path: Path, policies_path: Path,
     if capacity_json is not None:
         try:
             bench = json.loads(Path(capacity_json).read_text())
+            (out / report.CAPACITY_BENCH_FILE).write_text(json.dumps(bench, indent=1))
             (out / report.SWITCH_COST_FILE).write_text(
                 f"Switch per-packet cost, measured by make bench ({capacity_json}, started "
                 f"{bench.get('started', '?')}) just before this run:\n"

@@ -209,6 +209,7 @@ def fred_slot_lines(summaries: Mapping[str, Summary]) -> str:
 
 
 SWITCH_COST_FILE = "switch_cost.txt"
+CAPACITY_BENCH_FILE = "capacity-bench.json"   # the bench JSON switch_cost.txt was made from
 BENCH_BASELINE = "minimal_ipv4"
 BENCH_SATURATED_LOSS_PCT = 2.0   # bench/run_bench.py's own warning: below this, not saturated
 
