@@ -190,8 +190,20 @@ class SwitchDriver:
 
     # ---- table writes -------------------------------------------------
     async def clear(self) -> None:
-        """Delete every table entry this program has (not the pipeline)."""
-        await self.switch.delete_all()
+        """Delete every table entry and clone session this program has (not the
+        pipeline), and reset the tables' default actions: finsy's delete_all, except
+        that the digest configuration stays. Deleting it while PI is building a digest
+        list aborts simple_switch_grpc (PI digest_mgr.cpp DigestData::reset():
+        `assert(cache.empty())` fails while entries of the unsent list are cached),
+        which a controller restarted under traffic did to a switch. The digest config
+        is rewritten by enable_flow_reports."""
+        await self.switch.delete_many([fy.P4TableEntry(), fy.P4MulticastGroupEntry(),
+                                       fy.P4CloneSessionEntry()])
+        defaults = [fy.P4TableEntry(table.alias, is_default_action=True)
+                    for table in self.switch.p4info.tables
+                    if table.const_default_action is None and table.action_profile is None]
+        if defaults:
+            await self.switch.modify(defaults)
 
     async def install_classifier(self, tagged_dscp: Iterable[int]) -> None:
         """(IP protocol, DSCP) -> class (cbt §3): TCP, tagged UDP, else untagged."""
@@ -295,14 +307,19 @@ class SwitchDriver:
 
     # ---- digests ------------------------------------------------------
     async def enable_flow_reports(self, *, max_list_size: int = 64, max_timeout_ms: int = 10) -> None:
-        await self.switch.write([
-            +fy.P4DigestEntry(
-                DIGEST_FLOW,
-                max_list_size=max_list_size,
-                max_timeout_ns=max_timeout_ms * 1_000_000,
-                ack_timeout_ns=1_000_000_000,
-            )
-        ], warn_only=True)  # already enabled is fine
+        """Configure the flow digest: insert it, or, when an earlier controller left it
+        configured (clear() keeps it), modify it to these settings (a MODIFY never
+        resets PI's digest state, unlike a DELETE)."""
+        def entry() -> fy.P4DigestEntry:
+            return fy.P4DigestEntry(DIGEST_FLOW, max_list_size=max_list_size,
+                                    max_timeout_ns=max_timeout_ms * 1_000_000,
+                                    ack_timeout_ns=1_000_000_000)
+        try:
+            await self.switch.write([+entry()])
+        except fy.P4ClientError as err:
+            if err.code != fy.GRPCStatusCode.UNKNOWN or not _already_exists(err):
+                raise
+            await self.switch.write([~entry()])
 
     async def flow_reports(self) -> AsyncIterator[list[FlowReport]]:
         """Digest lists as FlowReports; each list is acknowledged once decoded."""
@@ -318,6 +335,14 @@ class SwitchDriver:
             ]
             await self.switch.write([digest_list.ack()])
             yield reports
+
+
+def _already_exists(err: fy.P4ClientError) -> bool:
+    """The write failed only because an entity already exists (P4Runtime reports a
+    batch's per-update errors as UNKNOWN with details)."""
+    details = err.details
+    return bool(details) and all(d.canonical_code == fy.GRPCStatusCode.ALREADY_EXISTS
+                                 for d in details.values())
 
 
 def describe_error(err: fy.P4ClientError) -> str:

@@ -230,8 +230,10 @@ def test_next_policy_epoch_is_the_clock_but_never_the_installed_one(
     assert run_async(body()) == [4242, 4243, 4242]
 
 
-def test_clear_deletes_every_entry_and_the_digest_config(
+def test_clear_deletes_every_entry_but_keeps_the_digest_config(
         p4info_path: Path, device_config: Path) -> None:
+    """The digest config stays: deleting it while PI builds a digest list aborts
+    simple_switch_grpc (driver.clear)."""
     async def body() -> FakeP4RuntimeServer:
         async with connected(p4info_path, device_config) as (server, d):
             await d.install_classifier([46])
@@ -244,7 +246,9 @@ def test_clear_deletes_every_entry_and_the_digest_config(
         return server
 
     server = run_async(body())
-    assert server.entries == {} and server.digest_configs == {}
+    assert server.entries == {} and len(server.digest_configs) == 1
+    assert "DELETE" not in [u.type for u in server.written_updates()
+                            if u.entity == ("digest", "flow_digest_t")]
     assert len(server.pipeline_pushes) == 1
 
 
@@ -308,14 +312,14 @@ def test_enable_flow_reports_configures_the_digest_once(
     async def body() -> FakeP4RuntimeServer:
         async with connected(p4info_path, device_config) as (server, d):
             await d.enable_flow_reports(max_list_size=16, max_timeout_ms=5)
-            await d.enable_flow_reports()           # already enabled: warned, not raised
+            await d.enable_flow_reports()   # already configured: modified to these settings
         return server
 
     server = run_async(body())
     [config] = [c.config for c in server.digest_configs.values()]
     assert (config.max_list_size, config.max_timeout_ns, config.ack_timeout_ns) == (
-        16, 5_000_000, 1_000_000_000)
-    assert [u.type for u in server.written_updates()] == ["INSERT", "INSERT"]
+        64, 10_000_000, 1_000_000_000)
+    assert [u.type for u in server.written_updates()] == ["INSERT", "INSERT", "MODIFY"]
 
 
 def test_flow_reports_decode_each_digest_list_and_ack_it(
