@@ -4,7 +4,7 @@ FRED is RED with per-active-flow accounting: a flow is active while it has
 packets queued ("statistics must be maintained for every flow that currently
 has packets in the outbound queue", cbt §2.3). Source: the FRED paper's
 algorithm figure (its pseudo-code); that paper is not among the project's
-papers (/work/shared/papers has only cbt's summary), so the rules below are
+papers (only cbt §2.3 summarises it), so the rules below are
 reconstructed from it and cross-checked with cbt §2.3; docs/mcdt-fred-plan.md
 lists what could not be checked.
 
