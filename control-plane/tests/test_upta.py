@@ -434,6 +434,32 @@ def test_model_p_upta_rewrites_on_first_packet() -> None:
     assert port.slots[0x4].state == STATE_I and port.slots[0x4].rate_scaled == 3200
 
 
+def test_model_option_without_threshold_is_not_rewritten() -> None:
+    # option 0xFFFF = no threshold: admitted (by the draw), passed on unchanged (None)
+    port = U.UptaPortModel(params(U.MODE_P, 1600, 1600), RandSequence([65535]))
+    assert port.arrive(2, 200, 5000, option_q16=U.Q_FIELD_MAX) == U.Outcome(ADMIT, None, False)
+
+
+def test_paper_b_upta_misses_p_upta_catches_at_r3() -> None:
+    # §7.1: with Table 1's rates every router sees p < 12 %, so B-UPTA never makes the
+    # video U, although 33.5 % is lost end to end. §7.2: P-UPTA's q is 3.2 % at R3, where
+    # p = 10.6 % > q: U at R3 (Table 2).
+    hops = list(zip(TABLE1_RATES, TABLE1_RATES[1:]))          # R1..R7: (arrival, departure)
+    for arrival, departure in hops:
+        basic = U.fig7_decide(STATE_I, arrival, departure, departure, 0.12, 0.999)
+        assert basic.decision == ADMIT
+    assert U.cumulative_loss([U.drop_probability(d, a) for a, d in hops]) > 0.33
+    q = 0.12
+    caught_at = None
+    for router, (arrival, departure) in enumerate(hops, 1):
+        partial = U.fig7_decide(STATE_I, arrival, departure, departure, q, 0.999)
+        if partial.decision == UPTA_USELESS:
+            caught_at = router
+            break
+        q = U.threshold_update(q, partial.drop_prob)
+    assert caught_at == 3 and round(100 * q, 1) == 3.2
+
+
 def test_model_table2_chain_one_router_per_hop() -> None:
     # the video's packet at R1 (p = 0), R2 (p = 1 - 3200/3520) and R3 (FS 3146 = 3520 * 1.43/1.6)
     q = Q012
@@ -616,6 +642,11 @@ def test_shared_slot_flows() -> None:
     (lambda: U.UptaPortModel(params(0, 1, 1), RandSequence([0])).arrive(1, 100, 1,
                                                                         path=(-1, 0)), r"path\[0\]"),
     (lambda: U.BfdEndpoint().probe_template(64, 1), "path_id"),
+    (lambda: U.UptaPortModel({**params(0, 1, 1), "slot_mask": 12}, RandSequence([0])),
+     "slot_mask"),
+    (lambda: U.UptaPortModel({**params(0, 1, 1), "tagged_q16": 65536}, RandSequence([0])),
+     "tagged_q16"),
+    (lambda: U.action_params(0, 1, 1, table_slots=8192), "table_slots"),
 ])
 def test_validation_names_the_argument(call, name: str) -> None:
     with pytest.raises(ValueError, match=name):

@@ -645,9 +645,13 @@ class Outcome:
     collision: bool
 
 
-REQUIRED_PARAMS = ("upta_mode", "k_shift", "slot_mask", "fs_i_scaled", "fs_u_scaled",
-                   "inv_fs_i_mant", "inv_fs_i_shift", "inv_fs_u_mant", "inv_fs_u_shift",
-                   "tagged_q16", "queue_limit_pkts")
+# The planned action's parameters and their bit widths (docs/upta-plan.md §1.8).
+PARAM_BITS: dict[str, int] = {
+    "upta_mode": 8, "k_shift": 8, "slot_mask": 32, "fs_i_scaled": 32, "fs_u_scaled": 32,
+    "inv_fs_i_mant": 32, "inv_fs_i_shift": 8, "inv_fs_u_mant": 32, "inv_fs_u_shift": 8,
+    "tagged_q16": 16, "queue_limit_pkts": 32,
+}
+REQUIRED_PARAMS = tuple(PARAM_BITS)
 
 
 def action_params(mode: int, fs_i_bps: float, fs_u_bps: float, *, table_slots: int = 1024,
@@ -658,7 +662,7 @@ def action_params(mode: int, fs_i_bps: float, fs_u_bps: float, *, table_slots: i
     tagged_q: the loss threshold of tagged packets that carry no option (1: none)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    slots = check_int("table_slots", table_slots, 1, 1 << 16)
+    slots = check_int("table_slots", table_slots, 1, UPTA_SLOTS_PER_PORT)
     if slots & (slots - 1):
         raise ValueError(f"table_slots must be a power of two, got {slots}")
     fs_i = fs_to_scaled(fs_i_bps, k_shift)
@@ -703,8 +707,15 @@ class UptaPortModel:
         missing = [k for k in REQUIRED_PARAMS if k not in params]
         if missing:
             raise ValueError(f"params lacks {missing}")
+        for name, bits in PARAM_BITS.items():
+            check_int(f"params[{name!r}]", params[name], 0, (1 << bits) - 1)
         if params["upta_mode"] not in MODES:
             raise ValueError(f"params['upta_mode'] must be one of {MODES}")
+        check_int("params['k_shift']", params["k_shift"], 0, MAX_K_SHIFT)
+        mask = params["slot_mask"]
+        if mask & (mask + 1) or mask >= UPTA_SLOTS_PER_PORT:
+            raise ValueError(f"params['slot_mask'] must be 2^k - 1 < {UPTA_SLOTS_PER_PORT}, "
+                             f"got {mask}")
         self.params = dict(params)
 
     def _count(self, name: str) -> None:
@@ -776,7 +787,8 @@ class UptaPortModel:
             mant, shift = p["inv_fs_u_mant"], p["inv_fs_u_shift"]
         if queue_pkts >= p["queue_limit_pkts"]:
             return Outcome(QUEUE_LIMIT, None, collision)
-        if mode == MODE_P and option_q16 is not None:
+        if mode == MODE_P and option_q16 is not None and option_q16 != Q_FIELD_MAX:
+            # 0xFFFF ("no threshold") stays: lowering it would create a threshold
             out_q = threshold_update_fixed(option_q16, rate, fs, mant, shift)
         return Outcome(ADMIT, out_q, collision)
 
