@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 
 import ptf.testutils as tu
-from scapy.layers.inet import IP
+from scapy.layers.inet import IP, TCP
 
 from mmaqm import bmv2_tm
 from mmaqm import p4constants as C
@@ -55,15 +55,24 @@ def flow_sport(flow: str) -> int:
     return BASE_SPORT + 100 + int(flow[1:])
 
 
-def flow_slot(sport: int, table_slots: int) -> int:
-    return fred.flow_slot(host_ip(SRC_HOST_PORT), host_ip(OUT_PORT), C.IP_PROTO_TCP, sport, DPORT,
+SRC_IP = host_ip(SRC_HOST_PORT)
+
+
+def flow_source(flow: str) -> tuple[str, int]:
+    """A flow name -> (source address, TCP source port)."""
+    return SRC_IP, flow_sport(flow)
+
+
+def flow_slot(source: tuple[str, int], table_slots: int) -> int:
+    src_ip, sport = source
+    return fred.flow_slot(src_ip, host_ip(OUT_PORT), C.IP_PROTO_TCP, sport, DPORT,
                           table_slots=table_slots)
 
 
 class FredTest(MmaqmTest):
     """Runs a FRED stage sequence on port OUT_PORT and checks it (module docstring)."""
 
-    sport_of = staticmethod(flow_sport)
+    source_of = staticmethod(flow_source)
     # Half the suite's freeze rate: a stage waits for a departure, sends, then confirms with
     # a second counter read (each read of the seven counters takes tens of ms), all
     # inside one departure slot.
@@ -77,13 +86,13 @@ class FredTest(MmaqmTest):
         """Reference model decisions per stage, and the FIFO order of admitted ids."""
         slots = action.params["fred_slot_mask"] + 1
         model = fred.FredPortModel(action.params, lambda: rand_q16)
-        assert model.arrive(flow_slot(SACRIFICIAL_SPORT, slots)) == (ADMIT, None)
+        assert model.arrive(flow_slot(self.source_of(SACRIFICIAL), slots)) == (ADMIT, None)
         model.depart()
         decisions = []
         for release, flows in stages:
             for _ in range(len(model.fifo) if release == ALL else release):
                 model.depart()
-            decisions.append([model.arrive(flow_slot(self.sport_of(f), slots))[1] or ADMIT
+            decisions.append([model.arrive(flow_slot(self.source_of(f), slots))[1] or ADMIT
                               for f in flows])
         return decisions
 
@@ -141,7 +150,7 @@ class FredTest(MmaqmTest):
             pkts = []
             for flow in flows:
                 seq += 1
-                pkts.append(bytes(packet("tcp", sport=self.sport_of(flow), dport=DPORT, seq=seq)))
+                pkts.append(bytes(self.flow_packet(flow, seq)))
             started = time.monotonic()
             for frame in pkts:
                 tu.send_packet(self, SRC_HOST_PORT, frame)
@@ -179,13 +188,23 @@ class FredTest(MmaqmTest):
         self.assert_no_flow_state(action, [f for _, flows in stages for f in flows])
         return None
 
+    def flow_packet(self, flow: str, seq: int):
+        """A TCP packet of the flow (its source address and port), IPv4 id = seq."""
+        src_ip, sport = self.source_of(flow)
+        pkt = packet("tcp", sport=sport, dport=DPORT, seq=seq)
+        if src_ip != SRC_IP:
+            pkt[IP].src = src_ip
+            del pkt[IP].chksum
+            del pkt[TCP].chksum
+        return pkt
+
     def assert_no_flow_state(self, action: PolicyAction, flows: list[str]) -> None:
         """D2 left nothing behind: nactive 0, and every used slot's qlen and strike 0."""
         slots = action.params["fred_slot_mask"] + 1
         base = OUT_PORT * C.FRED_SLOTS_PER_PORT
         reads = [("fred_nactive", OUT_PORT)]
         for flow in sorted(set(flows) | {SACRIFICIAL}):
-            index = base + flow_slot(self.sport_of(flow), slots)
+            index = base + flow_slot(self.source_of(flow), slots)
             reads += [("fred_qlen", index), ("fred_strike", index)]
         values = bmv2_tm.register_read(self.thrift_port, reads)
         self.assertEqual({k: v for k, v in values.items() if v}, {},
@@ -340,29 +359,35 @@ class FredIdleArrivalTest(FredTest):
         ])
 
 
-def colliding_sports(table_slots: int) -> tuple[int, int, int]:
-    """Two source ports whose flows share a slot, and one whose flow does not."""
-    first = BASE_SPORT + 200
-    slot = flow_slot(first, table_slots)
-    other = next(p for p in range(first + 1, first + 1000) if flow_slot(p, table_slots) == slot)
-    apart = next(p for p in range(first + 1, first + 1000) if flow_slot(p, table_slots) != slot)
-    return first, other, apart
+def colliding_sources(table_slots: int) -> tuple[tuple[str, int], ...]:
+    """Two flows that share a slot although they differ in source address and port,
+    and one that does not. (CRC-32 is linear: two flows that differ only in their
+    source port keep sharing a slot under any change to the fields they have in
+    common, such as swapping the addresses; these differ in two fields.)"""
+    p = (SRC_IP, BASE_SPORT + 200)
+    slot = flow_slot(p, table_slots)
+    candidates = [(f"10.0.1.{h}", BASE_SPORT + 300 + k) for h in range(3, 60) for k in range(8)]
+    q = next(c for c in candidates if flow_slot(c, table_slots) == slot)
+    r = next(c for c in candidates if flow_slot(c, table_slots) != slot)
+    return p, q, r
 
 
 class FredSlotCollisionTest(FredTest):
     """The flow slot is BMv2's crc32 of the 5-tuple, masked (fred.flow_slot =
-    zlib.crc32 of the 13 bytes). 64 slots: flows P and Q (source ports chosen by
-    that hash) share a slot, R has its own. avg 0, maxq = min_th 4.
+    zlib.crc32 of the 13 bytes src, dst, protocol, sport, dport). 64 slots: flows P
+    and Q (from different source addresses and ports, chosen by that hash) share a
+    slot, R has its own. avg 0, maxq = min_th 4.
     P, P, Q, Q admitted (the shared qlen 0..3), Q -> FRED_MAXQ (shared qlen 4);
-    R admitted (its own slot, qlen 0). A hash other than the model's would put P
-    and Q apart (but for a 1 in 64 chance), and the fifth packet would pass."""
+    R admitted (its own slot, qlen 0). A hash other than the model's (another
+    function, field or field order) would put P and Q apart, but for a 1 in 64
+    chance, and the fifth packet would pass."""
 
     TABLE_SLOTS = 64
 
     def runTest(self):
-        p, q, r = colliding_sports(self.TABLE_SLOTS)
-        ports = {"P": p, "Q": q, "R": r}
-        self.sport_of = lambda flow: ports.get(flow) or flow_sport(flow)
+        p, q, r = colliding_sources(self.TABLE_SLOTS)
+        sources = {"P": p, "Q": q, "R": r}
+        self.source_of = lambda flow: sources.get(flow) or flow_source(flow)
         self.check_stages({"fred_flow_slots": self.TABLE_SLOTS}, [
             (0, ["P", "P", "Q", "Q", "Q", "R"]),
         ], [
