@@ -35,7 +35,7 @@ from mmaqm_exp import report  # noqa: E402
 from archive_run import (REQUIRED_ALGORITHM_FILES, REQUIRED_TOP_FILES, has_file,  # noqa: E402
                          read_text, switch_deltas_match)
 
-ALGORITHMS = ("DROP_TAIL", "RED", "CBT_RED_ALL", "CBT_RED_TCP_ONLY", "DCBT", "DCBT_CHIPS")
+ALGORITHMS = ("DROP_TAIL", "RED", "CBT_RED_ALL", "CBT_RED_TCP_ONLY", "DCBT", "DCBT_CHIPS", "MCDT")
 ACCOUNTING_TITLE = "Packet accounting at the bottleneck"
 RUN_LINK = re.compile(r"docs/results/([A-Za-z0-9._-]+)/")
 # Runs the README links that were committed before tools/archive_run.py existed: their

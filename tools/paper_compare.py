@@ -246,6 +246,41 @@ def m_flow_mean_kbps(runs: Summaries, algorithm: str, cls: str) -> str:
     return f"{_fmt(sum(flows) / len(flows), 0)} kbit/s"
 
 
+def m_total_loss_pct(runs: Summaries, algorithm: str, phase: str) -> str:
+    """Drops / arrivals of all classes together at the bottleneck (switch counters);
+    phase "run" for the whole run (mcdt Fig. 7's total drop rate)."""
+    port = _bottleneck_port(runs, algorithm)
+    counts = port["run"] if phase == "run" else port["phases"][phase]
+    arrivals = sum(c["arrivals"] for c in counts.values())
+    if not arrivals:
+        raise CompareError(f"{algorithm} {phase}: no arrivals")
+    return f"{100 * sum(c['drops_total'] for c in counts.values()) / arrivals:.1f} %"
+
+
+def m_class_total_kbps(runs: Summaries, algorithm: str, phase: str, cls: str) -> str:
+    """A class's total receive-side throughput in a phase (or "run"), kbit/s (mcdt Fig. 8)."""
+    return f"{_fmt(float(_phase(runs, algorithm, phase)['class_total_kbps'][cls]), 0)} kbit/s"
+
+
+def m_queue_delay_ms(runs: Summaries, algorithm: str, phase: str) -> str:
+    """The bottleneck's mean queueing delay in a phase: the time-average queue (all
+    classes, admits - departures from the counters, sampled every 100 ms) over the
+    link's packet rate (mcdt Fig. 6: one FIFO, so every class waits the same)."""
+    s = _summary(runs, algorithm)
+    q = s["switch"]["occupancy"]["mean_pkts_by_phase"][phase]["total"]
+    return f"{1000 * float(q) / float(s['bottleneck']['rate_pps']):.1f} ms"
+
+
+def m_udp_queueing_ms(runs: Summaries, algorithm: str, phase: str, cls: str) -> str:
+    """A UDP class's measured queueing delay in a phase: its packets' mean one-way
+    delay minus the smallest delay any of its packets saw in the run (propagation)."""
+    udp = _phase(runs, algorithm, phase)["udp_class"].get(cls)
+    if not udp or udp.get("mean_ms") is None:
+        raise CompareError(f"{algorithm} {phase}: no {cls} packets")
+    floor = _phase(runs, algorithm, "run")["udp_class"][cls]["min_ms"]
+    return f"{float(udp['mean_ms']) - float(floor):.1f} ms"
+
+
 METRICS: dict[str, Metric] = {
     "bw_variation_kbps": m_bw_variation_kbps,
     "flow_mean_kbps": m_flow_mean_kbps,
@@ -266,6 +301,10 @@ METRICS: dict[str, Metric] = {
     "class_loss_pct": m_class_loss_pct,
     "flow_share_pct": m_flow_share_pct,
     "class_avg_pkts": m_class_avg_pkts,
+    "total_loss_pct": m_total_loss_pct,
+    "class_total_kbps": m_class_total_kbps,
+    "queue_delay_ms": m_queue_delay_ms,
+    "udp_queueing_ms": m_udp_queueing_ms,
 }
 
 

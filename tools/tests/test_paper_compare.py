@@ -75,3 +75,29 @@ def test_metrics_on_a_small_hand_made_run() -> None:
     assert pc.value(runs, {"text": "not measurable"}) == "not measurable"
     with pytest.raises(pc.CompareError, match="no UNTAGGED flow"):
         pc.value(runs, {"fn": "class_kbps", "algorithm": "A", "phase": "p", "cls": "UNTAGGED"})
+
+
+def test_mcdt_metrics_on_a_small_hand_made_run() -> None:
+    # mcdt Figs. 6-8: total drop rate, class totals, queueing delay of the FIFO and of a class
+    counts = {"TCP": {"arrivals": 1000, "drops_total": 100},
+              "TAGGED": {"arrivals": 400, "drops_total": 20},
+              "UNTAGGED": {"arrivals": 600, "drops_total": 180}}
+    s = {"phases": {"p": {"class_total_kbps": {"TCP": 7000.4, "TAGGED": 1000.0, "UNTAGGED": 0.0},
+                          "udp_class": {"TAGGED": {"mean_ms": 42.5}, "UNTAGGED": None}}},
+         "run": {"udp_class": {"TAGGED": {"min_ms": 30.25}}},
+         "bottleneck": {"rate_pps": 1250},
+         "switch": {"bottleneck": {"switch": "r1", "port": 4},
+                    "ports": {"r1:4": {"run": counts, "phases": {"p": counts}}},
+                    "occupancy": {"mean_pkts_by_phase": {"p": {"total": 25.0}}}}}
+    runs = {"A": s}
+    # (100 + 20 + 180) / 2000 arrivals
+    assert pc.value(runs, {"fn": "total_loss_pct", "algorithm": "A", "phase": "run"}) == "15.0 %"
+    assert pc.value(runs, {"fn": "total_loss_pct", "algorithm": "A", "phase": "p"}) == "15.0 %"
+    assert pc.value(runs, {"fn": "class_total_kbps", "algorithm": "A", "phase": "p",
+                           "cls": "TCP"}) == "7 000 kbit/s"
+    # 25 packets at 1250 packets/s = 20 ms; 42.5 - 30.25 ms
+    assert pc.value(runs, {"fn": "queue_delay_ms", "algorithm": "A", "phase": "p"}) == "20.0 ms"
+    assert pc.value(runs, {"fn": "udp_queueing_ms", "algorithm": "A", "phase": "p",
+                           "cls": "TAGGED"}) == "12.2 ms"
+    with pytest.raises(pc.CompareError, match="no UNTAGGED packets"):
+        pc.value(runs, {"fn": "udp_queueing_ms", "algorithm": "A", "phase": "p", "cls": "UNTAGGED"})
