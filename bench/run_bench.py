@@ -150,7 +150,7 @@ def ctl(bed: lab.Lab, *args: str, timeout: float = 90) -> dict:
 # ------------------------------------------------------------ configuration
 def aqm_config(algorithm: str) -> dict:
     policy: dict = {"algorithm": algorithm, "queue_limit_pkts": QUEUE_LIMIT_PKTS}
-    if algorithm != "DROP_TAIL":
+    if algorithm not in ("DROP_TAIL", "MCDT"):     # MCDT has no RED parameters (mcdt §II.2)
         policy.update(min_th_pkts=MIN_TH_PKTS, max_th_pkts=MAX_TH_PKTS, max_p=0.1)
     if algorithm in ("CBT_RED_ALL", "CBT_RED_TCP_ONLY"):
         policy.update(tagged_th_pkts=CLASS_TH_PKTS, untagged_th_pkts=CLASS_TH_PKTS)

@@ -271,14 +271,24 @@ def m_queue_delay_ms(runs: Summaries, algorithm: str, phase: str) -> str:
     return f"{1000 * float(q) / float(s['bottleneck']['rate_pps']):.1f} ms"
 
 
+def _propagation_floor_ms(runs: Summaries) -> float:
+    """The smallest one-way delay any UDP packet saw under any algorithm of the run: the
+    path's propagation (an algorithm whose queue never empties, drop-tail's, does not
+    show it; neither does a class that starts into a full queue)."""
+    mins = [c["min_ms"] for s in runs.values() for c in s["run"]["udp_class"].values()
+            if c and c.get("min_ms") is not None]
+    if not mins:
+        raise CompareError("no UDP packets in the run")
+    return float(min(mins))
+
+
 def m_udp_queueing_ms(runs: Summaries, algorithm: str, phase: str, cls: str) -> str:
     """A UDP class's measured queueing delay in a phase: its packets' mean one-way
-    delay minus the smallest delay any of its packets saw in the run (propagation)."""
+    delay minus the propagation floor (_propagation_floor_ms)."""
     udp = _phase(runs, algorithm, phase)["udp_class"].get(cls)
     if not udp or udp.get("mean_ms") is None:
         raise CompareError(f"{algorithm} {phase}: no {cls} packets")
-    floor = _phase(runs, algorithm, "run")["udp_class"][cls]["min_ms"]
-    return f"{float(udp['mean_ms']) - float(floor):.1f} ms"
+    return f"{float(udp['mean_ms']) - _propagation_floor_ms(runs):.1f} ms"
 
 
 METRICS: dict[str, Metric] = {
@@ -327,6 +337,9 @@ def value(runs: Summaries, spec: Mapping[str, Any]) -> str:
     name = args.pop("fn", None)
     if name not in METRICS:
         raise CompareError(f"unknown metric {name!r}; known: {sorted(METRICS)}")
+    if "algorithms" in args:       # the same metric under several algorithms: "a / b / c"
+        algorithms = args.pop("algorithms")
+        return " / ".join(value(runs, {"fn": name, **args, "algorithm": a}) for a in algorithms)
     if "phases" in args:           # the same metric over several phases: "a / b / c"
         phases = args.pop("phases")
         return " / ".join(value(runs, {"fn": name, **args, "phase": p}) for p in phases)
