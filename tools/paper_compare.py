@@ -246,6 +246,51 @@ def m_flow_mean_kbps(runs: Summaries, algorithm: str, cls: str) -> str:
     return f"{_fmt(sum(flows) / len(flows), 0)} kbit/s"
 
 
+def m_total_loss_pct(runs: Summaries, algorithm: str, phase: str) -> str:
+    """Drops / arrivals of all classes together at the bottleneck (switch counters);
+    phase "run" for the whole run (mcdt Fig. 7's total drop rate)."""
+    port = _bottleneck_port(runs, algorithm)
+    counts = port["run"] if phase == "run" else port["phases"][phase]
+    arrivals = sum(c["arrivals"] for c in counts.values())
+    if not arrivals:
+        raise CompareError(f"{algorithm} {phase}: no arrivals")
+    return f"{100 * sum(c['drops_total'] for c in counts.values()) / arrivals:.1f} %"
+
+
+def m_class_total_kbps(runs: Summaries, algorithm: str, phase: str, cls: str) -> str:
+    """A class's total receive-side throughput in a phase (or "run"), kbit/s (mcdt Fig. 8)."""
+    return f"{_fmt(float(_phase(runs, algorithm, phase)['class_total_kbps'][cls]), 0)} kbit/s"
+
+
+def m_queue_delay_ms(runs: Summaries, algorithm: str, phase: str) -> str:
+    """The bottleneck's mean queueing delay in a phase: the time-average queue (all
+    classes, admits - departures from the counters, sampled every 100 ms) over the
+    link's packet rate (mcdt Fig. 6: one FIFO, so every class waits the same)."""
+    s = _summary(runs, algorithm)
+    q = s["switch"]["occupancy"]["mean_pkts_by_phase"][phase]["total"]
+    return f"{1000 * float(q) / float(s['bottleneck']['rate_pps']):.1f} ms"
+
+
+def _propagation_floor_ms(runs: Summaries) -> float:
+    """The smallest one-way delay any UDP packet saw under any algorithm of the run: the
+    path's propagation (an algorithm whose queue never empties, drop-tail's, does not
+    show it; neither does a class that starts into a full queue)."""
+    mins = [c["min_ms"] for s in runs.values() for c in s["run"]["udp_class"].values()
+            if c and c.get("min_ms") is not None]
+    if not mins:
+        raise CompareError("no UDP packets in the run")
+    return float(min(mins))
+
+
+def m_udp_queueing_ms(runs: Summaries, algorithm: str, phase: str, cls: str) -> str:
+    """A UDP class's measured queueing delay in a phase: its packets' mean one-way
+    delay minus the propagation floor (_propagation_floor_ms)."""
+    udp = _phase(runs, algorithm, phase)["udp_class"].get(cls)
+    if not udp or udp.get("mean_ms") is None:
+        raise CompareError(f"{algorithm} {phase}: no {cls} packets")
+    return f"{float(udp['mean_ms']) - _propagation_floor_ms(runs):.1f} ms"
+
+
 METRICS: dict[str, Metric] = {
     "bw_variation_kbps": m_bw_variation_kbps,
     "flow_mean_kbps": m_flow_mean_kbps,
@@ -266,6 +311,10 @@ METRICS: dict[str, Metric] = {
     "class_loss_pct": m_class_loss_pct,
     "flow_share_pct": m_flow_share_pct,
     "class_avg_pkts": m_class_avg_pkts,
+    "total_loss_pct": m_total_loss_pct,
+    "class_total_kbps": m_class_total_kbps,
+    "queue_delay_ms": m_queue_delay_ms,
+    "udp_queueing_ms": m_udp_queueing_ms,
 }
 
 
@@ -288,6 +337,9 @@ def value(runs: Summaries, spec: Mapping[str, Any]) -> str:
     name = args.pop("fn", None)
     if name not in METRICS:
         raise CompareError(f"unknown metric {name!r}; known: {sorted(METRICS)}")
+    if "algorithms" in args:       # the same metric under several algorithms: "a / b / c"
+        algorithms = args.pop("algorithms")
+        return " / ".join(value(runs, {"fn": name, **args, "algorithm": a}) for a in algorithms)
     if "phases" in args:           # the same metric over several phases: "a / b / c"
         phases = args.pop("phases")
         return " / ".join(value(runs, {"fn": name, **args, "phase": p}) for p in phases)

@@ -82,3 +82,34 @@ def test_a_duplicated_paper_key_is_an_error_not_last_wins(tmp_path) -> None:
     spec = tmp_path / "spec.yaml"
     spec.write_text("cbt:\n  run: a\n  rows: []\ncbt:\n  run: b\n  rows: []\n")
     assert pc.main(["--spec", str(spec)]) == 2
+
+
+def test_mcdt_metrics_on_a_small_hand_made_run() -> None:
+    # mcdt Figs. 6-8: total drop rate, class totals, queueing delay of the FIFO and of a class
+    counts = {"TCP": {"arrivals": 1000, "drops_total": 100},
+              "TAGGED": {"arrivals": 400, "drops_total": 20},
+              "UNTAGGED": {"arrivals": 600, "drops_total": 180}}
+    s = {"phases": {"p": {"class_total_kbps": {"TCP": 7000.4, "TAGGED": 1000.0, "UNTAGGED": 0.0},
+                          "udp_class": {"TAGGED": {"mean_ms": 42.5}, "UNTAGGED": None}}},
+         "run": {"udp_class": {"TAGGED": {"min_ms": 30.75}, "UNTAGGED": None}},
+         "bottleneck": {"rate_pps": 1250},
+         "switch": {"bottleneck": {"switch": "r1", "port": 4},
+                    "ports": {"r1:4": {"run": counts, "phases": {"p": counts}}},
+                    "occupancy": {"mean_pkts_by_phase": {"p": {"total": 25.0}}}}}
+    other = {"run": {"udp_class": {"TAGGED": {"min_ms": 31.0}, "UNTAGGED": {"min_ms": 30.25}}}}
+    runs = {"A": s, "B": other}     # the propagation floor: B's untagged minimum
+    # (100 + 20 + 180) / 2000 arrivals
+    assert pc.value(runs, {"fn": "total_loss_pct", "algorithm": "A", "phase": "run"}) == "15.0 %"
+    assert pc.value(runs, {"fn": "total_loss_pct", "algorithm": "A", "phase": "p"}) == "15.0 %"
+    assert pc.value(runs, {"fn": "class_total_kbps", "algorithm": "A", "phase": "p",
+                           "cls": "TCP"}) == "7 000 kbit/s"
+    # 25 packets at 1250 packets/s = 20 ms; 42.5 - 30.25 ms
+    assert pc.value(runs, {"fn": "queue_delay_ms", "algorithm": "A", "phase": "p"}) == "20.0 ms"
+    assert pc.value(runs, {"fn": "udp_queueing_ms", "algorithm": "A", "phase": "p",
+                           "cls": "TAGGED"}) == "12.2 ms"
+    with pytest.raises(pc.CompareError, match="no UNTAGGED packets"):
+        pc.value(runs, {"fn": "udp_queueing_ms", "algorithm": "A", "phase": "p", "cls": "UNTAGGED"})
+    # several algorithms in one cell, in the order given
+    runs2 = {"A": s, "B": s}
+    assert pc.value(runs2, {"fn": "queue_delay_ms", "algorithms": ["B", "A"], "phase": "p"}) == \
+        "20.0 ms / 20.0 ms"

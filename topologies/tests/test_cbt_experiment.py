@@ -64,6 +64,23 @@ def test_cbt_entries_short_and_full():
                                            "FRED": 35.7}
 
 
+def test_mcdt_entries_and_policies():
+    # mcdt section III: RED, CBT, FIFO and MCDT (mode A) on a 100-packet queue
+    reg = load_registry()
+    for name, scen in (("mcdt-s2", "mcdt-scenario2.yaml"), ("mcdt-s3", "mcdt-scenario3.yaml")):
+        e = reg.get(name)
+        assert e.algorithms == ("DROP_TAIL", "RED", "CBT_RED_ALL", "MCDT") and e.duration_s is None
+        assert (e.topology.name, e.scenario.name) == ("mcdt-dumbbell.json", scen)
+    pol = experiment.load_policies(REPO / "topologies/policies/mcdt.yaml")
+    assert {p["queue_limit_pkts"] for p in pol.values()} == {100}
+    assert (pol["CBT_RED_ALL"]["tagged_th_pkts"], pol["CBT_RED_ALL"]["untagged_th_pkts"]) == (16, 5)
+    assert pol["MCDT"] == {"algorithm": "MCDT", "queue_limit_pkts": 100, "mcdt_period_ms": 100}
+    topo = experiment.load_topology(reg.get("mcdt-s2").topology)
+    assert (topo.bottleneck.rate_pps, topo.bottleneck.queue_limit_pkts) == (1250, 100)
+    for p in pol.values():
+        experiment.controller_yaml(topo, p)      # valid for the controller
+
+
 def test_unknown_name_lists_the_known_ones():
     reg = load_registry()
     with pytest.raises(RegistryError, match=r"unknown experiment 'cbt-fig5'; known: dcbt-fig7, "

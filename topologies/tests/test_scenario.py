@@ -77,6 +77,40 @@ def test_smoke_is_short_and_blast_is_a_fraction_of_the_bottleneck():
     assert sc.blast().name == "blast" and sc.blast().start_s == cbr.start_s
 
 
+def _active(sc, phase):
+    return {cls: sum(f.active_in(phase.start_s, phase.end_s) for f in sc.flows if f.cls == cls)
+            for cls in ("TCP", "TAGGED", "UNTAGGED")}
+
+
+def test_mcdt_scenario2_adds_cbr_two_at_a_time():
+    # mcdt section III, scenario 2: increasing CBR-UDP (1 Mbit/s each) beside FTP and MM_APP
+    sc = load_scenario(SCEN / "mcdt-scenario2.yaml", hosts=HOSTS)
+    assert sc.duration_s == 50 and sc.blast().name == "cbr8"
+    assert [(p.name, p.start_s, p.end_s) for p in sc.phases] == [
+        (f"cbr{2 * i}", 10 * i, 10 * (i + 1)) for i in range(5)]
+    assert [_active(sc, p) for p in sc.phases] == [
+        {"TCP": 10, "TAGGED": 10, "UNTAGGED": 2 * i} for i in range(5)]
+    mm = [g for g in sc.groups if g.kind == "mmapp"]
+    cbr = [g for g in sc.groups if g.kind == "cbr"]
+    assert [g.params["scales_kbps"] for g in mm] == [[160, 170, 180, 190, 200]]
+    assert all(g.cbr_rate_kbps() == 1000 and g.stop_s == 50 for g in cbr)
+    tcp = sc.groups[0]
+    assert (tcp.params["cc"], tcp.tcp_window_bytes, tcp.params["packet_bytes"]) == ("reno", 18960, 1000)
+
+
+def test_mcdt_scenario3_adds_mm_app_six_at_a_time():
+    # mcdt section III, scenario 3: increasing MM-UDP beside FTP and two CBR flows
+    sc = load_scenario(SCEN / "mcdt-scenario3.yaml", hosts=HOSTS)
+    assert sc.duration_s == 50 and sc.blast().name == "mm30"
+    assert [(p.name, p.start_s, p.end_s) for p in sc.phases] == [
+        (f"mm{6 * (i + 1)}", 10 * i, 10 * (i + 1)) for i in range(5)]
+    assert [_active(sc, p) for p in sc.phases] == [
+        {"TCP": 10, "TAGGED": 6 * (i + 1), "UNTAGGED": 2} for i in range(5)]
+    mm = [g for g in sc.groups if g.kind == "mmapp"]
+    assert all(g.params["scales_kbps"] == [160, 170, 180, 190, 200] and g.dscp == 46 for g in mm)
+    assert [g.cbr_rate_kbps() for g in sc.groups if g.kind == "cbr"] == [1000]
+
+
 # --------------------------------------------------------------------------- expansion, scaling
 
 
