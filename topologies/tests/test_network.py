@@ -130,6 +130,16 @@ def test_layout_and_teardown(topo, tmp_path):
         assert lab.namespace_pids([net.switch_ns])[net.switch_ns]
         cmd = Path(f"/proc/{pids['r1']}/cmdline").read_bytes().split(b"\0")
         assert b"--no-p4" in cmd and b"--device-id" in cmd and b"1@r1-p1" in cmd
+        # Issue 9, the shared notification socket: BMv2's default nanomsg address is
+        # ipc:///tmp/bmv2-<device id>-notifications.ipc, one filesystem path for every
+        # switch of device id 1 in any namespace (plain simple_switch binds it, checked
+        # by hand). simple_switch_grpc captures notifications itself and binds no such
+        # socket (switch_runner.cpp NotificationsCapture), so two routers, two runs or
+        # PTF beside an experiment cannot meet there: no listening unix socket of theirs.
+        unix = net.run_switch_ns(["ss", "-Hxlp"]).stdout
+        owned = [line for line in unix.splitlines()
+                 if any(f"pid={pid}," in line for pid in pids.values())]
+        assert owned == [], owned
         assert net.bottleneck == N.BottleneckPort("r1", 4, "r1-p4", 3125, 124)
 
         # delay: two elements per host (30 ms from the far side, 10 ms from its neighbours)
