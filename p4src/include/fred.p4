@@ -22,7 +22,7 @@
 //     D2  qlen - 1; at 0 the flow is gone: nactive - 1, strike = 0.
 // avg is only updated by A1 and D1 (FRED's figure: at departures, and at
 // arrivals to an idle queue), so in a frozen queue it stays put.
-// Flows are slots: crc32 of the 5-tuple (flow_report.p4's field list) masked by
+// Flows are slots: flow_signature (flow_report.p4) of the 5-tuple masked by
 // the policy's fred_slot_mask, in the port's own region of FRED_SLOTS_PER_PORT
 // slots; flows that share a slot share qlen and strike.
 // No division in the data plane: qlen >= avgcq  <=>  (qlen << 16) * n >= avg_scaled,
@@ -38,6 +38,7 @@
 #include "averages.p4"
 #include "occupancy.p4"
 #include "red.p4"
+#include "flow_report.p4"
 
 register<bit<16>>(NUM_PORTS * FRED_SLOTS_PER_PORT) fred_qlen;   // packets of the flow queued
 register<bit<8>>(NUM_PORTS * FRED_SLOTS_PER_PORT) fred_strike;  // saturating at 255
@@ -73,9 +74,8 @@ control Fred(inout headers_t hdr, inout local_metadata_t meta,
         red_on_policy_epoch(meta.port_index, meta.policy.policy_epoch);
 
         bit<32> signature;
-        hash(signature, HashAlgorithm.crc32, (bit<32>)0,
-             { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
-               meta.l4_src_port, meta.l4_dst_port }, (bit<64>)0x100000000);
+        flow_signature(hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
+                       meta.l4_src_port, meta.l4_dst_port, signature);
         bit<32> slot_index = meta.port_index * FRED_SLOTS_PER_PORT
                              + (signature & meta.policy.fred_slot_mask);
         bit<16> qlen;
@@ -126,18 +126,10 @@ control Fred(inout headers_t hdr, inout local_metadata_t meta,
         } else {                                                                         // R4
             bit<32> count;
             bit<32> rand_q16;
-            red_count.read(count, meta.port_index);
-            if (count == 0) {
-                random(rand_q16, 0, PROB_ONE - 1);
-                red_rand_q16.write(meta.port_index, rand_q16);
-            } else {
-                red_rand_q16.read(rand_q16, meta.port_index);
-            }
-            count = count + 1;
+            red_next_count(meta.port_index, count, rand_q16);
             // robust flow: qlen >= max(minq, avgcq); then red.p4's uniform-gap p_a
             if ((pkts_t)qlen >= meta.policy.minq_pkts && at_avgcq) {
-                bit<64> p_b_q16 = ((bit<64>)(avg - min_th) * (bit<64>)meta.policy.red_slope_q24)
-                                  >> SLOPE_FRAC_BITS;
+                bit<64> p_b_q16 = red_p_b_q16(avg, min_th, meta.policy.red_slope_q24);
                 if ((bit<64>)count * p_b_q16 > (bit<64>)rand_q16) {
                     meta.aqm_drop = true;
                     meta.drop_reason = drop_reason_t.RED_EARLY;

@@ -53,6 +53,26 @@ action red_on_policy_epoch(in bit<32> port_index, in policy_epoch_t policy_epoch
     }
 }
 
+// The next early-zone arrival of the port's drop cycle: count + 1, and R, drawn
+// by the cycle's first arrival (count 0 = restarted) and kept until the next
+// restart. FRED's R4 (fred.p4) shares it.
+action red_next_count(in bit<32> port_index, out bit<32> count, out bit<32> rand_q16) {
+    red_count.read(count, port_index);
+    if (count == 0) {
+        random(rand_q16, 0, PROB_ONE - 1);
+        red_rand_q16.write(port_index, rand_q16);
+    } else {
+        red_rand_q16.read(rand_q16, port_index);
+    }
+    count = count + 1;
+}
+
+// p_b in Q16 below max_th: (avg - min_th) * max_p / (max_th - min_th), with the
+// controller's red_slope_q24 (header); the caller ensures avg >= min_th.
+bit<64> red_p_b_q16(in scaled_t avg_scaled, in scaled_t min_th_scaled, in q24_t red_slope_q24) {
+    return ((bit<64>)(avg_scaled - min_th_scaled) * (bit<64>)red_slope_q24) >> SLOPE_FRAC_BITS;
+}
+
 // The RED average of the port with a new sample, or, when the packet arrives
 // at an empty queue and the policy has idle_decay_q32 (tc-red's bandwidth),
 // decayed for the time the queue has been empty (averages.p4 idle_decay;
@@ -113,18 +133,10 @@ action red_drop_test(in bit<32> port_index, in scaled_t red_avg,
     } else {
         bit<32> count;
         bit<32> rand_q16;
-        red_count.read(count, port_index);
-        if (count == 0) {
-            random(rand_q16, 0, PROB_ONE - 1);
-            red_rand_q16.write(port_index, rand_q16);
-        } else {
-            red_rand_q16.read(rand_q16, port_index);
-        }
-        count = count + 1;
+        red_next_count(port_index, count, rand_q16);
         bit<64> p_b_q16;
         if (red_avg < max_th_scaled) {
-            p_b_q16 = ((bit<64>)(red_avg - min_th_scaled) * (bit<64>)red_slope_q24)
-                      >> SLOPE_FRAC_BITS;
+            p_b_q16 = red_p_b_q16(red_avg, min_th_scaled, red_slope_q24);
         } else {  // gentle ramp
             p_b_q16 = (bit<64>)max_p_q16
                       + (((bit<64>)(red_avg - max_th_scaled) * (bit<64>)gentle_slope_q24)

@@ -117,8 +117,6 @@ class FredTest(MmaqmTest):
         self.skipTest(f"PRECONDITION MISSED: the frozen-queue timing failed {self.BURST_ATTEMPTS} "
                       f"times; this machine is too slow or loaded to build the queue state")
 
-    BURST_ATTEMPTS = 3
-
     def port_total(self, table: dict[int, int]) -> int:
         return sum(table.get(C.class_index(OUT_PORT, cid), 0) for cid in C.CLASSES.values())
 

@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
+from mmaqm import p4constants as C
+
 from . import metrics
 from .samples import RecvSample, read_jsonl, read_recv_csv, read_send_log
 from .scenario import CLASSES, Flow, Scenario
@@ -50,7 +52,7 @@ SCHEMA = "mmaqm-summary/1"
 #: drop reasons every counter sample carries; FRED's (fred.p4) are reported when the
 #: samples have them (runs recorded before FRED existed do not)
 BASE_DROP_REASONS = ("QUEUE_LIMIT", "RED_EARLY", "RED_FORCED", "CLASS_THRESHOLD")
-DROP_REASONS = (*BASE_DROP_REASONS, "FRED_MAXQ", "FRED_TWICE_AVGCQ", "FRED_STRIKE")
+DROP_REASONS = tuple(sorted(C.DROP_REASONS, key=C.DROP_REASONS.__getitem__))   # defines.p4
 COUNTER_KINDS = ("arrivals", "admits", "departures")
 BW_WINDOWS_S = (1.0, 8.0)       #: feng section 3
 MIN_BW_WINDOWS = 2              #: a window size is reported only if this many fit
