@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import p4constants as C
+from . import reconcile as R
 from .algorithms import DCBT_ALGORITHMS, dcbt, fred, mcdt
 from .config import Config, SwitchConfig
 from .encoding import PolicyAction, policy_action
@@ -56,26 +57,82 @@ class SwitchController:
         self.mcdt_th_scaled: dict[int, dict[int, int]] = {}
         self.mcdt_arrivals: dict[int, dict[int, int]] = {}
 
-    async def install(self) -> None:
-        """Replace every table entry with the configuration (validated already)."""
+    async def install(self) -> R.WritePlan:
+        """Make the switch hold exactly the configuration (validated already): read
+        what it has (one ReadRequest), write only the difference (reconcile.plan_writes:
+        inserts and modifies before deletes, so a running flow always has its route
+        and policy). An unchanged configuration is zero writes. Returns the plan sent.
+
+        Policy epochs (red.p4 red_on_policy_epoch): a port whose installed policy is
+        the same (reconcile.same_policy: the same algorithm and configured parameters)
+        keeps its epoch, so its averages survive a reinstall; a new or changed policy
+        gets a new epoch (policy_epoch_from_clock, never the installed one), which
+        resets them. MCDT (mcdt §II.2): the thresholds start at B and a new period
+        starts, unless this controller already runs the same policy on the port (a
+        reinstall): then eq. 10's memory and the period go on."""
         d = self.driver
-        await d.clear()
-        await d.install_classifier(self.config.classifier.tagged_dscp)
-        for route in self.switch.routes:
-            await d.install_route(str(route.prefix), route.port,
-                                  self.switch.ports[route.port].mac, route.next_hop_mac)
+        current = await d.read_state()
+        installed = current.port_policies()
+        new_mcdt_periods = []
         for port, policy in sorted(self.switch.policies.items()):
-            if policy.algorithm == "DCBT_CHIPS":
-                await d.install_cut_in_slot_session(port)
-            self.epochs[port] = await d.next_policy_epoch(port)
+            self._prepare_policy(port, installed.get(port))
+            if policy.algorithm == "MCDT" and port not in self.mcdt_arrivals:
+                new_mcdt_periods.append(port)
+        desired = self.desired_state()
+        plan = R.plan_writes(current, desired)
+        await d.apply_writes(plan)
+        resets = await d.reset_defaults()
+        self.pushed = {port: self.policy_action(port) for port in sorted(self.switch.policies)}
+        for port in new_mcdt_periods:       # the first period starts now
+            self.mcdt_arrivals[port], _ = await self._read_mcdt_counters(port)
+        LOG.info("%s: installed %d routes, %d port policies: %d inserted, %d modified, "
+                 "%d deleted, %d defaults reset", self.switch.name, len(self.switch.routes),
+                 len(self.switch.policies), plan.count(R.INSERT), plan.count(R.MODIFY),
+                 plan.count(R.DELETE), resets)
+        return plan
+
+    def _prepare_policy(self, port: int, installed: PolicyAction | None) -> None:
+        """The port's policy epoch and MCDT state for install (see install)."""
+        policy = self.switch.policies[port]
+        previous = self.pushed.get(port)
+        if policy.algorithm != "MCDT" or not (
+                port in self.mcdt_th_scaled and R.same_policy(previous, self._template(port))):
+            self.mcdt_th_scaled.pop(port, None)
+            self.mcdt_arrivals.pop(port, None)
             if policy.algorithm == "MCDT":
                 self.mcdt_th_scaled[port] = mcdt.initial_th_scaled(policy.queue_limit_pkts)
-            await self._push(port, self.policy_action(port))
-            if policy.algorithm == "MCDT":   # the first period starts now
-                self.mcdt_arrivals[port], _ = await self._read_mcdt_counters(port)
-        await d.enable_flow_reports()
-        LOG.info("%s: installed %d routes, %d port policies", self.switch.name,
-                 len(self.switch.routes), len(self.switch.policies))
+        template = self._template(port)
+        kept = installed.params.get("policy_epoch") if installed is not None else None
+        if R.same_policy(installed, template):      # DROP_TAIL has no epoch: any will do
+            self.epochs[port] = kept if kept is not None else self.epochs.get(port, 0)
+        else:
+            self.epochs[port] = self.driver.new_policy_epoch(port, kept)
+
+    def _template(self, port: int) -> PolicyAction:
+        """The port's action with a placeholder epoch (for same_policy)."""
+        saved = self.epochs.get(port)
+        self.epochs[port] = 0
+        try:
+            return self.policy_action(port)
+        finally:
+            if saved is None:
+                del self.epochs[port]
+            else:
+                self.epochs[port] = saved
+
+    def desired_state(self) -> R.SwitchState:
+        """What the switch should hold: the flow digest config, ChIPS's clone
+        sessions, the classifier, the routes, a policy for every configured port."""
+        sw = self.switch
+        entries = R.classifier_entries(self.config.classifier.tagged_dscp)
+        entries += [R.route_entry(str(r.prefix), r.port, sw.ports[r.port].mac, r.next_hop_mac)
+                    for r in sw.routes]
+        entries += [R.policy_entry(port, self.policy_action(port))
+                    for port in sorted(sw.policies)]
+        clones = [R.cut_in_slot_session(port) for port, policy in sorted(sw.policies.items())
+                  if policy.algorithm == "DCBT_CHIPS"]
+        return R.SwitchState(digests=(R.flow_digest_config(),), clone_sessions=tuple(clones),
+                             entries=tuple(entries))
 
     def policy_action(self, port: int) -> PolicyAction:
         """The port's port_policy action, with D-CBT shares from the active flows

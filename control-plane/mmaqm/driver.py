@@ -10,7 +10,6 @@ Names are the P4Info aliases of p4src/v1model/main.p4.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -22,18 +21,16 @@ from google.protobuf import text_format
 from google.protobuf.empty_pb2 import Empty
 
 from . import p4constants as C
+from . import reconcile as R
 from .algorithms import ALGORITHMS
 from .encoding import PolicyAction, policy_epoch_from_clock
 
 LOG = logging.getLogger(__name__)
 
-TABLE_ROUTES = "ipv4_lpm"
-TABLE_CLASSIFIER = "classifier"
-TABLE_POLICY = "port_policy"
-DIGEST_FLOW = "flow_digest_t"
-# Priorities of classifier entries: TCP wins over any DSCP rule.
-_PRIO_TCP = 100
-_PRIO_TAGGED = 50
+TABLE_ROUTES = R.TABLE_ROUTES
+TABLE_CLASSIFIER = R.TABLE_CLASSIFIER
+TABLE_POLICY = R.TABLE_POLICY
+DIGEST_FLOW = R.DIGEST_FLOW
 
 # Every network wait has a deadline (issue 9); cli.py's flags override the first two.
 GRPC_WAIT_TIMEOUT_S = 20.0     # wait_for_grpc: a switch just started may not listen yet
@@ -69,9 +66,7 @@ class CounterValue:
     bytes: int = 0
 
 
-def _check_port(port: int) -> None:
-    if not 0 <= port < C.NUM_PORTS:
-        raise ValueError(f"port {port} outside 0..{C.NUM_PORTS - 1}")
+_check_port = R.check_port
 
 
 def check_action(schema: fy.P4Schema, table: str, action: PolicyAction) -> None:
@@ -207,45 +202,62 @@ class SwitchDriver:
 
     async def install_classifier(self, tagged_dscp: Iterable[int]) -> None:
         """(IP protocol, DSCP) -> class (cbt §3): TCP, tagged UDP, else untagged."""
-        entries = [
-            +fy.P4TableEntry(
-                TABLE_CLASSIFIER,
-                match=fy.Match(ip_proto=C.IP_PROTO_TCP),
-                action=fy.Action("set_class", class_id=C.CLASS_TCP),
-                priority=_PRIO_TCP,
-            )
-        ]
-        for dscp in tagged_dscp:
-            if not 0 <= dscp <= 63:
-                raise ValueError(f"DSCP {dscp} outside 0..63")
-            entries.append(
-                +fy.P4TableEntry(
-                    TABLE_CLASSIFIER,
-                    match=fy.Match(ip_proto=C.IP_PROTO_UDP, dscp=dscp),
-                    action=fy.Action("set_class", class_id=C.CLASS_TAGGED),
-                    priority=_PRIO_TAGGED,
-                )
-            )
-        await self.switch.write(entries)
+        await self.switch.write([+to_finsy(e) for e in R.classifier_entries(tagged_dscp)])
 
     async def install_route(self, prefix: str, port: int, src_mac: str, next_hop_mac: str) -> None:
-        _check_port(port)
-        network = ipaddress.IPv4Network(prefix)  # raises on a bad prefix
-        await self.switch.write([
-            +fy.P4TableEntry(
-                TABLE_ROUTES,
-                match=fy.Match(ipv4_dst=str(network)),
-                action=fy.Action("route", port=port, src_mac=src_mac, dst_mac=next_hop_mac),
-            )
-        ])
+        await self.switch.write([+to_finsy(R.route_entry(prefix, port, src_mac, next_hop_mac))])
 
     async def install_cut_in_slot_session(self, port: int) -> None:
         """The clone session of ChIPS's FIFO slot clones for one port (chips.p4):
         session CHIPS_CLONE_SESSION_BASE + port replicates to the port itself."""
-        _check_port(port)
-        await self.switch.write([
-            +fy.P4CloneSessionEntry(C.CHIPS_CLONE_SESSION_BASE + port, replicas=[(port, 1)])
-        ])
+        await self.switch.write([+to_finsy(R.cut_in_slot_session(port))])
+
+    # ---- reconciling (install) ---------------------------------------
+    async def read_state(self) -> R.SwitchState:
+        """Every table entry, clone session, multicast group and digest config of the
+        program, in ONE ReadRequest (a wildcard read of each kind; digest configs
+        cannot be read by wildcard, so each by name), as reconcile's plain data."""
+        wanted: list[fy.P4Entity] = [fy.P4TableEntry(), fy.P4CloneSessionEntry(),
+                                     fy.P4MulticastGroupEntry()]
+        wanted += [fy.P4DigestEntry(d.alias) for d in self.switch.p4info.digests]
+        entries, clones, groups, digests = [], [], [], []
+        async for entity in self.switch.read(wanted):
+            if isinstance(entity, fy.P4TableEntry):
+                if not entity.is_default_action and not entity.is_const:
+                    entries.append(from_finsy_entry(entity))
+            elif isinstance(entity, fy.P4CloneSessionEntry):
+                clones.append(R.CloneSession(entity.session_id, _replicas(entity.replicas),
+                                             entity.class_of_service, entity.packet_length_bytes))
+            elif isinstance(entity, fy.P4MulticastGroupEntry):
+                groups.append(R.MulticastGroup(entity.multicast_group_id,
+                                               _replicas(entity.replicas)))
+            elif isinstance(entity, fy.P4DigestEntry):
+                digests.append(R.DigestConfig(str(entity.digest_id), entity.max_list_size,
+                                              entity.max_timeout_ns, entity.ack_timeout_ns))
+        return R.SwitchState(tuple(digests), tuple(clones), tuple(groups), tuple(entries))
+
+    async def apply_writes(self, plan: R.WritePlan) -> None:
+        """Send each batch of the plan as one Write RPC, in order (each must succeed
+        before the next is sent). Port policies are checked against the P4Info first."""
+        for write in plan.writes:
+            entity = write.entity
+            if write.type != R.DELETE and isinstance(entity, R.TableEntry) \
+                    and entity.table == TABLE_POLICY:
+                check_action(self.switch.p4info, TABLE_POLICY,
+                             PolicyAction(entity.action, dict(entity.params)))
+        for batch in plan.batches:
+            await self.switch.write([_UPDATE[w.type](to_finsy(w.entity)) for w in batch])
+
+    async def reset_defaults(self) -> int:
+        """Reset the default action of every table whose default is not const (P4Info
+        does not say what its initial one is, so this cannot tell whether it changed:
+        it resets them all; the mmaqm program has none). Returns how many."""
+        defaults = [fy.P4TableEntry(table.alias, is_default_action=True)
+                    for table in self.switch.p4info.tables
+                    if table.const_default_action is None and table.action_profile is None]
+        if defaults:
+            await self.switch.modify(defaults)
+        return len(defaults)
 
     async def read_port_policy(self, port: int) -> PolicyAction | None:
         """The port's installed port_policy action, or None."""
@@ -269,6 +281,12 @@ class SwitchDriver:
             action=fy.Action(action.name, **dict(action.params)),
         )
         await self.switch.write([~entry if exists else +entry])
+
+    def new_policy_epoch(self, port: int, installed: int | None) -> int:
+        """A new epoch for the port, whose installed entry has epoch `installed` (None:
+        no entry or no epoch); see encoding.policy_epoch_from_clock."""
+        _check_port(port)
+        return policy_epoch_from_clock(time.time_ns(), installed)
 
     async def next_policy_epoch(self, port: int) -> int:
         """An epoch that the port's packets have never carried, so a new policy
@@ -310,16 +328,13 @@ class SwitchDriver:
         """Configure the flow digest: insert it, or, when an earlier controller left it
         configured (clear() keeps it), modify it to these settings (a MODIFY never
         resets PI's digest state, unlike a DELETE)."""
-        def entry() -> fy.P4DigestEntry:
-            return fy.P4DigestEntry(DIGEST_FLOW, max_list_size=max_list_size,
-                                    max_timeout_ns=max_timeout_ms * 1_000_000,
-                                    ack_timeout_ns=1_000_000_000)
+        config = R.flow_digest_config(max_list_size, max_timeout_ms)
         try:
-            await self.switch.write([+entry()])
+            await self.switch.write([+to_finsy(config)])
         except fy.P4ClientError as err:
             if err.code != fy.GRPCStatusCode.UNKNOWN or not _already_exists(err):
                 raise
-            await self.switch.write([~entry()])
+            await self.switch.write([~to_finsy(config)])
 
     async def flow_reports(self) -> AsyncIterator[list[FlowReport]]:
         """Digest lists as FlowReports; each list is acknowledged once decoded."""
@@ -335,6 +350,40 @@ class SwitchDriver:
             ]
             await self.switch.write([digest_list.ack()])
             yield reports
+
+
+_UPDATE = {R.INSERT: lambda e: +e, R.MODIFY: lambda e: ~e, R.DELETE: lambda e: -e}
+
+
+def _replicas(replicas: Iterable[fy.P4Replica]) -> tuple[tuple[int, int], ...]:
+    return tuple((int(r.port), int(r.instance)) for r in replicas)
+
+
+def from_finsy_entry(entry: fy.P4TableEntry) -> R.TableEntry:
+    """A table entry as finsy decoded it (match values as ints or tuples of ints)."""
+    action = entry.action
+    if not isinstance(action, fy.P4TableAction):
+        raise ValueError(f"{entry.table_id}: an entry without a direct action: {entry!r}")
+    return R.TableEntry.make(str(entry.table_id), dict(entry.match or {}), action.name,
+                             {k: int(v) for k, v in (action.args or {}).items()},
+                             entry.priority)
+
+
+def to_finsy(entity: R.Entity) -> fy.P4Entity:
+    """reconcile's plain data as the finsy entity to write."""
+    if isinstance(entity, R.TableEntry):
+        return fy.P4TableEntry(entity.table, match=fy.Match(dict(entity.match)),
+                               action=fy.Action(entity.action, **dict(entity.params)),
+                               priority=entity.priority)
+    if isinstance(entity, R.CloneSession):
+        return fy.P4CloneSessionEntry(entity.session_id, class_of_service=entity.class_of_service,
+                                      packet_length_bytes=entity.packet_length_bytes,
+                                      replicas=list(entity.replicas))
+    if isinstance(entity, R.MulticastGroup):
+        return fy.P4MulticastGroupEntry(entity.group_id, replicas=list(entity.replicas))
+    return fy.P4DigestEntry(entity.digest, max_list_size=entity.max_list_size,
+                            max_timeout_ns=entity.max_timeout_ns,
+                            ack_timeout_ns=entity.ack_timeout_ns)
 
 
 def _already_exists(err: fy.P4ClientError) -> bool:

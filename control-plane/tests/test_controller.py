@@ -10,6 +10,7 @@ import io
 import json
 import math
 import time
+from dataclasses import replace
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from mmaqm.config import Config, ConfigError, parse_config
 from mmaqm.controller import SwitchController, jsonl_sink
 from mmaqm.driver import CounterValue, FlowReport
 from mmaqm.encoding import PolicyAction
+from mmaqm import reconcile as R
 
 TCP, TAGGED, UNTAGGED = 0, 1, 2          # traffic_class_t (defines.p4)
 RED_5_15 = {"min_th_pkts": 5, "max_th_pkts": 15, "max_p": 0.1, "queue_limit_pkts": 60}
@@ -84,25 +86,35 @@ class FakeDriver:
         self.reports = list(reports)
         self.reports_end = reports_end
         self.counters = counters or {}
+        self.state = R.SwitchState()
+        self.fail_on: R.Entity | None = None
 
-    async def clear(self) -> None:
-        self.calls.append(("clear",))
+    async def read_state(self) -> R.SwitchState:
+        self.calls.append(("read_state",))
+        return self.state
 
-    async def install_classifier(self, tagged_dscp: Iterable[int]) -> None:
-        self.calls.append(("install_classifier", tuple(tagged_dscp)))
+    async def apply_writes(self, plan: R.WritePlan) -> None:
+        """Applies each write to `state` as a switch would (INSERT of an existing key,
+        MODIFY or DELETE of a missing one fail), recording each batch."""
+        for batch in plan.batches:
+            self.calls.append(("write", batch))
+            for write in batch:
+                if self.fail_on is not None and write.entity == self.fail_on:
+                    raise RuntimeError("switch refused")
+                self.state = apply_write(self.state, write)
 
-    async def install_route(self, prefix: str, port: int, src_mac: str, next_hop_mac: str) -> None:
-        self.calls.append(("install_route", prefix, port, src_mac, next_hop_mac))
+    async def reset_defaults(self) -> int:
+        return 0
 
-    async def next_policy_epoch(self, port: int) -> int:
-        self.calls.append(("next_policy_epoch", port))
+    def new_policy_epoch(self, port: int, installed: int | None) -> int:
+        self.calls.append(("new_policy_epoch", port, installed))
         return EPOCH[port]
 
     async def write_port_policy(self, port: int, action: PolicyAction) -> None:
         self.calls.append(("write_port_policy", port, action))
-
-    async def enable_flow_reports(self) -> None:
-        self.calls.append(("enable_flow_reports",))
+        entry = R.policy_entry(port, action)
+        exists = any(e.key == entry.key for e in self.state.entries)
+        self.state = apply_write(self.state, R.Write(R.MODIFY if exists else R.INSERT, entry))
 
     async def flow_reports(self) -> AsyncIterator[list[FlowReport]]:
         for reports in self.reports:
@@ -122,6 +134,21 @@ class FakeDriver:
 
     def check_connected(self) -> None:
         pass
+
+
+def apply_write(state: R.SwitchState, write: R.Write) -> R.SwitchState:
+    kind = {R.TableEntry: "entries", R.CloneSession: "clone_sessions",
+            R.MulticastGroup: "multicast_groups", R.DigestConfig: "digests"}[type(write.entity)]
+    have = {e.key: e for e in getattr(state, kind)}
+    exists = write.entity.key in have
+    if exists != (write.type != R.INSERT):
+        raise RuntimeError(f"{write.type} of {'an existing' if exists else 'a missing'} "
+                           f"{write.entity!r}")
+    if write.type == R.DELETE:
+        del have[write.entity.key]
+    else:
+        have[write.entity.key] = write.entity
+    return replace(state, **{kind: tuple(have.values())})
 
 
 class Clock:
@@ -166,37 +193,78 @@ async def run_until(controller: SwitchController, done: Callable[[], bool]) -> N
 
 
 # ------------------------------------------------------------------ install
-def test_install_clears_then_writes_classifier_routes_policies_and_enables_reports() -> None:
+CLASSIFIER = R.classifier_entries([46, 34])
+ROUTES = [R.route_entry("10.0.1.0/24", 1, "02:00:00:00:00:01", "02:00:00:01:00:01"),
+          R.route_entry("10.0.2.0/24", 2, "02:00:00:00:00:02", "02:00:00:02:00:01")]
+DIGEST = R.DigestConfig("flow_digest_t", 64, 10_000_000, 1_000_000_000)
+
+
+def test_install_on_an_empty_switch_reads_it_then_inserts_everything_in_order() -> None:
     driver = FakeDriver()
     controller = make(driver)
-    run_async(controller.install())
+    plan = run_async(controller.install())
     assert driver.calls == [
-        ("clear",),
-        ("install_classifier", (46, 34)),
-        ("install_route", "10.0.1.0/24", 1, "02:00:00:00:00:01", "02:00:00:01:00:01"),
-        ("install_route", "10.0.2.0/24", 2, "02:00:00:00:00:02", "02:00:00:02:00:01"),
-        *[call for port in (1, 2, 3, 4, 5)
-          for call in (("next_policy_epoch", port), ("write_port_policy", port, INSTALLED[port]))],
-        ("enable_flow_reports",),
+        ("read_state",),
+        *[("new_policy_epoch", port, None) for port in (1, 2, 3, 4, 5)],
+        ("write", (R.Write(R.INSERT, DIGEST),)),
+        ("write", tuple(R.Write(R.INSERT, e) for e in [
+            *CLASSIFIER, *ROUTES, *[R.policy_entry(p, INSTALLED[p]) for p in (1, 2, 3, 4, 5)]])),
     ]
+    assert plan.count(R.INSERT) == 1 + 3 + 2 + 5 and len(plan.writes) == 11
     assert controller.pushed == INSTALLED
     assert controller.epochs == {p: EPOCH[p] for p in (1, 2, 3, 4, 5)}
 
 
-def test_install_stops_at_the_first_failed_write() -> None:
-    class FailingDriver(FakeDriver):
-        async def write_port_policy(self, port: int, action: PolicyAction) -> None:
-            await super().write_port_policy(port, action)
-            if port == 2:
-                raise RuntimeError("switch refused")
+def test_reinstalling_an_unchanged_config_writes_nothing_and_keeps_the_epochs() -> None:
+    """The same controller again, then a new one (another mmaqm-ctl install): one read,
+    no write, and every port keeps its installed policy epoch (its averages survive)."""
+    driver = FakeDriver()
+    first = make(driver)
+    run_async(first.install())
+    installed_state = driver.state
+    for controller in (first, first, make(driver)):
+        del driver.calls[:]
+        plan = run_async(controller.install())
+        assert driver.calls == [("read_state",)] and plan.writes == []
+        assert controller.pushed == INSTALLED
+        assert {p: controller.epochs[p] for p in (2, 3, 4, 5)} == {p: EPOCH[p] for p in (2, 3, 4, 5)}
+    assert driver.state == installed_state
 
-    driver = FailingDriver()
+
+def test_a_changed_route_next_hop_is_one_modify_and_a_new_policy_gets_a_new_epoch() -> None:
+    driver = FakeDriver()
+    run_async(make(driver).install())
+    changed = copy.deepcopy(CONFIG)
+    sw = changed["switches"]["s1"]
+    sw["routes"][1]["next_hop_mac"] = "02:00:00:02:00:99"
+    sw["policies"][4] = {"algorithm": "RED", **RED_5_15, "max_p": 0.2}
+    cfg = parse_config(changed)
+    controller = SwitchController(cfg, cfg.switches["s1"], driver,  # type: ignore[arg-type]
+                                  clock_ms=Clock())
+    del driver.calls[:]
+    run_async(controller.install())
+    red_4 = PolicyAction("red", {**RED_PARAMS, "policy_epoch": EPOCH[4],
+                                 "red_slope_q24": 335544})   # round(0.02 * 2^24)
+    assert driver.calls == [
+        ("read_state",),
+        ("new_policy_epoch", 4, EPOCH[4]),        # port 4 only: never the installed epoch
+        ("write", (R.Write(R.MODIFY, R.route_entry("10.0.2.0/24", 2, "02:00:00:00:00:02",
+                                                   "02:00:00:02:00:99")),
+                   R.Write(R.MODIFY, R.policy_entry(4, red_4)))),
+    ]
+
+
+def test_install_stops_at_the_first_failed_write() -> None:
+    driver = FakeDriver()
+    driver.fail_on = R.policy_entry(2, INSTALLED[2])
     controller = make(driver)
     with pytest.raises(RuntimeError, match="switch refused"):
         run_async(controller.install())
-    assert [w[0] for w in driver.writes()] == [1, 2]
-    assert ("enable_flow_reports",) not in driver.calls
-    assert controller.pushed == {1: INSTALLED[1]}       # only what the switch accepted
+    assert driver.calls[-1][0] == "write"
+    assert controller.pushed == {}          # nothing it could vouch for
+    assert R.policy_entry(1, INSTALLED[1]) in driver.state.entries       # the same batch's
+    assert not any(e.table == "port_policy" and dict(e.match)["port"] == 3
+                   for e in driver.state.entries)                       # never sent
 
 
 # ------------------------------------------------------------ share updates
@@ -476,14 +544,43 @@ def test_mcdt_install_writes_thresholds_at_b_and_reads_the_period_start() -> Non
     controller = mcdt_controller(driver)
     run_async(controller.install())
     assert driver.calls == [
-        ("clear",), ("install_classifier", (46, 34)),
-        ("next_policy_epoch", 1),
-        ("write_port_policy", 1, PolicyAction("drop_tail", {**COMMON, "queue_limit_pkts": 64})),
-        ("next_policy_epoch", 2), ("write_port_policy", 2, MCDT_INSTALLED), MCDT_READ,
-        ("enable_flow_reports",),
+        ("read_state",), ("new_policy_epoch", 1, None), ("new_policy_epoch", 2, None),
+        ("write", (R.Write(R.INSERT, DIGEST),)),
+        ("write", tuple(R.Write(R.INSERT, e) for e in [
+            *CLASSIFIER,
+            R.policy_entry(1, PolicyAction("drop_tail", {**COMMON, "queue_limit_pkts": 64})),
+            R.policy_entry(2, MCDT_INSTALLED)])),
+        MCDT_READ,
     ]
     assert controller.mcdt_arrivals[2] == {TCP: 7, TAGGED: 3, UNTAGGED: 1}
     assert controller.mcdt_th_scaled[2] == {c: 100 << 16 for c in (TCP, TAGGED, UNTAGGED)}
+
+
+def test_mcdt_reinstall_keeps_the_thresholds_and_period_a_new_controller_starts_at_b() -> None:
+    """The controller that moved the thresholds reinstalls: nothing written, eq. 10's
+    memory and the running period kept. A new controller (no memory) starts at B again
+    (mcdt §II.2, "before the first update"): one MODIFY, the policy epoch kept."""
+    async def body() -> None:
+        driver = FakeDriver(counters=mcdt_counters((100, 50, 20), (90, 45, 20), (90, 45, 20)))
+        controller = mcdt_controller(driver)
+        await controller.install()
+        driver.counters = mcdt_counters((110, 70, 25), (98, 63, 25), (94, 45, 17))
+        assert await controller.mcdt_update(2) is True
+        memory, period = dict(controller.mcdt_th_scaled[2]), dict(controller.mcdt_arrivals[2])
+        del driver.calls[:]
+        assert (await controller.install()).writes == []
+        assert driver.calls == [("read_state",)]
+        assert controller.mcdt_th_scaled[2] == memory and controller.mcdt_arrivals[2] == period
+        assert controller.pushed[2] == MCDT_INSTALLED.with_params(
+            tcp_th_pkts=59, tagged_th_pkts=59, untagged_th_pkts=41)
+        del driver.calls[:]
+        fresh = mcdt_controller(driver)
+        await fresh.install()
+        assert driver.calls == [("read_state",),
+                                ("write", (R.Write(R.MODIFY, R.policy_entry(2, MCDT_INSTALLED)),)),
+                                MCDT_READ]
+
+    run_async(body())
 
 
 def test_mcdt_period_pushes_the_reference_models_thresholds_keeping_the_epoch() -> None:

@@ -9,10 +9,12 @@ import contextlib
 import time
 import types
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from finsy.proto import p4r
 from google.protobuf import text_format
 
 from fake_p4rt import FakeP4RuntimeServer, WrittenEntry, WrittenUpdate, blackhole_address, \
@@ -250,6 +252,43 @@ def test_clear_deletes_every_entry_but_keeps_the_digest_config(
     assert "DELETE" not in [u.type for u in server.written_updates()
                             if u.entity == ("digest", "flow_digest_t")]
     assert len(server.pipeline_pushes) == 1
+
+
+def test_read_state_reads_everything_in_one_request_and_apply_writes_sends_each_batch(
+        p4info_path: Path, device_config: Path) -> None:
+    """Issue 9 (reinstall gap): what install reads and writes, over the wire."""
+    from mmaqm import reconcile as R
+
+    route = R.route_entry("10.0.2.0/24", 2, "02:00:00:00:00:02", "02:00:00:02:00:01")
+    moved = R.route_entry("10.0.2.0/24", 2, "02:00:00:00:00:02", "02:00:00:02:00:99")
+    policy = R.policy_entry(2, RED)
+
+    async def body() -> tuple[FakeP4RuntimeServer, list[Any]]:
+        async with connected(p4info_path, device_config) as (server, d):
+            states = [await d.read_state()]
+            requests = len(server.read_requests)
+            await d.apply_writes(R.plan_writes(states[0], R.SwitchState(
+                digests=(R.flow_digest_config(),), entries=(*R.classifier_entries([46]),
+                                                            route, policy))))
+            states.append(await d.read_state())
+            assert len(server.read_requests) == requests + 1
+            writes = len(server.write_requests)
+            await d.apply_writes(R.plan_writes(states[1], replace(states[1], entries=(
+                *R.classifier_entries([46]), moved))))
+            states.append(await d.read_state())
+            with pytest.raises(ValueError, match="parameters"):     # checked before sending
+                await d.apply_writes(R.WritePlan(((R.Write(R.INSERT, R.policy_entry(
+                    3, PolicyAction("drop_tail", {"queue_limit_pkts": 64}))),),)))
+        return server, [states, writes]
+
+    server, (states, writes) = run_async(body())
+    assert states[0] == R.SwitchState()
+    assert states[1] == R.SwitchState(digests=(R.flow_digest_config(),),
+                                      entries=(*R.classifier_entries([46]), route, policy))
+    assert states[2].entries == (*R.classifier_entries([46]), moved)
+    # the route MODIFY, then (its own Write RPC) the policy DELETE; digest config unchanged
+    assert [[u.type for u in r.updates] for r in server.write_requests[writes:]] == [
+        [p4r.Update.MODIFY], [p4r.Update.DELETE]]
 
 
 # --------------------------------------------------------------- counters

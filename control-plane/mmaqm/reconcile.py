@@ -1,0 +1,238 @@
+"""Reconciling a switch with its configuration: the diff, as pure functions (issue 9).
+
+install() used to delete every entry and insert them again, which left a window with
+no route and no port policy (packets discarded as DISCARD_NO_ROUTE / NO_POLICY). Now
+the controller reads what the switch has (one ReadRequest, driver.read_state), builds
+what the configuration wants (desired_state) and writes only the difference
+(plan_writes). An unchanged configuration is zero writes.
+
+Everything here is plain data, in the form finsy decodes a read into: match fields as
+ints, LPM as (value, prefix_len), ternary as (value, mask); action parameters as ints
+(MACs too). Nothing here talks to a switch.
+
+Write order (plan_writes), so that traffic always has a route and a policy:
+  1. digest configs: INSERT missing, MODIFY changed; never DELETE (driver.clear:
+     deleting the digest config while PI builds a digest list aborts simple_switch_grpc);
+  2. clone sessions INSERT/MODIFY (a DCBT_CHIPS policy clones to its session);
+  3. table entries INSERT/MODIFY (a changed action keeps its match key: one atomic MODIFY);
+  4. table entries DELETE (only after everything that replaces them exists);
+  5. clone sessions and multicast groups DELETE (after the policies that used them).
+Each step is its own Write RPC (driver.apply_writes): P4Runtime may reorder the updates
+of one batch ("Batching and Ordering of Updates"), not the batches of one client.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Union
+
+from . import p4constants as C
+from .encoding import PolicyAction
+
+TABLE_ROUTES = "ipv4_lpm"
+TABLE_CLASSIFIER = "classifier"
+TABLE_POLICY = "port_policy"
+DIGEST_FLOW = "flow_digest_t"
+PRIO_TCP = 100          # classifier priorities: TCP wins over any DSCP rule
+PRIO_TAGGED = 50
+IP_PROTO_MASK = 0xFF
+DSCP_MASK = 0x3F
+
+MatchValue = Union[int, tuple[int, int]]
+INSERT, MODIFY, DELETE = "INSERT", "MODIFY", "DELETE"
+
+# port_policy parameters the controller's loops change while the policy stays the
+# same: D-CBT's shares (dcbt §3.1) and MCDT's class thresholds (mcdt §II.2, eq. 10).
+DYNAMIC_PARAMS: dict[str, frozenset[str]] = {
+    "dcbt": frozenset({"tagged_share_q16", "untagged_th_scaled"}),
+    "dcbt_chips": frozenset({"tagged_share_q16", "untagged_th_scaled"}),
+    "mcdt": frozenset({"tcp_th_pkts", "tagged_th_pkts", "untagged_th_pkts"}),
+}
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    table: str
+    match: tuple[tuple[str, MatchValue], ...]     # sorted by field name
+    action: str
+    params: tuple[tuple[str, int], ...] = ()      # sorted by parameter name
+    priority: int = 0
+
+    @staticmethod
+    def make(table: str, match: Mapping[str, MatchValue], action: str,
+             params: Mapping[str, int] | None = None, priority: int = 0) -> "TableEntry":
+        return TableEntry(table, tuple(sorted(match.items())), action,
+                          tuple(sorted((params or {}).items())), priority)
+
+    @property
+    def key(self) -> tuple[str, tuple[tuple[str, MatchValue], ...], int]:
+        return (self.table, self.match, self.priority)
+
+
+@dataclass(frozen=True)
+class CloneSession:
+    session_id: int
+    replicas: tuple[tuple[int, int], ...]         # (egress port, instance)
+    class_of_service: int = 0
+    packet_length_bytes: int = 0
+
+    @property
+    def key(self) -> int:
+        return self.session_id
+
+
+@dataclass(frozen=True)
+class MulticastGroup:
+    group_id: int
+    replicas: tuple[tuple[int, int], ...]
+
+    @property
+    def key(self) -> int:
+        return self.group_id
+
+
+@dataclass(frozen=True)
+class DigestConfig:
+    digest: str
+    max_list_size: int
+    max_timeout_ns: int
+    ack_timeout_ns: int
+
+    @property
+    def key(self) -> str:
+        return self.digest
+
+
+Entity = Union[TableEntry, CloneSession, MulticastGroup, DigestConfig]
+
+
+@dataclass(frozen=True)
+class SwitchState:
+    """What a switch holds (read) or should hold (desired), in write order."""
+
+    digests: tuple[DigestConfig, ...] = ()
+    clone_sessions: tuple[CloneSession, ...] = ()
+    multicast_groups: tuple[MulticastGroup, ...] = ()
+    entries: tuple[TableEntry, ...] = ()
+
+    def port_policies(self) -> dict[int, PolicyAction]:
+        """The port_policy entries as {port: action}."""
+        return {int(dict(e.match)["port"]): PolicyAction(e.action, dict(e.params))  # type: ignore[arg-type]
+                for e in self.entries if e.table == TABLE_POLICY}
+
+
+@dataclass(frozen=True)
+class Write:
+    type: str            # INSERT, MODIFY, DELETE
+    entity: Entity
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """The writes, in batches to send one after another (see the module docstring)."""
+
+    batches: tuple[tuple[Write, ...], ...] = field(default_factory=tuple)
+
+    @property
+    def writes(self) -> list[Write]:
+        return [w for batch in self.batches for w in batch]
+
+    def count(self, kind: str) -> int:
+        return sum(w.type == kind for w in self.writes)
+
+
+# ---------------------------------------------------------------- desired
+def check_port(port: int) -> None:
+    if not 0 <= port < C.NUM_PORTS:
+        raise ValueError(f"port {port} outside 0..{C.NUM_PORTS - 1}")
+
+
+def mac_int(mac: str) -> int:
+    parts = mac.split(":")
+    if len(parts) != 6 or not all(len(p) == 2 for p in parts):
+        raise ValueError(f"bad MAC address {mac!r}")
+    return int("".join(parts), 16)
+
+
+def classifier_entries(tagged_dscp: Iterable[int]) -> list[TableEntry]:
+    """(IP protocol, DSCP) -> class (cbt §3): TCP, tagged UDP, else untagged (the
+    table's default)."""
+    entries = [TableEntry.make(TABLE_CLASSIFIER, {"ip_proto": (C.IP_PROTO_TCP, IP_PROTO_MASK)},
+                               "set_class", {"class_id": C.CLASS_TCP}, PRIO_TCP)]
+    for dscp in tagged_dscp:
+        if not 0 <= dscp <= 63:
+            raise ValueError(f"DSCP {dscp} outside 0..63")
+        entries.append(TableEntry.make(
+            TABLE_CLASSIFIER, {"ip_proto": (C.IP_PROTO_UDP, IP_PROTO_MASK),
+                               "dscp": (dscp, DSCP_MASK)},
+            "set_class", {"class_id": C.CLASS_TAGGED}, PRIO_TAGGED))
+    return entries
+
+
+def route_entry(prefix: str, port: int, src_mac: str, next_hop_mac: str) -> TableEntry:
+    check_port(port)
+    network = ipaddress.IPv4Network(prefix)      # raises on a bad prefix
+    return TableEntry.make(TABLE_ROUTES,
+                           {"ipv4_dst": (int(network.network_address), network.prefixlen)},
+                           "route", {"port": port, "src_mac": mac_int(src_mac),
+                                     "dst_mac": mac_int(next_hop_mac)})
+
+
+def policy_entry(port: int, action: PolicyAction) -> TableEntry:
+    check_port(port)
+    return TableEntry.make(TABLE_POLICY, {"port": port}, action.name, action.params)
+
+
+def cut_in_slot_session(port: int) -> CloneSession:
+    """ChIPS's FIFO slot clones of one port (chips.p4): session
+    CHIPS_CLONE_SESSION_BASE + port replicates to the port itself."""
+    check_port(port)
+    return CloneSession(C.CHIPS_CLONE_SESSION_BASE + port, ((port, 1),))
+
+
+def flow_digest_config(max_list_size: int = 64, max_timeout_ms: int = 10) -> DigestConfig:
+    return DigestConfig(DIGEST_FLOW, max_list_size, max_timeout_ms * 1_000_000, 1_000_000_000)
+
+
+def same_policy(a: PolicyAction | None, b: PolicyAction | None) -> bool:
+    """The same algorithm with the same configured parameters: they differ at most in
+    policy_epoch and in what the controller's loops change (DYNAMIC_PARAMS). Such a
+    port keeps its policy epoch, so its averages survive a reinstall."""
+    if a is None or b is None or a.name != b.name:
+        return False
+    ignore = DYNAMIC_PARAMS.get(a.name, frozenset()) | {"policy_epoch"}
+    return {k: v for k, v in a.params.items() if k not in ignore} == \
+        {k: v for k, v in b.params.items() if k not in ignore}
+
+
+# ------------------------------------------------------------------- diff
+def _diff(current: Iterable[Entity], desired: Iterable[Entity]
+          ) -> tuple[list[Write], list[Write]]:
+    """(INSERT and MODIFY writes in desired's order, DELETE writes in current's order)."""
+    have = {e.key: e for e in current}
+    want_keys = set()
+    upserts = []
+    for entity in desired:
+        if entity.key in want_keys:
+            raise ValueError(f"two desired entities with one key: {entity.key!r}")
+        want_keys.add(entity.key)
+        old = have.get(entity.key)
+        if old is None:
+            upserts.append(Write(INSERT, entity))
+        elif old != entity:
+            upserts.append(Write(MODIFY, entity))
+    deletes = [Write(DELETE, e) for key, e in have.items() if key not in want_keys]
+    return upserts, deletes
+
+
+def plan_writes(current: SwitchState, desired: SwitchState) -> WritePlan:
+    """The writes that turn current into desired, in batches (module docstring)."""
+    digest_upserts, _ = _diff(current.digests, desired.digests)   # digest configs: never DELETE
+    clone_upserts, clone_deletes = _diff(current.clone_sessions, desired.clone_sessions)
+    group_upserts, group_deletes = _diff(current.multicast_groups, desired.multicast_groups)
+    entry_upserts, entry_deletes = _diff(current.entries, desired.entries)
+    batches = (digest_upserts + clone_upserts + group_upserts, entry_upserts, entry_deletes,
+               clone_deletes + group_deletes)
+    return WritePlan(tuple(tuple(b) for b in batches if b))
