@@ -214,12 +214,12 @@ class SwitchDriver:
 
     # ---- reconciling (install) ---------------------------------------
     async def read_state(self) -> R.SwitchState:
-        """Every table entry, clone session, multicast group and digest config of the
-        program, in ONE ReadRequest (a wildcard read of each kind; digest configs
-        cannot be read by wildcard, so each by name), as reconcile's plain data."""
+        """Every table entry, clone session and multicast group of the program in ONE
+        ReadRequest (a wildcard read of each kind), then each digest config in one
+        more (they cannot be read by wildcard, and simple_switch_grpc fails a whole
+        ReadRequest with NOT_FOUND when one is not configured), as reconcile's data."""
         wanted: list[fy.P4Entity] = [fy.P4TableEntry(), fy.P4CloneSessionEntry(),
                                      fy.P4MulticastGroupEntry()]
-        wanted += [fy.P4DigestEntry(d.alias) for d in self.switch.p4info.digests]
         entries, clones, groups, digests = [], [], [], []
         async for entity in self.switch.read(wanted):
             if isinstance(entity, fy.P4TableEntry):
@@ -231,9 +231,14 @@ class SwitchDriver:
             elif isinstance(entity, fy.P4MulticastGroupEntry):
                 groups.append(R.MulticastGroup(entity.multicast_group_id,
                                                _replicas(entity.replicas)))
-            elif isinstance(entity, fy.P4DigestEntry):
-                digests.append(R.DigestConfig(str(entity.digest_id), entity.max_list_size,
-                                              entity.max_timeout_ns, entity.ack_timeout_ns))
+        for digest in self.switch.p4info.digests:
+            try:
+                async for entity in self.switch.read(fy.P4DigestEntry(digest.alias)):
+                    digests.append(R.DigestConfig(str(entity.digest_id), entity.max_list_size,
+                                                  entity.max_timeout_ns, entity.ack_timeout_ns))
+            except fy.P4ClientError as err:
+                if err.code != fy.GRPCStatusCode.NOT_FOUND:
+                    raise
         return R.SwitchState(tuple(digests), tuple(clones), tuple(groups), tuple(entries))
 
     async def apply_writes(self, plan: R.WritePlan) -> None:

@@ -17,7 +17,8 @@ and adds what the driver needs, the way simple_switch_grpc behaves:
   entry -> ALREADY_EXISTS, MODIFY/DELETE of a missing one -> NOT_FOUND) and
   reports failures per update, as P4Runtime does;
 - Read (from any client, primary or not: spec "Read RPC") answers table entries (all,
-  one table, or one match), digest configs (by id) and counters (every index, or the
+  one table, or one match), digest configs (by id; NOT_FOUND when not configured,
+  as simple_switch_grpc) and counters (every index, or the
   ones asked) from ``counters``; clone sessions and multicast groups: none;
 - ``send_digest`` pushes a DigestList on the stream; DigestListAcks are recorded.
 
@@ -533,7 +534,10 @@ class FakeP4RuntimeServer(P4RuntimeServer):
                     entities += self._read_counter_entries(wanted.counter_entry)
                 elif kind == "digest_entry":   # by id only, as P4Runtime (no wildcard)
                     stored = self.digest_configs.get(wanted.digest_entry.digest_id)
-                    entities += [] if stored is None else [p4r.Entity(digest_entry=stored)]
+                    if stored is None:      # simple_switch_grpc fails the whole request
+                        raise _P4Error(rpc_code.NOT_FOUND, f"Digest "
+                                       f"{wanted.digest_entry.digest_id} not configured")
+                    entities.append(p4r.Entity(digest_entry=stored))
                 elif kind not in ("packet_replication_engine_entry", "action_profile_member",
                                   "action_profile_group"):   # none in this program
                     raise _P4Error(rpc_code.UNIMPLEMENTED, f"fake: cannot read {kind}")

@@ -271,7 +271,7 @@ def test_read_state_reads_everything_in_one_request_and_apply_writes_sends_each_
                 digests=(R.flow_digest_config(),), entries=(*R.classifier_entries([46]),
                                                             route, policy))))
             states.append(await d.read_state())
-            assert len(server.read_requests) == requests + 1
+            assert len(server.read_requests) == requests + 2   # entities, the digest
             writes = len(server.write_requests)
             await d.apply_writes(R.plan_writes(states[1], replace(states[1], entries=(
                 *R.classifier_entries([46]), moved))))
