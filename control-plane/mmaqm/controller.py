@@ -68,8 +68,9 @@ class SwitchController:
         keeps its epoch, so its averages survive a reinstall; a new or changed policy
         gets a new epoch (policy_epoch_from_clock, never the installed one), which
         resets them. MCDT (mcdt §II.2): the thresholds start at B and a new period
-        starts, unless this controller already runs the same policy on the port (a
-        reinstall): then eq. 10's memory and the period go on."""
+        starts, unless the switch still holds the policy this controller has been
+        updating (a reinstall): then eq. 10's memory and the period go on. D-CBT
+        shares come from this controller's active flows (none yet in a new one)."""
         d = self.driver
         current = await d.read_state()
         installed = current.port_policies()
@@ -94,31 +95,21 @@ class SwitchController:
     def _prepare_policy(self, port: int, installed: PolicyAction | None) -> None:
         """The port's policy epoch and MCDT state for install (see install)."""
         policy = self.switch.policies[port]
-        previous = self.pushed.get(port)
-        if policy.algorithm != "MCDT" or not (
-                port in self.mcdt_th_scaled and R.same_policy(previous, self._template(port))):
+        template = self.policy_action(port, policy_epoch=0)
+        kept = installed.params.get("policy_epoch") if installed is not None else None
+        continues = R.same_policy(installed, template)
+        if continues:       # DROP_TAIL has no epoch: any will do
+            self.epochs[port] = kept if kept is not None else self.epochs.get(port, 0)
+        else:
+            self.epochs[port] = self.driver.new_policy_epoch(port, kept)
+        # MCDT: eq. 10's memory and the running period go on only where the switch
+        # still holds the policy this controller has been updating
+        if not (policy.algorithm == "MCDT" and continues and port in self.mcdt_th_scaled
+                and R.same_policy(self.pushed.get(port), template)):
             self.mcdt_th_scaled.pop(port, None)
             self.mcdt_arrivals.pop(port, None)
             if policy.algorithm == "MCDT":
                 self.mcdt_th_scaled[port] = mcdt.initial_th_scaled(policy.queue_limit_pkts)
-        template = self._template(port)
-        kept = installed.params.get("policy_epoch") if installed is not None else None
-        if R.same_policy(installed, template):      # DROP_TAIL has no epoch: any will do
-            self.epochs[port] = kept if kept is not None else self.epochs.get(port, 0)
-        else:
-            self.epochs[port] = self.driver.new_policy_epoch(port, kept)
-
-    def _template(self, port: int) -> PolicyAction:
-        """The port's action with a placeholder epoch (for same_policy)."""
-        saved = self.epochs.get(port)
-        self.epochs[port] = 0
-        try:
-            return self.policy_action(port)
-        finally:
-            if saved is None:
-                del self.epochs[port]
-            else:
-                self.epochs[port] = saved
 
     def desired_state(self) -> R.SwitchState:
         """What the switch should hold: the flow digest config, ChIPS's clone
@@ -134,9 +125,10 @@ class SwitchController:
         return R.SwitchState(digests=(R.flow_digest_config(),), clone_sessions=tuple(clones),
                              entries=tuple(entries))
 
-    def policy_action(self, port: int) -> PolicyAction:
+    def policy_action(self, port: int, policy_epoch: int | None = None) -> PolicyAction:
         """The port's port_policy action, with D-CBT shares from the active flows
-        and MCDT thresholds from the last period update."""
+        and MCDT thresholds from the last period update; the port's policy epoch
+        unless policy_epoch is given."""
         policy = self.switch.policies[port]
         counts = self.flows.counts(port)
         share_tagged, share_untagged = dcbt.class_shares(
@@ -145,7 +137,8 @@ class SwitchController:
         th_pkts = None if th_scaled is None else \
             {c: th >> C.AVG_FRAC_BITS for c, th in th_scaled.items()}
         return policy_action(
-            policy, policy_epoch=self.epochs[port], flow_epoch_shift=self.flow_epoch_shift,
+            policy, policy_epoch=self.epochs[port] if policy_epoch is None else policy_epoch,
+            flow_epoch_shift=self.flow_epoch_shift,
             share_tagged=share_tagged, share_untagged=share_untagged, mcdt_th_pkts=th_pkts)
 
     async def _push(self, port: int, action: PolicyAction) -> None:

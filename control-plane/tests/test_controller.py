@@ -579,6 +579,15 @@ def test_mcdt_reinstall_keeps_the_thresholds_and_period_a_new_controller_starts_
         assert driver.calls == [("read_state",),
                                 ("write", (R.Write(R.MODIFY, R.policy_entry(2, MCDT_INSTALLED)),)),
                                 MCDT_READ]
+        # the switch lost its tables (a restart): the same controller starts over at B,
+        # with a new epoch and a new period
+        driver.state = R.SwitchState()
+        del driver.calls[:]
+        await controller.install()
+        assert driver.calls[1:3] == [("new_policy_epoch", 1, None), ("new_policy_epoch", 2, None)]
+        assert driver.calls[-1] == MCDT_READ
+        assert controller.pushed[2] == MCDT_INSTALLED
+        assert controller.mcdt_th_scaled[2] == {c: 100 << 16 for c in (TCP, TAGGED, UNTAGGED)}
 
     run_async(body())
 
