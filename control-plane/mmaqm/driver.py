@@ -20,7 +20,6 @@ import finsy as fy
 from google.protobuf import text_format
 from google.protobuf.empty_pb2 import Empty
 
-from . import p4constants as C
 from . import reconcile as R
 from .algorithms import ALGORITHMS
 from .encoding import PolicyAction, policy_epoch_from_clock
