@@ -11,7 +11,9 @@
 
 #include "tna_types.p4"
 #include "occupancy_tna.p4"
+#ifndef MMAQM_TNA_NO_AVERAGE
 #include "red_tna.p4"
+#endif
 
 #define MMAQM_RED_PARAMS \
     policy_epoch_t policy_epoch, shift_t ewma_shift, \
