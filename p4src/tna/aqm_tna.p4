@@ -11,8 +11,11 @@
 
 #include "tna_types.p4"
 #include "occupancy_tna.p4"
-#ifndef MMAQM_TNA_NO_AVERAGE
+#if defined(MMAQM_TNA_RED_FAMILY) || defined(MMAQM_TNA_FRED)
 #include "red_tna.p4"
+#endif
+#ifdef MMAQM_TNA_FRED
+#include "fred_tna.p4"
 #endif
 
 #define MMAQM_RED_PARAMS \
@@ -39,9 +42,12 @@
 control TnaAqm(inout headers_t hdr, inout tna_ingress_metadata_t md,
                inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     TnaOccupancy() occupancy;
-#ifndef MMAQM_TNA_NO_AVERAGE
+#ifdef MMAQM_TNA_RED_FAMILY
     TnaRedAverage() red_average;
     TnaRedDropTest() red_drop_test;
+#endif
+#ifdef MMAQM_TNA_FRED
+    TnaFred() fred_algorithm;
 #endif
 #if defined(MMAQM_TNA_CBT_RED_ALL) || defined(MMAQM_TNA_CBT_RED_TCP_ONLY)
     Lpf<scaled_t, tna_index_t>(NUM_PORTS * CLASS_SLOTS) class_avg;   // cbt §3, per class
@@ -155,7 +161,22 @@ control TnaAqm(inout headers_t hdr, inout tna_ingress_metadata_t md,
 #define MMAQM_POLICY_ACTION mcdt
 #endif
 #ifdef MMAQM_TNA_FRED
-#error "FRED is not ported to TNA yet (README \"Tofino (TNA)\": what fails and the plan)"
+    @name(".fred")
+    action fred(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
+                policy_epoch_t policy_epoch, shift_t ewma_shift,
+                scaled_t min_th_scaled, scaled_t max_th_scaled, q24_t red_slope_q24,
+                q32_t idle_decay_q32, pkts_t minq_pkts, bit<32> fred_slot_mask) {
+        load_policy(queue_limit_pkts, flow_epoch_shift);
+        md.base.policy.policy_epoch = policy_epoch;
+        md.base.policy.ewma_shift = ewma_shift;
+        md.base.policy.min_th_scaled = min_th_scaled;
+        md.base.policy.max_th_scaled = max_th_scaled;
+        md.base.policy.red_slope_q24 = red_slope_q24;
+        md.base.policy.idle_decay_q32 = idle_decay_q32;
+        md.base.policy.minq_pkts = minq_pkts;
+        md.base.policy.fred_slot_mask = fred_slot_mask;
+    }
+#define MMAQM_POLICY_ACTION fred
 #endif
 
     action no_policy() {}
@@ -172,13 +193,11 @@ control TnaAqm(inout headers_t hdr, inout tna_ingress_metadata_t md,
             // main.p4's MmaqmEgress, applied where the registers are: a departure,
             // a cut-in packet's FIFO slot, or a cancel (occupancy_tna.p4)
             occupancy.apply(md);
+#ifdef MMAQM_TNA_FRED
+            fred_algorithm.apply(hdr, md);   // D1, D2 or the cancel of A3
+#endif
         } else if (port_policy.apply().hit) {
             occupancy.apply(md);
-            if (!md.counted) {
-                // occupancy.p4: the physical queue limit; nothing was counted
-                md.base.aqm_drop = true;
-                md.base.drop_reason = drop_reason_t.QUEUE_LIMIT;
-            }
 #ifdef MMAQM_TNA_MCDT
             // mcdt.p4: the class's logical queue (before this packet) exceeds T_c
             pkts_t threshold = md.base.policy.untagged_th_pkts;
@@ -187,16 +206,14 @@ control TnaAqm(inout headers_t hdr, inout tna_ingress_metadata_t md,
             } else if (md.base.class_id == traffic_class_t.TAGGED) {
                 threshold = md.base.policy.tagged_th_pkts;
             }
-            if (md.counted && md.base.occupancy.class_pkts > threshold) {
+            if (md.base.occupancy.class_pkts > threshold) {
                 md.base.aqm_drop = true;
                 md.base.drop_reason = drop_reason_t.CLASS_THRESHOLD;
             }
 #endif
 #if defined(MMAQM_TNA_RED)
             red_average.apply(md, md.base.occupancy.queue_pkts);
-            if (md.counted) {
-                red_drop_test.apply(hdr, md);
-            }
+            red_drop_test.apply(hdr, md);
 #endif
 #if defined(MMAQM_TNA_CBT_RED_ALL) || defined(MMAQM_TNA_CBT_RED_TCP_ONLY)
             // cbt.p4 cbt_class_test: a UDP packet's own class average and threshold
@@ -208,7 +225,7 @@ control TnaAqm(inout headers_t hdr, inout tna_ingress_metadata_t md,
                 if (md.base.class_id == traffic_class_t.TAGGED) {
                     threshold = md.base.policy.tagged_th_scaled;
                 }
-                if (md.counted && avg > threshold) {
+                if (avg > threshold) {
                     class_dropped = true;
                     md.base.aqm_drop = true;
                     md.base.drop_reason = drop_reason_t.CLASS_THRESHOLD;
@@ -217,16 +234,12 @@ control TnaAqm(inout headers_t hdr, inout tna_ingress_metadata_t md,
 #ifdef MMAQM_TNA_CBT_RED_ALL
             if (!class_dropped) {
                 red_average.apply(md, md.base.occupancy.queue_pkts);
-                if (md.counted) {
-                    red_drop_test.apply(hdr, md);
-                }
+                red_drop_test.apply(hdr, md);
             }
 #else
             if (md.base.class_id == traffic_class_t.TCP) {
                 red_average.apply(md, md.base.occupancy.class_pkts);
-                if (md.counted) {
-                    red_drop_test.apply(hdr, md);
-                }
+                red_drop_test.apply(hdr, md);
             }
 #endif
 #endif
@@ -238,7 +251,7 @@ control TnaAqm(inout headers_t hdr, inout tna_ingress_metadata_t md,
             scaled_t untagged = untagged_avg.execute(md.untagged_seen_pkts << AVG_FRAC_BITS,
                                                      md.base.port_index);
             dcbt_tagged_threshold.apply();
-            if (md.counted && md.base.red_avg_scaled > md.base.policy.min_th_scaled) {
+            if (md.base.red_avg_scaled > md.base.policy.min_th_scaled) {
                 if (md.base.class_id == traffic_class_t.TAGGED) {
                     if (tagged > dcbt_tagged_th_scaled) {
                         md.base.aqm_drop = true;
@@ -251,16 +264,25 @@ control TnaAqm(inout headers_t hdr, inout tna_ingress_metadata_t md,
                     }
                 }
             }
-            if (md.counted && !md.base.aqm_drop) {
+            if (!md.base.aqm_drop) {
                 red_drop_test.apply(hdr, md);
             }
             // dcbt.p4: the queue limit holds for the virtual FIFO too
-            if (md.counted && !md.base.aqm_drop
+            if (!md.base.aqm_drop
                     && md.virtual_fifo_pkts >= md.base.policy.queue_limit_pkts) {
                 md.base.aqm_drop = true;
                 md.base.drop_reason = drop_reason_t.QUEUE_LIMIT;
             }
 #endif
+#ifdef MMAQM_TNA_FRED
+            fred_algorithm.apply(hdr, md);
+#endif
+            // occupancy.p4 queue_admit_or_drop: the physical queue limit comes
+            // last; occupancy_tna.p4 decided it and did not count the packet
+            if (!md.base.aqm_drop && !md.counted) {
+                md.base.aqm_drop = true;
+                md.base.drop_reason = drop_reason_t.QUEUE_LIMIT;
+            }
             md.base.admitted = !md.base.aqm_drop;
             if (md.base.aqm_drop) {
                 md.base.ecn_mark = false;

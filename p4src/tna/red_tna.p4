@@ -31,6 +31,32 @@ const bit<2> RED_ZONE_BELOW = 0;
 const bit<2> RED_ZONE_EARLY = 1;
 const bit<2> RED_ZONE_FORCED = 2;
 
+// red_zone: the zone and p_b of an average (controller-filled; see above).
+// RED, CBT, D-CBT and FRED's R4-R6 (fred_tna.p4) share it.
+control TnaRedZone(inout tna_ingress_metadata_t md, in scaled_t avg_scaled) {
+    action red_below() { md.red_zone = RED_ZONE_BELOW; }
+    action red_early_p_b(q16_t p_b_q16) {
+        md.red_zone = RED_ZONE_EARLY;
+        md.red_p_b_q16 = p_b_q16;
+    }
+    action red_forced() { md.red_zone = RED_ZONE_FORCED; }
+
+    table red_zone {
+        key = {
+            md.base.routed_port : exact @name("port");
+            avg_scaled : range @name("avg_scaled");
+        }
+        actions = { red_below; red_early_p_b; red_forced; }
+        const default_action = red_below();
+        size = NUM_PORTS * RED_ZONE_SEGMENTS;
+    }
+
+    apply {
+        red_zone.apply();
+    }
+}
+
+#ifdef MMAQM_TNA_RED_FAMILY
 // The RED average of the port with a new sample (packets).
 control TnaRedAverage(inout tna_ingress_metadata_t md, in pkts_t sample_pkts) {
     Lpf<scaled_t, tna_index_t>(NUM_PORTS) red_avg;
@@ -62,29 +88,14 @@ control TnaRedDropTest(in headers_t hdr, inout tna_ingress_metadata_t md) {
         }
     };
 
-    action red_below() { md.red_zone = RED_ZONE_BELOW; }
-    action red_early_p_b(q16_t p_b_q16) {
-        md.red_zone = RED_ZONE_EARLY;
-        md.red_p_b_q16 = p_b_q16;
-    }
-    action red_forced() { md.red_zone = RED_ZONE_FORCED; }
-
-    table red_zone {
-        key = {
-            md.base.routed_port : exact @name("port");
-            md.base.red_avg_scaled : range @name("avg_scaled");
-        }
-        actions = { red_below; red_early_p_b; red_forced; }
-        const default_action = red_below();
-        size = NUM_PORTS * RED_ZONE_SEGMENTS;
-    }
+    TnaRedZone() zone;
 
     apply {
         md.red_rand_q16 = (bit<32>)rand16.get();
         if (md.base.policy.wait == 1) {
             md.red_rand_q16 = md.red_rand_q16 + PROB_ONE;
         }
-        red_zone.apply();
+        zone.apply(md, md.base.red_avg_scaled);
         bool act = false;
         if (md.red_zone == RED_ZONE_EARLY) {
             if (red_early.execute(md.base.port_index) == 1) {
@@ -108,5 +119,7 @@ control TnaRedDropTest(in headers_t hdr, inout tna_ingress_metadata_t md) {
         }
     }
 }
+
+#endif  // MMAQM_TNA_RED_FAMILY
 
 #endif

@@ -7,9 +7,6 @@
 #include "../include/headers.p4"
 
 // ---- the algorithm this build carries (README "Tofino (TNA)": one program per algorithm)
-#if defined(MMAQM_TNA_DROP_TAIL) || defined(MMAQM_TNA_MCDT)
-#define MMAQM_TNA_NO_AVERAGE
-#endif
 #if !defined(MMAQM_TNA_DROP_TAIL) && !defined(MMAQM_TNA_RED) && !defined(MMAQM_TNA_CBT_RED_ALL) \
     && !defined(MMAQM_TNA_CBT_RED_TCP_ONLY) && !defined(MMAQM_TNA_DCBT) \
     && !defined(MMAQM_TNA_DCBT_CHIPS) && !defined(MMAQM_TNA_MCDT) && !defined(MMAQM_TNA_FRED)
@@ -17,6 +14,11 @@
 #endif
 #if defined(MMAQM_TNA_DCBT_CHIPS)
 #define MMAQM_TNA_DCBT
+#endif
+// The algorithms with RED's per-arrival average and drop test (red_tna.p4).
+#if defined(MMAQM_TNA_RED) || defined(MMAQM_TNA_CBT_RED_ALL) \
+    || defined(MMAQM_TNA_CBT_RED_TCP_ONLY) || defined(MMAQM_TNA_DCBT)
+#define MMAQM_TNA_RED_FAMILY
 #endif
 
 // Register indexes. AQM state exists for NUM_PORTS ports: on Tofino, the dev
@@ -83,6 +85,16 @@ struct tna_ingress_metadata_t {
     bit<2>           red_zone;
     q16_t            red_p_b_q16;
     q16_t            red_rand_q16;
+    // FRED (fred_tna.p4)
+    bit<16>          fred_qlen_seen;
+    bit<16>          fred_flows;        // max(nactive, 1)
+    scaled_t         fred_avg;
+    bit<16>          lg_qlen;           // log2 in Q4 (log2_tna.p4)
+    bit<16>          lg_flows;
+    bit<16>          lg_avg;
+    bit<8>           fred_code;         // 2: R1 or R2 holds; 1: qlen >= avgcq; 0: neither
+    bit<8>           fred_r3_threshold; // strike above it drops (R3); 255: never
+    bit<1>           fred_robust;       // R4: qlen >= max(minq, avgcq)
     bool             counted;      // occupancy counted the arrival (below the queue limit)
     pkts_t           virtual_fifo_pkts;  // tcp + tagged + untagged (D-CBT, ChIPS)
     pkts_t           tagged_seen_pkts;   // the port's tagged class (D-CBT)
