@@ -90,15 +90,23 @@ control TnaFred(in headers_t hdr, inout tna_ingress_metadata_t md) {
     RegisterAction<bit<32>, tna_index_t, bit<1>>(red_budget_q16) red_restart = {
         void apply(inout bit<32> value) { value = md.red_rand_q16; }
     };
+    // A robust flow: red_tna.p4's test. Two PHV operands a RegisterAction.
     RegisterAction<bit<32>, tna_index_t, bit<1>>(red_budget_q16) red_early = {
         void apply(inout bit<32> value, out bit<1> drop) {
-            if (value < md.red_p_b_q16 && md.fred_robust == 1) {
+            if (value < md.red_p_b_q16) {
                 value = md.red_rand_q16;
                 drop = 1;
             } else {
-                value = value |-| md.red_p_b_q16;
+                value = value - md.red_p_b_q16;
                 drop = 0;
             }
+        }
+    };
+    // Any other flow spends budget and is never dropped early; the budget stops
+    // at 0, so the next robust arrival drops (fred.p4: count * p_b > R holds).
+    RegisterAction<bit<32>, tna_index_t, bit<1>>(red_budget_q16) red_spend = {
+        void apply(inout bit<32> value) {
+            value = value |-| md.red_p_b_q16;
         }
     };
 
@@ -191,7 +199,9 @@ control TnaFred(in headers_t hdr, inout tna_ingress_metadata_t md) {
                     md.base.drop_reason = drop_reason_t.FRED_STRIKE;
                 }
             } else if (md.red_zone == RED_ZONE_EARLY) {                              // R4
-                if (red_early.execute(port) == 1) {
+                if (md.fred_robust == 0) {
+                    red_spend.execute(port);
+                } else if (red_early.execute(port) == 1) {
                     md.base.aqm_drop = true;
                     md.base.drop_reason = drop_reason_t.RED_EARLY;
                 }
