@@ -80,7 +80,8 @@ control TnaAqm(inout headers_t hdr, inout tna_ingress_metadata_t md,
 
     action load_policy(pkts_t queue_limit_pkts, shift_t flow_epoch_shift) {
         md.base.aqm_applied = true;
-        md.base.class_index = md.base.port_index * CLASS_SLOTS + (bit<32>)(bit<8>)md.base.class_id;
+        md.base.class_index = (md.base.port_index << 2)      // * CLASS_SLOTS
+                              + (bit<32>)(bit<8>)md.base.class_id;
         md.base.flow_epoch_shift = flow_epoch_shift;
         md.base.policy.queue_limit_pkts = queue_limit_pkts;
     }
@@ -295,7 +296,8 @@ control TnaAqm(inout headers_t hdr, inout tna_ingress_metadata_t md,
                     sample = PROB_ONE;
                 }
                 q16_t share = chips_tagged_share.execute(sample, md.base.port_index);
-                tna_index_t base = md.base.port_index * NUM_CHIPS_EVENTS;
+                // port * NUM_CHIPS_EVENTS (5) without a multiply
+                tna_index_t base = (md.base.port_index << 2) + md.base.port_index;
                 if (share > md.base.policy.chips_tagged_share_limit_q16) {
                     chips_state_events.count(base + CHIPS_OFF_ADMITS);
                 } else {
