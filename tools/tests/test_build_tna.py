@@ -5,6 +5,7 @@ every variant and writes the resource table."""
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,7 +22,9 @@ def bare_env(tmp_path: Path) -> dict:
     """PATH with python3 and the shell tools only: no p4c, no bf-p4c."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in ("python3", "bash", "env", "dirname", "tr", "rm", "mkdir", "grep", "head",
+    # the interpreter itself: a python3 on PATH may be a shim (pyenv) that needs more PATH
+    (bin_dir / "python3").symlink_to(os.path.realpath(sys.executable))
+    for tool in ("bash", "env", "dirname", "tr", "rm", "mkdir", "grep", "head",
                  "cat", "cp", "sort"):
         found = shutil.which(tool)
         if found:
