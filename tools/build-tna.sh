@@ -103,9 +103,13 @@ fail=0
 for v in $VARIANTS; do
   dir="$OUT/$(echo "$v" | tr 'A-Z' 'a-z')"
   rm -rf "$dir"; mkdir -p "$dir"
-  # -g: resources.json and phv.json under <dir>/pipe/logs (tools/tna_resources.py)
+  # -g: resources.json and phv.json under <dir>/pipe/logs (tools/tna_resources.py).
+  # --p4runtime-force-std-externs: counters, registers and the digest as standard
+  # P4Runtime objects (bf-p4c's default puts TNA externs under P4Info 'externs',
+  # which a standard P4Runtime client such as the controller's finsy cannot use).
   if "$compiler" --target tofino --arch tna --std p4-16 -g -DMMAQM_TNA_$v \
-       -o "$dir" --p4runtime-files "$dir/p4info.txtpb" "$MAIN" >"$dir/compile.log" 2>&1; then
+       --p4runtime-force-std-externs -o "$dir" --p4runtime-files "$dir/p4info.txtpb" \
+       "$MAIN" >"$dir/compile.log" 2>&1; then
     echo "ok: $v compiled ($dir)"
   else
     echo "FAIL: $v does not compile for Tofino: $(grep -m1 -iE 'error' "$dir/compile.log")" >&2
