@@ -22,6 +22,9 @@ DEB_PACKAGES := python3 python3-venv iproute2 ethtool iptables \
 help:
 	@echo "make deps         install Debian packages + .venv, verify the P4 toolchain"
 	@echo "make build        compile $(P4_MAIN) -> $(BMV2_JSON), $(P4INFO)"
+	@echo "make build-tna    compile p4src/tna/main.p4 for Tofino, one program per algorithm,"
+	@echo "                  + resource table build/tna/resources.md (needs the Tofino compiler)"
+	@echo "make check-tna    type-check every TNA variant with p4test (no Tofino compiler needed)"
 	@echo "make golden-p4info  accept a changed P4Info ($(P4INFO_GOLDEN), read by the controller)"
 	@echo "make test         unit tests + PTF conformance suite on BMv2 (needs root)"
 	@echo "make test-unit    unit tests only (no switch)"
@@ -77,6 +80,14 @@ $(BMV2_JSON) $(P4INFO) &: $(P4_SOURCES) $(P4INFO_GOLDEN)
 	    echo "  reads its enums there). Review the diff, then run 'make golden-p4info'." >&2; \
 	    rm -f $(BMV2_JSON); exit 1; fi
 	@python3 tools/bmv2_pipeline_stats.py $(BMV2_JSON)
+
+# Tofino (TNA): optional, never a dependency of deps/build/test (README "Tofino (TNA)").
+# build-tna exits non-zero, saying what is missing, without the Tofino compiler.
+.PHONY: build-tna check-tna
+build-tna:
+	@tools/build-tna.sh
+check-tna:
+	@tools/build-tna.sh --frontend
 
 # Accept a changed P4Info: copy the compiler's output over the committed golden copy.
 .PHONY: golden-p4info

@@ -99,4 +99,6 @@ else
 fi
 
 [ "$fail" = 0 ] || how_to_get
+# Optional: the Tofino compiler (make build-tna). Reported, never required.
+"$(dirname "$0")/build-tna.sh" --check || true
 exit $fail

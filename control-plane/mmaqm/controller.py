@@ -122,7 +122,8 @@ class SwitchController:
                     for port in sorted(sw.policies)]
         clones = [R.cut_in_slot_session(port) for port, policy in sorted(sw.policies.items())
                   if policy.algorithm == "DCBT_CHIPS"]
-        return R.SwitchState(digests=(R.flow_digest_config(),), clone_sessions=tuple(clones),
+        return R.SwitchState(digests=(R.flow_digest_config(
+            digest=self.driver.flow_digest),), clone_sessions=tuple(clones),
                              entries=tuple(entries))
 
     def policy_action(self, port: int, policy_epoch: int | None = None) -> PolicyAction:

@@ -4,7 +4,10 @@ The driver hides how each input arrives (counters, digests) and how each
 output leaves (table entries). BMv2's P4Runtime server cannot read or write
 registers (docs/design.md §1.1), so nothing here touches a register.
 
-Names are the P4Info aliases of p4src/v1model/main.p4.
+Names are the P4Info aliases of p4src/v1model/main.p4; the Tofino programs of
+p4src/tna (one per algorithm) keep them, and where their P4Info differs (the
+digest's name, port_policy's action list) the driver resolves it by name, never
+by id or position (:func:`flow_digest_alias`, :func:`policy_actions_missing`).
 """
 
 from __future__ import annotations
@@ -66,6 +69,33 @@ class CounterValue:
 
 
 _check_port = R.check_port
+
+
+def flow_digest_alias(schema: fy.P4Schema) -> str:
+    """The flow digest's alias. v1model names a digest after its struct
+    (flow_digest_t); TNA after its Digest<flow_digest_t> instance: found by the
+    digest's type_spec struct name."""
+    if schema.digests.get(DIGEST_FLOW) is not None:
+        return DIGEST_FLOW
+    for digest in schema.digests:
+        spec = digest.pbuf.type_spec
+        if spec.WhichOneof("type_spec") == "struct" and spec.struct.name == DIGEST_FLOW:
+            return digest.alias
+    raise ValueError(f"the P4Info has no digest of type {DIGEST_FLOW}")
+
+
+def policy_actions_missing(schema: fy.P4Schema) -> list[str]:
+    """Algorithm actions port_policy lacks. A v1model program carries every
+    algorithm; a TNA program (P4Info pkg_info.arch "tna") one, which is enough
+    (a policy of another algorithm then fails check_action, naming it)."""
+    table = schema.tables.get(TABLE_POLICY)
+    if table is None:
+        return []
+    refs = {ref.alias for ref in table.actions}
+    algorithms = set(ALGORITHMS.values())
+    if schema.p4info.pkg_info.arch == "tna":
+        return [] if refs & algorithms else sorted(algorithms)
+    return sorted(algorithms - refs)
 
 
 def check_action(schema: fy.P4Schema, table: str, action: PolicyAction) -> None:
@@ -137,14 +167,16 @@ class SwitchDriver:
             self.switch = fy.Switch(name, address, options)     # reads the P4Info
         except (text_format.ParseError, UnicodeDecodeError) as err:
             raise RuntimeError(f"{p4info}: not a P4Info text file ({err})") from None
+        # the flow digest's P4Info alias (v1model: its struct's name; TNA: the instance's);
+        # the bench's minimal router has none, and the controller then enables no reports
+        self.flow_digest = (flow_digest_alias(self.switch.p4info)
+                            if self.switch.p4info.digests else R.DIGEST_FLOW)
 
     async def __aenter__(self) -> "SwitchDriver":
         # A program without port_policy (the bench's minimal router) is driven as a
         # plain router; an mmaqm program must have every algorithm's action.
-        table = self.switch.p4info.tables.get(TABLE_POLICY)
-        refs = set() if table is None else {ref.alias for ref in table.actions}
-        missing = sorted(set(ALGORITHMS.values()) - refs)
-        if table is not None and missing:
+        missing = policy_actions_missing(self.switch.p4info)
+        if missing:
             raise RuntimeError(f"{self.name}: the P4Info's {TABLE_POLICY} lacks the actions "
                                f"{missing}: rebuild the program ('make build')")
         await self._connect()
@@ -332,7 +364,8 @@ class SwitchDriver:
         """Configure the flow digest: insert it, or, when an earlier controller left it
         configured (clear() keeps it), modify it to these settings (a MODIFY never
         resets PI's digest state, unlike a DELETE)."""
-        config = R.flow_digest_config(max_list_size, max_timeout_ms)
+        config = R.flow_digest_config(max_list_size, max_timeout_ms,
+                                      digest=self.flow_digest)
         try:
             await self.switch.write([+to_finsy(config)])
         except fy.P4ClientError as err:
@@ -342,7 +375,7 @@ class SwitchDriver:
 
     async def flow_reports(self) -> AsyncIterator[list[FlowReport]]:
         """Digest lists as FlowReports; each list is acknowledged once decoded."""
-        async for digest_list in self.switch.read_digests(DIGEST_FLOW):
+        async for digest_list in self.switch.read_digests(self.flow_digest):
             reports = [
                 FlowReport(
                     egress_port=int(item["egress_port"]),

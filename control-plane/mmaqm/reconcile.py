@@ -192,8 +192,11 @@ def cut_in_slot_session(port: int) -> CloneSession:
     return CloneSession(C.CHIPS_CLONE_SESSION_BASE + port, ((port, 1),))
 
 
-def flow_digest_config(max_list_size: int = 64, max_timeout_ms: int = 10) -> DigestConfig:
-    return DigestConfig(DIGEST_FLOW, max_list_size, max_timeout_ms * 1_000_000, 1_000_000_000)
+def flow_digest_config(max_list_size: int = 64, max_timeout_ms: int = 10, *,
+                       digest: str = DIGEST_FLOW) -> DigestConfig:
+    """The flow digest's configuration; digest: its P4Info alias (driver.flow_digest_alias:
+    the struct's name on v1model, the Digest instance's on TNA)."""
+    return DigestConfig(digest, max_list_size, max_timeout_ms * 1_000_000, 1_000_000_000)
 
 
 def same_policy(a: PolicyAction | None, b: PolicyAction | None) -> bool:

@@ -79,6 +79,8 @@ INSTALLED = {
 class FakeDriver:
     """Records every call; serves flow reports and counter values from lists."""
 
+    flow_digest = R.DIGEST_FLOW
+
     def __init__(self, reports: Iterable[list[FlowReport]] = (),
                  counters: Mapping[str, Mapping[int, CounterValue]] | None = None,
                  reports_end: bool = True) -> None:

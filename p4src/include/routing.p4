@@ -6,13 +6,21 @@
 
 #include "headers.p4"
 
+// The target's forwarding metadata and its egress-port field. v1model's by
+// default; a target top file defines both before including this file
+// (p4src/tna/main.p4: ingress_intrinsic_metadata_for_tm_t.ucast_egress_port).
+#ifndef MMAQM_FORWARD_MD_T
+#define MMAQM_FORWARD_MD_T standard_metadata_t
+#define MMAQM_EGRESS_PORT(md) md.egress_spec
+#endif
+
 // Sets meta.routed on a match. (A flag in metadata, not an out parameter:
 // p4c turns an assignment of the table's hit bit into a table of its own.)
 control Routing(inout headers_t hdr,
                 inout local_metadata_t meta,
-                inout standard_metadata_t standard_metadata) {
+                inout MMAQM_FORWARD_MD_T standard_metadata) {
     action route(port_t port, mac_addr_t src_mac, mac_addr_t dst_mac) {
-        standard_metadata.egress_spec = port;
+        MMAQM_EGRESS_PORT(standard_metadata) = port;
         meta.routed = true;
         // Saved apart from egress_spec, which mark_to_drop overwrites with the
         // drop port: the flow report must name the routed port.

@@ -50,6 +50,57 @@ SRC_HOST_PORT = 1         # tests send from the host behind port 1 ...
 OUT_PORT = 2              # ... towards the host behind port 2, unless stated
 
 
+class Bmv2Target:
+    """What the suite needs from the switch beyond P4Runtime, on BMv2 (v1model):
+    the traffic manager's per-port rate and depth over Thrift (bmv2_tm), and the
+    pipeline files of make build. The tests reach the target only through this
+    object (self.target), except the v1model-only register reads of test_fred."""
+
+    name = "bmv2"
+    # ChIPS events: one counter on v1model (chips.p4)
+    CHIPS_COUNTERS = ("chips_events",)
+
+    def __init__(self, params: dict) -> None:
+        self.thrift_port = int(params["thrift_port"])
+
+    def pipeline(self) -> dict[str, Path]:
+        return {"p4info": REPO / "build" / "main.p4info.txtpb",
+                "bmv2_json": REPO / "build" / "main.json"}
+
+    def set_queue_rate(self, port: int, pps: int) -> None:
+        bmv2_tm.set_queue_rate(self.thrift_port, port, pps)
+
+    def set_queue_depth(self, port: int, pkts: int) -> None:
+        bmv2_tm.set_queue_depth(self.thrift_port, port, pkts)
+
+
+class TnaTarget(Bmv2Target):
+    """Tofino (p4src/tna, README "Tofino (TNA)"), test param target=tna and
+    tna_variant=<algorithm>: the build of make build-tna. Not runnable here (no
+    open Tofino model); what differs is named so that a port is one class: the
+    traffic manager's shaping and queue depth are BfRt tables (tf1.tm.*), not
+    P4Runtime, and ChIPS events are two counters (one Counter access per packet)."""
+
+    name = "tna"
+    CHIPS_COUNTERS = ("chips_state_events", "chips_events")
+
+    def __init__(self, params: dict) -> None:
+        self.variant = params.get("tna_variant", "red").lower()
+
+    def pipeline(self) -> dict[str, Path]:
+        raise NotImplementedError("TNA: the pipeline config (tofino.bin + context.json) and "
+                                  "its P4Runtime server are not wired into the PTF suite")
+
+    def set_queue_rate(self, port: int, pps: int) -> None:
+        raise NotImplementedError("TNA: queue shaping is BfRt tf1.tm.port.sched_shaping")
+
+    def set_queue_depth(self, port: int, pkts: int) -> None:
+        raise NotImplementedError("TNA: queue depth is BfRt tf1.tm.queue.buffer")
+
+
+TARGETS = {"bmv2": Bmv2Target, "tna": TnaTarget}
+
+
 def router_mac(port: int) -> str:
     return SWITCH.ports[port].mac
 
@@ -154,10 +205,11 @@ class MmaqmTest(BaseTest):
         self.dataplane.flush()
         self.freeze_rate_pps = FREEZE_RATE_PPS
         params = tu.test_params_get()
-        self.thrift_port = int(params["thrift_port"])
+        self.target = TARGETS[params.get("target", "bmv2")](params)
+        self.thrift_port = getattr(self.target, "thrift_port", None)  # v1model-only tests
         self.sw = BlockingSwitch(SwitchDriver(
             "ptf", params["grpc_addr"], device_id=int(params["device_id"]),
-            p4info=REPO / "build" / "main.p4info.txtpb", bmv2_json=REPO / "build" / "main.json"))
+            **self.target.pipeline()))
         self.wait_queues_empty()
         self.sw.clear()
         self.sw.install_classifier(CONFIG.classifier.tagged_dscp)
@@ -166,14 +218,14 @@ class MmaqmTest(BaseTest):
         for route in SWITCH.routes:
             self.sw.install_route(route.prefix, route.port, router_mac(route.port), route.next_hop_mac)
         for port in PORTS:
-            bmv2_tm.set_queue_rate(self.thrift_port, port, 0)
-            bmv2_tm.set_queue_depth(self.thrift_port, port, TM_DEPTH_PKTS)
+            self.target.set_queue_rate(port, 0)
+            self.target.set_queue_depth(port, TM_DEPTH_PKTS)
             self.set_policy(port, SWITCH.policies[port])
 
     def tearDown(self) -> None:
         try:
             for port in PORTS:
-                bmv2_tm.set_queue_rate(self.thrift_port, port, 0)
+                self.target.set_queue_rate(port, 0)
         finally:
             self.sw.close()
             BaseTest.tearDown(self)
@@ -195,13 +247,17 @@ class MmaqmTest(BaseTest):
 
     # ---- counters -----------------------------------------------------------
     COUNTER_NAMES = ("queue_arrivals", "queue_admits", "queue_departures", "queue_drops",
-                     "ingress_discards", "queue_ecn_marks", "chips_events")
+                     "ingress_discards", "queue_ecn_marks")
 
     def counters(self) -> Counters:
-        """All seven counters, packets, from ONE P4Runtime ReadRequest."""
-        values = self.sw.read_counters(self.COUNTER_NAMES)
+        """All counters, packets, from ONE P4Runtime ReadRequest; the target's
+        ChIPS counters (disjoint events, one index space) merged into .chips."""
+        chips_names = self.target.CHIPS_COUNTERS
+        values = self.sw.read_counters(self.COUNTER_NAMES + chips_names)
+        chips = {i: v.packets for name in chips_names for i, v in values[name].items()
+                 if v.packets}
         return Counters(*({i: v.packets for i, v in values[name].items() if v.packets}
-                          for name in self.COUNTER_NAMES))
+                          for name in self.COUNTER_NAMES), chips)
 
     def wait_queues_empty(self, timeout_s: float = 30.0) -> None:
         """Start from empty queues: a failed earlier test may have left packets in a
@@ -284,7 +340,7 @@ class MmaqmTest(BaseTest):
             why = slow or f"{fifo_departed} FIFO departures by the time every arrival was counted"
             print(f"frozen-queue precondition missed ({why}); attempt {attempt}/"
                   f"{self.BURST_ATTEMPTS}", flush=True)
-            bmv2_tm.set_queue_rate(self.thrift_port, out_port, 0)
+            self.target.set_queue_rate(out_port, 0)
             if self.freeze_rate_pps > MIN_FREEZE_RATE_PPS:
                 self.freeze_rate_pps //= 2  # a slow or loaded machine: longer slots
             self.wait_queues_empty(timeout_s=n / MIN_FREEZE_RATE_PPS + 10)
@@ -303,7 +359,7 @@ class MmaqmTest(BaseTest):
         burst starts; the caller's model must include it (an arrival at
         occupancy 0 that departs at once).
         """
-        bmv2_tm.set_queue_rate(self.thrift_port, out_port, self.freeze_rate_pps)
+        self.target.set_queue_rate(out_port, self.freeze_rate_pps)
         time.sleep(1.0 / self.freeze_rate_pps + 0.05)  # the previous slot has passed
         self.send(sacrificial)
         got = self.receive_ids(out_port, 1, timeout_s=2.0)
@@ -322,7 +378,7 @@ class MmaqmTest(BaseTest):
         """Packets of a frozen port trickle out at the freeze rate; gather them."""
         ids = self.receive_ids(out_port, expected_count,
                                timeout_s=expected_count / self.freeze_rate_pps + 3.0)
-        bmv2_tm.set_queue_rate(self.thrift_port, out_port, 0)
+        self.target.set_queue_rate(out_port, 0)
         return ids
 
 

@@ -1,0 +1,116 @@
+"""Tofino (TNA) encodings of a port policy (README "Tofino (TNA)").
+
+p4src/tna cannot multiply two run-time values or shift a register by a
+run-time amount, so what v1model computes per packet from the port_policy
+parameters, the controller precomputes here, from the same PolicyAction (and
+so from the same YAML):
+
+* ``red_zone`` (red_tna.p4): per port, ranges of the average -> below min_th,
+  early with p_b, or forced. p_b is v1model's red_p_b_q16 at each segment's
+  lower end (and the gentle ramp's, red.p4 red_drop_test);
+* ``dcbt_tagged_threshold`` (aqm_tna.p4): ranges of the RED average -> the
+  tagged class threshold red_avg * tagged_share (dcbt §3.1) at the lower end;
+* the ``Lpf`` time constant that makes Tofino's time-based filter weigh one
+  packet like the per-packet EWMA with w = 2^-ewma_shift at a packet time s.
+
+Pure functions; writing the entries (range match, P4Runtime) and the Lpf
+specs (BfRt) is the TNA driver's, which is not written yet.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from collections.abc import Mapping
+
+from .encoding import PolicyAction
+from .p4constants import parse_constants
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+_TNA_CONSTANTS = parse_constants((REPO_ROOT / "p4src/tna/red_tna.p4").read_text(),
+                                 source="p4src/tna/red_tna.p4")
+RED_ZONE_SEGMENTS = _TNA_CONSTANTS["RED_ZONE_SEGMENTS"]   # entries a port, each table
+AVG_MAX = (1 << 32) - 1                                   # scaled_t
+SLOPE_FRAC_BITS = 24
+PROB_FRAC_BITS = 16
+
+
+@dataclass(frozen=True)
+class RangeEntry:
+    """avg_scaled in [low, high] (inclusive) -> action(params)."""
+
+    low: int
+    high: int
+    action: str
+    params: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+
+
+def _segments(low: int, high: int, count: int) -> list[tuple[int, int]]:
+    """[low, high] cut into at most count contiguous ranges of near-equal width."""
+    if high < low:
+        return []
+    count = max(1, min(count, high - low + 1))
+    bounds = [low + (high - low + 1) * i // count for i in range(count + 1)]
+    return [(bounds[i], bounds[i + 1] - 1) for i in range(count)]
+
+
+def red_zone_entries(action: PolicyAction,
+                     segments: int = RED_ZONE_SEGMENTS) -> list[RangeEntry]:
+    """red_zone's entries for one port, covering every avg_scaled once.
+    A RED-family or FRED action (FRED has no gentle option)."""
+    p = action.params
+    min_th, max_th, slope = p["min_th_scaled"], p["max_th_scaled"], p["red_slope_q24"]
+    gentle = p.get("gentle", 0) == 1
+    entries = []
+    if min_th > 0:
+        entries.append(RangeEntry(0, min_th - 1, "red_below"))
+    early = _segments(min_th, max_th - 1, segments // 2 if gentle else segments)
+    for lo, hi in early:
+        p_b = ((lo - min_th) * slope) >> SLOPE_FRAC_BITS
+        entries.append(RangeEntry(lo, hi, "red_early_p_b", {"p_b_q16": min(p_b, AVG_MAX)}))
+    forced_from = max_th
+    if gentle:
+        forced_from = min(2 * max_th, AVG_MAX + 1)
+        for lo, hi in _segments(max_th, forced_from - 1, segments - len(early)):
+            p_b = p["max_p_q16"] + (((lo - max_th) * p["gentle_slope_q24"]) >> SLOPE_FRAC_BITS)
+            entries.append(RangeEntry(lo, hi, "red_early_p_b", {"p_b_q16": min(p_b, AVG_MAX)}))
+    if forced_from <= AVG_MAX:
+        entries.append(RangeEntry(forced_from, AVG_MAX, "red_forced"))
+    return entries
+
+
+def dcbt_tagged_threshold_entries(action: PolicyAction,
+                                  segments: int = RED_ZONE_SEGMENTS) -> list[RangeEntry]:
+    """dcbt_tagged_threshold's entries for one port: the average can reach
+    queue_limit_pkts at most; segments up to there, the rest one entry."""
+    p = action.params
+    share = p["tagged_share_q16"]
+    top = min(p["queue_limit_pkts"] << 16, AVG_MAX)
+    entries = [RangeEntry(lo, hi, "set_tagged_threshold",
+                          {"tagged_th_scaled": (lo * share) >> PROB_FRAC_BITS})
+               for lo, hi in _segments(0, top - 1, segments - 1)]
+    entries.append(RangeEntry(top, AVG_MAX, "set_tagged_threshold",
+                              {"tagged_th_scaled": (top * share) >> PROB_FRAC_BITS}))
+    return entries
+
+
+def lpf_time_constant_ns(ewma_shift: int, packet_time_ns: float) -> float:
+    """tau of a filter y += (x - y)(1 - e^(-dt/tau)) that weighs one packet
+    arriving every packet_time_ns like w = 2^-ewma_shift: 1 - e^(-s/tau) = w."""
+    if ewma_shift <= 0:
+        raise ValueError("ewma_shift must be >= 1 (w < 1)")
+    w = 2.0 ** -ewma_shift
+    return -packet_time_ns / math.log1p(-w)
+
+
+def lookup(entries: list[RangeEntry], avg_scaled: int) -> RangeEntry:
+    """The entry matching avg_scaled (as the switch's range match would)."""
+    hits = [e for e in entries if e.low <= avg_scaled <= e.high]
+    if len(hits) != 1:
+        raise ValueError(f"{len(hits)} entries match {avg_scaled}")
+    return hits[0]

@@ -1,0 +1,185 @@
+"""The driver finds everything in the P4Info by name, never by id or position
+(issue 10: one controller, one YAML, BMv2 or Tofino). Two P4Infos stand in for
+the other target's: the golden one with every id renumbered and every list
+reversed, and a TNA-shaped one (pkg_info.arch "tna", one algorithm in
+port_policy, the digest named after its Digest<flow_digest_t> instance, as
+p4src/tna/main.p4 names it)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from google.protobuf import text_format
+
+from fake_p4rt import FakeP4RuntimeServer, WrittenEntry, ipv4_int, load_p4info, run_async
+from mmaqm.driver import CounterValue, FlowReport, SwitchDriver
+from mmaqm.encoding import PolicyAction
+
+RED = PolicyAction("red", {"queue_limit_pkts": 60, "flow_epoch_shift": 17,
+                           "policy_epoch": 4242, "ewma_shift": 9, "min_th_scaled": 5 << 16,
+                           "max_th_scaled": 15 << 16, "red_slope_q24": 167772,
+                           "idle_decay_q32": 0, "gentle": 0, "max_p_q16": 0,
+                           "gentle_slope_q24": 0, "ecn": 0, "harddrop": 0, "wait": 0})
+DCBT = PolicyAction("dcbt", {**RED.params, "tagged_share_q16": 16384,
+                             "untagged_th_scaled": 3 << 16})
+FLOW = {"egress_port": 2, "class_id": 1, "src_addr": ipv4_int("10.0.1.10"),
+        "dst_addr": ipv4_int("10.0.2.10"), "protocol": 17, "src_port": 5004, "dst_port": 5006}
+REFERENCE_FIELDS = ("const_default_action_id", "implementation_id", "direct_table_id")
+REFERENCE_LISTS = ("direct_resource_ids", "table_ids")
+
+
+def renumbered(p4info_path: Path):
+    """The P4Info with new object ids (same type prefix), match-field and
+    parameter ids reversed, and every repeated list in reverse order."""
+    info = load_p4info(p4info_path)
+    objects = [obj for kind in ("tables", "actions", "counters", "direct_counters", "meters",
+                                "registers", "digests", "action_profiles")
+               for obj in getattr(info, kind)]
+    new_id = {obj.preamble.id: (obj.preamble.id & 0xFF000000)
+              | ((obj.preamble.id * 7919 + 12345) & 0xFFFFFF) for obj in objects}
+    assert len(set(new_id.values())) == len(new_id)
+
+    def remap(msg) -> None:
+        for field, value in msg.ListFields():
+            if field.message_type is not None:
+                if field.message_type.GetOptions().map_entry:
+                    subs = [v for v in value.values() if hasattr(v, "ListFields")]
+                else:
+                    subs = [value] if hasattr(value, "ListFields") else list(value)
+                for sub in subs:
+                    remap(sub)
+            elif field.name == "id" and value in new_id:
+                setattr(msg, field.name, new_id[value])
+            elif field.name in REFERENCE_FIELDS and value in new_id:
+                setattr(msg, field.name, new_id[value])
+            elif field.name in REFERENCE_LISTS:
+                value[:] = [new_id.get(v, v) for v in value]
+
+    remap(info)
+    for table in info.tables:
+        n = len(table.match_fields)
+        for mf in table.match_fields:
+            mf.id = n + 1 - mf.id
+        reversed_fields = list(reversed(table.match_fields))
+        del table.match_fields[:]
+        table.match_fields.extend(reversed_fields)
+    for action in info.actions:
+        n = len(action.params)
+        for param in action.params:
+            param.id = n + 1 - param.id
+        reversed_params = list(reversed(action.params))
+        del action.params[:]
+        action.params.extend(reversed_params)
+    for kind in ("tables", "actions", "counters", "digests"):
+        items = list(reversed(getattr(info, kind)))
+        del getattr(info, kind)[:]
+        getattr(info, kind).extend(items)
+    return info
+
+
+def tna_shaped(p4info_path: Path):
+    """A P4Info shaped like a TNA build of RED: arch tna, port_policy with red
+    only, the digest named TnaIngressDeparser.flow_digest (type flow_digest_t)."""
+    info = load_p4info(p4info_path)
+    info.pkg_info.arch = "tna"
+    red_id = next(a.preamble.id for a in info.actions if a.preamble.alias == "red")
+    policy = next(t for t in info.tables if t.preamble.alias == "port_policy")
+    kept = [ref for ref in policy.action_refs
+            if ref.id == red_id or ref.scope == ref.DEFAULT_ONLY]
+    del policy.action_refs[:]
+    policy.action_refs.extend(kept)
+    digest = info.digests[0]
+    digest.preamble.name = "TnaIngressDeparser.flow_digest"
+    digest.preamble.alias = "flow_digest"
+    return info
+
+
+def write(tmp_path: Path, info, name: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text_format.MessageToString(info))
+    return path
+
+
+def exercise(p4info: Path, device_config: Path):
+    """Policy write and read-back, classifier, counters and a flow report."""
+    async def body():
+        server = FakeP4RuntimeServer()
+        async with server.run():
+            async with SwitchDriver("s1", server.address, p4info=p4info,
+                                    bmv2_json=device_config) as d:
+                await d.write_port_policy(2, RED)
+                read_back = await d.read_port_policy(2)
+                await d.install_classifier([46])
+                server.counters = {"queue_drops": {57: (1, 1500)}}
+                counters = await d.read_counters(["queue_drops"])
+                await d.enable_flow_reports()
+                reports = d.flow_reports()
+                next_list = asyncio.ensure_future(anext(reports))
+                await asyncio.sleep(0.05)
+                server.send_digest(next(iter(server.p4info.digests)).preamble.alias,
+                                   [FLOW], list_id=3)
+                received = await next_list
+                await reports.aclose()
+        return server, read_back, counters, received
+
+    return run_async(body())
+
+
+def check(server, read_back, counters, received, info) -> None:
+    assert read_back == RED
+    assert server.table_entries("port_policy") == [
+        WrittenEntry("port_policy", {"port": 2}, "red", dict(RED.params))]
+    assert server.table_entries("classifier")[1] == WrittenEntry(
+        "classifier", {"ip_proto": (17, 0xFF), "dscp": (46, 0x3F)}, "set_class",
+        {"class_id": 1}, 50)
+    assert counters["queue_drops"][57] == CounterValue(1, 1500)
+    assert received == [FlowReport(egress_port=2, class_id=1, flow_key=(
+        ipv4_int("10.0.1.10"), ipv4_int("10.0.2.10"), 17, 5004, 5006))]
+    # the wire carried this P4Info's ids
+    policy_id = next(t.preamble.id for t in info.tables if t.preamble.alias == "port_policy")
+    assert policy_id in {e.table_id for e in server.entries.values()}
+
+
+def test_a_p4info_with_other_ids_and_order_drives_the_same_entries(
+        p4info_path: Path, device_config: Path, tmp_path: Path) -> None:
+    info = renumbered(p4info_path)
+    golden = load_p4info(p4info_path)
+    assert {t.preamble.id for t in info.tables}.isdisjoint({t.preamble.id for t in golden.tables})
+    check(*exercise(write(tmp_path, info, "renumbered.p4info.txtpb"), device_config), info)
+
+
+def test_a_tna_build_of_one_algorithm_is_driven_by_name(
+        p4info_path: Path, device_config: Path, tmp_path: Path) -> None:
+    info = tna_shaped(p4info_path)
+    check(*exercise(write(tmp_path, info, "tna.p4info.txtpb"), device_config), info)
+
+
+def test_a_tna_build_refuses_another_algorithms_policy_by_name(
+        p4info_path: Path, device_config: Path, tmp_path: Path) -> None:
+    p4info = write(tmp_path, tna_shaped(p4info_path), "tna.p4info.txtpb")
+
+    async def body() -> None:
+        server = FakeP4RuntimeServer()
+        async with server.run():
+            async with SwitchDriver("s1", server.address, p4info=p4info,
+                                    bmv2_json=device_config) as d:
+                await d.write_port_policy(2, DCBT)
+
+    with pytest.raises(ValueError, match="no action 'dcbt'"):
+        run_async(body())
+
+
+def test_a_v1model_program_still_needs_every_algorithm(
+        p4info_path: Path, device_config: Path, tmp_path: Path) -> None:
+    info = tna_shaped(p4info_path)
+    info.pkg_info.arch = "v1model"
+    p4info = write(tmp_path, info, "partial.p4info.txtpb")
+
+    async def body() -> None:
+        async with SwitchDriver("s1", "127.0.0.1:1", p4info=p4info, bmv2_json=device_config):
+            pass
+
+    with pytest.raises(RuntimeError, match="lacks the actions"):
+        run_async(body())

@@ -1,0 +1,77 @@
+"""tna_encoding: the tables p4src/tna reads instead of multiplying, against
+v1model's arithmetic (red.p4 red_drop_test, dcbt.p4's tagged threshold)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from mmaqm.encoding import PolicyAction
+from mmaqm.tna_encoding import (AVG_MAX, RED_ZONE_SEGMENTS, dcbt_tagged_threshold_entries,
+                                lookup, lpf_time_constant_ns, red_zone_entries)
+
+RED = PolicyAction("red", {"queue_limit_pkts": 60, "flow_epoch_shift": 0, "policy_epoch": 1,
+                           "ewma_shift": 9, "min_th_scaled": 5 << 16, "max_th_scaled": 15 << 16,
+                           "red_slope_q24": 167772, "idle_decay_q32": 0, "gentle": 0,
+                           "max_p_q16": 6553, "gentle_slope_q24": 1006632, "ecn": 0,
+                           "harddrop": 0, "wait": 0})
+GENTLE = RED.with_params(gentle=1)
+
+
+def v1model_zone(p, avg: int) -> tuple[str, int]:
+    """red.p4 red_drop_test's zone and p_b_q16 for avg."""
+    forced = avg >= p["max_th_scaled"] and (p["gentle"] == 0 or avg >= 2 * p["max_th_scaled"])
+    if avg < p["min_th_scaled"]:
+        return "red_below", 0
+    if forced:
+        return "red_forced", 0
+    if avg < p["max_th_scaled"]:
+        return "red_early_p_b", ((avg - p["min_th_scaled"]) * p["red_slope_q24"]) >> 24
+    return "red_early_p_b", p["max_p_q16"] + (((avg - p["max_th_scaled"])
+                                              * p["gentle_slope_q24"]) >> 24)
+
+
+@pytest.mark.parametrize("action", [RED, GENTLE], ids=["plain", "gentle"])
+def test_red_zone_covers_every_average_once_with_v1models_zone(action) -> None:
+    entries = red_zone_entries(action)
+    assert entries[0].low == 0 and entries[-1].high == AVG_MAX
+    assert all(a.high + 1 == b.low for a, b in zip(entries, entries[1:]))
+    assert len(entries) <= RED_ZONE_SEGMENTS + 2
+    p = action.params
+    for avg in range(0, 3 * p["max_th_scaled"], 997):
+        entry = lookup(entries, avg)
+        zone, exact = v1model_zone(p, avg)
+        assert entry.action == zone, avg
+        if zone == "red_early_p_b":
+            # exact at the segment's lower end, below it inside the segment
+            assert entry.params["p_b_q16"] == v1model_zone(p, entry.low)[1]
+            assert entry.params["p_b_q16"] <= exact
+
+
+def test_fred_has_no_gentle_parameter_and_gets_plain_red_zones() -> None:
+    fred = PolicyAction("fred", {k: RED.params[k] for k in (
+        "queue_limit_pkts", "flow_epoch_shift", "policy_epoch", "ewma_shift", "min_th_scaled",
+        "max_th_scaled", "red_slope_q24", "idle_decay_q32")} | {"minq_pkts": 2,
+                                                                  "fred_slot_mask": 4095})
+    assert red_zone_entries(fred) == red_zone_entries(RED)
+
+
+def test_dcbt_tagged_threshold_is_avg_times_share_at_the_lower_end() -> None:
+    dcbt = RED.with_params(tagged_share_q16=16384, untagged_th_scaled=3 << 16)
+    dcbt = PolicyAction("dcbt", dcbt.params)
+    entries = dcbt_tagged_threshold_entries(dcbt)
+    assert entries[0].low == 0 and entries[-1].high == AVG_MAX
+    assert all(a.high + 1 == b.low for a, b in zip(entries, entries[1:]))
+    for avg in range(0, 70 << 16, 4099):
+        entry = lookup(entries, avg)
+        exact = (avg * 16384) >> 16
+        assert entry.params["tagged_th_scaled"] == (entry.low * 16384) >> 16 <= exact
+
+
+def test_lpf_time_constant_weighs_one_packet_like_the_ewma() -> None:
+    tau = lpf_time_constant_ns(9, 1200.0)
+    assert 1 - math.exp(-1200.0 / tau) == pytest.approx(2 ** -9)
+    assert tau == pytest.approx(1200.0 * 511.5, rel=1e-3)
+    with pytest.raises(ValueError):
+        lpf_time_constant_ns(0, 1200.0)

@@ -1,0 +1,322 @@
+// AQM admission on Tofino: the port_policy table of aqm.p4, for the one
+// algorithm this build carries (README "Tofino (TNA)": a program per
+// algorithm), and that algorithm's per-packet work, rewritten for a
+// pipeline of stages (see occupancy_tna.p4 and red_tna.p4 for the why).
+// The policy actions keep aqm.p4's names and parameters, so the controller
+// writes the same entry on both targets; parameters the Tofino data plane
+// takes elsewhere (the weight, the RED curve, the idle decay: red_tna.p4)
+// are still accepted here and are ignored by the data plane.
+#ifndef MMAQM_AQM_TNA_P4
+#define MMAQM_AQM_TNA_P4
+
+#include "tna_types.p4"
+#include "occupancy_tna.p4"
+#if defined(MMAQM_TNA_RED_FAMILY) || defined(MMAQM_TNA_FRED)
+#include "red_tna.p4"
+#endif
+#ifdef MMAQM_TNA_FRED
+#include "fred_tna.p4"
+#endif
+
+#define MMAQM_RED_PARAMS \
+    policy_epoch_t policy_epoch, shift_t ewma_shift, \
+    scaled_t min_th_scaled, scaled_t max_th_scaled, q24_t red_slope_q24, \
+    q32_t idle_decay_q32, flag_t gentle, q16_t max_p_q16, q24_t gentle_slope_q24, \
+    flag_t ecn, flag_t harddrop, flag_t wait
+#define MMAQM_LOAD_RED_PARAMS \
+    md.base.policy.policy_epoch = policy_epoch; \
+    md.base.policy.ewma_shift = ewma_shift; \
+    md.base.policy.min_th_scaled = min_th_scaled; \
+    md.base.policy.max_th_scaled = max_th_scaled; \
+    md.base.policy.red_slope_q24 = red_slope_q24; \
+    md.base.policy.idle_decay_q32 = idle_decay_q32; \
+    md.base.policy.gentle = gentle; \
+    md.base.policy.max_p_q16 = max_p_q16; \
+    md.base.policy.gentle_slope_q24 = gentle_slope_q24; \
+    md.base.policy.ecn = ecn; \
+    md.base.policy.harddrop = harddrop; \
+    md.base.policy.wait = wait;
+
+// Sets md.base.aqm_applied when the port has a policy, then decides:
+// md.base.aqm_drop / drop_reason / ecn_mark / admitted / cut_in.
+control TnaAqm(inout headers_t hdr, inout tna_ingress_metadata_t md,
+               inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+    TnaOccupancy() occupancy;
+#ifdef MMAQM_TNA_RED_FAMILY
+    TnaRedAverage() red_average;
+    TnaRedDropTest() red_drop_test;
+#endif
+#ifdef MMAQM_TNA_FRED
+    TnaFred() fred_algorithm;
+#endif
+#if defined(MMAQM_TNA_CBT_RED_ALL) || defined(MMAQM_TNA_CBT_RED_TCP_ONLY)
+    Lpf<scaled_t, tna_index_t>(NUM_PORTS * CLASS_SLOTS) class_avg;   // cbt §3, per class
+#endif
+#ifdef MMAQM_TNA_DCBT
+    Lpf<scaled_t, tna_index_t>(NUM_PORTS) tagged_avg;    // dcbt §3.1: synchronised,
+    Lpf<scaled_t, tna_index_t>(NUM_PORTS) untagged_avg;  // one filter per class
+    scaled_t dcbt_tagged_th_scaled;
+    // tagged threshold red_avg * share_tagged (dcbt §3.1) without a multiply:
+    // the controller fills, per port, avg segments with their lower end * share.
+    action set_tagged_threshold(scaled_t tagged_th_scaled) {
+        dcbt_tagged_th_scaled = tagged_th_scaled;
+    }
+    table dcbt_tagged_threshold {
+        key = {
+            md.base.routed_port : exact @name("port");
+            md.base.red_avg_scaled : range @name("avg_scaled");
+        }
+        actions = { set_tagged_threshold; }
+        const default_action = set_tagged_threshold(0xFFFFFFFF);
+        size = NUM_PORTS * RED_ZONE_SEGMENTS;
+    }
+#endif
+#ifdef MMAQM_TNA_DCBT_CHIPS
+    Lpf<q16_t, tna_index_t>(NUM_PORTS) chips_tagged_share;  // dcbt §3.2 enqueue ratio
+    // chips.p4's chips_events, split in two: one Counter access per packet each.
+    Counter<bit<64>, tna_index_t>(NUM_PORTS * NUM_CHIPS_EVENTS, CounterType_t.PACKETS_AND_BYTES) chips_state_events;
+    Counter<bit<64>, tna_index_t>(NUM_PORTS * NUM_CHIPS_EVENTS, CounterType_t.PACKETS_AND_BYTES) chips_events;
+#endif
+
+    action load_policy(pkts_t queue_limit_pkts, shift_t flow_epoch_shift) {
+        md.base.aqm_applied = true;
+        md.base.class_index = (md.base.port_index << 2)      // * CLASS_SLOTS
+                              + (bit<32>)(bit<8>)md.base.class_id;
+        md.base.flow_epoch_shift = flow_epoch_shift;
+        md.base.policy.queue_limit_pkts = queue_limit_pkts;
+    }
+
+#ifdef MMAQM_TNA_DROP_TAIL
+    @name(".drop_tail")
+    action drop_tail(pkts_t queue_limit_pkts, shift_t flow_epoch_shift) {
+        load_policy(queue_limit_pkts, flow_epoch_shift);
+    }
+#define MMAQM_POLICY_ACTION drop_tail
+#endif
+#ifdef MMAQM_TNA_RED
+    @name(".red")
+    action red(pkts_t queue_limit_pkts, shift_t flow_epoch_shift, MMAQM_RED_PARAMS) {
+        load_policy(queue_limit_pkts, flow_epoch_shift);
+        MMAQM_LOAD_RED_PARAMS
+    }
+#define MMAQM_POLICY_ACTION red
+#endif
+#ifdef MMAQM_TNA_CBT_RED_ALL
+    @name(".cbt_red_all")
+    action cbt_red_all(pkts_t queue_limit_pkts, shift_t flow_epoch_shift, MMAQM_RED_PARAMS,
+                       scaled_t tagged_th_scaled, scaled_t untagged_th_scaled) {
+        load_policy(queue_limit_pkts, flow_epoch_shift);
+        MMAQM_LOAD_RED_PARAMS
+        md.base.policy.tagged_th_scaled = tagged_th_scaled;
+        md.base.policy.untagged_th_scaled = untagged_th_scaled;
+    }
+#define MMAQM_POLICY_ACTION cbt_red_all
+#endif
+#ifdef MMAQM_TNA_CBT_RED_TCP_ONLY
+    @name(".cbt_red_tcp_only")
+    action cbt_red_tcp_only(pkts_t queue_limit_pkts, shift_t flow_epoch_shift, MMAQM_RED_PARAMS,
+                            scaled_t tagged_th_scaled, scaled_t untagged_th_scaled) {
+        load_policy(queue_limit_pkts, flow_epoch_shift);
+        MMAQM_LOAD_RED_PARAMS
+        md.base.policy.tagged_th_scaled = tagged_th_scaled;
+        md.base.policy.untagged_th_scaled = untagged_th_scaled;
+    }
+#define MMAQM_POLICY_ACTION cbt_red_tcp_only
+#endif
+#if defined(MMAQM_TNA_DCBT) && !defined(MMAQM_TNA_DCBT_CHIPS)
+    @name(".dcbt")
+    action dcbt(pkts_t queue_limit_pkts, shift_t flow_epoch_shift, MMAQM_RED_PARAMS,
+                q16_t tagged_share_q16, scaled_t untagged_th_scaled) {
+        load_policy(queue_limit_pkts, flow_epoch_shift);
+        MMAQM_LOAD_RED_PARAMS
+        md.base.policy.tagged_share_q16 = tagged_share_q16;
+        md.base.policy.untagged_th_scaled = untagged_th_scaled;
+    }
+#define MMAQM_POLICY_ACTION dcbt
+#endif
+#ifdef MMAQM_TNA_DCBT_CHIPS
+    @name(".dcbt_chips")
+    action dcbt_chips(pkts_t queue_limit_pkts, shift_t flow_epoch_shift, MMAQM_RED_PARAMS,
+                      q16_t tagged_share_q16, scaled_t untagged_th_scaled,
+                      shift_t chips_ewma_shift, q16_t chips_tagged_share_limit_q16) {
+        load_policy(queue_limit_pkts, flow_epoch_shift);
+        MMAQM_LOAD_RED_PARAMS
+        md.base.policy.tagged_share_q16 = tagged_share_q16;
+        md.base.policy.untagged_th_scaled = untagged_th_scaled;
+        md.base.policy.chips_ewma_shift = chips_ewma_shift;
+        md.base.policy.chips_tagged_share_limit_q16 = chips_tagged_share_limit_q16;
+    }
+#define MMAQM_POLICY_ACTION dcbt_chips
+#endif
+#ifdef MMAQM_TNA_MCDT
+    @name(".mcdt")
+    action mcdt(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
+                policy_epoch_t policy_epoch, pkts_t tcp_th_pkts, pkts_t tagged_th_pkts,
+                pkts_t untagged_th_pkts) {
+        load_policy(queue_limit_pkts, flow_epoch_shift);
+        md.base.policy.policy_epoch = policy_epoch;
+        md.base.policy.tcp_th_pkts = tcp_th_pkts;
+        md.base.policy.tagged_th_pkts = tagged_th_pkts;
+        md.base.policy.untagged_th_pkts = untagged_th_pkts;
+    }
+#define MMAQM_POLICY_ACTION mcdt
+#endif
+#ifdef MMAQM_TNA_FRED
+    @name(".fred")
+    action fred(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
+                policy_epoch_t policy_epoch, shift_t ewma_shift,
+                scaled_t min_th_scaled, scaled_t max_th_scaled, q24_t red_slope_q24,
+                q32_t idle_decay_q32, pkts_t minq_pkts, bit<32> fred_slot_mask) {
+        load_policy(queue_limit_pkts, flow_epoch_shift);
+        md.base.policy.policy_epoch = policy_epoch;
+        md.base.policy.ewma_shift = ewma_shift;
+        md.base.policy.min_th_scaled = min_th_scaled;
+        md.base.policy.max_th_scaled = max_th_scaled;
+        md.base.policy.red_slope_q24 = red_slope_q24;
+        md.base.policy.idle_decay_q32 = idle_decay_q32;
+        md.base.policy.minq_pkts = minq_pkts;
+        md.base.policy.fred_slot_mask = fred_slot_mask;
+    }
+#define MMAQM_POLICY_ACTION fred
+#endif
+
+    action no_policy() {}
+
+    table port_policy {
+        key = { md.base.routed_port : exact @name("port"); }
+        actions = { MMAQM_POLICY_ACTION; @defaultonly no_policy; }
+        const default_action = no_policy();
+        size = NUM_PORTS;
+    }
+
+    apply {
+        if (md.is_report) {
+            // main.p4's MmaqmEgress, applied where the registers are: a departure,
+            // a cut-in packet's FIFO slot, or a cancel (occupancy_tna.p4)
+            occupancy.apply(md);
+#ifdef MMAQM_TNA_FRED
+            fred_algorithm.apply(hdr, md);   // D1, D2 or the cancel of A3
+#endif
+        } else if (port_policy.apply().hit) {
+            occupancy.apply(md);
+#ifdef MMAQM_TNA_MCDT
+            // mcdt.p4: the class's logical queue (before this packet) exceeds T_c
+            pkts_t threshold = md.base.policy.untagged_th_pkts;
+            if (md.base.class_id == traffic_class_t.TCP) {
+                threshold = md.base.policy.tcp_th_pkts;
+            } else if (md.base.class_id == traffic_class_t.TAGGED) {
+                threshold = md.base.policy.tagged_th_pkts;
+            }
+            if (md.base.occupancy.class_pkts > threshold) {
+                md.base.aqm_drop = true;
+                md.base.drop_reason = drop_reason_t.CLASS_THRESHOLD;
+            }
+#endif
+#if defined(MMAQM_TNA_RED)
+            red_average.apply(md, md.base.occupancy.queue_pkts);
+            red_drop_test.apply(hdr, md);
+#endif
+#if defined(MMAQM_TNA_CBT_RED_ALL) || defined(MMAQM_TNA_CBT_RED_TCP_ONLY)
+            // cbt.p4 cbt_class_test: a UDP packet's own class average and threshold
+            bool class_dropped = false;
+            if (md.base.class_id != traffic_class_t.TCP) {
+                scaled_t avg = class_avg.execute(md.base.occupancy.class_pkts << AVG_FRAC_BITS,
+                                                 md.base.class_index);
+                scaled_t threshold = md.base.policy.untagged_th_scaled;
+                if (md.base.class_id == traffic_class_t.TAGGED) {
+                    threshold = md.base.policy.tagged_th_scaled;
+                }
+                if (avg > threshold) {
+                    class_dropped = true;
+                    md.base.aqm_drop = true;
+                    md.base.drop_reason = drop_reason_t.CLASS_THRESHOLD;
+                }
+            }
+#ifdef MMAQM_TNA_CBT_RED_ALL
+            if (!class_dropped) {
+                red_average.apply(md, md.base.occupancy.queue_pkts);
+                red_drop_test.apply(hdr, md);
+            }
+#else
+            if (md.base.class_id == traffic_class_t.TCP) {
+                red_average.apply(md, md.base.occupancy.class_pkts);
+                red_drop_test.apply(hdr, md);
+            }
+#endif
+#endif
+#ifdef MMAQM_TNA_DCBT
+            // dcbt.p4: synchronised averages, class thresholds, then RED
+            red_average.apply(md, md.base.occupancy.queue_pkts);
+            scaled_t tagged = tagged_avg.execute(md.tagged_seen_pkts << AVG_FRAC_BITS,
+                                                 md.base.port_index);
+            scaled_t untagged = untagged_avg.execute(md.untagged_seen_pkts << AVG_FRAC_BITS,
+                                                     md.base.port_index);
+            dcbt_tagged_threshold.apply();
+            if (md.base.red_avg_scaled > md.base.policy.min_th_scaled) {
+                if (md.base.class_id == traffic_class_t.TAGGED) {
+                    if (tagged > dcbt_tagged_th_scaled) {
+                        md.base.aqm_drop = true;
+                        md.base.drop_reason = drop_reason_t.CLASS_THRESHOLD;
+                    }
+                } else if (md.base.class_id == traffic_class_t.UNTAGGED) {
+                    if (untagged > md.base.policy.untagged_th_scaled) {
+                        md.base.aqm_drop = true;
+                        md.base.drop_reason = drop_reason_t.CLASS_THRESHOLD;
+                    }
+                }
+            }
+            if (!md.base.aqm_drop) {
+                red_drop_test.apply(hdr, md);
+            }
+            // dcbt.p4: the queue limit holds for the virtual FIFO too
+            if (!md.base.aqm_drop
+                    && md.virtual_fifo_pkts >= md.base.policy.queue_limit_pkts) {
+                md.base.aqm_drop = true;
+                md.base.drop_reason = drop_reason_t.QUEUE_LIMIT;
+            }
+#endif
+#ifdef MMAQM_TNA_FRED
+            fred_algorithm.apply(hdr, md);
+#endif
+            // occupancy.p4 queue_admit_or_drop: the physical queue limit comes
+            // last; occupancy_tna.p4 decided it and did not count the packet
+            if (!md.base.aqm_drop && !md.counted) {
+                md.base.aqm_drop = true;
+                md.base.drop_reason = drop_reason_t.QUEUE_LIMIT;
+            }
+            md.base.admitted = !md.base.aqm_drop;
+            if (md.base.aqm_drop) {
+                md.base.ecn_mark = false;
+            }
+#ifdef MMAQM_TNA_DCBT_CHIPS
+            // chips.p4 chips_schedule, for an admitted packet
+            if (md.base.admitted) {
+                q16_t sample = 0;
+                if (md.base.class_id == traffic_class_t.TAGGED) {
+                    sample = PROB_ONE;
+                }
+                q16_t share = chips_tagged_share.execute(sample, md.base.port_index);
+                // port * NUM_CHIPS_EVENTS (5) without a multiply
+                tna_index_t base = (md.base.port_index << 2) + md.base.port_index;
+                if (share > md.base.policy.chips_tagged_share_limit_q16) {
+                    chips_state_events.count(base + CHIPS_OFF_ADMITS);
+                } else {
+                    chips_state_events.count(base + CHIPS_ON_ADMITS);
+                    if (md.base.class_id == traffic_class_t.TAGGED) {
+                        if ((md.base.occupancy.queue_pkts << AVG_FRAC_BITS)
+                                > md.base.red_avg_scaled) {
+                            md.base.cut_in = true;
+                            ig_tm_md.qid = TNA_QID_CUT_IN;
+                            chips_events.count(base + CHIPS_CUT_IN);
+                        } else {
+                            chips_events.count(base + CHIPS_NO_CONGESTION);
+                        }
+                    }
+                }
+            }
+#endif
+        }
+    }
+}
+
+#endif

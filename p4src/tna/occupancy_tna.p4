@@ -1,0 +1,131 @@
+// Queue occupancy on Tofino: the departure-report design (README "Tofino (TNA)").
+// v1model (occupancy.p4) shares one register between ingress (+1 on admit) and
+// egress (-1 on departure). A Tofino register belongs to one stage of one
+// gress, so here ingress owns every occupancy register and egress reports each
+// departure back to it: egress mirrors a 64-bit report (tna_report_h: port,
+// class, cut_in, FRED slot) to the recirculation port, and ingress applies it
+// with the same arithmetic as v1model's queue_departure / chips_slot_departure /
+// fred_departure. The count is exact; it lags a departure by the report's
+// trip (egress deparser -> mirror buffer -> recirculation -> ingress, order of
+// a microsecond), so an arrival can see a packet that has just left.
+// One register access per stage per packet: the occupancy register is read and
+// incremented by one RegisterAction at arrival, before the AQM has decided. A
+// packet the AQM then drops is resubmitted as a CANCEL (64 bits of
+// tna_report_h) that undoes its increments; the queue limit itself is decided
+// inside the RegisterAction, so a packet above the limit is never counted.
+#ifndef MMAQM_OCCUPANCY_TNA_P4
+#define MMAQM_OCCUPANCY_TNA_P4
+
+#include "tna_types.p4"
+
+control TnaOccupancy(inout tna_ingress_metadata_t md) {
+    Register<pkts_t, tna_index_t>(NUM_PORTS, 0) queue_pkts;
+    // Per class, on the virtual FIFO (chips.p4): one register per class, so
+    // that D-CBT reads the three classes of a port in one pass.
+    Register<pkts_t, tna_index_t>(NUM_PORTS, 0) tcp_pkts;
+    Register<pkts_t, tna_index_t>(NUM_PORTS, 0) tagged_pkts;
+    Register<pkts_t, tna_index_t>(NUM_PORTS, 0) untagged_pkts;
+
+    // arrival: the occupancy seen; +1 only below the queue limit (occupancy.p4
+    // queue_admit_or_drop's limit test, decided here).
+    RegisterAction<pkts_t, tna_index_t, pkts_t>(queue_pkts) queue_arrive = {
+        void apply(inout pkts_t value, out pkts_t seen) {
+            seen = value;
+            if (value < md.base.policy.queue_limit_pkts) {
+                value = value + 1;
+            }
+        }
+    };
+    RegisterAction<pkts_t, tna_index_t, pkts_t>(queue_pkts) queue_leave = {
+        void apply(inout pkts_t value, out pkts_t left) {
+            if (value != 0) {
+                value = value - 1;
+            }
+            left = value;
+        }
+    };
+
+#define MMAQM_CLASS_ACTIONS(R) \
+    RegisterAction<pkts_t, tna_index_t, pkts_t>(R) R##_arrive = { \
+        void apply(inout pkts_t value, out pkts_t seen) { seen = value; value = value + 1; } }; \
+    RegisterAction<pkts_t, tna_index_t, pkts_t>(R) R##_read = { \
+        void apply(inout pkts_t value, out pkts_t seen) { seen = value; } }; \
+    RegisterAction<pkts_t, tna_index_t, pkts_t>(R) R##_leave = { \
+        void apply(inout pkts_t value) { if (value != 0) { value = value - 1; } } };
+    MMAQM_CLASS_ACTIONS(tcp_pkts)
+    MMAQM_CLASS_ACTIONS(tagged_pkts)
+    MMAQM_CLASS_ACTIONS(untagged_pkts)
+#undef MMAQM_CLASS_ACTIONS
+
+    // Per egress port and class (index port * CLASS_SLOTS + class), as occupancy.p4.
+    Counter<bit<64>, tna_index_t>(NUM_PORTS * CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) queue_arrivals;
+    Counter<bit<64>, tna_index_t>(NUM_PORTS * CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) queue_departures;
+
+    pkts_t tcp_seen;
+    pkts_t tagged_seen;
+    pkts_t untagged_seen;
+
+    // Arrival of a data packet: md.base.occupancy, md.virtual_fifo_pkts (D-CBT),
+    // md.counted = below the queue limit (the AQM may still drop: then a cancel).
+    apply {
+        tna_index_t port = md.base.port_index;
+        if (md.is_report) {
+            // A departure (D), a cut-in packet's slot (S) or a cancel (C).
+            // D: the packet left (its class too, unless it cut in: its slot reports
+            // that, S); C: undo an arrival the AQM dropped (occupancy.p4 never counted it).
+            bool total = md.report_md.pkt_type == TNA_PKT_DEPARTURE
+                         || md.report_md.pkt_type == TNA_PKT_CANCEL;
+            bool per_class = md.report_md.pkt_type == TNA_PKT_SLOT
+                             || md.report_md.pkt_type == TNA_PKT_CANCEL
+                             || (md.report_md.pkt_type == TNA_PKT_DEPARTURE
+                                 && md.report_md.cut_in == 0);
+            if (total) {
+                md.base.occupancy.queue_pkts = queue_leave.execute(port);
+            }
+            if (per_class) {
+                if (md.report_md.class_id == (bit<2>)(bit<8>)traffic_class_t.TCP) {
+                    tcp_pkts_leave.execute(port);
+                } else if (md.report_md.class_id == (bit<2>)(bit<8>)traffic_class_t.TAGGED) {
+                    tagged_pkts_leave.execute(port);
+                } else {
+                    untagged_pkts_leave.execute(port);
+                }
+            }
+            if (md.report_md.pkt_type == TNA_PKT_DEPARTURE) {
+                queue_departures.count(md.base.class_index);
+            }
+        } else {
+            queue_arrivals.count(md.base.class_index);
+            md.base.occupancy.queue_pkts = queue_arrive.execute(port);
+            md.counted = md.base.occupancy.queue_pkts < md.base.policy.queue_limit_pkts;
+            // The class of the packet is counted when the total was (the limit test).
+            if (md.base.class_id == traffic_class_t.TCP && md.counted) {
+                tcp_seen = tcp_pkts_arrive.execute(port);
+            } else {
+                tcp_seen = tcp_pkts_read.execute(port);
+            }
+            if (md.base.class_id == traffic_class_t.TAGGED && md.counted) {
+                tagged_seen = tagged_pkts_arrive.execute(port);
+            } else {
+                tagged_seen = tagged_pkts_read.execute(port);
+            }
+            if (md.base.class_id == traffic_class_t.UNTAGGED && md.counted) {
+                untagged_seen = untagged_pkts_arrive.execute(port);
+            } else {
+                untagged_seen = untagged_pkts_read.execute(port);
+            }
+            if (md.base.class_id == traffic_class_t.TCP) {
+                md.base.occupancy.class_pkts = tcp_seen;
+            } else if (md.base.class_id == traffic_class_t.TAGGED) {
+                md.base.occupancy.class_pkts = tagged_seen;
+            } else {
+                md.base.occupancy.class_pkts = untagged_seen;
+            }
+            md.virtual_fifo_pkts = tcp_seen + tagged_seen + untagged_seen;
+            md.tagged_seen_pkts = tagged_seen;
+            md.untagged_seen_pkts = untagged_seen;
+        }
+    }
+}
+
+#endif

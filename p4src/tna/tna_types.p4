@@ -1,0 +1,108 @@
+// TNA-only headers, metadata and constants (p4src/tna). Everything the two
+// targets share stays in p4src/include (defines.p4, headers.p4).
+#ifndef MMAQM_TNA_TYPES_P4
+#define MMAQM_TNA_TYPES_P4
+
+#include "../include/defines.p4"
+#include "../include/headers.p4"
+
+// ---- the algorithm this build carries (README "Tofino (TNA)": one program per algorithm)
+#if !defined(MMAQM_TNA_DROP_TAIL) && !defined(MMAQM_TNA_RED) && !defined(MMAQM_TNA_CBT_RED_ALL) \
+    && !defined(MMAQM_TNA_CBT_RED_TCP_ONLY) && !defined(MMAQM_TNA_DCBT) \
+    && !defined(MMAQM_TNA_DCBT_CHIPS) && !defined(MMAQM_TNA_MCDT) && !defined(MMAQM_TNA_FRED)
+#error "define one of MMAQM_TNA_{DROP_TAIL,RED,CBT_RED_ALL,CBT_RED_TCP_ONLY,DCBT,DCBT_CHIPS,MCDT,FRED}"
+#endif
+#if defined(MMAQM_TNA_DCBT_CHIPS)
+#define MMAQM_TNA_DCBT
+#endif
+// The algorithms with RED's per-arrival average and drop test (red_tna.p4).
+#if defined(MMAQM_TNA_RED) || defined(MMAQM_TNA_CBT_RED_ALL) \
+    || defined(MMAQM_TNA_CBT_RED_TCP_ONLY) || defined(MMAQM_TNA_DCBT)
+#define MMAQM_TNA_RED_FAMILY
+#endif
+
+// Register indexes. AQM state exists for NUM_PORTS ports: on Tofino, the dev
+// ports 0..63 of pipe 0 (v1model: ports 0..63).
+typedef bit<32> tna_index_t;
+
+// Tofino 1 recirculation port of pipe 0 (dev port 68); departure reports come
+// back through it (occupancy_tna.p4). Reports from any other port are discarded.
+const PortId_t TNA_RECIRC_PORT = 68;
+// Mirror session that carries departure reports to TNA_RECIRC_PORT (the controller
+// creates it, with truncation to the report's size).
+const MirrorId_t TNA_REPORT_SESSION = 1;
+// The cut-in queue of every port (ChIPS): the traffic manager serves qid 1 at
+// strict priority over qid 0, the FIFO (the controller configures both).
+const QueueId_t TNA_QID_FIFO = 0;
+const QueueId_t TNA_QID_CUT_IN = 1;
+
+// What a packet is, in the first byte of the bridged, mirrored or resubmitted header.
+const bit<8> TNA_PKT_BRIDGED = 1;     // ingress -> egress, in front of a data packet
+const bit<8> TNA_PKT_DEPARTURE = 2;   // egress mirror: an admitted packet left its queue
+const bit<8> TNA_PKT_SLOT = 3;        // egress mirror: a cut-in packet's FIFO slot left (ChIPS)
+const bit<8> TNA_PKT_CANCEL = 4;      // resubmit: ingress counted an arrival, then dropped it
+
+const MirrorType_t TNA_MIRROR_REPORT = 1;  // egress: departure report
+const MirrorType_t TNA_MIRROR_SLOT = 2;    // ingress: a cut-in packet's FIFO slot (ChIPS)
+const ResubmitType_t TNA_RESUBMIT_CANCEL = 1;
+const DigestType_t TNA_DIGEST_FLOW = 1;
+
+// The accounting record that ingress bridges to egress and egress reports back:
+// exactly what the v1model egress reads from meta (queue_departure, fred_departure,
+// chips_slot_departure). 64 bits: Tofino 1 resubmits carry exactly 64.
+header tna_report_h {
+    bit<8>  pkt_type;
+    bit<6>  port_index;
+    bit<2>  class_id;
+    bit<1>  admitted;
+    bit<1>  cut_in;
+    bit<1>  fred_admitted;
+    bit<5>  _pad;
+    bit<8>  _pad2;
+    bit<32> fred_slot_index;   // port * FRED_SLOTS_PER_PORT + slot
+}
+
+struct tna_ingress_headers_t {
+    tna_report_h report;   // a departure report (recirculated) or a cancel (resubmitted)
+    headers_t    pkt;
+}
+
+struct tna_egress_headers_t {
+    tna_report_h bridged;  // from ingress, or the mirror header of a report copy
+    headers_t    pkt;
+}
+
+struct tna_ingress_metadata_t {
+    local_metadata_t base;        // the shared controls' metadata (headers.p4)
+    bool             checksum_error;
+    bool             is_report;   // a departure report or a cancel, not a packet to forward
+    tna_report_h     report_md;   // what the deparser bridges, mirrors or resubmits
+    MirrorId_t       mirror_session;
+    flow_digest_t    digest;
+    bit<32>          flow_signature;  // flow_report_tna.p4
+    bit<32>          flow_epoch;
+    // RED family (red_tna.p4)
+    bit<2>           red_zone;
+    q16_t            red_p_b_q16;
+    q16_t            red_rand_q16;
+    // FRED (fred_tna.p4)
+    bit<16>          fred_qlen_seen;
+    bit<16>          fred_flows;        // max(nactive, 1)
+    scaled_t         fred_avg;
+    bit<16>          lg_qlen;           // log2 in Q4 (log2_tna.p4)
+    bit<16>          lg_flows;
+    bit<16>          lg_avg;
+    bit<8>           fred_code;         // 2: R1 or R2 holds; 1: qlen >= avgcq; 0: neither
+    bit<8>           fred_r3_threshold; // strike above it drops (R3); 255: never
+    bit<1>           fred_robust;       // R4: qlen >= max(minq, avgcq)
+    bool             counted;      // occupancy counted the arrival (below the queue limit)
+    pkts_t           virtual_fifo_pkts;  // tcp + tagged + untagged (D-CBT, ChIPS)
+    pkts_t           tagged_seen_pkts;   // the port's tagged class (D-CBT)
+    pkts_t           untagged_seen_pkts; // the port's untagged class (D-CBT)
+}
+
+struct tna_egress_metadata_t {
+    tna_report_h report;   // the departure report egress mirrors
+}
+
+#endif

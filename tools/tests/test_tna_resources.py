@@ -1,0 +1,70 @@
+"""tna_resources: the Tofino resource table from bf-p4c's resources.json / metrics.json.
+
+The fixture under fixtures/tna is hand-written from the schemas of p4c's
+backends/tofino/compiler_interfaces/schemas (resources_schema.py, metrics_schema.py);
+README "Tofino (TNA)" says when it was last checked against real compiler output.
+"""
+
+import copy
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import tna_resources  # noqa: E402
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "tna"
+
+
+def test_a_compiled_variant_sums_its_stages() -> None:
+    row = tna_resources.summarize_variant(FIXTURE / "red")
+    assert row["compiled"]
+    assert row["stages"] == 4 and row["stages_available"] == 12  # stage 4 has no table
+    assert row["srams"] == 6          # 4 + 1 + 1
+    assert row["tcams"] == 6
+    assert row["map_rams"] == 1
+    assert row["salus"] == 1
+    assert row["hash_bits"] == 16
+    assert row["hash_units"] == 1
+    assert row["logical_tables"] == 5
+    assert row["phv_containers"] == 28 and row["phv_bits"] == 540
+    assert row["phv_by_width"] == {8: 10, 16: 6, 32: 12}
+
+
+def test_a_variant_without_resources_json_is_not_compiled() -> None:
+    assert tna_resources.summarize_variant(FIXTURE / "fred") == {"variant": "fred", "compiled": False}
+
+
+def test_the_table_has_a_row_per_variant_and_fails_when_one_did_not_compile(tmp_path, capsys) -> None:
+    out = tmp_path / "tna"
+    shutil.copytree(FIXTURE, out)
+    assert tna_resources.main(["--write", str(out)]) == 1  # fred did not compile
+    table = capsys.readouterr().out
+    assert "| red | 4 / 12 | 6 | 1 | 6 | 1 | 16 | 1 | 5 | 28 | 540 |" in table
+    assert "| fred | not compiled |" in table
+    assert (out / "resources.md").read_text() == table
+    assert [r["variant"] for r in json.loads((out / "resources.json").read_text())] == ["fred", "red"]
+    shutil.rmtree(out / "fred")
+    assert tna_resources.main([str(out)]) == 0
+
+
+def test_metrics_totals_that_disagree_with_the_stages_are_an_error(tmp_path) -> None:
+    out = tmp_path / "red"
+    shutil.copytree(FIXTURE / "red", out)
+    metrics_file = out / "pipe" / "logs" / "metrics.json"
+    metrics = json.loads(metrics_file.read_text())
+    metrics["mau"]["srams"] = 7
+    metrics_file.write_text(json.dumps(metrics))
+    with pytest.raises(tna_resources.ReportError, match="srams 6"):
+        tna_resources.summarize_variant(out)
+
+
+def test_a_resources_json_without_the_mau_section_is_an_error() -> None:
+    doc = json.loads((FIXTURE / "red" / "pipe" / "logs" / "resources.json").read_text())
+    broken = copy.deepcopy(doc)
+    del broken["resources"]["mau"]
+    with pytest.raises(tna_resources.ReportError):
+        tna_resources.summarize_resources(broken)
