@@ -241,10 +241,12 @@ class SwitchDriver:
 
     def connection_lost(self, exc: BaseException | None = None) -> bool:
         """Whether the P4Runtime stream is gone, or exc says the server is unavailable
-        (a request can fail before finsy has noticed that the stream ended)."""
+        (a request can fail before finsy has noticed that the stream ended) or did not
+        answer within finsy's 10 s (a stopped switch keeps its TCP connections)."""
         if not self.switch.is_up:
             return True
-        return isinstance(exc, fy.P4ClientError) and exc.code == fy.GRPCStatusCode.UNAVAILABLE
+        return isinstance(exc, fy.P4ClientError) and exc.code in (
+            fy.GRPCStatusCode.UNAVAILABLE, fy.GRPCStatusCode.DEADLINE_EXCEEDED)
 
     async def wait_primary(self) -> None:
         """Wait, without a deadline (a backup waits as long as the primary lives),

@@ -844,3 +844,41 @@ def test_a_backup_controller_waits_then_takes_over_when_the_primary_goes(
     run_async(body(), timeout_s=15)
     kinds = [e["event"] for e in events if e["event"] != "share_push"]
     assert kinds == ["backup_waiting", "became_primary", "installed"]
+
+
+def test_a_primary_that_loses_the_role_waits_as_backup_and_takes_it_back(
+        p4info_path: Path, device_config: Path) -> None:
+    """A `run` with a higher election id joins: the first one stops writing
+    (primary_lost) and waits as its backup; when the newcomer goes, it is primary
+    again and installs."""
+    from fake_p4rt import FakeP4RuntimeServer
+    from mmaqm.controller import run_switches
+
+    events: list[dict[str, Any]] = []
+
+    async def body() -> None:
+        server = FakeP4RuntimeServer()
+        async with server.run():
+            cfg = _one_switch_config(server.address)
+            common = {"p4info": p4info_path, "bmv2_json": device_config}
+            first = asyncio.create_task(run_switches(cfg, **common, event_sink=events.append))
+            await _until(lambda: bool(server.digest_configs), "first installed", task=first)
+            second = asyncio.create_task(run_switches(cfg, **common, election_id=20))
+            try:
+                await _until(lambda: any(e["event"] == "backup_waiting" for e in events),
+                             "the first waiting as backup", task=first)
+                await _until(lambda: server.primary_election_id == 20
+                             and bool(server.digest_configs), "second primary", task=second)
+                second.cancel()
+                await asyncio.gather(second, return_exceptions=True)
+                await _until(lambda: [e["event"] for e in events].count("installed") == 2,
+                             "the first installed again", task=first)
+            finally:
+                for task in (first, second):
+                    task.cancel()
+                await asyncio.gather(first, second, return_exceptions=True)
+
+    run_async(body(), timeout_s=15)
+    kinds = [e["event"] for e in events if e["event"] != "share_push"]
+    assert kinds == ["installed", "primary_lost", "backup_waiting", "became_primary",
+                     "installed"]

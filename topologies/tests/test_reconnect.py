@@ -315,7 +315,8 @@ def _settle(bed: Bed, name: str) -> dict[str, Any]:
     return ref
 
 
-def test_the_controller_survives_five_switch_restarts(tmp_path: Path) -> None:
+def test_the_controller_survives_five_switch_restarts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with Bed(tmp_path) as bed:
         bed.start_controller("a")
         ref = _without_epoch(_settle(bed, "a"))
@@ -349,12 +350,13 @@ def test_the_controller_survives_five_switch_restarts(tmp_path: Path) -> None:
         events = bed.events("a")
         log = bed.log("a")
 
-    print("\nrecovery after kill -9 of simple_switch_grpc (s; from the restarted switch "
-          "listening, and the whole outage from the kill):")
-    print("restart  bmv2_start  policies+shares  forwarding  outage")
-    for r in rows:
-        print(f"{r['restart']:7d}  {r['bmv2_start_s']:10.3f}  {r['policies_s']:15.3f}  "
-              f"{r['forwarding_s']:10.3f}  {r['outage_s']:6.3f}")
+    with capsys.disabled():          # the times, also in a quiet `make test`
+        print("\nrecovery after kill -9 of simple_switch_grpc (s; policies+shares and "
+              "forwarding from the restarted switch listening, outage from the kill):")
+        print("restart  bmv2_start  policies+shares  forwarding  outage")
+        for r in rows:
+            print(f"{r['restart']:7d}  {r['bmv2_start_s']:10.3f}  {r['policies_s']:15.3f}  "
+                  f"{r['forwarding_s']:10.3f}  {r['outage_s']:6.3f}")
     (tmp_path / "recovery.json").write_text(json.dumps(rows))
     kinds = [e["event"] for e in events if e["event"] in
              ("installed", "connection_lost", "reconnected")]
@@ -365,7 +367,8 @@ def test_the_controller_survives_five_switch_restarts(tmp_path: Path) -> None:
     assert max(r["forwarding_s"] for r in rows) < FORWARD_BOUND_S
 
 
-def test_a_backup_controller_takes_over_when_the_primary_dies(tmp_path: Path) -> None:
+def test_a_backup_controller_takes_over_when_the_primary_dies(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with Bed(tmp_path) as bed:
         bed.start_controller("primary")
         ref = _settle(bed, "primary")
@@ -404,10 +407,11 @@ def test_a_backup_controller_takes_over_when_the_primary_dies(tmp_path: Path) ->
                           lambda: bed.check_alive("backup"))
         kinds = [e["event"] for e in bed.events("backup") if e["event"] != "share_push"]
         log = bed.log("backup")
-    print(f"\nbackup takeover: policies written {(written['t_ns'] - t_kill) / 1e9:.3f} s after "
-          f"kill -9 of the primary; shares of both flows pushed after "
-          f"{(shares['t_ns'] - t_kill) / 1e9:.3f} s; forwarding at "
-          f"{(t_forward - t_kill) / 1e9:.3f} s")
+    with capsys.disabled():
+        print(f"\nbackup takeover: policies written {(written['t_ns'] - t_kill) / 1e9:.3f} s "
+              f"after kill -9 of the primary; shares of both flows pushed after "
+              f"{(shares['t_ns'] - t_kill) / 1e9:.3f} s; packets received at "
+              f"{(t_forward - t_kill) / 1e9:.3f} s")
     assert kinds == ["backup_waiting", "became_primary", "installed"]
     assert "waiting as its backup" in log and "now primary" in log
     assert "Traceback" not in log
