@@ -49,14 +49,15 @@ VENV_BIN = Path(sys.executable).parent
 PROBE = Path(__file__).with_name("p4rt_probe.py")
 
 RESTARTS = 5
-# Bounds, with margin over what was measured (README "Reliability"; each run prints
-# its times): after the restarted switch listens, the controller notices the loss
-# within update_interval_ms (50 ms), retries at most 1 s apart, and push + install
-# took 0.3-1.2 s (measured max: see README). The whole outage also holds BMv2's own
-# start (~1 s).
+# Bounds, about 3x what was measured (README "Reliability", 15 restarts with the
+# build paused; each run prints its times): after the restarted switch listens, the
+# controller has noticed the loss (within update_interval_ms, 50 ms) and retries at
+# most 1 s apart; pipeline push and install take about 0.25 s. Measured: forwarding
+# 0.13-0.42 s, policies with the D-CBT shares of both flows 0.52-1.55 s after the
+# switch listened; BMv2 listened 0.13-0.21 s after the kill.
 RECOVERY_BOUND_S = 5.0           # switch listening -> thresholds and D-CBT shares back
 FORWARD_BOUND_S = 5.0            # switch listening -> h2 receives again
-TAKEOVER_BOUND_S = 5.0           # primary killed -> the backup's policy written
+TAKEOVER_BOUND_S = 5.0           # primary killed -> the backup's policy, its share push
 SETTLE_TIMEOUT_S = 30.0          # first install and both flows seen
 SENDER_INTERVAL_S = 0.005        # per flow: 200 packets/s
 UDP_PORT = 5004
@@ -393,7 +394,7 @@ def test_a_backup_controller_takes_over_when_the_primary_dies(
                                     != ref["2"]["policy_epoch"]),
             lambda: bed.check_alive("backup"))
         shares = _wait(
-            "the backup's D-CBT share push of the two flows", SETTLE_TIMEOUT_S,
+            "the backup's D-CBT share push of the two flows", TAKEOVER_BOUND_S,
             lambda: next((e for e in bed.events("backup") if e["event"] == "share_push"
                           and e["tagged_share_q16"] == HALF_Q16), None),
             lambda: bed.check_alive("backup"))
