@@ -350,6 +350,7 @@ def test_the_controller_survives_five_switch_restarts(
         bed.check_alive("a")
         events = bed.events("a")
         log = bed.log("a")
+    assert L.namespaces(bed.lab.prefix) == [] and bed.lab.procs == []   # all cleaned up
 
     with capsys.disabled():          # the times, also in a quiet `make test`
         print("\nrecovery after kill -9 of simple_switch_grpc (s; policies+shares and "
@@ -408,6 +409,7 @@ def test_a_backup_controller_takes_over_when_the_primary_dies(
                           lambda: bed.check_alive("backup"))
         kinds = [e["event"] for e in bed.events("backup") if e["event"] != "share_push"]
         log = bed.log("backup")
+    assert L.namespaces(bed.lab.prefix) == [] and bed.lab.procs == []
     with capsys.disabled():
         print(f"\nbackup takeover: policies written {(written['t_ns'] - t_kill) / 1e9:.3f} s "
               f"after kill -9 of the primary; shares of both flows pushed after "
