@@ -240,7 +240,9 @@ class SwitchController:
     async def run(self) -> None:
         """Receive flow reports and update shares every update_interval_ms, forever;
         update each MCDT port every mcdt_period_ms; with a stats sink, also sample
-        counters every stats_interval_ms."""
+        counters every stats_interval_ms. Ends with SwitchConnectionError when the
+        switch goes away and PrimaryLostError when another controller takes the
+        primary role (SwitchSupervisor reconnects, or waits as a backup)."""
         tasks = [asyncio.create_task(self.receive_flow_reports())]
         tasks += [asyncio.create_task(self._mcdt_loop(port))
                   for port, policy in sorted(self.switch.policies.items())
@@ -335,12 +337,17 @@ class SwitchSupervisor:
         await self.driver.open()
         try:
             while True:
-                lost_at = None
                 try:
                     await self._serve()
                     return                                     # install_only: done
                 except Exception as exc:     # noqa: BLE001 - sorted below
                     if self.install_only:
+                        if self.driver.connection_lost(exc) \
+                                and not isinstance(exc, SwitchConnectionError):
+                            # e.g. finsy's bare AssertionError once its channel is closed
+                            raise SwitchConnectionError(
+                                f"{self.name}: lost the P4Runtime connection to {address} "
+                                f"({_why(exc)})") from exc
                         raise
                     if not self.driver.connection_lost(exc) and (
                             isinstance(exc, PrimaryLostError)
