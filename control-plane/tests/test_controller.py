@@ -728,6 +728,45 @@ def test_run_reconnects_repushes_reinstalls_and_resumes_after_a_switch_restart(
     assert all(e["attempts"] >= 2 for e in events if e["event"] == "reconnected")
 
 
+def test_a_broken_channel_to_a_switch_that_kept_its_pipeline_needs_no_push(
+        p4info_path: Path, device_config: Path) -> None:
+    """The gRPC channel breaks but the switch keeps its state (the same server object
+    serves again): the controller reconnects, finsy finds the pipeline's cookie and
+    pushes nothing, the controller installs again and follows flow reports."""
+    from fake_p4rt import FakeP4RuntimeServer
+    from mmaqm.controller import run_switches
+
+    events: list[dict[str, Any]] = []
+
+    async def body() -> None:
+        server = FakeP4RuntimeServer()
+        serving = server.run()
+        await serving.__aenter__()
+        task = asyncio.create_task(run_switches(
+            _one_switch_config(server.address), p4info=p4info_path, bmv2_json=device_config,
+            event_sink=events.append))
+        try:
+            await _until(lambda: bool(server.digest_configs), "installed", task=task)
+            await serving.__aexit__(None, None, None)          # the channel breaks
+            await asyncio.sleep(0.2)
+            serving = server.run()                             # same state, same port
+            await serving.__aenter__()
+            await _until(lambda: [e["event"] for e in events].count("installed") == 2,
+                         "installed again", task=task)
+
+            def followed() -> bool:
+                server.send_digest("flow_digest_t", [FLOW_TAGGED], list_id=3)
+                return 3 in {list_id for _, list_id in server.digest_acks}
+            await _until(followed, "flow reports followed", task=task)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await serving.__aexit__(None, None, None)
+        assert len(server.pipeline_pushes) == 1
+
+    run_async(body(), timeout_s=15)
+
+
 def test_run_gives_up_on_a_lost_switch_after_the_reconnect_timeout(
         p4info_path: Path, device_config: Path) -> None:
     """With a give-up bound the run ends with SwitchGivenUp once the switch stayed
