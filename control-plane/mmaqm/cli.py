@@ -4,7 +4,9 @@
                                       MCDT thresholds current
       [--stats-out FILE.jsonl [--stats-interval-ms 100]]   and log counter samples
       [--events-out FILE.jsonl]       and log each D-CBT share push with its flow counts
-                                      and each MCDT threshold push with its inputs
+                                      and each MCDT threshold push with its inputs,
+                                      and each connection step (installed, connection_lost,
+                                      reconnected, backup_waiting, became_primary, primary_lost)
   mmaqm-ctl --config cfg.yaml install install and exit
   mmaqm-ctl --config cfg.yaml check   validate the config only; writes nothing
   mmaqm-ctl --config cfg.yaml stats   per-port, per-class counters as a table
@@ -13,10 +15,19 @@
   [--election-id N] [--role NAME]     P4Runtime arbitration (defaults: run/install 10,
                                       stats 1: a backup of the controller)
   [--timeout-s 20]                    deadline of each connection step
+  [--reconnect-timeout-s S]           run: give a lost switch up after S s without a
+                                      connection [never: retry forever]
 
 The config is validated completely before any switch is contacted; an invalid
 config (or flag) prints every error with its field path and exits 2. A switch
 that cannot be reached, or fails a request, is one line naming it and exit 1.
+`run` survives its switch going away: it reconnects (first attempt after 0.1 s,
+then doubling to one per second, each attempt logged), the pipeline is pushed
+again if the switch lost it, tables and policies are reinstalled and the loops
+resume; with --reconnect-timeout-s a switch away that long is given up (exit 1
+once no switch is left; the others go on meanwhile). A `run` whose election id
+is below another controller's waits as its backup and takes over (installs)
+when that one goes; `install` beside a primary exits 1.
 """
 
 from __future__ import annotations
@@ -36,7 +47,7 @@ from pathlib import Path
 import finsy as fy
 
 from .config import MIN_LOOP_INTERVAL_MS, ConfigError, load_config
-from .controller import jsonl_sink, run_switches
+from .controller import ReconnectPolicy, jsonl_sink, run_switches
 from .driver import (CONNECT_TIMEOUT_S, CONTROLLER_ELECTION_ID, DEFAULT_BMV2_JSON,
                      DEFAULT_P4INFO, READER_ELECTION_ID, SwitchDriver, describe_error)
 from .stats import (CHIPS_COUNTER, QUEUE_COUNTERS, chips_summary, counter_sample, format_chips,
@@ -122,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events-out", type=Path,
                         help="run: append one JSON line per D-CBT share push (time, port, "
                              "active-flow counts, shares): the active-flow lag's data; and "
-                             "per MCDT threshold push (arrivals, queue, thresholds)")
+                             "per MCDT threshold push (arrivals, queue, thresholds); and per "
+                             "connection step (installed, connection_lost, reconnected, "
+                             "backup_waiting, became_primary, primary_lost)")
     parser.add_argument("--json", action="store_true",
                         help="stats: one JSON line per switch instead of a table")
     parser.add_argument("--election-id", type=_election_id_flag,
@@ -136,6 +149,10 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"deadline of each connection step: the switch listening, then "
                              f"the P4Runtime connection with arbitration and pipeline "
                              f"[{CONNECT_TIMEOUT_S:g}]")
+    parser.add_argument("--reconnect-timeout-s", type=_number_flag(MIN_TIMEOUT_S),
+                        help="run: give a switch up after this long without a P4Runtime "
+                             "connection once it was lost (exit 1 when no switch is "
+                             "left) [never: reconnect forever]")
     parser.add_argument("-v", "--verbose", action="store_true")
     parser.add_argument("command", nargs="?", default="run",
                         choices=("run", "install", "check", "stats"))
@@ -161,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return EXIT_CONFIG
 
-    for flag, value in (("--stats-out", args.stats_out), ("--events-out", args.events_out)):
+    for flag, value in (("--stats-out", args.stats_out), ("--events-out", args.events_out),
+                        ("--reconnect-timeout-s", args.reconnect_timeout_s)):
         if value is not None and args.command != "run":
             print(f"mmaqm-ctl: {flag} only applies to 'run'", file=sys.stderr)
             return EXIT_CONFIG
@@ -192,7 +210,9 @@ def main(argv: list[str] | None = None) -> int:
                                          election_id=(CONTROLLER_ELECTION_ID
                                                       if args.election_id is None
                                                       else args.election_id),
-                                         role=args.role, timeout_s=args.timeout_s))
+                                         role=args.role, timeout_s=args.timeout_s,
+                                         reconnect=ReconnectPolicy(
+                                             give_up_s=args.reconnect_timeout_s)))
     except KeyboardInterrupt:
         return 130
     # TimeoutError, SwitchConnectionError, FileNotFoundError (P4Info, device config)

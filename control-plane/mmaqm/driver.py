@@ -53,6 +53,11 @@ class SwitchConnectionError(RuntimeError):
     """The P4Runtime server could not be reached or refused the connection."""
 
 
+class PrimaryLostError(RuntimeError):
+    """A higher election id took the primary role from this connection (it still
+    reads, and may become primary again)."""
+
+
 @dataclass(frozen=True)
 class FlowReport:
     """One active-flow digest entry (flow_report.p4)."""
@@ -130,6 +135,10 @@ class SwitchDriver:
     require_primary (writers) another primary is a RuntimeError; without it (readers:
     P4Runtime serves a Read from any client, spec "Read RPC") a backup connection is fine.
     Connection failures are SwitchConnectionError, naming the switch and address.
+
+    open() and close() are the same steps as entering and leaving; a driver may be
+    closed and opened again (reconnect: a fresh gRPC channel, arbitration and
+    pipeline check on the same finsy Switch, see mmaqm.controller.SwitchSupervisor).
     """
 
     def __init__(
@@ -171,23 +180,56 @@ class SwitchDriver:
         # the bench's minimal router has none, and the controller then enables no reports
         self.flow_digest = (flow_digest_alias(self.switch.p4info)
                             if self.switch.p4info.digests else R.DIGEST_FLOW)
+        self._open = False
+        # finsy announces the pipeline ready (CHANNEL_READY) after its arbitration and,
+        # when primary, its pipeline check or push (switch.py Switch._ready); it runs
+        # that again after a backup connection becomes primary (BECOME_PRIMARY).
+        self._ready_as_primary = asyncio.Event()
+        self.switch.ee.on(fy.SwitchEvent.CHANNEL_READY, self._on_ready)
+        for event in (fy.SwitchEvent.BECOME_PRIMARY, fy.SwitchEvent.BECOME_BACKUP,
+                      fy.SwitchEvent.CHANNEL_DOWN):
+            self.switch.ee.on(event, self._on_not_ready)
+
+    def _on_ready(self, switch: fy.Switch) -> None:
+        if switch.is_primary:
+            self._ready_as_primary.set()
+
+    def _on_not_ready(self, _switch: fy.Switch) -> None:
+        self._ready_as_primary.clear()
+
+    @property
+    def is_open(self) -> bool:
+        return self._open
+
+    @property
+    def ready_as_primary(self) -> bool:
+        """Primary, and finsy has checked (or pushed) the pipeline since it became so."""
+        return self.switch.is_primary and self._ready_as_primary.is_set()
 
     async def __aenter__(self) -> "SwitchDriver":
+        await self.open()
+        return self
+
+    async def open(self) -> None:
+        """Connect: arbitration and, when primary, the pipeline (see the class)."""
+        if self._open:
+            raise RuntimeError(f"{self.name}: the driver is open already")
         # A program without port_policy (the bench's minimal router) is driven as a
         # plain router; an mmaqm program must have every algorithm's action.
         missing = policy_actions_missing(self.switch.p4info)
         if missing:
             raise RuntimeError(f"{self.name}: the P4Info's {TABLE_POLICY} lacks the actions "
                                f"{missing}: rebuild the program ('make build')")
+        self._ready_as_primary.clear()
         await self._connect()
+        self._open = True
         if self.require_primary and not self.switch.is_primary:
             ids = f"election id {self.switch.primary_id} > {self.switch.election_id}"
-            await self.switch.__aexit__(None, None, None)
+            await self.close()
             raise RuntimeError(f"{self.name}: another controller is primary ({ids})")
         if not self.switch.is_primary:
             LOG.info("%s: connected as a backup (primary election id %d)", self.name,
                      self.switch.primary_id)
-        return self
 
     async def _connect(self) -> None:
         """finsy's Switch entry under a deadline: it waits for the arbitration answer
@@ -205,11 +247,47 @@ class SwitchDriver:
             ) from None
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.switch.__aexit__(None, None, None)
+        await self.close()
+
+    async def close(self) -> None:
+        """Leave the connection (its finsy tasks and gRPC channel); idempotent."""
+        if self._open:
+            self._open = False
+            self._ready_as_primary.clear()
+            await self.switch.__aexit__(None, None, None)
 
     def check_connected(self) -> None:
-        """Raise SwitchConnectionError once the P4Runtime stream is gone (the switch
-        stopped): finsy notices, but a digest reader waits for digests forever."""
+        """For a writer: raise SwitchConnectionError once the P4Runtime stream is gone
+        (the switch stopped: finsy notices, but a digest reader waits for digests
+        forever), PrimaryLostError when the connection is no longer primary."""
+        self.check_connected_stream()
+        if not self.switch.is_primary:
+            raise PrimaryLostError(f"{self.name}: another controller became primary "
+                                   f"(election id {self.switch.primary_id})")
+
+    def connection_lost(self, exc: BaseException | None = None) -> bool:
+        """Whether the P4Runtime stream is gone, or exc says the server is unavailable
+        (a request can fail before finsy has noticed that the stream ended) or did not
+        answer within finsy's 10 s (a stopped switch keeps its TCP connections)."""
+        if not self.switch.is_up:
+            return True
+        return isinstance(exc, fy.P4ClientError) and exc.code in (
+            fy.GRPCStatusCode.UNAVAILABLE, fy.GRPCStatusCode.DEADLINE_EXCEEDED)
+
+    async def wait_primary(self) -> None:
+        """Wait, without a deadline (a backup waits as long as the primary lives),
+        until this connection is primary and finsy has checked or pushed the pipeline
+        for it; SwitchConnectionError if the stream goes down meanwhile."""
+        while not self.ready_as_primary:
+            self.check_connected_stream()
+            try:
+                await asyncio.wait_for(self._ready_as_primary.wait(), 0.1)
+            except TimeoutError:
+                pass
+        self.check_connected_stream()
+
+    def check_connected_stream(self) -> None:
+        """SwitchConnectionError once the P4Runtime stream is gone."""
         if not self.switch.is_up:
             raise SwitchConnectionError(f"{self.name}: lost the P4Runtime connection to "
                                         f"{self.address}")
@@ -441,20 +519,24 @@ async def wait_for_grpc(address: str, timeout_s: float = GRPC_WAIT_TIMEOUT_S,
     """Wait until a TCP connect to the P4Runtime address succeeds, at most timeout_s
     (each connect attempt at most attempt_timeout_s: an address that drops SYNs
     would otherwise hold one attempt for the kernel's ~2 min of SYN retries)."""
-    host, _, port = address.rpartition(":")
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     while True:
         remaining = deadline - loop.time()
         try:
-            _, writer = await asyncio.wait_for(
-                asyncio.open_connection(host.strip("[]"), int(port)),
-                max(min(attempt_timeout_s, remaining), 0.001))
-            writer.close()
-            await writer.wait_closed()
+            await tcp_connect_once(address, max(min(attempt_timeout_s, remaining), 0.001))
             return
         except (OSError, TimeoutError):
             if loop.time() >= deadline:
                 raise TimeoutError(f"no P4Runtime server at {address} after {timeout_s:g} s") \
                     from None
             await asyncio.sleep(min(0.1, max(deadline - loop.time(), 0)))
+
+
+async def tcp_connect_once(address: str, timeout_s: float = TCP_CONNECT_TIMEOUT_S) -> None:
+    """One TCP connect to host:port within timeout_s (OSError or TimeoutError)."""
+    host, _, port = address.rpartition(":")
+    _, writer = await asyncio.wait_for(asyncio.open_connection(host.strip("[]"), int(port)),
+                                       timeout_s)
+    writer.close()
+    await writer.wait_closed()

@@ -190,10 +190,10 @@ class FakeP4RuntimeServer(P4RuntimeServer):
 
     def __init__(self, *, device_id: int = 1, p4info: p4i.P4Info | None = None,
                  other_primary_election_id: int | None = None,
-                 answer_arbitration: bool = True) -> None:
+                 answer_arbitration: bool = True, port: int = 0) -> None:
         super().__init__("127.0.0.1:0")
         self.device_id = device_id
-        self.port = 0
+        self.port = port            # 0: a free one; another: a restarted switch's
         # p4info: a program already running (cookie 0: a pushing client pushes anyway)
         self.config: p4r.ForwardingPipelineConfig | None = None
         if p4info is not None:
@@ -312,7 +312,7 @@ class FakeP4RuntimeServer(P4RuntimeServer):
     def _create_server(self) -> grpc.aio.Server:
         server = grpc.aio.server()
         p4r_grpc.add_P4RuntimeServicer_to_server(self, server)
-        self.port = server.add_insecure_port("127.0.0.1:0")
+        self.port = server.add_insecure_port(f"127.0.0.1:{self.port}")
         return server
 
     async def StreamChannel(self, request_iter, context):  # type: ignore[override]

@@ -4,6 +4,7 @@ one real process for the exit status and SIGTERM), against the fake switch."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -92,6 +93,8 @@ def test_stats_interval_must_be_a_number_of_at_least_1_ms(
     ("--election-id", str(2**128), f"must be an integer 0..2^128-1, got '{2**128}'"),
     ("--timeout-s", "nan", "must be a number >= 0.001, got 'nan'"),
     ("--timeout-s", "0", "must be a number >= 0.001, got '0'"),
+    ("--reconnect-timeout-s", "nan", "must be a number >= 0.001, got 'nan'"),
+    ("--reconnect-timeout-s", "-1", "must be a number >= 0.001, got '-1'"),
 ])
 def test_connection_flags_are_checked(valid_config: Path, flag: str, value: str, message: str,
                                       capsys: pytest.CaptureFixture[str]) -> None:
@@ -106,6 +109,14 @@ def test_stats_out_only_with_run(valid_config: Path, tmp_path: Path, command: st
     assert cli.main(["--config", str(valid_config), "--stats-out", str(out), command]) == 2
     assert "--stats-out only applies to 'run'" in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["install", "check", "stats"])
+def test_reconnect_timeout_only_with_run(valid_config: Path, command: str,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--config", str(valid_config), "--reconnect-timeout-s", "5",
+                     command]) == 2
+    assert "--reconnect-timeout-s only applies to 'run'" in capsys.readouterr().err
 
 
 def test_check_of_a_valid_config_exits_0_and_contacts_no_switch(
@@ -271,6 +282,44 @@ def test_run_follows_flow_reports_writes_stats_and_exits_130_on_sigterm(
     assert samples[-1]["active_flows"]["2"] == {"TCP": 1, "TAGGED": 1, "UNTAGGED": 0}
     assert samples[-1]["policies"]["2"] == {"algorithm": "DCBT", "tagged_share_q16": 32768,
                                             "untagged_th_scaled": 0}
+
+
+def test_run_gives_a_lost_switch_up_after_the_reconnect_timeout_and_exits_1(
+        tmp_path: Path, p4info_path: Path, device_config: Path) -> None:
+    """Issue 9: `run` reconnects when its switch goes away (it used to exit at once);
+    --reconnect-timeout-s bounds that: exit 1, one line naming the switch, each
+    attempt logged."""
+    threaded = serve_in_thread(FakeP4RuntimeServer())
+    fake = threaded.__enter__()
+    try:
+        server = fake.server
+        path = write_config(tmp_path, config(server.address))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mmaqm.cli", "-c", str(path), "--p4info", str(p4info_path),
+             "--bmv2-json", str(device_config), "--reconnect-timeout-s", "1", "run"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_until(lambda: bool(server.digest_configs), proc, "installed")
+        except BaseException:
+            proc.kill()
+            raise
+    finally:
+        threaded.__exit__(None, None, None)          # the switch goes away for good
+    started = time.monotonic()
+    try:
+        _, stderr = proc.communicate(timeout=SUBPROCESS_TIMEOUT_S)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 1, stderr
+    assert 0.9 < time.monotonic() - started < 5
+    last = stderr.splitlines()[-1]
+    assert re.fullmatch(rf"mmaqm-ctl: s1: no P4Runtime connection to {server.address} "
+                        r"for 1\.\d s after it was lost; giving up \(--reconnect-timeout-s 1\)",
+                        last), stderr
+    assert "s1: lost the P4Runtime connection" in stderr
+    assert "s1: reconnect attempt 3 to" in stderr
+    assert "Traceback" not in stderr
 
 
 def run_cli(args: list[str], timeout_s: float = SUBPROCESS_TIMEOUT_S

@@ -749,30 +749,284 @@ def test_stats_samples_of_a_fred_port_count_the_active_flows_that_share_a_slot()
     assert sample["policies"]["4"] == {"algorithm": "FRED"}
 
 
-def test_run_ends_when_the_switch_goes_away(p4info_path: Path, device_config: Path) -> None:
-    """Issue 9: with nothing to write (DROP_TAIL, no stats) `run` waited for digests
-    forever after the switch stopped; it now ends with the lost connection."""
+# ------------------------------------------------ reconnect (SwitchSupervisor)
+DCBT_2 = {"algorithm": "DCBT", **RED_5_15}
+FLOW_TAGGED = {"egress_port": 2, "class_id": TAGGED, "src_addr": 1, "dst_addr": 2,
+               "protocol": 17, "src_port": 1000, "dst_port": 5004}
+
+
+def _one_switch_config(address: str) -> Config:
+    return parse_config({"switches": {"s1": {
+        "p4runtime_addr": address,
+        "ports": {1: {"mac": "02:00:00:00:00:01"}, 2: {"mac": "02:00:00:00:00:02"}},
+        "routes": [{"prefix": "10.0.2.0/24", "port": 2, "next_hop_mac": "02:00:00:02:00:01"}],
+        "policies": {"default": {"algorithm": "DROP_TAIL"}, 2: DCBT_2}}}})
+
+
+async def _until(done: Callable[[], bool], what: str, timeout_s: float = 5.0,
+                 task: asyncio.Task[Any] | None = None) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        if task is not None and task.done():
+            task.result()
+            raise AssertionError(f"the controller ended before: {what}")
+        assert time.monotonic() < deadline, f"timed out: {what}"
+        await asyncio.sleep(0.01)
+
+
+def _policy_params(server: Any, port: int) -> dict[str, int] | None:
+    for entry in server.table_entries("port_policy"):
+        if entry.match == {"port": port}:
+            return entry.params
+    return None
+
+
+def test_run_reconnects_repushes_reinstalls_and_resumes_after_a_switch_restart(
+        p4info_path: Path, device_config: Path) -> None:
+    """Issue 9: the switch goes away and comes back empty (no pipeline) on the same
+    address: the controller reconnects, pushes the pipeline again, reinstalls the
+    routes and policies and follows flow reports again (digest acknowledged, share
+    pushed). Twice in a row, each step in the event log."""
+    from fake_p4rt import FakeP4RuntimeServer
+    from mmaqm.controller import ReconnectPolicy, run_switches
+
+    events: list[dict[str, Any]] = []
+
+    async def body() -> None:
+        server = FakeP4RuntimeServer()
+        serving = server.run()
+        await serving.__aenter__()
+        port = server.port
+        task = asyncio.create_task(run_switches(
+            _one_switch_config(server.address), p4info=p4info_path, bmv2_json=device_config,
+            event_sink=events.append, reconnect=ReconnectPolicy(give_up_s=10)))
+        try:
+            await _until(lambda: bool(server.digest_configs), "the first install", task=task)
+            for restart in range(2):
+                await serving.__aexit__(None, None, None)      # the switch dies
+                await asyncio.sleep(0.3)                       # attempts fail meanwhile
+                server = FakeP4RuntimeServer(port=port)        # and comes back empty
+                serving = server.run()
+                await serving.__aenter__()
+                await _until(lambda: bool(server.digest_configs), f"reinstall {restart}",
+                             task=task)
+                assert len(server.pipeline_pushes) == 1
+                assert [e.match for e in server.table_entries("ipv4_lpm")] == \
+                    [{"ipv4_dst": (0x0A000200, 24)}]
+                params = _policy_params(server, 2)
+                assert params is not None and params["tagged_share_q16"] == 65536
+
+                def shared() -> bool:
+                    server.send_digest("flow_digest_t", [FLOW_TAGGED], list_id=restart + 1)
+                    params = _policy_params(server, 2)
+                    return params is not None and params["tagged_share_q16"] == 65536 \
+                        and bool(server.digest_acks)
+                await _until(shared, f"flow reports followed after restart {restart}",
+                             task=task)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await serving.__aexit__(None, None, None)
+
+    run_async(body(), timeout_s=20)
+    kinds = [e["event"] for e in events if e["event"] != "share_push"]
+    assert kinds == ["installed", "connection_lost", "reconnected", "installed",
+                     "connection_lost", "reconnected", "installed"]
+    assert [e["install"] for e in events if e["event"] == "installed"] == [1, 2, 3]
+    assert all(e["attempts"] >= 2 for e in events if e["event"] == "reconnected")
+
+
+def test_a_broken_channel_to_a_switch_that_kept_its_pipeline_needs_no_push(
+        p4info_path: Path, device_config: Path) -> None:
+    """The gRPC channel breaks but the switch keeps its state (the same server object
+    serves again): the controller reconnects, finsy finds the pipeline's cookie and
+    pushes nothing, the controller installs again and follows flow reports."""
     from fake_p4rt import FakeP4RuntimeServer
     from mmaqm.controller import run_switches
-    from mmaqm.driver import SwitchConnectionError
+
+    events: list[dict[str, Any]] = []
+
+    async def body() -> None:
+        server = FakeP4RuntimeServer()
+        serving = server.run()
+        await serving.__aenter__()
+        task = asyncio.create_task(run_switches(
+            _one_switch_config(server.address), p4info=p4info_path, bmv2_json=device_config,
+            event_sink=events.append))
+        try:
+            await _until(lambda: bool(server.digest_configs), "installed", task=task)
+            await serving.__aexit__(None, None, None)          # the channel breaks
+            await asyncio.sleep(0.2)
+            serving = server.run()                             # same state, same port
+            await serving.__aenter__()
+            await _until(lambda: [e["event"] for e in events].count("installed") == 2,
+                         "installed again", task=task)
+
+            def followed() -> bool:
+                server.send_digest("flow_digest_t", [FLOW_TAGGED], list_id=3)
+                return 3 in {list_id for _, list_id in server.digest_acks}
+            await _until(followed, "flow reports followed", task=task)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await serving.__aexit__(None, None, None)
+        assert len(server.pipeline_pushes) == 1
+
+    run_async(body(), timeout_s=15)
+
+
+def test_run_gives_up_on_a_lost_switch_after_the_reconnect_timeout(
+        p4info_path: Path, device_config: Path) -> None:
+    """With a give-up bound the run ends with SwitchGivenUp once the switch stayed
+    away that long (no bound: it retries forever)."""
+    from fake_p4rt import FakeP4RuntimeServer
+    from mmaqm.controller import ReconnectPolicy, SwitchGivenUp, run_switches
 
     async def body() -> float:
         server = FakeP4RuntimeServer()
         serving = server.run()
         await serving.__aenter__()
-        cfg = parse_config({"switches": {"s1": {
-            "p4runtime_addr": server.address, "ports": {1: {"mac": "02:00:00:00:00:01"}},
-            "policies": {"default": {"algorithm": "DROP_TAIL"}}}}})
-        task = asyncio.create_task(run_switches(cfg, p4info=p4info_path,
-                                                bmv2_json=device_config))
-        while not server.digest_configs:           # installed, now in the loop
-            assert not task.done()
-            await asyncio.sleep(0.01)
+        task = asyncio.create_task(run_switches(
+            _one_switch_config(server.address), p4info=p4info_path, bmv2_json=device_config,
+            reconnect=ReconnectPolicy(give_up_s=0.5)))
+        await _until(lambda: bool(server.digest_configs), "installed", task=task)
         await serving.__aexit__(None, None, None)
         started = time.monotonic()
-        with pytest.raises(SwitchConnectionError,
-                           match=f"s1: lost the P4Runtime connection to {server.address}"):
+        with pytest.raises(SwitchGivenUp, match=r"s1: no P4Runtime connection to "
+                           r"127\.0\.0\.1:\d+ for 0\.\d s after it was lost; giving up"):
             await task
         return time.monotonic() - started
 
-    assert run_async(body()) < 1
+    assert 0.45 < run_async(body()) < 1.5
+
+
+def test_a_lost_switch_does_not_stop_the_others(p4info_path: Path, device_config: Path,
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    """Two switches: s1 goes away for good and is given up; s2 keeps being served
+    (its flow reports followed after s1 was given up)."""
+    from fake_p4rt import FakeP4RuntimeServer
+    from mmaqm.controller import ReconnectPolicy, SwitchGivenUp, run_switches
+
+    async def body() -> None:
+        s1, s2 = FakeP4RuntimeServer(), FakeP4RuntimeServer()
+        serving1, serving2 = s1.run(), s2.run()
+        await serving1.__aenter__()
+        await serving2.__aenter__()
+        cfg = parse_config({"switches": {name: {
+            "p4runtime_addr": server.address,
+            "ports": {2: {"mac": "02:00:00:00:00:02"}},
+            "policies": {"default": {"algorithm": "DROP_TAIL"}, 2: DCBT_2}}
+            for name, server in (("s1", s1), ("s2", s2))}})
+        task = asyncio.create_task(run_switches(
+            cfg, p4info=p4info_path, bmv2_json=device_config,
+            reconnect=ReconnectPolicy(give_up_s=0.3)))
+        try:
+            await _until(lambda: bool(s1.digest_configs and s2.digest_configs), "installed",
+                         task=task)
+            await serving1.__aexit__(None, None, None)
+            await _until(lambda: "s1: stopped" in caplog.text, "s1 given up", task=task)
+
+            def s2_followed() -> bool:
+                s2.send_digest("flow_digest_t", [FLOW_TAGGED], list_id=7)
+                return (7 in {list_id for _, list_id in s2.digest_acks})
+            await _until(s2_followed, "s2 still served", task=task)
+            assert not task.done()
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await serving2.__aexit__(None, None, None)
+
+    caplog.set_level("INFO")
+    run_async(body(), timeout_s=10)
+    assert "s1: stopped: s1: no P4Runtime connection" in caplog.text
+    assert "reconnect attempt 1 to" in caplog.text
+    del SwitchGivenUp
+
+
+def test_a_backup_controller_waits_then_takes_over_when_the_primary_goes(
+        p4info_path: Path, device_config: Path) -> None:
+    """Two `run`s on one switch: the one with the lower election id waits as a
+    backup and writes nothing; when the primary's connection goes, it becomes
+    primary (finsy's arbitration), installs (reconciles: the unchanged policy keeps
+    its epoch) and follows
+    flow reports. On the fake (test_reconnect.py shows it on BMv2)."""
+    from fake_p4rt import FakeP4RuntimeServer
+    from mmaqm.controller import run_switches
+
+    events: list[dict[str, Any]] = []
+
+    async def body() -> None:
+        server = FakeP4RuntimeServer()
+        async with server.run():
+            cfg = _one_switch_config(server.address)
+            common = {"p4info": p4info_path, "bmv2_json": device_config}
+            primary = asyncio.create_task(run_switches(cfg, **common))
+            await _until(lambda: bool(server.digest_configs), "primary installed",
+                         task=primary)
+            epoch = _policy_params(server, 2)["policy_epoch"]   # type: ignore[index]
+            backup = asyncio.create_task(run_switches(cfg, **common, election_id=5,
+                                                      event_sink=events.append))
+            try:
+                await _until(lambda: any(e["event"] == "backup_waiting" for e in events),
+                             "backup waiting", task=backup)
+                writes = len(server.write_requests)
+                await asyncio.sleep(0.3)
+                assert len(server.write_requests) == writes     # a backup writes nothing
+                primary.cancel()                                # the primary goes
+                await asyncio.gather(primary, return_exceptions=True)
+                await _until(lambda: any(e["event"] == "installed" for e in events),
+                             "the backup installed", task=backup)
+                params = _policy_params(server, 2)   # reconciled: the same policy, epoch kept
+                assert params is not None and params["policy_epoch"] == epoch
+
+                def followed() -> bool:
+                    server.send_digest("flow_digest_t", [FLOW_TAGGED], list_id=9)
+                    return 9 in {list_id for _, list_id in server.digest_acks}
+                await _until(followed, "flow reports followed by the new primary",
+                             task=backup)
+            finally:
+                for task in (primary, backup):
+                    task.cancel()
+                await asyncio.gather(primary, backup, return_exceptions=True)
+
+    run_async(body(), timeout_s=15)
+    kinds = [e["event"] for e in events if e["event"] != "share_push"]
+    assert kinds == ["backup_waiting", "became_primary", "installed"]
+
+
+def test_a_primary_that_loses_the_role_waits_as_backup_and_takes_it_back(
+        p4info_path: Path, device_config: Path) -> None:
+    """A `run` with a higher election id joins: the first one stops writing
+    (primary_lost) and waits as its backup; when the newcomer goes, it is primary
+    again and installs."""
+    from fake_p4rt import FakeP4RuntimeServer
+    from mmaqm.controller import run_switches
+
+    events: list[dict[str, Any]] = []
+
+    async def body() -> None:
+        server = FakeP4RuntimeServer()
+        async with server.run():
+            cfg = _one_switch_config(server.address)
+            common = {"p4info": p4info_path, "bmv2_json": device_config}
+            first = asyncio.create_task(run_switches(cfg, **common, event_sink=events.append))
+            await _until(lambda: bool(server.digest_configs), "first installed", task=first)
+            second = asyncio.create_task(run_switches(cfg, **common, election_id=20))
+            try:
+                await _until(lambda: any(e["event"] == "backup_waiting" for e in events),
+                             "the first waiting as backup", task=first)
+                await _until(lambda: server.primary_election_id == 20
+                             and bool(server.digest_configs), "second primary", task=second)
+                second.cancel()
+                await asyncio.gather(second, return_exceptions=True)
+                await _until(lambda: [e["event"] for e in events].count("installed") == 2,
+                             "the first installed again", task=first)
+            finally:
+                for task in (first, second):
+                    task.cancel()
+                await asyncio.gather(first, second, return_exceptions=True)
+
+    run_async(body(), timeout_s=15)
+    kinds = [e["event"] for e in events if e["event"] != "share_push"]
+    assert kinds == ["installed", "primary_lost", "backup_waiting", "became_primary",
+                     "installed"]
