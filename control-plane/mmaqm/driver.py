@@ -31,6 +31,9 @@ TABLE_ROUTES = "ipv4_lpm"
 TABLE_CLASSIFIER = "classifier"
 TABLE_POLICY = "port_policy"
 DIGEST_FLOW = "flow_digest_t"
+# Digest lists finsy may queue before the controller takes them (its default, 50
+# lists of up to 64 reports, overflowed under 100 000 flows; issue 9).
+DIGEST_QUEUE_LISTS = 2048
 # Priorities of classifier entries: TCP wins over any DSCP rule.
 _PRIO_TCP = 100
 _PRIO_TAGGED = 50
@@ -61,6 +64,9 @@ class FlowReport:
     egress_port: int
     class_id: int
     flow_key: tuple[int, int, int, int, int]  # src, dst, proto, sport, dport
+    # when the reporting packet arrived: BMv2 ingress_global_timestamp, us since the
+    # switch started (None: a program whose digest has no such field)
+    ingress_ts_us: int | None = None
 
 
 @dataclass(frozen=True)
@@ -322,19 +328,24 @@ class SwitchDriver:
             await self.switch.write([~entry()])
 
     async def flow_reports(self) -> AsyncIterator[list[FlowReport]]:
-        """Digest lists as FlowReports; each list is acknowledged once decoded."""
-        async for digest_list in self.switch.read_digests(DIGEST_FLOW):
-            reports = [
+        """Digest lists as FlowReports; each list is acknowledged at once, before
+        it is decoded (the ack only frees PI's list; the reports are ours already).
+        finsy queues at most DIGEST_QUEUE_LISTS lists (it drops, with a warning,
+        what arrives beyond them): a backlog of that many lists is the most the
+        controller can fall behind."""
+        async for digest_list in self.switch.read_digests(DIGEST_FLOW,
+                                                          queue_size=DIGEST_QUEUE_LISTS):
+            await self.switch.write([digest_list.ack()])
+            yield [
                 FlowReport(
                     egress_port=int(item["egress_port"]),
                     class_id=int(item["class_id"]),
                     flow_key=(int(item["src_addr"]), int(item["dst_addr"]), int(item["protocol"]),
                               int(item["src_port"]), int(item["dst_port"])),
+                    ingress_ts_us=None if (ts := item.get("ingress_ts_us")) is None else int(ts),
                 )
                 for item in digest_list
             ]
-            await self.switch.write([digest_list.ack()])
-            yield reports
 
 
 def _already_exists(err: fy.P4ClientError) -> bool:
