@@ -222,7 +222,7 @@ def analyse(n_flows: int, expiry_ms: float, rate: float, duration: float, sample
     sts = [v for c in ctl for v in c["lateness_ms"]["stats"]]
     sigs = flow_signatures(n_flows)
     replay = replay_digests(sigs, sent, sent / span if span else rate, shift)
-    digest_drops = ctl_log.count("digest ignored")
+    digest_drops = stats[-1]["controller"]["digest_lists_dropped"] + ctl_log.count("digest ignored")
     res = {
         "flows": n_flows, "expiry_interval_ms": expiry_ms, "flow_epoch_shift": shift,
         "offered_pps": round(sent / span, 1), "delivered_pps": round(processed_pps, 1),
@@ -238,7 +238,7 @@ def analyse(n_flows: int, expiry_ms: float, rate: float, duration: float, sample
         "reports_total": reports_total, "digests_replayed": replay["digests"],
         "reports_missing_pct": round(100 * (1 - reports_total / replay["digests"]), 2)
         if replay["digests"] else None,
-        "finsy_lists_dropped": digest_drops,
+        "digest_lists_dropped": digest_drops,
         "flows_refused": stats[-1]["controller"]["flows_refused"],
         "report_age_max_ms": max((c["report_age_max_ms"] for c in ctl), default=None),
         "update_lateness_ms": {"p50": pct(upd, 0.5), "p99": pct(upd, 0.99),

@@ -261,13 +261,14 @@ class SwitchController:
 
     def controller_sample(self) -> dict[str, Any]:
         """The controller's own load (issue 9): flow reports received and refused
-        (table full), flows tracked, the oldest report handled since the last
+        (table full), flows tracked, digest lists dropped (the driver's queue full), the oldest report handled since the last
         sample (ms between its packet and its handling), and how late the share
         and stats loops woke up since the last sample (ms, one value per wake-up)."""
         age, self.report_age_max_ms = self.report_age_max_ms, 0.0
         return {"flow_reports": self.flow_reports, "flows_refused": self.flows.refused,
                 "flows": len(self.flows), "report_age_max_ms": round(age, 3),
                 "clock_restarts": self.switch_clock.restarts,
+                "digest_lists_dropped": getattr(self.driver, "digest_lists_dropped", 0),
                 "lateness_ms": {"update": self.update_lateness.take(),
                                 "stats": self.stats_lateness.take()}}
 
