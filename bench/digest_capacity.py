@@ -169,7 +169,14 @@ def one_run(bed: lab.Lab, n_flows: int, expiry_ms: float, rate: float, duration:
                 "--rate", str(rate), "--duration", str(duration), "--sample-ms", "1000",
                 "--ifstat", "h1", "--ifstat", "h2", "--watch-pid", str(switch.pid)]
         t_start_ns = time.time_ns()
-        samples = rb.run_udpgen(bed, argv, duration)
+        gen = bed.popen(NETNS, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            out, err = gen.communicate(timeout=duration + 30)
+        finally:
+            bed.stop([gen])
+        if gen.returncode != 0:
+            raise RuntimeError(f"udpgen exited {gen.returncode}: {err.strip()}")
+        samples = [json.loads(line) for line in out.splitlines() if line.strip()]
         t_end_ns = time.time_ns()
         cpu1 = {"bmv2": pid_cpu_s(switch.pid), "controller": pid_cpu_s(ctl.pid)}
         time.sleep(3.0)              # let the controller drain what is queued
@@ -202,8 +209,8 @@ def analyse(n_flows: int, expiry_ms: float, rate: float, duration: float, sample
     shift = flow_epoch_shift_for(expiry_ms)
     period_s = n_flows / processed_pps if processed_pps else float("inf")
     truth = min(n_flows, processed_pps * expiry_ms / 1000)
-    # steady window: after one full round of flows (+ one expiry), to the end of traffic
-    settle_s = min(period_s, expiry_ms / 1000) + expiry_ms / 1000 + 0.5
+    # steady window: from one full round of flows or one expiry interval (+ 1 s), to the end
+    settle_s = min(period_s, expiry_ms / 1000) + 1.0
     w0 = t0_ns + int(settle_s * 1e9)
     during = [s for s in stats if t0_ns <= s["t_ns"] <= t1_ns]
     window = [s for s in during if s["t_ns"] >= w0]
