@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
@@ -32,6 +33,8 @@ LOG = logging.getLogger(__name__)
 # Flow reports handled before the report task yields to the other loops (issue 9:
 # a backlog of digests stalled the share and stats loops for seconds).
 REPORT_BATCH = 256
+# How far back the report lag is remembered (SwitchController.report_lag_ms).
+REPORT_LAG_WINDOW_MS = 1000.0
 # What one MCDT period reads (occupancy.p4), for the port's three classes.
 MCDT_COUNTERS = ("queue_arrivals", "queue_admits", "queue_departures")
 
@@ -74,6 +77,7 @@ class SwitchController:
         self.switch_clock = SwitchClock()
         self.flow_reports = 0            # reports received since the start
         self.report_age_max_ms = 0.0     # the oldest report handled since the last sample
+        self._report_ages: deque[tuple[float, float]] = deque()   # (handled at, oldest age)
         self.update_lateness = LoopLateness()
         self.stats_lateness = LoopLateness()
         self.epochs: dict[int, int] = {}
@@ -127,9 +131,23 @@ class SwitchController:
         await self.driver.write_port_policy(port, action)
         self.pushed[port] = action
 
+    def report_lag_ms(self, now_ms: float) -> float:
+        """How far behind the switch the reports are: the age of the oldest report in
+        any list handled in the last REPORT_LAG_WINDOW_MS (0 when none was). A report
+        made now may take that long to arrive (BMv2 batches digests, a backlog
+        delays them), so the flows are judged as of now minus the lag: judged at
+        now, a flow whose next report is still on its way would expire early."""
+        ages = self._report_ages
+        while ages and now_ms - ages[0][0] > REPORT_LAG_WINDOW_MS:
+            ages.popleft()
+        return max((age for _, age in ages), default=0.0)
+
     async def update_shares(self) -> list[int]:
-        """Expire flows, recompute D-CBT shares, push the ports whose params changed."""
-        self.flows.expire(self.clock_ms(), self.config.active_flows.expiry_interval_ms)
+        """Expire flows (as of now minus the report lag), recompute D-CBT shares,
+        push the ports whose params changed."""
+        now_ms = self.clock_ms()
+        self.flows.expire(now_ms - self.report_lag_ms(now_ms),
+                          self.config.active_flows.expiry_interval_ms)
         changed = []
         for port, policy in sorted(self.switch.policies.items()):
             if policy.algorithm not in DCBT_ALGORITHMS:
@@ -234,6 +252,7 @@ class SwitchController:
                 observe(report.egress_port, report.class_id, report.flow_key, made_ms)
             self.flow_reports += len(reports)
             self.report_age_max_ms = max(self.report_age_max_ms, now_ms - oldest_ms)
+            self._report_ages.append((now_ms, now_ms - oldest_ms))
             handled += len(reports)
             if handled >= REPORT_BATCH:
                 handled = 0
@@ -261,12 +280,14 @@ class SwitchController:
 
     def controller_sample(self) -> dict[str, Any]:
         """The controller's own load (issue 9): flow reports received and refused
-        (table full), flows tracked, digest lists dropped (the driver's queue full), the oldest report handled since the last
+        (table full), flows tracked, digest lists dropped (the driver's queue full),
+        the report lag the flows are judged with (report_lag_ms), the oldest report handled since the last
         sample (ms between its packet and its handling), and how late the share
         and stats loops woke up since the last sample (ms, one value per wake-up)."""
         age, self.report_age_max_ms = self.report_age_max_ms, 0.0
         return {"flow_reports": self.flow_reports, "flows_refused": self.flows.refused,
                 "flows": len(self.flows), "report_age_max_ms": round(age, 3),
+                "report_lag_ms": round(self.report_lag_ms(self.clock_ms()), 3),
                 "clock_restarts": self.switch_clock.restarts,
                 "digest_lists_dropped": getattr(self.driver, "digest_lists_dropped", 0),
                 "lateness_ms": {"update": self.update_lateness.take(),

@@ -230,7 +230,19 @@ def test_reports_count_from_when_their_packet_arrived_not_when_handled() -> None
         assert controller.flows.entry(2, (4, 2, 17, 1004, 5004)).last_seen_ms == 4904.0
         assert controller.report_age_max_ms == 5000.0 - 1104.0
         assert controller.flow_reports == 4
-        # at 5000 ms only flow 4 is younger than 300 ms
+        # The reports lag 3896 ms behind the switch: the flows are judged as of
+        # 5000 - 3896 = 1104 ms, when all four were active (a report made after
+        # 1104 ms may still be on its way).
+        assert controller.report_lag_ms(5000.0) == 3896.0
+        await controller.update_shares()
+        assert controller.flows.counts(2) == {TCP: 1, TAGGED: 2, UNTAGGED: 1}
+        # The backlog is gone: one fresh report at 5900 ms (switch 5.396 s + offset 504).
+        clock.now_ms = 5900.0
+        await _observe(controller, driver, [[timed(2, UNTAGGED, 4, 5_396_000)]])
+        assert controller.report_lag_ms(5900.0) == 3896.0      # still within the 1 s window
+        clock.now_ms = 6001.0                                  # now it is not: lag 0
+        assert controller.report_lag_ms(6001.0) == 0.0
+        # as of 6001 ms only flow 4 (last seen 5900) is younger than 300 ms
         await controller.update_shares()
         assert controller.flows.counts(2) == {TCP: 0, TAGGED: 0, UNTAGGED: 1}
         assert len(controller.flows) == 1
@@ -277,7 +289,8 @@ def test_the_flow_table_cap_comes_from_the_config_and_refusals_are_sampled() -> 
 
     sample = run_async(body())
     assert sample == {"flow_reports": 4, "flows_refused": 2, "flows": 2,
-                      "report_age_max_ms": 0.0, "clock_restarts": 0, "digest_lists_dropped": 0,
+                      "report_age_max_ms": 0.0, "report_lag_ms": 0.0, "clock_restarts": 0,
+                      "digest_lists_dropped": 0,
                       "lateness_ms": {"update": [], "stats": []}}
 
 
