@@ -125,6 +125,11 @@ endif
 bench: build deps-venv
 	$(PY) bench/run_bench.py
 
+# The controller's flow-report capacity with real BMv2 (bench/digest_capacity.py; root).
+.PHONY: digest-capacity
+digest-capacity: build deps-venv
+	$(PY) bench/digest_capacity.py $(DIGEST_ARGS)
+
 # The README's result tables against the run data committed under docs/results.
 .PHONY: check-results
 check-results: deps-venv

@@ -18,7 +18,9 @@
  *
  * The frame: --size is the IPv4 total length (1000 = 972 bytes of UDP
  * payload, as `iperf3 -u -l 972`), DSCP 0, TTL 64, correct IPv4 and UDP
- * checksums; flow i of --flows uses UDP source port 10000 + i.
+ * checksums; flow i of --flows uses UDP source port 10000 + i % 50000 and
+ * destination port --dport + i / 50000 (up to MAX_FLOWS distinct 5-tuples).
+ * Flows are sent round-robin: packet n belongs to flow n % --flows.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -38,7 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_FLOWS 1024
+#define MAX_FLOWS (1 << 20)
 #define MAX_IFS 8
 #define BATCH 64
 
@@ -245,14 +247,14 @@ int main(int argc, char **argv) {
     }
     if (!iface || !have_smac || !have_dmac || !have_sip || !have_dip) usage();
     if (size < 28 || size > 9000 || flows < 1 || flows > MAX_FLOWS || rate < 0 || duration <= 0 ||
-        sample_ms <= 0 || dport < 0 || dport > 65535) usage();
+        sample_ms <= 0 || dport < 0 || dport + (flows - 1) / 50000 > 65535) usage();
 
     size_t flen = 14 + (size_t)size;
     uint8_t *frames = malloc(flen * (size_t)flows);
     if (!frames) return 1;
     for (int i = 0; i < flows; i++)
         build_frame(frames + flen * (size_t)i, size, dmac, smac, sip.s_addr, dip.s_addr,
-                    (uint16_t)(10000 + i), (uint16_t)dport);
+                    (uint16_t)(10000 + i % 50000), (uint16_t)(dport + i / 50000));
     if (dump_frame) {                   /* print flow 0's frame as hex, send nothing */
         for (size_t i = 0; i < flen; i++) printf("%02x", frames[i]);
         printf("\n");

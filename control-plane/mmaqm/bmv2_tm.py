@@ -64,7 +64,7 @@ def set_queue_depth(thrift_port: int, port: int, depth_pkts: int, netns: str | N
     _cli(thrift_port, [f"set_queue_depth {depth_pkts} {port}"], netns)
 
 
-_REGISTER_VALUE_RE = re.compile(r"(\w+)\[(\d+)\]\s*=\s*(\d+)")
+_REGISTER_VALUE_RE = re.compile(r"([\w.]+)\[(\d+)\]\s*=\s*(\d+)")   # control.register[i]
 
 
 def register_read(thrift_port: int, reads: list[tuple[str, int]],

@@ -24,6 +24,9 @@ Schema (defaults in brackets)::
                                    # arrived in the last interval; >= 0.004
     update_interval_ms: 50         # [50] how often the controller recomputes
                                    # shares; >= 1 and <= expiry_interval_ms
+    max_flows: 262144              # [262144] flows the controller tracks at most;
+                                   # 1..16777216; reports of new flows beyond it
+                                   # are refused and counted (stats "controller")
   switches:                        # required, 1..MAX_SWITCHES (64)
     s1:                            # switch name: [A-Za-z0-9_-]+
       p4runtime_addr: 127.0.0.1:9559   # required; host:port ([v6addr]:port for IPv6);
@@ -113,10 +116,12 @@ from . import validation as V
 from .algorithms import (ALGORITHMS, CBT_ALGORITHMS, FRED_UNSUPPORTED_RED_OPTIONS,
                          NON_RED_ALGORITHMS, chips, fred, mcdt, red)
 from .fixedpoint import MASK32, ewma_shift_from_weight
+from .flows import DEFAULT_MAX_FLOWS
 
 DEFAULT_TAGGED_DSCP: tuple[int, ...] = (46, 34)      # EF, AF41
 DEFAULT_EXPIRY_INTERVAL_MS = 300.0                   # dcbt §3.1
 DEFAULT_UPDATE_INTERVAL_MS = 50.0
+MAX_MAX_FLOWS = 1 << 24          # active_flows.max_flows: ~5 GB of flow entries at most
 DEFAULT_DEVICE_ID = 1
 DEFAULT_QUEUE_LIMIT_PKTS = 64
 DEFAULT_EWMA_WEIGHT = 2.0**-9                        # cbt §2.1 "typical weighting of 1/512"
@@ -225,6 +230,7 @@ class ClassifierConfig:
 class ActiveFlowsConfig:
     expiry_interval_ms: float = DEFAULT_EXPIRY_INTERVAL_MS
     update_interval_ms: float = DEFAULT_UPDATE_INTERVAL_MS
+    max_flows: int = DEFAULT_MAX_FLOWS
 
     @property
     def flow_epoch_shift(self) -> int:
@@ -664,7 +670,8 @@ def _read_classifier(value: object, errs: V.Errors) -> ClassifierConfig:
 
 def _read_active_flows(value: object, errs: V.Errors) -> ActiveFlowsConfig:
     path = "active_flows"
-    raw = V.mapping(value, path, errs, allowed=("expiry_interval_ms", "update_interval_ms"))
+    raw = V.mapping(value, path, errs,
+                    allowed=("expiry_interval_ms", "update_interval_ms", "max_flows"))
     if raw is None:
         return ActiveFlowsConfig()
     expiry = V.number(raw.get("expiry_interval_ms", DEFAULT_EXPIRY_INTERVAL_MS),
@@ -677,9 +684,12 @@ def _read_active_flows(value: object, errs: V.Errors) -> ActiveFlowsConfig:
     if update is not None and expiry is not None and update > expiry:
         errs.add(update_path,
                  f"must be <= expiry_interval_ms ({V.fmt(expiry)}), got {V.fmt(update)}")
+    max_flows = V.integer(raw.get("max_flows", DEFAULT_MAX_FLOWS), V.join(path, "max_flows"),
+                          errs, lo=1, hi=MAX_MAX_FLOWS)
     return ActiveFlowsConfig(
         expiry_interval_ms=float(expiry if expiry is not None else DEFAULT_EXPIRY_INTERVAL_MS),
         update_interval_ms=float(update if update is not None else DEFAULT_UPDATE_INTERVAL_MS),
+        max_flows=max_flows if max_flows is not None else DEFAULT_MAX_FLOWS,
     )
 
 

@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,12 +30,17 @@ from .driver import (CONNECT_TIMEOUT_S, CONTROLLER_ELECTION_ID, DEFAULT_BMV2_JSO
                      DEFAULT_P4INFO, TCP_CONNECT_TIMEOUT_S, PrimaryLostError,
                      SwitchConnectionError, SwitchDriver, describe_error, tcp_connect_once,
                      wait_for_grpc)
-from .flows import ActiveFlowTable
+from .flows import ActiveFlowTable, SwitchClock
 from .stats import counter_sample, sample_indexes
 
 StatsSink = Callable[[dict[str, Any]], None]
 
 LOG = logging.getLogger(__name__)
+# Flow reports handled before the report task yields to the other loops (issue 9:
+# a backlog of digests stalled the share and stats loops for seconds).
+REPORT_BATCH = 256
+# How far back the report lag is remembered (SwitchController.report_lag_ms).
+REPORT_LAG_WINDOW_MS = 1000.0
 # What one MCDT period reads (occupancy.p4), for the port's three classes.
 MCDT_COUNTERS = ("queue_arrivals", "queue_admits", "queue_departures")
 # Reconnecting after a lost switch (SwitchSupervisor): the first attempt 0.1 s after
@@ -42,6 +48,28 @@ MCDT_COUNTERS = ("queue_arrivals", "queue_admits", "queue_departures")
 # 1 s of listening; an attempt costs one TCP connect).
 RECONNECT_INITIAL_S = 0.1
 RECONNECT_MAX_S = 1.0
+
+
+class LoopLateness:
+    """How late a periodic loop woke up (ms past its due time): the values since
+    the last take(), and the largest since the start."""
+
+    def __init__(self) -> None:
+        self._values: list[float] = []
+        self.max_ms = 0.0
+
+    async def sleep(self, interval_s: float) -> None:
+        loop = asyncio.get_running_loop()
+        due = loop.time() + interval_s
+        await asyncio.sleep(interval_s)
+        late_ms = max(loop.time() - due, 0.0) * 1000
+        if len(self._values) < 10_000:
+            self._values.append(round(late_ms, 3))
+        self.max_ms = max(self.max_ms, late_ms)
+
+    def take(self) -> list[float]:
+        values, self._values = self._values, []
+        return values
 
 
 class SwitchController:
@@ -55,7 +83,14 @@ class SwitchController:
         self.switch = switch
         self.driver = driver
         self.clock_ms = clock_ms
-        self.flows = ActiveFlowTable()
+        self.flows = ActiveFlowTable(config.active_flows.max_flows)
+        # Report times: the switch's clock mapped to clock_ms (flows.SwitchClock).
+        self.switch_clock = SwitchClock()
+        self.flow_reports = 0            # reports received since the start
+        self.report_age_max_ms = 0.0     # the oldest report handled since the last sample
+        self._report_ages: deque[tuple[float, float]] = deque()   # (handled at, oldest age)
+        self.update_lateness = LoopLateness()
+        self.stats_lateness = LoopLateness()
         self.epochs: dict[int, int] = {}
         self.pushed: dict[int, PolicyAction] = {}
         self.flow_epoch_shift = config.active_flows.flow_epoch_shift
@@ -82,6 +117,7 @@ class SwitchController:
         updating (a reinstall): then eq. 10's memory and the period go on. D-CBT
         shares come from this controller's active flows (none yet in a new one)."""
         d = self.driver
+        self.switch_clock.reset()        # a (re)installed switch may have restarted: new clock
         current = await d.read_state()
         installed = current.port_policies()
         new_mcdt_periods = []
@@ -156,9 +192,23 @@ class SwitchController:
         await self.driver.write_port_policy(port, action)
         self.pushed[port] = action
 
+    def report_lag_ms(self, now_ms: float) -> float:
+        """How far behind the switch the reports are: the age of the oldest report in
+        any list handled in the last REPORT_LAG_WINDOW_MS (0 when none was). A report
+        made now may take that long to arrive (BMv2 batches digests, a backlog
+        delays them), so the flows are judged as of now minus the lag: judged at
+        now, a flow whose next report is still on its way would expire early."""
+        ages = self._report_ages
+        while ages and now_ms - ages[0][0] > REPORT_LAG_WINDOW_MS:
+            ages.popleft()
+        return max((age for _, age in ages), default=0.0)
+
     async def update_shares(self) -> list[int]:
-        """Expire flows, recompute D-CBT shares, push the ports whose params changed."""
-        self.flows.expire(self.clock_ms(), self.config.active_flows.expiry_interval_ms)
+        """Expire flows (as of now minus the report lag), recompute D-CBT shares,
+        push the ports whose params changed."""
+        now_ms = self.clock_ms()
+        self.flows.expire(now_ms - self.report_lag_ms(now_ms),
+                          self.config.active_flows.expiry_interval_ms)
         changed = []
         for port, policy in sorted(self.switch.policies.items()):
             if policy.algorithm not in DCBT_ALGORITHMS:
@@ -247,10 +297,27 @@ class SwitchController:
                 "untagged_th_scaled": action.params["untagged_th_scaled"]}
 
     async def receive_flow_reports(self) -> None:
+        """Count each report at the time its packet arrived at the switch (mapped
+        by switch_clock; a report without one at the time it is handled), and
+        yield to the other loops after every REPORT_BATCH reports."""
+        observe = self.flows.observe
+        to_local_ms = self.switch_clock.to_local_ms
+        handled = 0
         async for reports in self.driver.flow_reports():
             now_ms = self.clock_ms()
+            oldest_ms = now_ms
             for report in reports:
-                self.flows.observe(report.egress_port, report.class_id, report.flow_key, now_ms)
+                ts_us = report.ingress_ts_us
+                made_ms = now_ms if ts_us is None else to_local_ms(ts_us, now_ms)
+                oldest_ms = min(oldest_ms, made_ms)
+                observe(report.egress_port, report.class_id, report.flow_key, made_ms)
+            self.flow_reports += len(reports)
+            self.report_age_max_ms = max(self.report_age_max_ms, now_ms - oldest_ms)
+            self._report_ages.append((now_ms, now_ms - oldest_ms))
+            handled += len(reports)
+            if handled >= REPORT_BATCH:
+                handled = 0
+                await asyncio.sleep(0)
 
     async def sample_stats(self) -> dict[str, Any]:
         """One time-series sample: cumulative queue counters of every configured
@@ -269,7 +336,23 @@ class SwitchController:
                                       "untagged_th_pkts")}}
                          for p in sorted(self.pushed)},
             **self.fred_slot_sample(),
+            "controller": self.controller_sample(),
         }
+
+    def controller_sample(self) -> dict[str, Any]:
+        """The controller's own load (issue 9): flow reports received and refused
+        (table full), flows tracked, digest lists dropped (the driver's queue full),
+        the report lag the flows are judged with (report_lag_ms), the oldest report handled since the last
+        sample (ms between its packet and its handling), and how late the share
+        and stats loops woke up since the last sample (ms, one value per wake-up)."""
+        age, self.report_age_max_ms = self.report_age_max_ms, 0.0
+        return {"flow_reports": self.flow_reports, "flows_refused": self.flows.refused,
+                "flows": len(self.flows), "report_age_max_ms": round(age, 3),
+                "report_lag_ms": round(self.report_lag_ms(self.clock_ms()), 3),
+                "clock_restarts": self.switch_clock.restarts,
+                "digest_lists_dropped": getattr(self.driver, "digest_lists_dropped", 0),
+                "lateness_ms": {"update": self.update_lateness.take(),
+                                "stats": self.stats_lateness.take()}}
 
     def fred_slot_sample(self) -> dict[str, Any]:
         """For FRED ports: the active flows (from the flow reports) and how many of them
@@ -286,7 +369,7 @@ class SwitchController:
         assert self.stats_sink is not None
         while True:
             self.stats_sink(await self.sample_stats())
-            await asyncio.sleep(self.stats_interval_ms / 1000)
+            await self.stats_lateness.sleep(self.stats_interval_ms / 1000)
 
     async def run(self) -> None:
         """Receive flow reports and update shares every update_interval_ms, forever;
@@ -308,7 +391,7 @@ class SwitchController:
                         raise RuntimeError(f"{self.switch.name}: background task ended")
                 self.driver.check_connected()   # nor a switch that went away
                 await self.update_shares()
-                await asyncio.sleep(self.config.active_flows.update_interval_ms / 1000)
+                await self.update_lateness.sleep(self.config.active_flows.update_interval_ms / 1000)
         finally:
             for task in tasks:
                 task.cancel()

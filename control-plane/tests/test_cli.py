@@ -247,7 +247,8 @@ def test_run_follows_flow_reports_writes_stats_and_exits_130_on_sigterm(
     out = tmp_path / "stats.jsonl"
     flows = [{"egress_port": 2, "class_id": class_id, "src_addr": ipv4_int("10.0.1.10"),
               "dst_addr": ipv4_int("10.0.2.10"), "protocol": 17, "src_port": 5000 + class_id,
-              "dst_port": 5004} for class_id in (0, 1)]           # one TCP, one tagged
+              "dst_port": 5004, "ingress_ts_us": 1000}
+             for class_id in (0, 1)]                                 # one TCP, one tagged
 
     def tagged_share_q16() -> int | None:
         entries = [e for e in server.table_entries("port_policy") if e.match == {"port": 2}]

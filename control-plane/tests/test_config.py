@@ -418,11 +418,22 @@ def test_traffic_manager_settings_are_not_policy_keys(key: str) -> None:
                                   "expiry_interval_ms (300), got 301"),
     ({"expiry_interval_ms": 40}, "active_flows.update_interval_ms: must be <= "
                                  "expiry_interval_ms (40), got 50"),
+    # issue 9: the flow table is capped
+    ({"max_flows": 0}, "active_flows.max_flows: must be in 1..16777216, got 0"),
+    ({"max_flows": 16777217}, "active_flows.max_flows: must be in 1..16777216, got 16777217"),
+    ({"max_flows": 1.5}, "active_flows.max_flows: must be an integer, got 1.5"),
 ])
 def test_active_flows_intervals(flows: dict, message: str) -> None:
     cfg = base()
     cfg["active_flows"] = flows
     assert errors_of(cfg) == [message]
+
+
+def test_active_flows_max_flows_default_and_value() -> None:
+    cfg = base()
+    assert parse_config(cfg).active_flows.max_flows == 262_144
+    cfg["active_flows"] = {"max_flows": 100_000}
+    assert parse_config(cfg).active_flows.max_flows == 100_000
 
 
 @pytest.mark.parametrize("addr, message", [

@@ -276,6 +276,94 @@ async def _observe(controller: SwitchController, driver: FakeDriver,
     await controller.receive_flow_reports()
 
 
+def timed(port: int, class_id: int, n: int, ts_us: int) -> FlowReport:
+    return FlowReport(egress_port=port, class_id=class_id,
+                      flow_key=(n, 2, 17, 1000 + n, 5004), ingress_ts_us=ts_us)
+
+
+def test_reports_count_from_when_their_packet_arrived_not_when_handled() -> None:
+    """Issue 9: a backlog of reports handled seconds late must not count flows whose
+    packets are older than the expiry interval, nor keep them for another interval."""
+    async def body() -> None:
+        driver = FakeDriver()
+        clock = Clock(1000.0)
+        controller = await installed(driver, clock)
+        # switch time 0.5 s arrives at 1000 ms: the offset is 500 ms
+        await _observe(controller, driver, [[timed(2, TCP, 1, 500_000)]])
+        clock.now_ms = 5000.0
+        # handled 4 s late: flows 2, 3 were seen at 1100 and 1200 ms (switch 0.6, 0.7 s),
+        # flow 4 at 4900 ms; the offset may have risen by 1000 ppm * 4000 ms = 4 ms
+        await _observe(controller, driver, [[timed(2, TAGGED, 2, 600_000),
+                                             timed(2, TAGGED, 3, 700_000)],
+                                            [timed(2, UNTAGGED, 4, 4_400_000)]])
+        assert controller.flows.entry(2, (2, 2, 17, 1002, 5004)).last_seen_ms == 1104.0
+        assert controller.flows.entry(2, (4, 2, 17, 1004, 5004)).last_seen_ms == 4904.0
+        assert controller.report_age_max_ms == 5000.0 - 1104.0
+        assert controller.flow_reports == 4
+        # The reports lag 3896 ms behind the switch: the flows are judged as of
+        # 5000 - 3896 = 1104 ms, when all four were active (a report made after
+        # 1104 ms may still be on its way).
+        assert controller.report_lag_ms(5000.0) == 3896.0
+        await controller.update_shares()
+        assert controller.flows.counts(2) == {TCP: 1, TAGGED: 2, UNTAGGED: 1}
+        # The backlog is gone: one fresh report at 5900 ms (switch 5.396 s + offset 504).
+        clock.now_ms = 5900.0
+        await _observe(controller, driver, [[timed(2, UNTAGGED, 4, 5_396_000)]])
+        assert controller.report_lag_ms(5900.0) == 3896.0      # still within the 1 s window
+        clock.now_ms = 6001.0                                  # now it is not: lag 0
+        assert controller.report_lag_ms(6001.0) == 0.0
+        # as of 6001 ms only flow 4 (last seen 5900) is younger than 300 ms
+        await controller.update_shares()
+        assert controller.flows.counts(2) == {TCP: 0, TAGGED: 0, UNTAGGED: 1}
+        assert len(controller.flows) == 1
+    run_async(body())
+
+
+def test_a_backlog_of_reports_yields_to_the_other_loops() -> None:
+    """10 lists of 64 reports waiting at once: the report task yields after every
+    REPORT_BATCH (256) reports, so another task runs between batches."""
+    async def body() -> list[int]:
+        lists = [[report(2, UNTAGGED, 64 * i + k) for k in range(64)] for i in range(10)]
+        driver = FakeDriver(reports=lists)
+        controller = await installed(driver, Clock(0.0))
+        seen: list[int] = []
+
+        async def watch() -> None:
+            while True:
+                seen.append(len(controller.flows))
+                await asyncio.sleep(0)
+
+        watcher = asyncio.create_task(watch())
+        await asyncio.sleep(0)
+        await controller.receive_flow_reports()
+        watcher.cancel()
+        return seen
+
+    seen = run_async(body())
+    assert sorted(set(seen)) == [0, 256, 512]
+
+
+def test_the_flow_table_cap_comes_from_the_config_and_refusals_are_sampled() -> None:
+    cfg_dict = copy.deepcopy(CONFIG)
+    cfg_dict["active_flows"] = {"max_flows": 2}
+    cfg = parse_config(cfg_dict)
+
+    async def body() -> dict[str, Any]:
+        driver = FakeDriver()
+        controller = SwitchController(cfg, cfg.switches["s1"], driver,  # type: ignore[arg-type]
+                                      clock_ms=Clock(0.0))
+        await controller.install()
+        await _observe(controller, driver, [[report(2, TCP, 1), report(2, TCP, 2),
+                                             report(2, TCP, 3)], [report(4, TCP, 4)]])
+        return controller.controller_sample()
+
+    sample = run_async(body())
+    assert sample == {"flow_reports": 4, "flows_refused": 2, "flows": 2,
+                      "report_age_max_ms": 0.0, "report_lag_ms": 0.0, "clock_restarts": 0,
+                      "digest_lists_dropped": 0,
+                      "lateness_ms": {"update": [], "stats": []}}
+
+
 def test_update_shares_without_flows_pushes_nothing() -> None:
     async def body() -> None:
         driver = FakeDriver()
@@ -480,6 +568,12 @@ def test_run_updates_shares_and_samples_stats_until_cancelled() -> None:
     # only tagged flows: tagged share 1 (65536), untagged share 0 -> threshold 0
     assert driver.writes() == [(2, DCBT_2_IDLE.with_params(untagged_th_scaled=0))]
     assert all(s["switch"] == "s1" and len(s["readings"]) == 15 for s in samples)
+    # the controller's own load: the one report, one flow; every loop wake-up timed
+    assert [s["controller"]["flow_reports"] for s in samples][-1] == 1
+    assert samples[-1]["controller"]["flows"] == 1
+    assert samples[-1]["controller"]["flows_refused"] == 0
+    assert all(len(s["controller"]["lateness_ms"]["stats"]) == 1 for s in samples[1:])
+    assert all(v >= 0 for s in samples for v in s["controller"]["lateness_ms"]["update"])
 
 
 def test_run_fails_when_the_flow_report_stream_ends() -> None:
@@ -752,7 +846,7 @@ def test_stats_samples_of_a_fred_port_count_the_active_flows_that_share_a_slot()
 # ------------------------------------------------ reconnect (SwitchSupervisor)
 DCBT_2 = {"algorithm": "DCBT", **RED_5_15}
 FLOW_TAGGED = {"egress_port": 2, "class_id": TAGGED, "src_addr": 1, "dst_addr": 2,
-               "protocol": 17, "src_port": 1000, "dst_port": 5004}
+               "protocol": 17, "src_port": 1000, "dst_port": 5004, "ingress_ts_us": 1000}
 
 
 def _one_switch_config(address: str) -> Config:

@@ -342,8 +342,9 @@ def test_read_counter_indexes_reads_only_the_wanted_indexes_in_one_request(
 # ---------------------------------------------------------------- digests
 FLOW_A = {"egress_port": 2, "class_id": 1, "src_addr": ipv4_int("10.0.1.10"),
           "dst_addr": ipv4_int("10.0.2.10"), "protocol": 17, "src_port": 5004,
-          "dst_port": 5006}
-FLOW_B = {**FLOW_A, "egress_port": 511, "class_id": 0, "protocol": 6, "src_port": 65535}  # 9-bit port
+          "dst_port": 5006, "ingress_ts_us": 123_456_789}
+FLOW_B = {**FLOW_A, "egress_port": 511, "class_id": 0, "protocol": 6, "src_port": 65535,  # 9-bit port
+          "ingress_ts_us": 2**48 - 1}                                                  # 48 bits
 
 
 def test_enable_flow_reports_configures_the_digest_once(
@@ -381,9 +382,9 @@ def test_flow_reports_decode_each_digest_list_and_ack_it(
 
     server, received = run_async(body())
     a = FlowReport(egress_port=2, class_id=1, flow_key=(
-        ipv4_int("10.0.1.10"), ipv4_int("10.0.2.10"), 17, 5004, 5006))
+        ipv4_int("10.0.1.10"), ipv4_int("10.0.2.10"), 17, 5004, 5006), ingress_ts_us=123_456_789)
     b = FlowReport(egress_port=511, class_id=0, flow_key=(
-        ipv4_int("10.0.1.10"), ipv4_int("10.0.2.10"), 6, 65535, 5006))
+        ipv4_int("10.0.1.10"), ipv4_int("10.0.2.10"), 6, 65535, 5006), ingress_ts_us=2**48 - 1)
     assert received == [[a, b], [a]]
     digest_id = next(iter(server.digest_configs))
     assert server.digest_acks == [(digest_id, 7), (digest_id, 8)]

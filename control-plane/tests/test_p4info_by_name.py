@@ -25,7 +25,8 @@ RED = PolicyAction("red", {"queue_limit_pkts": 60, "flow_epoch_shift": 17,
 DCBT = PolicyAction("dcbt", {**RED.params, "tagged_share_q16": 16384,
                              "untagged_th_scaled": 3 << 16})
 FLOW = {"egress_port": 2, "class_id": 1, "src_addr": ipv4_int("10.0.1.10"),
-        "dst_addr": ipv4_int("10.0.2.10"), "protocol": 17, "src_port": 5004, "dst_port": 5006}
+        "dst_addr": ipv4_int("10.0.2.10"), "protocol": 17, "src_port": 5004, "dst_port": 5006,
+        "ingress_ts_us": 1000}
 REFERENCE_FIELDS = ("const_default_action_id", "implementation_id", "direct_table_id")
 REFERENCE_LISTS = ("direct_resource_ids", "table_ids")
 
@@ -136,7 +137,7 @@ def check(server, read_back, counters, received, info) -> None:
         {"class_id": 1}, 50)
     assert counters["queue_drops"][57] == CounterValue(1, 1500)
     assert received == [FlowReport(egress_port=2, class_id=1, flow_key=(
-        ipv4_int("10.0.1.10"), ipv4_int("10.0.2.10"), 17, 5004, 5006))]
+        ipv4_int("10.0.1.10"), ipv4_int("10.0.2.10"), 17, 5004, 5006), ingress_ts_us=1000)]
     # the wire carried this P4Info's ids
     policy_id = next(t.preamble.id for t in info.tables if t.preamble.alias == "port_policy")
     assert policy_id in {e.table_id for e in server.entries.values()}

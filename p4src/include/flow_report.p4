@@ -8,6 +8,10 @@
 // Slots hold {crc32 signature, epoch}, indexed by the signature's low bits: two
 // flows that share a slot both keep being reported (more digests, never a
 // missed flow).
+// Each report carries the time its packet arrived (ingress_global_timestamp,
+// us since the switch started, the time its epoch is computed from): the
+// controller counts a flow from when it was seen, not from when a possibly
+// backlogged report was processed (mmaqm.flows.SwitchClock maps the time).
 #ifndef MMAQM_FLOW_REPORT_P4
 #define MMAQM_FLOW_REPORT_P4
 
@@ -44,7 +48,8 @@ control FlowReport(in headers_t hdr,
             digest<flow_digest_t>(FLOW_DIGEST_RECEIVER, {
                 meta.routed_port, (bit<8>)meta.class_id,
                 hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
-                meta.l4_src_port, meta.l4_dst_port });
+                meta.l4_src_port, meta.l4_dst_port,
+                standard_metadata.ingress_global_timestamp });
         }
     }
 

@@ -141,6 +141,9 @@ struct flow_digest_t {
     bit<8>      protocol;
     l4_port_t   src_port;
     l4_port_t   dst_port;
+    // When the reporting packet arrived: BMv2's ingress_global_timestamp, us since
+    // the switch started (flow_report.p4); the controller maps it to its own clock.
+    bit<48>     ingress_ts_us;
 }
 
 #endif
