@@ -15,6 +15,9 @@ Each algorithm has its own action in aqm.p4, with only its own parameters:
   fred             (queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
                     min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32,
                     minq_pkts, fred_slot_mask)
+  upta             (queue_limit_pkts, flow_epoch_shift, policy_epoch, upta_mode, k_shift,
+                    slot_mask, fs_i_scaled, fs_u_scaled, inv_fs_i_mant, inv_fs_u_mant,
+                    inv_fs_i_shift, inv_fs_u_shift, tagged_q16)
 
 Validation happens once, in :mod:`mmaqm.config`; this module only converts
 units (packets -> packets * 2^16, probabilities -> Q16/Q24). The driver then
@@ -24,13 +27,14 @@ to a switch.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from .algorithms import (ALGORITHMS, CBT_ALGORITHMS, DCBT_ALGORITHMS, NON_RED_ALGORITHMS, cbt,
-                         chips, dcbt, fred, mcdt, red)
+                         chips, dcbt, fred, mcdt, red, upta)
 
 if TYPE_CHECKING:  # the schema is only a type here: the driver never imports it
     from .config import PortPolicy
@@ -82,6 +86,7 @@ def policy_action(
     share_tagged: float = 1.0,
     share_untagged: float = 1.0,
     mcdt_th_pkts: Mapping[int, int] | None = None,
+    upta_shares_bps: tuple[float, float] | None = None,
 ) -> PolicyAction:
     """The port_policy action for a validated policy.
 
@@ -91,7 +96,9 @@ def policy_action(
     D-CBT: tagged_share_q16 and untagged_th_scaled come from the active-flow
     shares (dcbt §3.1); CBT: the static thresholds (cbt §3). MCDT: the class
     thresholds (class id -> whole packets) of the last period update (mcdt §II.2),
-    None before the first: every class at B = queue_limit_pkts.
+    None before the first: every class at B = queue_limit_pkts. UPTA: the port's
+    fair shares (fs_I = alpha', fs_U = alpha; eqs. 19, 18) in bit/s, math.inf for
+    none; None before the controller's first interval: none.
     """
     params: dict[str, int] = {
         "queue_limit_pkts": policy.queue_limit_pkts,
@@ -112,6 +119,17 @@ def policy_action(
                                          ewma_weight=policy.ewma_weight,
                                          table_slots=policy.fred_flow_slots))
         params["idle_decay_q32"] = red.option_params(policy)["idle_decay_q32"]
+    elif policy.algorithm == "UPTA":
+        assert policy.upta_mode is not None and policy.upta_flow_slots is not None
+        assert policy.upta_k_shift is not None
+        fs_i, fs_u = upta_shares_bps if upta_shares_bps is not None else (math.inf, math.inf)
+        params["policy_epoch"] = policy_epoch
+        q = policy.upta_tagged_loss_threshold
+        params.update(upta.action_params(upta.MODE_NAMES[policy.upta_mode], fs_i, fs_u,
+                                         table_slots=policy.upta_flow_slots,
+                                         k_shift=policy.upta_k_shift,
+                                         tagged_q=1.0 if q is None else q,
+                                         queue_limit_pkts=policy.queue_limit_pkts))
     elif policy.algorithm not in NON_RED_ALGORITHMS:
         assert policy.min_th_pkts is not None and policy.max_th_pkts is not None
         assert policy.max_p is not None

@@ -219,7 +219,7 @@ def test_unknown_algorithm() -> None:
     s1(cfg)["policies"][2]["algorithm"] = "REDD"
     assert errors_of(cfg) == [
         "switches.s1.policies.2.algorithm: must be one of DROP_TAIL, RED, CBT_RED_ALL, "
-        "CBT_RED_TCP_ONLY, DCBT, DCBT_CHIPS, MCDT, FRED, got string 'REDD'"]
+        "CBT_RED_TCP_ONLY, DCBT, DCBT_CHIPS, MCDT, FRED, UPTA, got string 'REDD'"]
 
 
 @pytest.mark.parametrize("mac, message", [
@@ -316,7 +316,8 @@ def test_unknown_policy_key_lists_the_allowed_keys() -> None:
         "switches.s1.policies.2.max_th: unknown key (allowed: algorithm, queue_limit_pkts, "
         "min_th_pkts, max_th_pkts, max_p, ewma_weight, tagged_th_pkts, untagged_th_pkts, "
         "burst_pkts, bandwidth_pps, gentle, ecn, harddrop, wait, adaptive, chips_max_tagged_ratio, "
-        "chips_ewma_weight, mcdt_period_ms, fred_minq_pkts, fred_flow_slots)"]
+        "chips_ewma_weight, mcdt_period_ms, fred_minq_pkts, fred_flow_slots, upta_mode, "
+        "upta_flow_slots, upta_k_shift, upta_tagged_loss_threshold)"]
 
 
 @pytest.mark.parametrize("remove, path", [
