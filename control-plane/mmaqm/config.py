@@ -110,7 +110,7 @@ import yaml
 
 from . import p4constants as C
 from . import validation as V
-from .algorithms import (ALGORITHMS, CBT_ALGORITHMS, FRED_UNSUPPORTED_RED_OPTIONS,
+from .algorithms import (ALGORITHMS, CBT_ALGORITHMS, CONFIGURABLE_ALGORITHMS, FRED_UNSUPPORTED_RED_OPTIONS,
                          NON_RED_ALGORITHMS, chips, fred, mcdt, red)
 from .fixedpoint import MASK32, ewma_shift_from_weight
 
@@ -185,6 +185,12 @@ class PortPolicy:
     # FRED only
     fred_minq_pkts: int | None = None
     fred_flow_slots: int | None = None
+    # UPTA only (upta §4-5; docs/upta-plan.md §1.8, §2)
+    upta_mode: str | None = None           # "B", "P" or "C"
+    capacity_mbps: float | None = None     # C of eqs. 18-19: the port's link rate
+    upta_flow_slots: int | None = None     # per-flow table slots of the port (power of two)
+    upta_k_shift: int | None = None        # K = 2^k us, the estimator's constant and T
+    upta_tagged_q: float | None = None     # loss threshold of tagged packets without the option
     ewma_shift: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -287,6 +293,9 @@ _RED_OPTION_FLAGS = ("gentle", "ecn", "harddrop", "wait", "adaptive")
 _CHIPS_KEYS = ("chips_max_tagged_ratio", "chips_ewma_weight")
 _MCDT_KEYS = ("mcdt_period_ms",)
 _FRED_KEYS = ("fred_minq_pkts", "fred_flow_slots")
+_UPTA_KEYS = ("upta_mode", "capacity_mbps", "upta_flow_slots", "upta_k_shift", "upta_tagged_q")
+UPTA_MODES = ("B", "P", "C")
+DEFAULT_UPTA_FLOW_SLOTS = 1024
 MIN_MCDT_PERIOD_MS = MIN_LOOP_INTERVAL_MS
 _NUMBER_KEYS = (*_RED_KEYS, "ewma_weight", *_CBT_KEYS, *_RED_OPTION_NUMBERS, *_CHIPS_KEYS,
                 *_MCDT_KEYS)
@@ -294,7 +303,7 @@ _NON_NEGATIVE_KEYS = ("min_th_pkts", *_CBT_KEYS)
 _POSITIVE_KEYS = ("bandwidth_pps", "chips_max_tagged_ratio")
 _POLICY_KEYS = ("algorithm", "queue_limit_pkts", *_RED_KEYS, "ewma_weight", *_CBT_KEYS,
                 *_RED_OPTION_NUMBERS, *_RED_OPTION_FLAGS, *_CHIPS_KEYS, *_MCDT_KEYS,
-                *_FRED_KEYS)
+                *_FRED_KEYS, *_UPTA_KEYS)
 
 
 def parse_policy(value: object, path: str = "policy") -> PortPolicy:
@@ -316,7 +325,7 @@ def _read_policy(value: object, path: str, errs: V.Errors) -> PortPolicy | None:
         return None
     before = len(errs)
     algorithm = V.one_of(V.require(raw, "algorithm", path, errs), V.join(path, "algorithm"),
-                         errs, tuple(ALGORITHMS))
+                         errs, tuple(CONFIGURABLE_ALGORITHMS))
     limit = V.integer(raw.get("queue_limit_pkts", DEFAULT_QUEUE_LIMIT_PKTS),
                       V.join(path, "queue_limit_pkts"), errs, lo=1, hi=MAX_QUEUE_LIMIT_PKTS,
                       note=f"averages are bit<32> packets * 2^{C.AVG_FRAC_BITS}")
@@ -337,6 +346,7 @@ def _read_policy(value: object, path: str, errs: V.Errors) -> PortPolicy | None:
     _check_policy_values(v, limit, path, errs)
     weight = _check_red_options(v, flags, path, errs)
     fred_v = _read_fred_keys(raw, given, limit, path, errs)
+    upta_v = _read_upta_keys(raw, algorithm, path, errs)
     if len(errs) > before or algorithm is None or limit is None:
         return None
     if weight is None and algorithm not in NON_RED_ALGORITHMS:
@@ -356,7 +366,47 @@ def _read_policy(value: object, path: str, errs: V.Errors) -> PortPolicy | None:
                       gentle=bool(flags["gentle"]), ecn=bool(flags["ecn"]),
                       harddrop=bool(flags["harddrop"]), wait=bool(flags["wait"]),
                       chips_max_tagged_ratio=chips_ratio, chips_ewma_weight=chips_weight,
-                      mcdt_period_ms=period_ms, **(fred_v if algorithm == "FRED" else {}))
+                      mcdt_period_ms=period_ms, **(fred_v if algorithm == "FRED" else {}),
+                      **(upta_v if algorithm == "UPTA" else {}))
+
+
+def _read_upta_keys(raw: Mapping[str, Any], algorithm: str | None, path: str,
+                    errs: V.Errors) -> dict[str, Any]:
+    """UPTA's keys (only for UPTA; capacity_mbps required) with their defaults."""
+    given = [key for key in _UPTA_KEYS if raw.get(key) is not None]
+    if algorithm != "UPTA":
+        for key in given:
+            errs.add(V.join(path, key), "only for UPTA")
+        return {}
+    from .algorithms import upta   # UPTA's constants
+    out: dict[str, Any] = {"upta_mode": "B", "upta_flow_slots": DEFAULT_UPTA_FLOW_SLOTS,
+                           "upta_k_shift": upta.DEFAULT_K_SHIFT,
+                           "upta_tagged_q": upta.PAPER_LOSS_THRESHOLD}
+    if "upta_mode" in given:
+        out["upta_mode"] = V.one_of(raw["upta_mode"], V.join(path, "upta_mode"), errs, UPTA_MODES)
+    if "capacity_mbps" not in given:
+        errs.add(V.join(path, "capacity_mbps"), "required for UPTA (C of upta eqs. 18-19; "
+                 "`link` in a topology policy file)")
+    else:
+        out["capacity_mbps"] = V.number(raw["capacity_mbps"], V.join(path, "capacity_mbps"),
+                                        errs, gt=0)
+    if "upta_flow_slots" in given:
+        slots = V.integer(raw["upta_flow_slots"], V.join(path, "upta_flow_slots"), errs, lo=1,
+                          hi=upta.UPTA_SLOTS_PER_PORT,
+                          note="UPTA_SLOTS_PER_PORT slots per port (defines.p4)")
+        if slots is not None and slots & (slots - 1):
+            errs.add(V.join(path, "upta_flow_slots"), f"must be a power of two, got {slots}")
+        out["upta_flow_slots"] = slots
+    if "upta_k_shift" in given:
+        out["upta_k_shift"] = V.integer(raw["upta_k_shift"], V.join(path, "upta_k_shift"), errs,
+                                        lo=10, hi=upta.MAX_K_SHIFT,
+                                        note="K = 2^k us; T = K is the controller's interval")
+    if "upta_tagged_q" in given:
+        q = V.number(raw["upta_tagged_q"], V.join(path, "upta_tagged_q"), errs, ge=0)
+        if q is not None and q > 1:
+            errs.add(V.join(path, "upta_tagged_q"), f"must be in [0, 1] (1: none), got {V.fmt(q)}")
+        out["upta_tagged_q"] = q
+    return out
 
 
 def _read_fred_keys(raw: Mapping[str, Any], given: list[str], limit: int | None, path: str,

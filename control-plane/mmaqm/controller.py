@@ -25,6 +25,7 @@ from .driver import (CONNECT_TIMEOUT_S, CONTROLLER_ELECTION_ID, DEFAULT_BMV2_JSO
                      DEFAULT_P4INFO, SwitchDriver, wait_for_grpc)
 from .flows import ActiveFlowTable
 from .stats import counter_sample, sample_indexes
+from .upta_loop import UptaLoop
 
 StatsSink = Callable[[dict[str, Any]], None]
 
@@ -55,6 +56,10 @@ class SwitchController:
         # cumulative queue_arrivals of the last period boundary.
         self.mcdt_th_scaled: dict[int, dict[int, int]] = {}
         self.mcdt_arrivals: dict[int, dict[int, int]] = {}
+        # UPTA (upta §5.1, eqs. 18-19): the fair-share loop of this switch's upta ports
+        self.upta: UptaLoop | None = None
+        if any(p.algorithm == "UPTA" for p in switch.policies.values()):
+            self.upta = UptaLoop(self)
 
     async def install(self) -> None:
         """Replace every table entry with the configuration (validated already)."""
@@ -89,7 +94,8 @@ class SwitchController:
             {c: th >> C.AVG_FRAC_BITS for c, th in th_scaled.items()}
         return policy_action(
             policy, policy_epoch=self.epochs[port], flow_epoch_shift=self.flow_epoch_shift,
-            share_tagged=share_tagged, share_untagged=share_untagged, mcdt_th_pkts=th_pkts)
+            share_tagged=share_tagged, share_untagged=share_untagged, mcdt_th_pkts=th_pkts,
+            upta_params=None if self.upta is None else self.upta.params.get(port))
 
     async def _push(self, port: int, action: PolicyAction) -> None:
         await self.driver.write_port_policy(port, action)
@@ -227,6 +233,10 @@ class SwitchController:
             self.stats_sink(await self.sample_stats())
             await asyncio.sleep(self.stats_interval_ms / 1000)
 
+    def extra_tasks(self) -> list[Any]:
+        """Coroutines run() adds beside its own loops: the UPTA interval loop."""
+        return [] if self.upta is None else [self.upta.run()]
+
     async def run(self) -> None:
         """Receive flow reports and update shares every update_interval_ms, forever;
         update each MCDT port every mcdt_period_ms; with a stats sink, also sample
@@ -237,6 +247,7 @@ class SwitchController:
                   if policy.algorithm == "MCDT"]
         if self.stats_sink is not None:
             tasks.append(asyncio.create_task(self._stats_loop()))
+        tasks += [asyncio.create_task(c) for c in self.extra_tasks()]
         try:
             while True:
                 for task in tasks:  # a failed reader must not go unnoticed

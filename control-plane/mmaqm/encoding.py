@@ -15,6 +15,9 @@ Each algorithm has its own action in aqm.p4, with only its own parameters:
   fred             (queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
                     min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32,
                     minq_pkts, fred_slot_mask)
+  upta             (queue_limit_pkts, flow_epoch_shift, policy_epoch, upta_mode, k_shift,
+                    slot_mask, fs_i_scaled, fs_u_scaled, inv_fs_i_mant, inv_fs_u_mant,
+                    inv_fs_i_shift, inv_fs_u_shift, tagged_q16)
 
 Validation happens once, in :mod:`mmaqm.config`; this module only converts
 units (packets -> packets * 2^16, probabilities -> Q16/Q24). The driver then
@@ -29,10 +32,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from .algorithms import (ALGORITHMS, CBT_ALGORITHMS, DCBT_ALGORITHMS, NON_RED_ALGORITHMS, cbt,
-                         chips, dcbt, fred, mcdt, red)
+from .algorithms import (CBT_ALGORITHMS, CONFIGURABLE_ALGORITHMS, DCBT_ALGORITHMS,
+                         NON_RED_ALGORITHMS, cbt, chips, dcbt, fred, mcdt, red)
 
 if TYPE_CHECKING:  # the schema is only a type here: the driver never imports it
+    from .algorithms import upta_control
     from .config import PortPolicy
 
 MAX_FLOW_EPOCH_SHIFT = 40
@@ -82,6 +86,7 @@ def policy_action(
     share_tagged: float = 1.0,
     share_untagged: float = 1.0,
     mcdt_th_pkts: Mapping[int, int] | None = None,
+    upta_params: Mapping[str, int] | None = None,
 ) -> PolicyAction:
     """The port_policy action for a validated policy.
 
@@ -91,7 +96,9 @@ def policy_action(
     D-CBT: tagged_share_q16 and untagged_th_scaled come from the active-flow
     shares (dcbt §3.1); CBT: the static thresholds (cbt §3). MCDT: the class
     thresholds (class id -> whole packets) of the last period update (mcdt §II.2),
-    None before the first: every class at B = queue_limit_pkts.
+    None before the first: every class at B = queue_limit_pkts. UPTA: the parameters
+    of the last interval (upta_control.port_interval), None before the first: no
+    constraint (upta_control.initial_params).
     """
     params: dict[str, int] = {
         "queue_limit_pkts": policy.queue_limit_pkts,
@@ -102,6 +109,12 @@ def policy_action(
         th_pkts = mcdt_th_pkts if mcdt_th_pkts is not None else \
             dict.fromkeys(mcdt.MCDT_CLASSES, policy.queue_limit_pkts)  # T_c = B at first
         params.update(mcdt.action_params(th_pkts, policy.queue_limit_pkts))
+    elif policy.algorithm == "UPTA":
+        from .algorithms import upta_control
+        params["policy_epoch"] = policy_epoch
+        params.update(upta_params if upta_params is not None
+                      else upta_control.initial_params(upta_port_settings(policy)))
+        params["queue_limit_pkts"] = policy.queue_limit_pkts
     elif policy.algorithm == "FRED":
         assert policy.min_th_pkts is not None and policy.max_th_pkts is not None
         assert policy.max_p is not None and policy.ewma_weight is not None
@@ -130,4 +143,17 @@ def policy_action(
     if policy.algorithm == "DCBT_CHIPS":
         assert policy.chips_max_tagged_ratio is not None and policy.chips_ewma_weight is not None
         params.update(chips.action_params(policy.chips_max_tagged_ratio, policy.chips_ewma_weight))
-    return PolicyAction(ALGORITHMS[policy.algorithm], params)
+    return PolicyAction(CONFIGURABLE_ALGORITHMS[policy.algorithm], params)
+
+
+def upta_port_settings(policy: "PortPolicy") -> "upta_control.PortSettings":
+    """A validated UPTA policy as the controller's per-port settings."""
+    from .algorithms import upta, upta_control
+    assert policy.algorithm == "UPTA" and policy.capacity_mbps is not None
+    assert policy.upta_mode is not None and policy.upta_flow_slots is not None
+    assert policy.upta_k_shift is not None and policy.upta_tagged_q is not None
+    mode = {"B": upta.MODE_B, "P": upta.MODE_P, "C": upta.MODE_C}[policy.upta_mode]
+    return upta_control.PortSettings(capacity_bps=policy.capacity_mbps * 1e6, mode=mode,
+                                     table_slots=policy.upta_flow_slots,
+                                     k_shift=policy.upta_k_shift, tagged_q=policy.upta_tagged_q,
+                                     queue_limit_pkts=policy.queue_limit_pkts)
