@@ -190,7 +190,7 @@ class PortPolicy:
     capacity_mbps: float | None = None     # C of eqs. 18-19: the port's link rate
     upta_flow_slots: int | None = None     # per-flow table slots of the port (power of two)
     upta_k_shift: int | None = None        # K = 2^k us, the estimator's constant and T
-    upta_tagged_q: float | None = None     # loss threshold of tagged packets without the option
+    upta_tagged_loss_threshold: float | None = None   # q of tagged packets without the option
     ewma_shift: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -293,9 +293,9 @@ _RED_OPTION_FLAGS = ("gentle", "ecn", "harddrop", "wait", "adaptive")
 _CHIPS_KEYS = ("chips_max_tagged_ratio", "chips_ewma_weight")
 _MCDT_KEYS = ("mcdt_period_ms",)
 _FRED_KEYS = ("fred_minq_pkts", "fred_flow_slots")
-_UPTA_KEYS = ("upta_mode", "capacity_mbps", "upta_flow_slots", "upta_k_shift", "upta_tagged_q")
+_UPTA_KEYS = ("upta_mode", "upta_flow_slots", "upta_k_shift", "upta_tagged_loss_threshold",
+              "capacity_mbps")
 UPTA_MODES = ("B", "P", "C")
-DEFAULT_UPTA_FLOW_SLOTS = 1024
 MIN_MCDT_PERIOD_MS = MIN_LOOP_INTERVAL_MS
 _NUMBER_KEYS = (*_RED_KEYS, "ewma_weight", *_CBT_KEYS, *_RED_OPTION_NUMBERS, *_CHIPS_KEYS,
                 *_MCDT_KEYS)
@@ -379,17 +379,11 @@ def _read_upta_keys(raw: Mapping[str, Any], algorithm: str | None, path: str,
             errs.add(V.join(path, key), "only for UPTA")
         return {}
     from .algorithms import upta   # UPTA's constants
-    out: dict[str, Any] = {"upta_mode": "B", "upta_flow_slots": DEFAULT_UPTA_FLOW_SLOTS,
+    out: dict[str, Any] = {"upta_mode": "B", "upta_flow_slots": upta.UPTA_SLOTS_PER_PORT,
                            "upta_k_shift": upta.DEFAULT_K_SHIFT,
-                           "upta_tagged_q": upta.PAPER_LOSS_THRESHOLD}
+                           "upta_tagged_loss_threshold": None}
     if "upta_mode" in given:
         out["upta_mode"] = V.one_of(raw["upta_mode"], V.join(path, "upta_mode"), errs, UPTA_MODES)
-    if "capacity_mbps" not in given:
-        errs.add(V.join(path, "capacity_mbps"), "required for UPTA (C of upta eqs. 18-19; "
-                 "`link` in a topology policy file)")
-    else:
-        out["capacity_mbps"] = V.number(raw["capacity_mbps"], V.join(path, "capacity_mbps"),
-                                        errs, gt=0)
     if "upta_flow_slots" in given:
         slots = V.integer(raw["upta_flow_slots"], V.join(path, "upta_flow_slots"), errs, lo=1,
                           hi=upta.UPTA_SLOTS_PER_PORT,
@@ -399,13 +393,19 @@ def _read_upta_keys(raw: Mapping[str, Any], algorithm: str | None, path: str,
         out["upta_flow_slots"] = slots
     if "upta_k_shift" in given:
         out["upta_k_shift"] = V.integer(raw["upta_k_shift"], V.join(path, "upta_k_shift"), errs,
-                                        lo=10, hi=upta.MAX_K_SHIFT,
-                                        note="K = 2^k us; T = K is the controller's interval")
-    if "upta_tagged_q" in given:
-        q = V.number(raw["upta_tagged_q"], V.join(path, "upta_tagged_q"), errs, ge=0)
+                                        lo=0, hi=upta.MAX_K_SHIFT)
+    if "upta_tagged_loss_threshold" in given:
+        q = V.number(raw["upta_tagged_loss_threshold"],
+                     V.join(path, "upta_tagged_loss_threshold"), errs, ge=0)
         if q is not None and q > 1:
-            errs.add(V.join(path, "upta_tagged_q"), f"must be in [0, 1] (1: none), got {V.fmt(q)}")
-        out["upta_tagged_q"] = q
+            errs.add(V.join(path, "upta_tagged_loss_threshold"), f"must be <= 1, got {V.fmt(q)}")
+        out["upta_tagged_loss_threshold"] = q
+    if "capacity_mbps" not in given:
+        errs.add(V.join(path, "capacity_mbps"), "required for UPTA (C of upta eqs. 18-19; "
+                 "`link` in a topology policy file)")
+    else:
+        out["capacity_mbps"] = V.number(raw["capacity_mbps"], V.join(path, "capacity_mbps"),
+                                        errs, gt=0)
     return out
 
 

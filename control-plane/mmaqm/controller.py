@@ -95,7 +95,7 @@ class SwitchController:
         return policy_action(
             policy, policy_epoch=self.epochs[port], flow_epoch_shift=self.flow_epoch_shift,
             share_tagged=share_tagged, share_untagged=share_untagged, mcdt_th_pkts=th_pkts,
-            upta_params=None if self.upta is None else self.upta.params.get(port))
+            upta_shares_bps=None if self.upta is None else self.upta.shares_bps.get(port))
 
     async def _push(self, port: int, action: PolicyAction) -> None:
         await self.driver.write_port_policy(port, action)

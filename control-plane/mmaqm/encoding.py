@@ -27,6 +27,7 @@ to a switch.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -86,7 +87,7 @@ def policy_action(
     share_tagged: float = 1.0,
     share_untagged: float = 1.0,
     mcdt_th_pkts: Mapping[int, int] | None = None,
-    upta_params: Mapping[str, int] | None = None,
+    upta_shares_bps: tuple[float, float] | None = None,
 ) -> PolicyAction:
     """The port_policy action for a validated policy.
 
@@ -96,9 +97,9 @@ def policy_action(
     D-CBT: tagged_share_q16 and untagged_th_scaled come from the active-flow
     shares (dcbt §3.1); CBT: the static thresholds (cbt §3). MCDT: the class
     thresholds (class id -> whole packets) of the last period update (mcdt §II.2),
-    None before the first: every class at B = queue_limit_pkts. UPTA: the parameters
-    of the last interval (upta_control.port_interval), None before the first: no
-    constraint (upta_control.initial_params).
+    None before the first: every class at B = queue_limit_pkts. UPTA: the port's
+    fair shares (fs_I = alpha', fs_U = alpha; eqs. 19, 18) in bit/s, math.inf for
+    none; None before the controller's first interval: none.
     """
     params: dict[str, int] = {
         "queue_limit_pkts": policy.queue_limit_pkts,
@@ -110,11 +111,13 @@ def policy_action(
             dict.fromkeys(mcdt.MCDT_CLASSES, policy.queue_limit_pkts)  # T_c = B at first
         params.update(mcdt.action_params(th_pkts, policy.queue_limit_pkts))
     elif policy.algorithm == "UPTA":
-        from .algorithms import upta_control
+        from .algorithms import upta
+        fs_i, fs_u = upta_shares_bps if upta_shares_bps is not None else (math.inf, math.inf)
+        st = upta_port_settings(policy)
         params["policy_epoch"] = policy_epoch
-        params.update(upta_params if upta_params is not None
-                      else upta_control.initial_params(upta_port_settings(policy)))
-        params["queue_limit_pkts"] = policy.queue_limit_pkts
+        params.update(upta.action_params(st.mode, fs_i, fs_u, table_slots=st.table_slots,
+                                         k_shift=st.k_shift, tagged_q=st.tagged_q,
+                                         queue_limit_pkts=policy.queue_limit_pkts))
     elif policy.algorithm == "FRED":
         assert policy.min_th_pkts is not None and policy.max_th_pkts is not None
         assert policy.max_p is not None and policy.ewma_weight is not None
@@ -151,9 +154,11 @@ def upta_port_settings(policy: "PortPolicy") -> "upta_control.PortSettings":
     from .algorithms import upta, upta_control
     assert policy.algorithm == "UPTA" and policy.capacity_mbps is not None
     assert policy.upta_mode is not None and policy.upta_flow_slots is not None
-    assert policy.upta_k_shift is not None and policy.upta_tagged_q is not None
+    assert policy.upta_k_shift is not None
     mode = {"B": upta.MODE_B, "P": upta.MODE_P, "C": upta.MODE_C}[policy.upta_mode]
+    q = policy.upta_tagged_loss_threshold
     return upta_control.PortSettings(capacity_bps=policy.capacity_mbps * 1e6, mode=mode,
                                      table_slots=policy.upta_flow_slots,
-                                     k_shift=policy.upta_k_shift, tagged_q=policy.upta_tagged_q,
+                                     k_shift=policy.upta_k_shift,
+                                     tagged_q=1.0 if q is None else q,
                                      queue_limit_pkts=policy.queue_limit_pkts)

@@ -86,6 +86,7 @@ class UptaLoop:
         self.counts: dict[int, dict[int, tuple[int, int]]] = {p: {} for p in self.settings}
         self.read_at: dict[int, float] = {}
         self.params: dict[int, Mapping[str, int]] = {}
+        self.shares_bps: dict[int, tuple[float, float]] = {}   # port -> (fs_I, fs_U), bit/s
         self.useless: dict[int, set[int]] = {p: set() for p in self.settings}
         self.last: dict[int, upta_control.IntervalResult] = {}
         k = max((s.k_shift for s in self.settings.values()), default=upta.DEFAULT_K_SHIFT)
@@ -143,6 +144,7 @@ class UptaLoop:
         self.last[port] = result
         changed = result.params != self.params.get(port)
         self.params[port] = result.params
+        self.shares_bps[port] = (result.shares.alpha_prime, result.shares.alpha)
         if changed:
             await self.host._push(port, self.host.policy_action(port))
         sink = self.host.event_sink

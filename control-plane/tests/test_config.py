@@ -317,7 +317,7 @@ def test_unknown_policy_key_lists_the_allowed_keys() -> None:
         "min_th_pkts, max_th_pkts, max_p, ewma_weight, tagged_th_pkts, untagged_th_pkts, "
         "burst_pkts, bandwidth_pps, gentle, ecn, harddrop, wait, adaptive, chips_max_tagged_ratio, "
         "chips_ewma_weight, mcdt_period_ms, fred_minq_pkts, fred_flow_slots, upta_mode, "
-            "capacity_mbps, upta_flow_slots, upta_k_shift, upta_tagged_q)"]
+            "upta_flow_slots, upta_k_shift, upta_tagged_loss_threshold, capacity_mbps)"]
 
 
 @pytest.mark.parametrize("remove, path", [
@@ -865,23 +865,22 @@ def test_yaml_scalars_python_cannot_convert(tmp_path, text: str, message: str) -
 # ------------------------------------------------------------------ UPTA (upta §4-5)
 def test_upta_policy_defaults_and_errors():
     """UPTA is configurable (OPTIONAL_ALGORITHMS) before the P4 requires its action:
-    capacity_mbps is required; mode B, 1024 slots, K = 2^17 us, q = 0.12 by default."""
+    capacity_mbps is required; mode B, 4096 slots, K = 2^17 us, no threshold by default."""
     from mmaqm.config import parse_policy
     p = parse_policy({"algorithm": "UPTA", "capacity_mbps": 3.5})
-    assert (p.upta_mode, p.capacity_mbps, p.upta_flow_slots, p.upta_k_shift, p.upta_tagged_q) \
-        == ("B", 3.5, 1024, 17, 0.12)
+    assert (p.upta_mode, p.capacity_mbps, p.upta_flow_slots, p.upta_k_shift,
+            p.upta_tagged_loss_threshold) == ("B", 3.5, 4096, 17, None)
     with pytest.raises(ConfigError) as info:
         parse_policy({"algorithm": "UPTA", "upta_mode": "X", "upta_flow_slots": 3,
-                      "upta_k_shift": 30, "upta_tagged_q": 1.5, "max_p": 0.1})
+                      "upta_k_shift": 30, "upta_tagged_loss_threshold": 1.5, "max_p": 0.1})
     assert info.value.errors == [
         "policy.max_p: not used by UPTA",
         "policy.upta_mode: must be one of B, P, C, got string 'X'",
-        "policy.capacity_mbps: required for UPTA (C of upta eqs. 18-19; `link` in a topology "
-        "policy file)",
         "policy.upta_flow_slots: must be a power of two, got 3",
-        "policy.upta_k_shift: must be in 10..24 (K = 2^k us; T = K is the controller's "
-        "interval), got 30",
-        "policy.upta_tagged_q: must be in [0, 1] (1: none), got 1.5"]
+        "policy.upta_k_shift: must be in 0..24, got 30",
+        "policy.upta_tagged_loss_threshold: must be <= 1, got 1.5",
+        "policy.capacity_mbps: required for UPTA (C of upta eqs. 18-19; `link` in a topology "
+        "policy file)"]
     with pytest.raises(ConfigError) as info:
         parse_policy({"algorithm": "DROP_TAIL", "upta_mode": "B"})
     assert info.value.errors == ["policy.upta_mode: only for UPTA"]

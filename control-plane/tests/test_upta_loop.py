@@ -39,7 +39,8 @@ def config(mode: str = "B") -> Any:
         "routes": [{"prefix": "10.0.4.1/32", "port": 3, "next_hop_mac": "02:01:00:00:06:02"}],
         "policies": {"default": {"algorithm": "DROP_TAIL", "queue_limit_pkts": 1000},
                      PORT: {"algorithm": "UPTA", "capacity_mbps": 3.5, "upta_mode": mode,
-                            "queue_limit_pkts": 100, "upta_flow_slots": SLOTS}}}}})
+                            "queue_limit_pkts": 100, "upta_flow_slots": SLOTS,
+                            "upta_tagged_loss_threshold": 0.12}}}}})
 
 
 class FakeDriver:
