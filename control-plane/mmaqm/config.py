@@ -44,7 +44,7 @@ Schema (defaults in brackets)::
 Policy keys:
 
   algorithm           required: DROP_TAIL | RED | CBT_RED_ALL | CBT_RED_TCP_ONLY | DCBT |
-                      DCBT_CHIPS | MCDT | FRED
+                      DCBT_CHIPS | MCDT | FRED | UPTA
   queue_limit_pkts    [64] int 1..65535 (the P4 queue limit; see MAX_QUEUE_LIMIT_PKTS)
   min_th_pkts         RED thresholds, numbers, 0 <= min_th_pkts < max_th_pkts <= queue_limit_pkts;
   max_th_pkts         required unless DROP_TAIL or MCDT, not allowed for those
@@ -86,6 +86,25 @@ FRED keys (Lin & Morris 1997; cbt §2.3), FRED only (it also takes the RED keys)
   fred_flow_slots     [4096] per-flow slots of the port, a power of two 1..FRED_SLOTS_PER_PORT
                       (4096, defines.p4); flows that hash to one slot share its state
 
+UPTA keys (Wu & Hassan 2002, upta.p4; docs/upta-plan.md), UPTA only (it takes no RED key);
+the fair shares fs_I, fs_U are not configuration: the controller computes them (eqs. 18-19)
+and writes them into the port's entry; until then there is none (nothing is dropped for
+fairness):
+
+  upta_mode           [B] B (every router decides alone), P (P-UPTA: the loss threshold
+                      travels in an IPv4 option, rewritten per eq. 17), C (C-UPTA: the
+                      ingress edge decides with the path minima BFD discovers)
+  upta_flow_slots     [4096] per-flow slots of the port, a power of two 1..UPTA_SLOTS_PER_PORT
+                      (4096, defines.p4); flows that hash to one slot share its state
+  upta_k_shift        [17] the rate estimator's K = 2^k microseconds, 0..24 (2^17 us =
+                      131 ms, CSFQ's 100 ms to the nearest power of two; plan §1.3)
+  capacity_mbps       C of eqs. 18-19 in Mbit/s (the port's link rate): the controller's
+                      fair-share loop (upta_loop) computes the port's shares from it every
+                      T = K; absent: no loop, the entry keeps "none" (PTF tests set shares)
+  upta_tagged_loss_threshold  [none] loss threshold q in [0, 1] of tagged packets that
+                      carry no UPTA option (the paper's video: 0.12); absent: such
+                      packets have none and are never made U
+
 The BMv2 traffic manager's queue depth and rate are not controller settings:
 whoever starts simple_switch sets them (topologies: mmaqm_exp.network, from
 the topology file). Every port that a route uses must end up with a policy
@@ -110,8 +129,8 @@ import yaml
 
 from . import p4constants as C
 from . import validation as V
-from .algorithms import (ALGORITHMS, CBT_ALGORITHMS, CONFIGURABLE_ALGORITHMS, FRED_UNSUPPORTED_RED_OPTIONS,
-                         NON_RED_ALGORITHMS, chips, fred, mcdt, red)
+from .algorithms import (ALGORITHMS, CBT_ALGORITHMS, FRED_UNSUPPORTED_RED_OPTIONS,
+                         NON_RED_ALGORITHMS, chips, fred, mcdt, red, upta)
 from .fixedpoint import MASK32, ewma_shift_from_weight
 
 DEFAULT_TAGGED_DSCP: tuple[int, ...] = (46, 34)      # EF, AF41
@@ -185,12 +204,12 @@ class PortPolicy:
     # FRED only
     fred_minq_pkts: int | None = None
     fred_flow_slots: int | None = None
-    # UPTA only (upta §4-5; docs/upta-plan.md §1.8, §2)
-    upta_mode: str | None = None           # "B", "P" or "C"
-    capacity_mbps: float | None = None     # C of eqs. 18-19: the port's link rate
-    upta_flow_slots: int | None = None     # per-flow table slots of the port (power of two)
-    upta_k_shift: int | None = None        # K = 2^k us, the estimator's constant and T
-    upta_tagged_loss_threshold: float | None = None   # q of tagged packets without the option
+    # UPTA only
+    upta_mode: str | None = None
+    upta_flow_slots: int | None = None
+    upta_k_shift: int | None = None
+    upta_tagged_loss_threshold: float | None = None
+    capacity_mbps: float | None = None     # UPTA's C (eqs. 18-19); None: no fair-share loop
     ewma_shift: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -295,7 +314,7 @@ _MCDT_KEYS = ("mcdt_period_ms",)
 _FRED_KEYS = ("fred_minq_pkts", "fred_flow_slots")
 _UPTA_KEYS = ("upta_mode", "upta_flow_slots", "upta_k_shift", "upta_tagged_loss_threshold",
               "capacity_mbps")
-UPTA_MODES = ("B", "P", "C")
+UPTA_MODES = upta.MODE_NAMES
 MIN_MCDT_PERIOD_MS = MIN_LOOP_INTERVAL_MS
 _NUMBER_KEYS = (*_RED_KEYS, "ewma_weight", *_CBT_KEYS, *_RED_OPTION_NUMBERS, *_CHIPS_KEYS,
                 *_MCDT_KEYS)
@@ -325,15 +344,15 @@ def _read_policy(value: object, path: str, errs: V.Errors) -> PortPolicy | None:
         return None
     before = len(errs)
     algorithm = V.one_of(V.require(raw, "algorithm", path, errs), V.join(path, "algorithm"),
-                         errs, tuple(CONFIGURABLE_ALGORITHMS))
+                         errs, tuple(ALGORITHMS))
     limit = V.integer(raw.get("queue_limit_pkts", DEFAULT_QUEUE_LIMIT_PKTS),
                       V.join(path, "queue_limit_pkts"), errs, lo=1, hi=MAX_QUEUE_LIMIT_PKTS,
                       note=f"averages are bit<32> packets * 2^{C.AVG_FRAC_BITS}")
-    given = [key for key in (*_NUMBER_KEYS, *_RED_OPTION_FLAGS, *_FRED_KEYS)
+    given = [key for key in (*_NUMBER_KEYS, *_RED_OPTION_FLAGS, *_FRED_KEYS, *_UPTA_KEYS)
              if raw.get(key) is not None]                                   # null = absent
     v: dict[str, Any] = dict.fromkeys(_NUMBER_KEYS)
     for key in given:
-        if key in _RED_OPTION_FLAGS or key in _FRED_KEYS:
+        if key in _RED_OPTION_FLAGS or key in _FRED_KEYS or key in _UPTA_KEYS:
             continue
         v[key] = V.number(raw[key], V.join(path, key), errs,
                           ge=MIN_MCDT_PERIOD_MS if key == "mcdt_period_ms"
@@ -346,7 +365,7 @@ def _read_policy(value: object, path: str, errs: V.Errors) -> PortPolicy | None:
     _check_policy_values(v, limit, path, errs)
     weight = _check_red_options(v, flags, path, errs)
     fred_v = _read_fred_keys(raw, given, limit, path, errs)
-    upta_v = _read_upta_keys(raw, algorithm, path, errs)
+    upta_v = _read_upta_keys(raw, given, path, errs)
     if len(errs) > before or algorithm is None or limit is None:
         return None
     if weight is None and algorithm not in NON_RED_ALGORITHMS:
@@ -370,43 +389,35 @@ def _read_policy(value: object, path: str, errs: V.Errors) -> PortPolicy | None:
                       **(upta_v if algorithm == "UPTA" else {}))
 
 
-def _read_upta_keys(raw: Mapping[str, Any], algorithm: str | None, path: str,
+def _read_upta_keys(raw: Mapping[str, Any], given: list[str], path: str,
                     errs: V.Errors) -> dict[str, Any]:
-    """UPTA's keys (only for UPTA; capacity_mbps required) with their defaults."""
-    given = [key for key in _UPTA_KEYS if raw.get(key) is not None]
-    if algorithm != "UPTA":
-        for key in given:
-            errs.add(V.join(path, key), "only for UPTA")
-        return {}
-    from .algorithms import upta   # UPTA's constants
-    out: dict[str, Any] = {"upta_mode": "B", "upta_flow_slots": upta.UPTA_SLOTS_PER_PORT,
-                           "upta_k_shift": upta.DEFAULT_K_SHIFT,
-                           "upta_tagged_loss_threshold": None}
+    """The UPTA keys, with their defaults."""
+    mode = "B"
     if "upta_mode" in given:
-        out["upta_mode"] = V.one_of(raw["upta_mode"], V.join(path, "upta_mode"), errs, UPTA_MODES)
+        mode = V.one_of(raw["upta_mode"], V.join(path, "upta_mode"), errs, tuple(UPTA_MODES))
+    slots = upta.UPTA_SLOTS_PER_PORT
     if "upta_flow_slots" in given:
         slots = V.integer(raw["upta_flow_slots"], V.join(path, "upta_flow_slots"), errs, lo=1,
                           hi=upta.UPTA_SLOTS_PER_PORT,
                           note="UPTA_SLOTS_PER_PORT slots per port (defines.p4)")
         if slots is not None and slots & (slots - 1):
             errs.add(V.join(path, "upta_flow_slots"), f"must be a power of two, got {slots}")
-        out["upta_flow_slots"] = slots
+    k_shift = upta.DEFAULT_K_SHIFT
     if "upta_k_shift" in given:
-        out["upta_k_shift"] = V.integer(raw["upta_k_shift"], V.join(path, "upta_k_shift"), errs,
-                                        lo=0, hi=upta.MAX_K_SHIFT)
+        k_shift = V.integer(raw["upta_k_shift"], V.join(path, "upta_k_shift"), errs, lo=0,
+                            hi=upta.MAX_K_SHIFT)
+    q = None
     if "upta_tagged_loss_threshold" in given:
         q = V.number(raw["upta_tagged_loss_threshold"],
                      V.join(path, "upta_tagged_loss_threshold"), errs, ge=0)
         if q is not None and q > 1:
             errs.add(V.join(path, "upta_tagged_loss_threshold"), f"must be <= 1, got {V.fmt(q)}")
-        out["upta_tagged_loss_threshold"] = q
-    if "capacity_mbps" not in given:
-        errs.add(V.join(path, "capacity_mbps"), "required for UPTA (C of upta eqs. 18-19; "
-                 "`link` in a topology policy file)")
-    else:
-        out["capacity_mbps"] = V.number(raw["capacity_mbps"], V.join(path, "capacity_mbps"),
-                                        errs, gt=0)
-    return out
+    capacity = None
+    if "capacity_mbps" in given:
+        capacity = V.number(raw["capacity_mbps"], V.join(path, "capacity_mbps"), errs, gt=0)
+    return {"upta_mode": mode, "upta_flow_slots": slots, "upta_k_shift": k_shift,
+            "upta_tagged_loss_threshold": q,
+            "capacity_mbps": capacity}
 
 
 def _read_fred_keys(raw: Mapping[str, Any], given: list[str], limit: int | None, path: str,
@@ -482,6 +493,9 @@ def _check_policy_keys(algorithm: str, given: list[str], path: str, errs: V.Erro
     for key in _FRED_KEYS:
         if algorithm != "FRED" and key in given:
             errs.add(V.join(path, key), "only for FRED")
+    for key in _UPTA_KEYS:
+        if algorithm != "UPTA" and key in given:
+            errs.add(V.join(path, key), "only for UPTA")
     if algorithm == "FRED":
         for key in FRED_UNSUPPORTED_RED_OPTIONS:
             if key in given:

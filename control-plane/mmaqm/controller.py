@@ -58,7 +58,8 @@ class SwitchController:
         self.mcdt_arrivals: dict[int, dict[int, int]] = {}
         # UPTA (upta §5.1, eqs. 18-19): the fair-share loop of this switch's upta ports
         self.upta: UptaLoop | None = None
-        if any(p.algorithm == "UPTA" for p in switch.policies.values()):
+        if any(p.algorithm == "UPTA" and p.capacity_mbps is not None
+               for p in switch.policies.values()):
             self.upta = UptaLoop(self)
 
     async def install(self) -> None:

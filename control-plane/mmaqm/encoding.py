@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from .algorithms import (CBT_ALGORITHMS, CONFIGURABLE_ALGORITHMS, DCBT_ALGORITHMS,
-                         NON_RED_ALGORITHMS, cbt, chips, dcbt, fred, mcdt, red)
+from .algorithms import (ALGORITHMS, CBT_ALGORITHMS, DCBT_ALGORITHMS, NON_RED_ALGORITHMS, cbt,
+                         chips, dcbt, fred, mcdt, red, upta)
 
 if TYPE_CHECKING:  # the schema is only a type here: the driver never imports it
     from .algorithms import upta_control
@@ -110,14 +110,6 @@ def policy_action(
         th_pkts = mcdt_th_pkts if mcdt_th_pkts is not None else \
             dict.fromkeys(mcdt.MCDT_CLASSES, policy.queue_limit_pkts)  # T_c = B at first
         params.update(mcdt.action_params(th_pkts, policy.queue_limit_pkts))
-    elif policy.algorithm == "UPTA":
-        from .algorithms import upta
-        fs_i, fs_u = upta_shares_bps if upta_shares_bps is not None else (math.inf, math.inf)
-        st = upta_port_settings(policy)
-        params["policy_epoch"] = policy_epoch
-        params.update(upta.action_params(st.mode, fs_i, fs_u, table_slots=st.table_slots,
-                                         k_shift=st.k_shift, tagged_q=st.tagged_q,
-                                         queue_limit_pkts=policy.queue_limit_pkts))
     elif policy.algorithm == "FRED":
         assert policy.min_th_pkts is not None and policy.max_th_pkts is not None
         assert policy.max_p is not None and policy.ewma_weight is not None
@@ -128,6 +120,17 @@ def policy_action(
                                          ewma_weight=policy.ewma_weight,
                                          table_slots=policy.fred_flow_slots))
         params["idle_decay_q32"] = red.option_params(policy)["idle_decay_q32"]
+    elif policy.algorithm == "UPTA":
+        assert policy.upta_mode is not None and policy.upta_flow_slots is not None
+        assert policy.upta_k_shift is not None
+        fs_i, fs_u = upta_shares_bps if upta_shares_bps is not None else (math.inf, math.inf)
+        params["policy_epoch"] = policy_epoch
+        q = policy.upta_tagged_loss_threshold
+        params.update(upta.action_params(upta.MODE_NAMES[policy.upta_mode], fs_i, fs_u,
+                                         table_slots=policy.upta_flow_slots,
+                                         k_shift=policy.upta_k_shift,
+                                         tagged_q=1.0 if q is None else q,
+                                         queue_limit_pkts=policy.queue_limit_pkts))
     elif policy.algorithm not in NON_RED_ALGORITHMS:
         assert policy.min_th_pkts is not None and policy.max_th_pkts is not None
         assert policy.max_p is not None
@@ -146,18 +149,19 @@ def policy_action(
     if policy.algorithm == "DCBT_CHIPS":
         assert policy.chips_max_tagged_ratio is not None and policy.chips_ewma_weight is not None
         params.update(chips.action_params(policy.chips_max_tagged_ratio, policy.chips_ewma_weight))
-    return PolicyAction(CONFIGURABLE_ALGORITHMS[policy.algorithm], params)
+    return PolicyAction(ALGORITHMS[policy.algorithm], params)
 
 
 def upta_port_settings(policy: "PortPolicy") -> "upta_control.PortSettings":
-    """A validated UPTA policy as the controller's per-port settings."""
-    from .algorithms import upta, upta_control
+    """A validated UPTA policy with capacity_mbps as the controller loop's per-port
+    settings (the same mode, table size, K, threshold and limit as the action's)."""
+    from .algorithms import upta_control
     assert policy.algorithm == "UPTA" and policy.capacity_mbps is not None
     assert policy.upta_mode is not None and policy.upta_flow_slots is not None
     assert policy.upta_k_shift is not None
-    mode = {"B": upta.MODE_B, "P": upta.MODE_P, "C": upta.MODE_C}[policy.upta_mode]
     q = policy.upta_tagged_loss_threshold
-    return upta_control.PortSettings(capacity_bps=policy.capacity_mbps * 1e6, mode=mode,
+    return upta_control.PortSettings(capacity_bps=policy.capacity_mbps * 1e6,
+                                     mode=upta.MODE_NAMES[policy.upta_mode],
                                      table_slots=policy.upta_flow_slots,
                                      k_shift=policy.upta_k_shift,
                                      tagged_q=1.0 if q is None else q,

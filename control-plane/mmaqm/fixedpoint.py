@@ -44,8 +44,10 @@ CLASS_THRESHOLD = "CLASS_THRESHOLD"
 FRED_MAXQ = "FRED_MAXQ"                  # FRED R1 (mmaqm.algorithms.fred)
 FRED_TWICE_AVGCQ = "FRED_TWICE_AVGCQ"    # FRED R2
 FRED_STRIKE = "FRED_STRIKE"              # FRED R3
+UPTA_USELESS = "UPTA_USELESS"            # UPTA: the flow is U (mmaqm.algorithms.upta, Fig. 7)
+UPTA_FAIR_SHARE = "UPTA_FAIR_SHARE"      # UPTA: an I flow's probabilistic drop (Fig. 7)
 if {QUEUE_LIMIT, RED_EARLY, RED_FORCED, CLASS_THRESHOLD, FRED_MAXQ, FRED_TWICE_AVGCQ,
-        FRED_STRIKE} != set(C.DROP_REASONS):
+        FRED_STRIKE, UPTA_USELESS, UPTA_FAIR_SHARE} != set(C.DROP_REASONS):
     raise ImportError(f"drop_reason_t members {sorted(C.DROP_REASONS)} differ from the model's")
 
 RandSource = Callable[[], int]

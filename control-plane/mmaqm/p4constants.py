@@ -225,5 +225,20 @@ def chips_index(port: int, event: int) -> int:
     return port * NUM_CHIPS_EVENTS + event
 
 
+# upta_events counter (upta.p4), event name -> offset; port * NUM_UPTA_EVENTS + offset.
+# Names as mmaqm.algorithms.upta.EVENTS spells them (upper case).
+UPTA_EVENTS: dict[str, int] = _with_prefix(CONSTANTS, "UPTA_EVENT_")
+NUM_UPTA_EVENTS: int = CONSTANTS.get("NUM_UPTA_EVENTS", 0)
+if sorted(UPTA_EVENTS.values()) != list(range(NUM_UPTA_EVENTS)):
+    raise ImportError(f"{DEFINES_P4}: UPTA_EVENT_* {UPTA_EVENTS} are not 0..NUM_UPTA_EVENTS-1")
+
+
+def upta_event_index(port: int, event: int) -> int:
+    """Index of upta_events: port * NUM_UPTA_EVENTS + event (upta.p4)."""
+    _check_range("port", port, NUM_PORTS)
+    _check_range("event", event, NUM_UPTA_EVENTS)
+    return port * NUM_UPTA_EVENTS + event
+
+
 def __getattr__(name: str) -> Any:  # pragma: no cover - only for a clear error
     raise AttributeError(f"{DEFINES_P4} defines no constant {name!r} (enums: {P4INFO})")

@@ -81,7 +81,7 @@ class UptaLoop:
         self.settings: dict[int, upta_control.PortSettings] = {
             port: upta_port_settings(policy)
             for port, policy in sorted(host.switch.policies.items())
-            if policy.algorithm == "UPTA"}
+            if policy.algorithm == "UPTA" and policy.capacity_mbps is not None}
         # per port: (packets, bytes) per slot at the last read, and when it was
         self.counts: dict[int, dict[int, tuple[int, int]]] = {p: {} for p in self.settings}
         self.read_at: dict[int, float] = {}

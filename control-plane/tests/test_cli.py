@@ -180,9 +180,9 @@ def test_stats_against_the_fake_switch_prints_the_counter_table(
 
     server = FakeP4RuntimeServer(p4info=load_p4info(p4info_path))   # a running program
     # port 2, TCP (class index 8): 10 arrived, 9 admitted, 7 departed, 1 dropped RED_EARLY
-    # (drop index 8 * 7 + 1 = 57)
+    # (drop index 8 * 9 + 1 = 73)
     server.counters = {"queue_arrivals": {8: (10, 15000)}, "queue_admits": {8: (9, 13500)},
-                       "queue_departures": {8: (7, 10500)}, "queue_drops": {57: (1, 1500)}}
+                       "queue_departures": {8: (7, 10500)}, "queue_drops": {73: (1, 1500)}}
     with serve_in_thread(server):
         path = write_config(tmp_path, config(server.address))
         assert cli.main(["--config", str(path), "--p4info", str(p4info_path), "stats"]) == 0
@@ -191,9 +191,9 @@ def test_stats_against_the_fake_switch_prints_the_counter_table(
     assert lines[1].split() == ["port", "class", "arrivals", "admitted", "departed", "queued",
                                 "QUEUE_LIMIT", "RED_EARLY", "RED_FORCED", "CLASS_THRESHOLD",
                                 "FRED_MAXQ", "FRED_TWICE_AVGCQ", "FRED_STRIKE",
-                                "ecn_marked", "loss%"]
+                                "UPTA_USELESS", "UPTA_FAIR_SHARE", "ecn_marked", "loss%"]
     assert lines[5].split() == ["2", "TCP", "10", "9", "7", "2", "0", "1", "0", "0", "0", "0",
-                                "0", "0", "10.00"]
+                                "0", "0", "0", "0", "10.00"]
     assert lines[2 + 6:] == [""]      # 2 ports x 3 classes, then the table's own newline
     assert server.pipeline_pushes == []                    # stats never pushes a pipeline
 

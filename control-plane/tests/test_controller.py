@@ -302,11 +302,11 @@ def test_a_report_refreshes_a_flow() -> None:
 
 # ------------------------------------------------------------------- stats
 COUNTERS = {
-    # port 2, TCP: class index 2 * 4 + 0 = 8; RED_EARLY (1) drop index 8 * 7 + 1 = 57
+    # port 2, TCP: class index 2 * 4 + 0 = 8; RED_EARLY (1) drop index 8 * 9 + 1 = 73
     "queue_arrivals": {8: CounterValue(10, 15000)},
     "queue_admits": {8: CounterValue(9, 13500)},
     "queue_departures": {8: CounterValue(7, 10500)},
-    "queue_drops": {57: CounterValue(1, 1500)},
+    "queue_drops": {73: CounterValue(1, 1500)},
     # ingress port 3: discard index 3 * 8 + reason; NOT_IPV4 (0) twice, NO_ROUTE (5) once
     "ingress_discards": {24: CounterValue(2, 120), 29: CounterValue(1, 60)},
 }
@@ -329,14 +329,14 @@ def test_sample_stats_reads_every_port_in_one_request_and_has_this_shape() -> No
         return driver, sample, before_ns, after_ns
 
     driver, sample, before_ns, after_ns = run_async(body())
-    # ports 1..5 x classes 0..2: class index port * 4 + class; drops class index * 7 + reason
-    # (7 drop reasons in defines.p4)
+    # ports 1..5 x classes 0..2: class index port * 4 + class; drops class index * 9 + reason
+    # (9 drop reasons in defines.p4)
     per_class = [p * 4 + c for p in (1, 2, 3, 4, 5) for c in (0, 1, 2)]
-    drops = [i * 7 + r for i in per_class for r in range(7)]
+    drops = [i * 9 + r for i in per_class for r in range(9)]
     discards = [p * 8 + r for p in (1, 2, 3, 4, 5) for r in range(7)]   # 7 reasons in defines.p4
     # ECN marks exist for RED's two reasons only (RED_EARLY 1, RED_FORCED 2);
     # chips_events: port * 5 + event, 5 events (defines.p4)
-    ecn_marks = [i * 7 + r for i in per_class for r in (1, 2)]
+    ecn_marks = [i * 9 + r for i in per_class for r in (1, 2)]
     chips_events = [p * 5 + e for p in (1, 2, 3, 4, 5) for e in range(5)]
     assert driver.calls == [("read_counter_indexes", {
         "queue_arrivals": per_class, "queue_admits": per_class,
@@ -350,7 +350,7 @@ def test_sample_stats_reads_every_port_in_one_request_and_has_this_shape() -> No
     assert [(r["port"], r["class"]) for r in rows] == [
         (p, c) for p in (1, 2, 3, 4, 5) for c in ("TCP", "TAGGED", "UNTAGGED")]
     reasons = ("QUEUE_LIMIT", "RED_EARLY", "RED_FORCED", "CLASS_THRESHOLD", "FRED_MAXQ",
-               "FRED_TWICE_AVGCQ", "FRED_STRIKE")
+               "FRED_TWICE_AVGCQ", "FRED_STRIKE", "UPTA_USELESS", "UPTA_FAIR_SHARE")
     assert rows[3] == {
         "port": 2, "class": "TCP",
         "arrivals": {"packets": 10, "bytes": 15000},

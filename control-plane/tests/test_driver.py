@@ -258,7 +258,7 @@ def test_read_counters_reads_every_index_of_several_counters_in_one_request(
     async def body() -> tuple[FakeP4RuntimeServer, Any]:
         async with connected(p4info_path, device_config) as (server, d):
             server.counters = {"queue_arrivals": {8: (10, 15000), 255: (1, 64)},
-                               "queue_drops": {57: (1, 1500)}}
+                               "queue_drops": {73: (1, 1500)}}
             del server.read_requests[:]
             values = await d.read_counters(["queue_arrivals", "queue_drops"])
         return server, values
@@ -266,14 +266,14 @@ def test_read_counters_reads_every_index_of_several_counters_in_one_request(
     server, values = run_async(body())
     assert len(server.read_requests) == 1
     assert len(server.read_requests[0].entities) == 2
-    # 64 ports x 4 class slots; x 7 drop reasons; unset indexes read 0
+    # 64 ports x 4 class slots; x 9 drop reasons; unset indexes read 0
     assert sorted(values) == ["queue_arrivals", "queue_drops"]
     assert sorted(values["queue_arrivals"]) == list(range(256))
-    assert sorted(values["queue_drops"]) == list(range(1792))
+    assert sorted(values["queue_drops"]) == list(range(2304))
     assert values["queue_arrivals"][8] == CounterValue(10, 15000)
     assert values["queue_arrivals"][255] == CounterValue(1, 64)
     assert values["queue_arrivals"][9] == CounterValue(0, 0)
-    assert values["queue_drops"][57] == CounterValue(1, 1500)
+    assert values["queue_drops"][73] == CounterValue(1, 1500)
 
 
 def test_read_counter_indexes_reads_only_the_wanted_indexes_in_one_request(

@@ -653,10 +653,17 @@ def test_validation_names_the_argument(call, name: str) -> None:
         call()
 
 
-def test_not_registered_yet() -> None:
-    # registering needs the P4 action (the driver checks the P4Info)
+def test_registered_with_the_p4_constants() -> None:
+    # the driver checks the P4Info has the action; the constants come from defines.p4
+    from mmaqm import p4constants as C
     from mmaqm.algorithms import ALGORITHMS
-    assert "UPTA" not in ALGORITHMS and "upta" not in ALGORITHMS.values()
+    assert ALGORITHMS["UPTA"] == "upta"
+    assert (U.UPTA_SLOTS_PER_PORT, U.RATE_FRAC_BITS, U.Q16_ONE, U.Q_FIELD_MAX) == \
+        (4096, 4, 65536, 65535)
+    assert (U.STATE_U, U.STATE_I, U.MODE_B, U.MODE_P, U.MODE_C) == (0, 1, 0, 1, 2)
+    assert (U.OPTION_TYPE, U.OPTION_LEN) == (0x9E, 4)
+    assert C.DROP_REASONS["UPTA_USELESS"] == 7 and C.DROP_REASONS["UPTA_FAIR_SHARE"] == 8
+    assert list(C.UPTA_EVENTS) == list(U.EVENTS[:C.NUM_UPTA_EVENTS])
 
 
 def test_fixed_model_tracks_float_fig7_on_off() -> None:

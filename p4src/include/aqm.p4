@@ -18,6 +18,7 @@
 #include "chips.p4"
 #include "mcdt.p4"
 #include "fred.p4"
+#include "upta.p4"
 
 // Sets meta.aqm_applied when the port has a policy.
 control Aqm(inout headers_t hdr, inout local_metadata_t meta,
@@ -30,6 +31,7 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
     DcbtChips() dcbt_chips_algorithm;
     Mcdt() mcdt_algorithm;
     Fred() fred_algorithm;
+    Upta() upta_algorithm;
 
     // What every policy loads.
     action load_policy(pkts_t queue_limit_pkts, shift_t flow_epoch_shift) {
@@ -171,6 +173,29 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
         meta.policy.fred_slot_mask = fred_slot_mask;
     }
 
+    // UPTA (upta.p4; docs/upta-plan.md §1.8): mode, the estimator's K, the flow
+    // table size, and the fair shares the controller computes each interval
+    // (eqs. 18-19) with their reciprocals (eq. 17's rewrite).
+    @name(".upta")
+    action upta(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
+                policy_epoch_t policy_epoch, bit<8> upta_mode, shift_t k_shift,
+                bit<32> slot_mask, bit<32> fs_i_scaled, bit<32> fs_u_scaled,
+                bit<32> inv_fs_i_mant, bit<32> inv_fs_u_mant, shift_t inv_fs_i_shift,
+                shift_t inv_fs_u_shift, bit<16> tagged_q16) {
+        load_policy(queue_limit_pkts, flow_epoch_shift);
+        meta.policy.policy_epoch = policy_epoch;
+        meta.policy.upta_mode = upta_mode;
+        meta.policy.upta_k_shift = k_shift;
+        meta.policy.upta_slot_mask = slot_mask;
+        meta.policy.upta_fs_i_scaled = fs_i_scaled;
+        meta.policy.upta_fs_u_scaled = fs_u_scaled;
+        meta.policy.upta_inv_fs_i_mant = inv_fs_i_mant;
+        meta.policy.upta_inv_fs_u_mant = inv_fs_u_mant;
+        meta.policy.upta_inv_fs_i_shift = inv_fs_i_shift;
+        meta.policy.upta_inv_fs_u_shift = inv_fs_u_shift;
+        meta.policy.upta_tagged_q16 = tagged_q16;
+    }
+
     action no_policy() {}
 
     table port_policy {
@@ -184,6 +209,7 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
             dcbt_chips;
             mcdt;
             fred;
+            upta;
             @defaultonly no_policy;
         }
         const default_action = no_policy();
@@ -200,6 +226,7 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
             dcbt_chips:       { dcbt_chips_algorithm.apply(hdr, meta, standard_metadata); }
             mcdt:             { mcdt_algorithm.apply(hdr, meta, standard_metadata); }
             fred:             { fred_algorithm.apply(hdr, meta, standard_metadata); }
+            upta:             { upta_algorithm.apply(hdr, meta, standard_metadata); }
         }
     }
 }

@@ -37,7 +37,9 @@ enum bit<8> drop_reason_t {
     CLASS_THRESHOLD = 3,  // CBT / D-CBT / MCDT class threshold (cbt §3, dcbt §3.1, mcdt §II.2)
     FRED_MAXQ = 4,        // FRED: the flow holds maxq packets (fred.p4 R1)
     FRED_TWICE_AVGCQ = 5, // FRED: avg >= max_th and the flow holds > 2 avgcq (R2)
-    FRED_STRIKE = 6       // FRED: a flow with strikes holds >= avgcq (R3)
+    FRED_STRIKE = 6,      // FRED: a flow with strikes holds >= avgcq (R3)
+    UPTA_USELESS = 7,     // UPTA: the flow's drop probability exceeds its loss threshold (upta Fig. 7)
+    UPTA_FAIR_SHARE = 8   // UPTA: an I flow's drop, drop_prob = max(0, 1 - fs/rate) > unif_rand (Fig. 7)
 }
 
 // ---- ChIPS events (chips_events counter, index port * NUM_CHIPS_EVENTS + event; dcbt §3.2)
@@ -51,7 +53,7 @@ const bit<32> NUM_CHIPS_EVENTS = 5;
 // ---- sizes
 const bit<32> NUM_PORTS = 64;          // ports 0..63 carry AQM state
 const bit<32> CLASS_SLOTS = 4;         // per-port class index = port * 4 + class
-const bit<32> NUM_DROP_REASONS = 7;    // members of drop_reason_t
+const bit<32> NUM_DROP_REASONS = 9;    // members of drop_reason_t
 const bit<32> NUM_DISCARD_REASONS = 8;
 const bit<32> FLOW_SLOTS = 65536;      // active-flow table; a power of two (index = crc32 mod it)
 const bit<32> ROUTE_TABLE_SIZE = 1024;     // ipv4_lpm entries
@@ -103,6 +105,27 @@ const bit<32> PROB_ONE = 65536;        // 1.0 in PROB_FRAC_BITS
 const bit<32> FRED_MAXQ_CONGESTED_PKTS = 2;  // maxq while avg >= max_th (A2)
 const bit<8> FRED_STRIKE_LIMIT = 1;          // R3 applies to flows with strike > 1
 const bit<8> FRED_STRIKE_MAX = 255;          // fred_strike saturates (bit<8>)
+
+// ---- UPTA and BFD (Wu & Hassan 2002, upta.p4; docs/upta-plan.md)
+// Per-flow slots: index port * UPTA_SLOTS_PER_PORT + (crc32(5-tuple) & slot_mask); a power of two.
+const bit<32> UPTA_SLOTS_PER_PORT = 4096;
+const bit<8> UPTA_RATE_FRAC_BITS = 4;          // rates: bytes per K * 2^4 (plan §1.3)
+const bit<32> UPTA_Q16_ONE = 65536;            // loss thresholds and draws: [0, 1) * 2^16
+const bit<16> UPTA_Q_NONE = 0xFFFF;            // "no loss threshold": never made U
+// upta_mode: 0 = B-UPTA, every router decides alone (upta §2); a fair share of
+// 0xFFFFFFFF is "none" (R (2^16 - x) never exceeds it).
+const bit<8> UPTA_MODE_P = 1;                  // P-UPTA: q travels in the packet (upta §4, eq. 17)
+const bit<8> UPTA_MODE_C = 2;                  // C-UPTA: the ingress edge decides (upta §5)
+const bit<1> UPTA_STATE_U = 0;                 // U or new (Fig. 7 treats both alike)
+const bit<1> UPTA_STATE_I = 1;
+// P-UPTA's field (plan §1.5): IPv4 option type 0x9E (copied, class 0, number 30), length 4.
+const bit<8> UPTA_OPTION_TYPE = 0x9E;
+const bit<8> UPTA_OPTION_LEN = 4;
+const bit<4> UPTA_OPTION_IHL = 6;              // IHL of a packet carrying only the UPTA option
+// upta_events counter, index port * NUM_UPTA_EVENTS + event (mmaqm.algorithms.upta.EVENTS)
+const bit<32> UPTA_EVENT_FLOW_COLLISION = 0;   // another flow used the slot less than K ago
+const bit<32> UPTA_EVENT_I_TO_U = 1;           // an I flow became U (Fig. 7)
+const bit<32> NUM_UPTA_EVENTS = 2;
 
 // ---- digests
 const bit<32> FLOW_DIGEST_RECEIVER = 1;

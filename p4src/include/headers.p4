@@ -26,6 +26,14 @@ header ipv4_t {
     ipv4_addr_t dst_addr;
 }
 
+// P-UPTA's loss threshold (upta §4, eq. 17; docs/upta-plan.md §1.5): an IPv4
+// option of 4 bytes, type UPTA_OPTION_TYPE, length 4, q in units of 2^-16.
+header upta_option_t {
+    bit<8>  opt_type;
+    bit<8>  opt_len;
+    bit<16> q16;
+}
+
 header tcp_t {
     l4_port_t src_port;
     l4_port_t dst_port;
@@ -55,6 +63,7 @@ header icmp_t {
 struct headers_t {
     ethernet_t ethernet;
     ipv4_t     ipv4;
+    upta_option_t upta_option;
     tcp_t      tcp;
     udp_t      udp;
     icmp_t     icmp;
@@ -96,6 +105,17 @@ struct policy_params_t {
     // FRED (fred.p4); also the RED family's thresholds, slope, weight and idle decay
     pkts_t         minq_pkts;           // a flow below max(minq, avgcq) is never dropped early
     bit<32>        fred_slot_mask;      // flow slots on the port - 1 (2^k - 1 < FRED_SLOTS_PER_PORT)
+    // UPTA (upta.p4; docs/upta-plan.md §1.8)
+    bit<8>         upta_mode;           // UPTA_MODE_B, _P or _C
+    shift_t        upta_k_shift;        // the estimator's K = 2^k us
+    bit<32>        upta_slot_mask;      // flow slots on the port - 1 (2^k - 1 < UPTA_SLOTS_PER_PORT)
+    bit<32>        upta_fs_i_scaled;    // fs_I = alpha' (eq. 19), bytes per K * 16; UPTA_FS_NONE
+    bit<32>        upta_fs_u_scaled;    // fs_U = alpha (eq. 18)
+    bit<32>        upta_inv_fs_i_mant;  // round(2^(16 + s) / fs_I); 0: no eq. 17 rewrite
+    bit<32>        upta_inv_fs_u_mant;
+    shift_t        upta_inv_fs_i_shift; // s
+    shift_t        upta_inv_fs_u_shift;
+    bit<16>        upta_tagged_q16;     // loss threshold of tagged packets without the option
 }
 
 struct local_metadata_t {
@@ -125,6 +145,11 @@ struct local_metadata_t {
     // FRED: ingress admitted the packet under FRED; egress releases its flow slot.
     bool            fred_admitted;
     bit<32>         fred_slot_index;  // port * FRED_SLOTS_PER_PORT + slot
+    // UPTA, C-UPTA (upta.p4): the packet came in on an edge port (its ingress edge),
+    // and then the path minima BFD reported for its path (UPTA_FS_NONE: no report).
+    bool            upta_from_edge;
+    bit<32>         upta_path_fs_u;
+    bit<32>         upta_path_fs_i;
 }
 
 // Active-flow report: one per flow per epoch (dcbt §3.1 active flow counting).

@@ -1,5 +1,6 @@
 // Parser, checksum and deparser (v1model).
-// Ethernet -> IPv4 (IHL 5 only; options are discarded in ingress) -> TCP/UDP/ICMP.
+// Ethernet -> IPv4 (IHL 5, or IHL 6 with exactly the P-UPTA option; other options
+// are discarded in ingress) -> TCP/UDP/ICMP.
 // Non-first fragments carry no L4 header and are not parsed past IPv4.
 #ifndef MMAQM_PARSER_P4
 #define MMAQM_PARSER_P4
@@ -26,10 +27,32 @@ parser MmaqmParser(packet_in packet,
         packet.extract(hdr.ipv4);
         verify(hdr.ipv4.version == 4, error.IPv4BadVersion);
         verify(hdr.ipv4.ihl >= IPV4_MIN_IHL, error.IPv4HeaderTooShort);
-        transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
-            (IPV4_MIN_IHL, 0, IP_PROTO_TCP): parse_tcp;
-            (IPV4_MIN_IHL, 0, IP_PROTO_UDP): parse_udp;
-            (IPV4_MIN_IHL, 0, IP_PROTO_ICMP): parse_icmp;
+        transition select(hdr.ipv4.ihl) {
+            IPV4_MIN_IHL: parse_l4;
+            UPTA_OPTION_IHL: parse_ipv4_option;
+            default: accept;
+        }
+    }
+
+    // P-UPTA's loss threshold (upta.p4): IHL 6 is parsed only when its one
+    // option is exactly ours (type, length 4); anything else is left unparsed.
+    state parse_ipv4_option {
+        transition select(packet.lookahead<bit<16>>()) {
+            UPTA_OPTION_TYPE ++ UPTA_OPTION_LEN: parse_upta_option;
+            default: accept;
+        }
+    }
+
+    state parse_upta_option {
+        packet.extract(hdr.upta_option);
+        transition parse_l4;
+    }
+
+    state parse_l4 {
+        transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (0, IP_PROTO_TCP): parse_tcp;
+            (0, IP_PROTO_UDP): parse_udp;
+            (0, IP_PROTO_ICMP): parse_icmp;
             default: accept;
         }
     }
@@ -62,6 +85,13 @@ control MmaqmVerifyChecksum(inout headers_t hdr, inout local_metadata_t meta) {
               hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
               hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
             hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
+        verify_checksum(hdr.ipv4.isValid() && hdr.upta_option.isValid(),
+            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
+              hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
+              hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
+              hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+              hdr.upta_option.opt_type, hdr.upta_option.opt_len, hdr.upta_option.q16 },
+            hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
     }
 }
 
@@ -73,6 +103,13 @@ control MmaqmComputeChecksum(inout headers_t hdr, inout local_metadata_t meta) {
               hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
               hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
             hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
+        update_checksum(hdr.ipv4.isValid() && hdr.upta_option.isValid(),
+            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
+              hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
+              hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
+              hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+              hdr.upta_option.opt_type, hdr.upta_option.opt_len, hdr.upta_option.q16 },
+            hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
     }
 }
 
@@ -80,6 +117,7 @@ control MmaqmDeparser(packet_out packet, in headers_t hdr) {
     apply {
         packet.emit(hdr.ethernet);
         packet.emit(hdr.ipv4);
+        packet.emit(hdr.upta_option);
         packet.emit(hdr.tcp);
         packet.emit(hdr.udp);
         packet.emit(hdr.icmp);

@@ -39,7 +39,7 @@ control MmaqmIngress(inout headers_t hdr,
             discard(DISCARD_MALFORMED);
         } else if (!hdr.ipv4.isValid()) {
             discard(DISCARD_NOT_IPV4);
-        } else if (hdr.ipv4.ihl != IPV4_MIN_IHL) {
+        } else if (hdr.ipv4.ihl != IPV4_MIN_IHL && !hdr.upta_option.isValid()) {
             discard(DISCARD_IPV4_OPTIONS);
         } else if (standard_metadata.checksum_error == 1) {
             discard(DISCARD_BAD_CHECKSUM);

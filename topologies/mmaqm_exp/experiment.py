@@ -61,7 +61,9 @@ DEFAULT_P4INFO = REPO / "build" / "main.p4info.txtpb"
 DEFAULT_TOPOLOGY = REPO / "topologies" / "topos" / "dcbt-dumbbell.json"
 DEFAULT_SCENARIO = REPO / "topologies" / "scenarios" / "dcbt-fig7.yaml"
 DEFAULT_POLICIES = REPO / "topologies" / "policies" / "dcbt-fig7.yaml"
-DEFAULT_ALGORITHMS = tuple(ALGORITHMS)   # every algorithm the controller implements
+# Every single-switch algorithm the controller implements. UPTA needs the multi-router
+# chain and the controller's fair-share loop (issue 12): not a D-CBT dumbbell algorithm.
+DEFAULT_ALGORITHMS = tuple(a for a in ALGORITHMS if a != "UPTA")
 STATS_INTERVAL_MS = 100
 CONTROLLER_READY_TIMEOUT_S = 60.0
 CONTROLLER_STOP_TIMEOUT_S = 10.0

@@ -7,7 +7,7 @@ at connect time that the switch's P4Info has every one of those actions, with
 the parameters the encoding sends, by name.
 """
 
-from . import cbt, chips, dcbt, fred, mcdt, red
+from . import cbt, chips, dcbt, fred, mcdt, red, upta
 
 # config name -> P4 action of table port_policy
 ALGORITHMS: dict[str, str] = {
@@ -19,6 +19,7 @@ ALGORITHMS: dict[str, str] = {
     "DCBT_CHIPS": "dcbt_chips",            # dcbt §3.1 + §3.2 (ChIPS)
     "MCDT": "mcdt",                        # mcdt §II.2, mode A
     "FRED": "fred",                        # Lin & Morris 1997; cbt §2.3
+    "UPTA": "upta",                        # upta Fig. 7, §4 (P-UPTA), §5 (C-UPTA); modes B, P, C
 }
 CBT_ALGORITHMS = frozenset({"CBT_RED_ALL", "CBT_RED_TCP_ONLY"})
 # Algorithms whose class thresholds follow the active-flow shares (dcbt §3.1).
@@ -27,18 +28,8 @@ DCBT_ALGORITHMS = frozenset({"DCBT", "DCBT_CHIPS"})
 NON_RED_ALGORITHMS = frozenset({"DROP_TAIL", "MCDT", "UPTA"})
 # RED options FRED's rules do not include (fred.p4 has no gentle ramp, ECN or wait).
 FRED_UNSUPPORTED_RED_OPTIONS = ("gentle", "ecn", "harddrop", "wait")
-# Configurable, but not (yet) required of every P4Info: the driver's connect check covers
-# ALGORITHMS only, so a program without these actions still runs every other policy, and a
-# policy using one is refused at its first write (driver.check_action). UPTA moves to
-# ALGORITHMS when upta.p4 is in the program (docs/upta-plan.md).
-OPTIONAL_ALGORITHMS: dict[str, str] = {
-    "UPTA": "upta",                        # upta §4-5, Fig. 7; fair shares by the controller
-}
-CONFIGURABLE_ALGORITHMS: dict[str, str] = {**ALGORITHMS, **OPTIONAL_ALGORITHMS}
-ALGORITHM_OF_ACTION: dict[str, str] = {action: name
-                                       for name, action in CONFIGURABLE_ALGORITHMS.items()}
+ALGORITHM_OF_ACTION: dict[str, str] = {action: name for name, action in ALGORITHMS.items()}
 
-__all__ = ["ALGORITHMS", "ALGORITHM_OF_ACTION", "CBT_ALGORITHMS", "CONFIGURABLE_ALGORITHMS",
-           "DCBT_ALGORITHMS", "OPTIONAL_ALGORITHMS",
+__all__ = ["ALGORITHMS", "ALGORITHM_OF_ACTION", "CBT_ALGORITHMS", "DCBT_ALGORITHMS",
            "FRED_UNSUPPORTED_RED_OPTIONS", "NON_RED_ALGORITHMS", "cbt", "chips", "dcbt", "fred",
-           "mcdt", "red"]
+           "mcdt", "red", "upta"]

@@ -1,10 +1,10 @@
 """Useless Packet Transmission Avoidance (UPTA) and Bottleneck Fairshare
 Discovery (BFD): Wu & Hassan 2002, upta §3-5, Fig. 7, Fig. 8 (design:
-docs/upta-plan.md). Planned; not registered in ``algorithms.ALGORITHMS``
-until the P4 exists.
+docs/upta-plan.md). Registered as ``UPTA`` in ``algorithms.ALGORITHMS``: the
+data plane is p4src/include/upta.p4 (action ``upta`` of port_policy).
 
 Pure functions, each in the paper's form (floats) and, where the data plane
-computes it, the planned data plane form (fixed point, bit-exact):
+computes it, the data plane form (upta.p4) (fixed point, bit-exact):
 
   * loss over a path: eqs. 5-6;
   * arrival-rate estimator: upta §5.3.3 names its parameter K and defers the
@@ -45,7 +45,9 @@ import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..fixedpoint import MASK32, MASK64, QUEUE_LIMIT, check_int
+from .. import p4constants as C
+from ..fixedpoint import (MASK32, MASK64, QUEUE_LIMIT, UPTA_FAIR_SHARE, UPTA_USELESS,
+                          check_int)
 # The same crc32 of the 5-tuple (flow_report.p4's field list) and slot sharing as FRED.
 from .fred import flow_hash, shared_slot_flows
 
@@ -65,17 +67,17 @@ DEFAULT_K_SHIFT = 17              # 2^17 us = 131.072 ms, the power of two neare
 MAX_K_SHIFT = 24                  # 16.8 s
 
 # Data plane widths (docs/upta-plan.md).
-RATE_FRAC_BITS = 4                # rate registers: bytes per K * 2^4, bit<32>
+RATE_FRAC_BITS: int = C.UPTA_RATE_FRAC_BITS  # rate registers: bytes per K * 2^4, bit<32>
 RATE_BITS = 32
-Q16_ONE = 1 << 16                 # loss thresholds and random draws: [0, 1) * 2^16
-Q_FIELD_MAX = Q16_ONE - 1         # the option's bit<16> value; q = 1 is not representable
+Q16_ONE: int = C.UPTA_Q16_ONE     # loss thresholds and random draws: [0, 1) * 2^16
+Q_FIELD_MAX: int = C.UPTA_Q_NONE         # the option's bit<16> value; q = 1 is not representable
 RECIP_MANT_BITS = 32
 FS_INFINITE = MASK32              # "no constraint": N - S - M = 0, or no report yet
 
-# Planned registers: name -> (bits per entry, entries). Per flow slot (each port
+# Registers (upta.p4; the BFD ones are planned): name -> (bits per entry, entries). Per flow slot (each port
 # owns UPTA_SLOTS_PER_PORT of them, index port * UPTA_SLOTS_PER_PORT + slot) and
 # per BFD path (identifier) of the switch.
-UPTA_SLOTS_PER_PORT = 4096
+UPTA_SLOTS_PER_PORT: int = C.UPTA_SLOTS_PER_PORT
 BFD_PATHS = 64
 REGISTERS: dict[str, tuple[int, int]] = {
     "upta_rate": (RATE_BITS, UPTA_SLOTS_PER_PORT),
@@ -91,6 +93,10 @@ PER_SLOT_REGISTERS = ("upta_rate", "upta_last_us", "upta_state", "upta_sig")
 EVENTS = ("FLOW_COLLISION", "I_TO_U", "PROBE_SENT", "PROBE_LOWERED", "PROBE_ANSWERED",
           "PROBE_FROM_EDGE", "PROBE_MALFORMED", "REPORT_ACCEPTED", "REPORT_FROM_EDGE",
           "REPORT_STALE", "REPORT_MALFORMED")
+# The events upta.p4 counts so far (defines.p4 UPTA_EVENT_*: the first of EVENTS, in order).
+if tuple(C.UPTA_EVENTS) != EVENTS[:len(C.UPTA_EVENTS)] \
+        or list(C.UPTA_EVENTS.values()) != list(range(len(C.UPTA_EVENTS))):
+    raise ImportError(f"defines.p4 UPTA_EVENT_* {C.UPTA_EVENTS} differ from EVENTS {EVENTS}")
 
 
 def register_bits_per_slot() -> int:
@@ -105,26 +111,26 @@ def register_bytes_per_1000_flows(slots_per_flow: float = 1.0) -> float:
 
 
 # Flow states (register upta_state, bit<1>; power-up 0 = new flow = Fig. 7's U branch).
-STATE_U = 0
-STATE_I = 1
+STATE_U: int = C.UPTA_STATE_U
+STATE_I: int = C.UPTA_STATE_I
 
 # Modes (action parameter upta_mode).
 MODE_B = 0      # basic: every router decides alone (upta §2, [16])
-MODE_P = 1      # partial: q travels in the packet and is rewritten (upta §4)
-MODE_C = 2      # centralised: packets from edge ports get UPTA with the path minima
+MODE_P: int = C.UPTA_MODE_P  # partial: q travels in the packet and is rewritten (upta §4)
+MODE_C: int = C.UPTA_MODE_C  # centralised: packets from edge ports get UPTA with the path minima
                 # (ingress edge), the others fair-share drops only (core) (upta §5)
 MODES = (MODE_B, MODE_P, MODE_C)
+MODE_NAMES = {"B": MODE_B, "P": MODE_P, "C": MODE_C}   # the configuration's upta_mode
 
 ADMIT = "ADMIT"
-# Drop reasons UPTA adds (planned drop_reason_t members; not yet in defines.p4,
-# so not in fixedpoint's reason set).
-UPTA_USELESS = "UPTA_USELESS"          # the flow is U: drop at once (Fig. 7)
-UPTA_FAIR_SHARE = "UPTA_FAIR_SHARE"    # an I flow's probabilistic drop (Fig. 7)
+# Drop reasons UPTA adds (drop_reason_t members, defines.p4): UPTA_USELESS, the flow
+# is U: drop at once (Fig. 7); UPTA_FAIR_SHARE, an I flow's probabilistic drop.
+UPTA_DROP_REASONS = (UPTA_USELESS, UPTA_FAIR_SHARE)
 
 # P-UPTA's field: an IPv4 option (RFC 791), type 0x9E = copied 1, class 0,
 # number 30 (RFC 4727's experimental option number), length 4, then q in Q16.
-OPTION_TYPE = 0x9E
-OPTION_LEN = 4
+OPTION_TYPE: int = C.UPTA_OPTION_TYPE
+OPTION_LEN: int = C.UPTA_OPTION_LEN
 
 # BFD (upta §5.3, Fig. 8).
 ICMP_QOS_PROBE = 20
@@ -203,7 +209,7 @@ def k_us(k_shift: int) -> int:
 
 
 def rate_step_fixed(rate_scaled: int, length_bytes: int, dt_us: int, k_shift: int) -> int:
-    """The data plane estimator (planned upta.p4), rate in bytes per K * 2^RATE_FRAC_BITS:
+    """The data plane estimator (upta.p4), rate in bytes per K * 2^RATE_FRAC_BITS:
         dt < K:  R += (l << F) - (dt * R >> k)      (first-order e^(-dt/K) = 1 - dt/K)
         dt >= K: R = l << F                         (the old rate has decayed; restart)
     bit<64> product, bit<32> result saturating at 2^32 - 1. Steady state under a
@@ -630,7 +636,7 @@ def report_for(probe: bytes) -> bytes:
 # ---------------------------------------------------------------- reference model
 @dataclass
 class FlowSlot:
-    """Per-slot registers (planned upta.p4)."""
+    """Per-slot registers (upta.p4)."""
 
     rate_scaled: int = 0      # upta_rate, bit<32>
     last_us: int = 0          # upta_last_us, bit<48>
@@ -645,7 +651,7 @@ class Outcome:
     collision: bool
 
 
-# The planned action's parameters and their bit widths (docs/upta-plan.md §1.8).
+# The action's parameters and their bit widths (docs/upta-plan.md §1.8).
 PARAM_BITS: dict[str, int] = {
     "upta_mode": 8, "k_shift": 8, "slot_mask": 32, "fs_i_scaled": 32, "fs_u_scaled": 32,
     "inv_fs_i_mant": 32, "inv_fs_i_shift": 8, "inv_fs_u_mant": 32, "inv_fs_u_shift": 8,
@@ -657,7 +663,7 @@ REQUIRED_PARAMS = tuple(PARAM_BITS)
 def action_params(mode: int, fs_i_bps: float, fs_u_bps: float, *, table_slots: int = 1024,
                   k_shift: int = DEFAULT_K_SHIFT, tagged_q: float = 1.0,
                   queue_limit_pkts: int = PAPER_BUFFER_PKTS) -> dict[str, int]:
-    """The planned ``upta`` port_policy action's parameters (docs/upta-plan.md).
+    """The ``upta`` port_policy action's parameters (docs/upta-plan.md).
     fs_*_bps: the local fair shares (eqs. 18-19) in bit/s, math.inf for none;
     tagged_q: the loss threshold of tagged packets that carry no option (1: none)."""
     if mode not in MODES:
@@ -678,8 +684,8 @@ def action_params(mode: int, fs_i_bps: float, fs_u_bps: float, *, table_slots: i
 
 
 class UptaPortModel:
-    """Reference model of one egress port under the planned ``upta`` action
-    (docs/upta-plan.md "Per packet"), bit-exact with the planned P4.
+    """Reference model of one egress port under the ``upta`` action
+    (docs/upta-plan.md "Per packet"), bit-exact with upta.p4.
 
     arrive() takes the packet's crc32 of the 5-tuple (the slot is its low bits),
     IP length, arrival time, its P-UPTA option value (None: no option), whether

@@ -1,0 +1,182 @@
+// Useless Packet Transmission Avoidance, UPTA (Wu & Hassan, UNSW-CSE-TR-0215,
+// 2002; docs/upta-plan.md §1). The paper runs UPTA inside WFQ routers; BMv2 has
+// no WFQ scheduler, so the fair share fs comes from the controller (eqs. 18-19,
+// written as this port's `upta` action parameters) and is enforced by per-flow
+// probabilistic dropping, drop_prob = max(0, 1 - fs/rate) (Fig. 7), in the style
+// of core-stateless fair queueing (the paper's [14]).
+// The reference model, bit for bit: mmaqm.algorithms.upta.UptaPortModel.
+//
+// Per packet, in one action (BMv2 runs an action atomically, so the
+// read-modify-write of a flow's registers cannot interleave):
+//   slot   crc32 of the 5-tuple (flow_signature, as FRED) & slot_mask, in the
+//          port's region of UPTA_SLOTS_PER_PORT slots (plan §1.1);
+//   E      arrival-rate estimate, R in bytes per K * 2^4, K = 2^k_shift us
+//          (plan §1.3, CSFQ's exponential average to first order):
+//            dt <  K:  R <- R + (l << 4) - ((dt * R) >> k_shift)
+//            dt >= K or slot never used:  R <- l << 4
+//          l = IPv4 total length; every arrival counts, dropped or not;
+//   C      FLOW_COLLISION: the slot's last packet, less than K ago, was another flow;
+//   q      the loss threshold: the P-UPTA option's, else tagged_q16 for tagged
+//          packets, else none (UPTA_Q_NONE: never made U) (plan §1.5);
+//   Fig. 7, without division: drop_prob > x  <=>  R (2^16 - x) > FS 2^16:
+//     I    q exceeded with fs_I   -> U, drop UPTA_USELESS, event I_TO_U;
+//          else u = random(0, 2^16 - 1); exceeded with u -> drop UPTA_FAIR_SHARE;
+//     U/new q exceeded with fs_U  -> drop UPTA_USELESS;
+//          else -> I, admitted without a random drop;
+//   then the queue limit (occupancy.p4);
+//   P      an admitted packet of a P-UPTA port carrying the option has q
+//          rewritten per eq. 17 (plan §1.5): with p = 1 - FS/R,
+//          1 - q_k = (1 - q_{k-1}) R / FS, the division by FS done with the
+//          controller's reciprocal (mant, s): ratio = (R mant) >> s,
+//          margin = ((2^16 - q) ratio) >> 16, q' = margin >= 2^16 ? 0 : 2^16 - margin;
+//          unchanged when R <= FS (p = 0) or FS is none.
+//   C-UPTA (mode C): only packets that came in on an edge port (upta_edge_port)
+//          can become U, tested against min(local, path) shares of their BFD
+//          path; the others get fair-share drops only (the paper's core runs
+//          WFQ, not UPTA, §5.2).
+#ifndef MMAQM_UPTA_P4
+#define MMAQM_UPTA_P4
+
+#include <v1model.p4>
+#include "occupancy.p4"
+#include "flow_report.p4"
+
+register<bit<32>>(NUM_PORTS * UPTA_SLOTS_PER_PORT) upta_rate;            // R
+register<timestamp_us_t>(NUM_PORTS * UPTA_SLOTS_PER_PORT) upta_last_us;  // 0 = never
+register<bit<1>>(NUM_PORTS * UPTA_SLOTS_PER_PORT) upta_state;            // UPTA_STATE_*
+register<bit<32>>(NUM_PORTS * UPTA_SLOTS_PER_PORT) upta_sig;             // crc32 of the last flow
+// Bytes and packets that arrived per slot (dropped included): the controller's
+// lambda_i (eqs. 18-19, plan §2).
+counter(NUM_PORTS * UPTA_SLOTS_PER_PORT, CounterType.packets_and_bytes) upta_flow_bytes;
+// Index port * NUM_UPTA_EVENTS + UPTA_EVENT_*.
+counter(NUM_PORTS * NUM_UPTA_EVENTS, CounterType.packets) upta_events;
+
+// drop_prob = 1 - fs/R > x/2^16, cross-multiplied (exact in bit<64>).
+// fs = UPTA_FS_NONE never exceeds: R (2^16 - x) <= (2^32 - 1) 2^16.
+bool upta_exceeds(in bit<32> rate, in bit<32> fs, in bit<32> x_q16) {
+    return (bit<64>)rate * (bit<64>)(UPTA_Q16_ONE - x_q16) > ((bit<64>)fs << 16);
+}
+
+// Eq. 17 in fixed point (mmaqm.algorithms.upta.threshold_update_fixed).
+bit<16> upta_threshold_update(in bit<16> q16, in bit<32> rate, in bit<32> fs,
+                              in bit<32> mant, in shift_t shift) {
+    bit<16> q_out = q16;
+    if (rate > fs && mant != 0) {
+        bit<64> ratio_q16 = ((bit<64>)rate * (bit<64>)mant) >> shift;
+        bit<64> margin = ((bit<64>)(UPTA_Q16_ONE - (bit<32>)q16) * ratio_q16) >> 16;
+        q_out = margin >= (bit<64>)UPTA_Q16_ONE ? 16w0 : (bit<16>)(UPTA_Q16_ONE - (bit<32>)margin);
+    }
+    return q_out;
+}
+
+control Upta(inout headers_t hdr, inout local_metadata_t meta,
+             inout standard_metadata_t standard_metadata) {
+    @hidden  // applied by the control, never by the controller: not in the P4Info
+    action upta_admission() {
+        queue_arrival(meta.port_index, meta.class_index,
+                      meta.occupancy.queue_pkts, meta.occupancy.class_pkts);
+
+        bit<32> signature;
+        flow_signature(hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
+                       meta.l4_src_port, meta.l4_dst_port, signature);
+        bit<32> slot_index = meta.port_index * UPTA_SLOTS_PER_PORT
+                             + (signature & meta.policy.upta_slot_mask);
+        upta_flow_bytes.count(slot_index);
+        bit<32> rate;
+        timestamp_us_t last_us;
+        bit<1> state;
+        bit<32> last_sig;
+        upta_rate.read(rate, slot_index);
+        upta_last_us.read(last_us, slot_index);
+        upta_state.read(state, slot_index);
+        upta_sig.read(last_sig, slot_index);
+
+        // E: the estimator; C: a collision.
+        timestamp_us_t now_us = standard_metadata.ingress_global_timestamp;
+        timestamp_us_t dt_us = now_us - last_us;
+        shift_t k_shift = meta.policy.upta_k_shift;
+        bool fresh = last_us != 0 && (dt_us >> k_shift) == 0;   // dt < K
+        if (fresh && last_sig != signature) {
+            upta_events.count(meta.port_index * NUM_UPTA_EVENTS + UPTA_EVENT_FLOW_COLLISION);
+        }
+        bit<32> sample = (bit<32>)hdr.ipv4.total_len << UPTA_RATE_FRAC_BITS;
+        if (fresh) {
+            bit<64> decay = ((bit<64>)dt_us * (bit<64>)rate) >> k_shift;
+            bit<64> next = (bit<64>)rate - decay + (bit<64>)sample;
+            rate = next > (bit<64>)0xFFFFFFFF ? 32w0xFFFFFFFF : (bit<32>)next;
+        } else {
+            rate = sample;
+        }
+        upta_rate.write(slot_index, rate);
+        upta_last_us.write(slot_index, now_us);
+        upta_sig.write(slot_index, signature);
+
+        // q: the option's, else tagged packets', else none.
+        bit<16> q16 = UPTA_Q_NONE;
+        if (hdr.upta_option.isValid()) {
+            q16 = hdr.upta_option.q16;
+        } else if (meta.class_id == traffic_class_t.TAGGED) {
+            q16 = meta.policy.upta_tagged_q16;
+        }
+        bit<32> fs_i = meta.policy.upta_fs_i_scaled;
+        bit<32> fs_u = meta.policy.upta_fs_u_scaled;
+        if (meta.policy.upta_mode == UPTA_MODE_C) {
+            if (meta.upta_from_edge) {   // ingress edge: the path minima (eqs. 23-24)
+                fs_i = meta.upta_path_fs_i < fs_i ? meta.upta_path_fs_i : fs_i;
+                fs_u = meta.upta_path_fs_u < fs_u ? meta.upta_path_fs_u : fs_u;
+            } else {                     // core: fair-share drops only (§5.2)
+                q16 = UPTA_Q_NONE;
+            }
+        }
+
+        // Fig. 7
+        bit<32> fs;
+        bit<32> mant;
+        shift_t inv_shift;
+        if (state == UPTA_STATE_I) {
+            fs = fs_i;
+            mant = meta.policy.upta_inv_fs_i_mant;
+            inv_shift = meta.policy.upta_inv_fs_i_shift;
+            if (q16 != UPTA_Q_NONE && upta_exceeds(rate, fs, (bit<32>)q16)) {
+                upta_state.write(slot_index, UPTA_STATE_U);
+                upta_events.count(meta.port_index * NUM_UPTA_EVENTS + UPTA_EVENT_I_TO_U);
+                meta.aqm_drop = true;
+                meta.drop_reason = drop_reason_t.UPTA_USELESS;
+            } else {
+                bit<32> u_q16;
+                random(u_q16, 0, PROB_ONE - 1);
+                if (upta_exceeds(rate, fs, u_q16)) {
+                    meta.aqm_drop = true;
+                    meta.drop_reason = drop_reason_t.UPTA_FAIR_SHARE;
+                }
+            }
+        } else {
+            fs = fs_u;
+            mant = meta.policy.upta_inv_fs_u_mant;
+            inv_shift = meta.policy.upta_inv_fs_u_shift;
+            if (q16 != UPTA_Q_NONE && upta_exceeds(rate, fs, (bit<32>)q16)) {
+                meta.aqm_drop = true;
+                meta.drop_reason = drop_reason_t.UPTA_USELESS;
+            } else {
+                upta_state.write(slot_index, UPTA_STATE_I);
+            }
+        }
+        queue_admit_or_drop(meta.port_index, meta.class_index,
+                            meta.occupancy.queue_pkts, meta.occupancy.class_pkts,
+                            meta.policy.queue_limit_pkts,
+                            meta.aqm_drop, meta.drop_reason, meta.ecn_mark, meta.admitted);
+        if (!meta.admitted) {
+            mark_to_drop(standard_metadata);
+        } else if (meta.policy.upta_mode == UPTA_MODE_P && hdr.upta_option.isValid()
+                   && hdr.upta_option.q16 != UPTA_Q_NONE) {   // P: eq. 17
+            hdr.upta_option.q16 = upta_threshold_update(hdr.upta_option.q16, rate, fs,
+                                                        mant, inv_shift);
+        }
+    }
+
+    apply {
+        upta_admission();
+    }
+}
+
+#endif
