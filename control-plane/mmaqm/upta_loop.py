@@ -10,9 +10,11 @@ SwitchController runs one UptaLoop per switch with ``upta`` ports (controller.py
 2. ONE ReadRequest of those upta_flow_bytes entries; the deltas since the last read
    (upta_control.arrival_ip_bytes) over the measured time between the two reads;
 3. the U flows: upta_state of those slots (0 = U or new; a slot with arrivals and
-   state 0 after admission is U). Read as registers, not as the plan's state digests,
-   which the P4 does not send yet; C-UPTA cores add the U specs of recent probes
-   (``observe_probe_specs``, upta_control.RemoteUseless);
+   state 0 after admission is U), read as registers where the switch serves register
+   reads; BMv2's P4Runtime server does not ("Register reads are not supported yet"),
+   and the plan's state digests are not in the P4 yet, so there the controller applies
+   Fig. 7 itself to the measured rates (upta_control.infer_useless); C-UPTA cores add
+   the U specs of recent probes (``observe_probe_specs``, upta_control.RemoteUseless);
 4. eqs. 18-19 -> the action's parameters, written (keeping the policy epoch) when
    they changed;
 5. C-UPTA ingress edges: one probe per BFD path (``bfd_paths``), its U flows as specs,
@@ -27,10 +29,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
+from . import p4constants as C
 from .algorithms import upta, upta_control
 from .encoding import PolicyAction, upta_port_settings
 
@@ -96,6 +100,7 @@ class UptaLoop:
         self.bfd_paths = list(bfd_paths)
         self.sequence: dict[int, int] = {}     # path id -> next sequence number
         self.period_s = self.interval_s        # run()'s sleep between intervals
+        self.read_states = True                # False once the switch refused a register read
 
     @property
     def interval_s(self) -> float:
@@ -125,10 +130,35 @@ class UptaLoop:
         self.counts[port].update(current)
         self.read_at[port] = now
         busy = [upta_control.slot_index(port, s) for s, b in arrivals.items() if b]
-        states = await read_register_indexes(self.host.driver, STATE_REGISTER, busy)
-        useless = {index[i] for i, st in states.items() if st == upta.STATE_U}
+        useless = None
+        if self.read_states:
+            try:
+                states = await read_register_indexes(self.host.driver, STATE_REGISTER, busy)
+                useless = {index[i] for i, st in states.items() if st == upta.STATE_U}
+            except Exception as err:      # BMv2: "Register reads are not supported yet"
+                if "UNIMPLEMENTED" not in str(err) and "not supported" not in str(err):
+                    raise
+                LOG.warning("%s: cannot read %s (%s): U states inferred from the rates "
+                            "from now on", self.host.switch.name, STATE_REGISTER, err)
+                self.read_states = False
+        if useless is None:
+            useless = self.infer_useless(port, arrivals, elapsed)
         self.useless[port] = useless
         return arrivals, useless, elapsed
+
+    def infer_useless(self, port: int, arrivals: Mapping[int, int], elapsed: float) -> set[int]:
+        """U slots by Fig. 7 on the measured rates (upta_control.infer_useless): tagged
+        flows (flow reports' class) have the policy's threshold, others none."""
+        s = self.settings[port]
+        if s.tagged_q >= 1:
+            return set()
+        t = max(elapsed, 1e-3)
+        rates = {slot: b * 8 / t for slot, b in arrivals.items() if b}
+        thresholds = {upta_control.flow_slot(key, s.table_slots): s.tagged_q
+                      for key in self.host.flows.flow_keys(port)
+                      if self.host.flows.flow_class(port, key) == C.CLASS_TAGGED}
+        fs_i, fs_u = self.shares_bps.get(port, (math.inf, math.inf))
+        return upta_control.infer_useless(rates, thresholds, self.useless[port], fs_i, fs_u)
 
     async def update_port(self, port: int) -> bool:
         """One interval of one port; True when the entry was rewritten."""

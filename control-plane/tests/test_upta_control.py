@@ -216,3 +216,23 @@ def test_probes_split_specs_four_per_probe_and_wrap_the_sequence():
     lowered = U.lower_probe(out[1][1][20:], 305835, 458752)
     report = U.BfdMessage.unpack(U.report_for(lowered))
     assert (report.icmp_type, report.sequence, report.fs_u, report.fs_i) == (21, 0, 305835, 458752)
+
+
+# ---------------------------------------------------------------- inferred U states
+def test_infer_useless_applies_fig7_to_measured_rates():
+    """l5 with S3 ON: fs_I = fs_U = 3.5/3 Mbit/s; the video at 1.75 Mbit/s has drop_prob
+    1 - 1.1667/1.75 = 0.333 > 0.12 -> U. Once U, fs_U = 3.5/3 still exceeds -> stays U.
+    S3 OFF: fs_U = 1.75 -> drop_prob 0 -> I again (the paper's §6 on/off mechanism)."""
+    rates = {VIDEO: 1_750_000.0, TCP: 1_250_000.0, BG: 9_375_000.0}
+    q = {VIDEO: 0.12}
+    third = C_L5 / 3
+    assert UC.infer_useless(rates, q, (), third, third) == {VIDEO}
+    assert UC.infer_useless(rates, q, {VIDEO}, 1_750_000.0, third) == {VIDEO}
+    assert UC.infer_useless(rates, q, {VIDEO}, 1_750_000.0, 1_750_000.0) == set()
+    # exactly p = q is not "exceeds": fs = 0.88 * rate
+    assert UC.infer_useless({VIDEO: 1_000_000.0}, {VIDEO: 0.125}, (), 875_000.0, 0) == set()
+    assert UC.infer_useless({VIDEO: 1_000_000.0}, {VIDEO: 0.125}, (), 874_999.0, 0) == {VIDEO}
+    # no threshold, no share, no rate: never U
+    assert UC.infer_useless(rates, {}, (), 1.0, 1.0) == set()
+    assert UC.infer_useless(rates, q, (), math.inf, math.inf) == set()
+    assert UC.infer_useless({VIDEO: 0.0}, q, (), 1.0, 1.0) == set()

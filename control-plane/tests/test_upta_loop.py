@@ -225,3 +225,29 @@ def test_run_cancels_cleanly():
 
     run_async(go())
     assert len(drv.reads) >= 2
+
+
+def test_unreadable_registers_fall_back_to_fig7_on_the_rates():
+    """BMv2 answers register reads UNIMPLEMENTED: the loop infers the video's U state
+    from its rate (tagged flow, q = 0.12) and the shares in force, once and for all."""
+    ctl, drv, clock = controller()
+
+    async def refuse(name, idx):
+        raise RuntimeError("UNIMPLEMENTED: Register reads are not supported yet")
+    drv.read_register_indexes = refuse
+    ctl.flows.observe(PORT, 1, VIDEO_KEY, 0.0)      # class 1 = TAGGED
+
+    async def go():
+        await ctl.upta.read_port(PORT)
+        for _ in range(2):                          # 1st: shares 3.5/3 each; 2nd: video U
+            drv.add(TCP_KEY, 40)
+            drv.add(VIDEO_KEY, 56)
+            drv.add(BG_KEY, 300)
+            clock.t += T
+            await ctl.upta.update_port(PORT)
+
+    run_async(go())
+    assert ctl.upta.read_states is False
+    assert ctl.upta.useless[PORT] == {UC.flow_slot(VIDEO_KEY, SLOTS)}
+    assert (drv.writes[-1][1].params["fs_u_scaled"],
+            drv.writes[-1][1].params["fs_i_scaled"]) == (305835, 458752)

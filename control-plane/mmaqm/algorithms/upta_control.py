@@ -209,3 +209,32 @@ def useless_specs(flows: Iterable[Sequence[int]]) -> list[upta.FlowSpec]:
     """U flows (5-tuples src, dst, protocol, sport, dport) as probe specs, S = 0, sorted."""
     return [upta.FlowSpec(src, dst, sport, dport, proto, False)
             for src, dst, proto, sport, dport in sorted(tuple(f) for f in flows)]
+
+
+# ---------------------------------------------------------------- U states without register reads
+def infer_useless(rates_bps: Mapping[int, float], thresholds: Mapping[int, float],
+                  was_useless: Iterable[int], fs_i_bps: float, fs_u_bps: float) -> set[int]:
+    """Fig. 7's I/U rule applied by the controller to the interval's measured rates, for
+    switches whose data-plane states cannot be read (BMv2's P4Runtime server answers
+    register reads UNIMPLEMENTED; the plan's state digests are not in the P4 yet).
+
+    rates_bps: slot -> lambda_i; thresholds: slot -> the loss threshold q of the flow in
+    that slot (slots without one are never U); was_useless: the slots U last interval.
+    A slot that was I becomes U when drop_prob = 1 - fs_I/lambda > q; one that was U
+    stays U while 1 - fs_U/lambda > q (Fig. 7: "p = q" does not exceed). The fair shares
+    are those in force during the interval (the last ones written); math.inf: none.
+    What it cannot know: a P-UPTA packet's rewritten q (eq. 17) downstream of the first
+    hop: the caller passes the flow's configured q, so a downstream router may call a
+    flow I that its data plane made U (only that router's M is then low by one)."""
+    before = set(was_useless)
+    out: set[int] = set()
+    for slot, rate in rates_bps.items():
+        q = thresholds.get(slot)
+        if q is None or q >= 1 or rate <= 0:
+            continue
+        fs = fs_u_bps if slot in before else fs_i_bps
+        if math.isinf(fs):
+            continue
+        if 1 - fs / rate > q:
+            out.add(slot)
+    return out
