@@ -22,6 +22,7 @@ Pure reading of files: nothing here touches a switch.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -44,9 +45,16 @@ PAPER_RHO = {1: (0.133, 0.067, 0.048, 0.062), 2: (0.267, 0.134, 0.097, 0.132),
 PAPER_TABLE2 = {"r1": (12.0, 0.0), "r2": (12.0, 9.1), "r3": (3.2, 10.0)}
 
 
+def _open(path: Path):
+    """path, or its .gz as tools/archive_run.py stores it in docs/results/."""
+    if not path.exists() and path.with_name(path.name + ".gz").exists():
+        return gzip.open(path.with_name(path.name + ".gz"), "rt")
+    return open(path)
+
+
 def _samples(counters: Path) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
-    with open(counters) as f:
+    with _open(counters) as f:
         for line in f:
             try:
                 s = json.loads(line)
@@ -99,7 +107,8 @@ def per_hop(run: Path, topo=None) -> list[dict[str, Any]]:
 
 
 def run_numbers(run: Path, hops: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    s = json.loads((run / "summary.json").read_text())
+    with _open(run / "summary.json") as f:
+        s = json.load(f)
     dur = float(s["scenario"]["duration_s"]) if isinstance(s.get("scenario"), dict) \
         and "duration_s" in s["scenario"] else 15.0
     flows = s["flows"]
@@ -155,7 +164,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         exp = json.loads((run_dir / "experiment.json").read_text()) \
             if (run_dir / "experiment.json").exists() else {}
         scen = Path(str(exp.get("scenario", "?"))).stem
-        for algo_dir in sorted(p for p in run_dir.iterdir() if (p / "summary.json").exists()):
+        for algo_dir in sorted(p for p in run_dir.iterdir()
+                               if (p / "summary.json").exists() or (p / "summary.json.gz").exists()):
             hops = per_hop(algo_dir, topo)
             nums = run_numbers(algo_dir, hops)
             tau[(scen.removesuffix("-p"), algo_dir.name)] = nums["tcp_bps"]

@@ -73,7 +73,8 @@ def test_every_router_reported_and_the_controller_computed_shares(run):
     topo = load_topology(TOPOLOGY)
     samples = upta_tables._samples(run_dir / "counters.jsonl")
     assert set(samples) == set(topo.switches)
-    events = [json.loads(line) for line in open(run_dir / "share_events.jsonl")]
+    with upta_tables._open(run_dir / "share_events.jsonl") as f:
+        events = [json.loads(line) for line in f]
     shares = [e for e in events if e.get("event") == "upta_interval"]
     # every router with a shaped port ran the loop (r1 ... r6; r7 has none)
     assert {e["switch"] for e in shares} == {"r1", "r2", "r3", "r4", "r5", "r6"}
