@@ -745,3 +745,56 @@ def describe(topo: Topology) -> str:
         for b in names[i + 1:]:
             lines.append(f"  rtt {a} <-> {b}: {topo.rtt_ms(a, b):g} ms")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------- C-UPTA / BFD (upta §5.3)
+@dataclass(frozen=True)
+class BfdSwitchPlan:
+    """What a switch needs for C-UPTA's BFD (docs/upta-plan.md §1.6-1.7), from the topology:
+    its own address, its edge ports (those facing hosts: a probe or report arriving there
+    is from outside the domain; a data packet arriving there is at its ingress edge), the
+    routes to the other routers' addresses (probes and reports are routed like data), and
+    as an ingress edge its BFD paths (output port, egress router) with the destination
+    prefixes that take each."""
+
+    switch: str
+    router_addr: str
+    edge_ports: tuple[int, ...]
+    router_routes: Mapping[str, int]          # "10.255.0.k/32" -> egress port
+    paths: tuple[Any, ...]                    # upta_control.BfdPath, ids from 0
+    path_of_prefix: Mapping[str, int]         # "host ip/32" -> path id
+
+
+def bfd_plan(topo: Topology) -> dict[str, BfdSwitchPlan]:
+    """Every switch's BfdSwitchPlan (switch index i -> address 10.255.0.(i + 1))."""
+    from mmaqm.algorithms import upta_control as UC
+
+    addr = {s.name: UC.router_address(s.index) for s in topo.switches.values()}
+    plans: dict[str, BfdSwitchPlan] = {}
+    for sw in topo.switches.values():
+        # BFS over the switches from sw: the first port toward every other router
+        first: dict[str, int] = {}
+        queue = deque([(sw.name, None)])
+        seen = {sw.name}
+        while queue:
+            node, via = queue.popleft()
+            for p in topo.switches[node].ports.values():
+                if p.peer in topo.switches and p.peer not in seen:
+                    seen.add(p.peer)
+                    port = p.number if via is None else via
+                    first[p.peer] = port
+                    queue.append((p.peer, port))
+        pairs = {(topo.egress_port(sw.name, h.name), addr[h.switch]): h
+                 for h in topo.hosts.values() if h.switch != sw.name}
+        paths = UC.assign_bfd_paths(pairs)
+        path_id = {(p.port, p.egress_addr): p.path_id for p in paths}
+        plans[sw.name] = BfdSwitchPlan(
+            switch=sw.name, router_addr=addr[sw.name],
+            edge_ports=tuple(sorted(p.number for p in sw.ports.values() if p.peer in topo.hosts)),
+            router_routes=MappingProxyType({f"{addr[t]}/32": port
+                                            for t, port in sorted(first.items())}),
+            paths=tuple(paths),
+            path_of_prefix=MappingProxyType({
+                f"{h.ip}/32": path_id[(topo.egress_port(sw.name, h.name), addr[h.switch])]
+                for h in topo.hosts.values() if h.switch != sw.name}))
+    return plans

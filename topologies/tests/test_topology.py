@@ -523,3 +523,25 @@ def test_shaped_errors_name_the_field(shaped, expected):
     data["shaped"] = shaped
     errors = _errors(data)
     assert any(e.startswith(expected) for e in errors), errors
+
+
+def test_bfd_plan_of_the_upta_chain():
+    """C-UPTA on Fig. 1 (plan §1.6-1.7): R1's edge ports face s1, s2; its BFD paths all
+    leave on port 3, one per egress router (R2 for s3, R6 for d3, R7 for d1, d2: the
+    paper's "identifier = output port" would merge them); every router reaches every
+    other router's address; a core router (R4) has no edge port."""
+    from mmaqm.algorithms.upta_control import BfdPath
+    plans = T.bfd_plan(load_topology(TOPOS / "upta-fig1.json"))
+    r1, r4, r7 = plans["r1"], plans["r4"], plans["r7"]
+    assert r1.router_addr == "10.255.0.1" and r7.router_addr == "10.255.0.7"
+    assert r1.edge_ports == (1, 2) and r4.edge_ports == () and r7.edge_ports == (1, 2)
+    assert r1.paths == (BfdPath(0, 3, "10.255.0.2"), BfdPath(1, 3, "10.255.0.6"),
+                        BfdPath(2, 3, "10.255.0.7"))
+    assert dict(r1.path_of_prefix) == {"10.0.3.1/32": 0, "10.0.6.1/32": 1,
+                                       "10.0.4.1/32": 2, "10.0.5.1/32": 2}
+    assert dict(r1.router_routes) == {f"10.255.0.{k}/32": 3 for k in range(2, 8)}
+    # R4: toward R1-R3 on port 2, toward R5-R7 on port 3
+    assert dict(r4.router_routes) == {**{f"10.255.0.{k}/32": 2 for k in (1, 2, 3)},
+                                      **{f"10.255.0.{k}/32": 3 for k in (5, 6, 7)}}
+    # R7 answers probes toward R1 and R2 (the reports go back on port 3)
+    assert {p.egress_addr for p in r7.paths} == {"10.255.0.1", "10.255.0.2", "10.255.0.6"}
