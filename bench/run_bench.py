@@ -72,7 +72,18 @@ HOST_IF_MAC = {1: "02:00:00:00:01:01", 2: "02:00:00:00:02:fe"}  # h2 != next hop
 PREFIXES = {1: "10.0.1.0/24", 2: "10.0.2.0/24"}
 SRC_IP, DST_IP = "10.0.1.1", "10.0.2.1"
 
-ALGORITHMS = tuple(POLICY_ACTION_OF)   # every algorithm the program has, in registry order
+# UPTA's modes are variants of one action (upta.p4): B, P and C are benched apart. With
+# no fair share (the controller's loop does not run here) UPTA still runs its whole
+# per-packet path (estimator, Fig. 7 tests) and never drops.
+UPTA_VARIANTS = {"UPTA_B": "B", "UPTA_P": "P", "UPTA_C": "C"}
+# every algorithm the program has, in registry order (UPTA as its variants)
+ALGORITHMS = tuple(v for a in POLICY_ACTION_OF
+                   for v in (UPTA_VARIANTS if a == "UPTA" else (a,)))
+
+
+def policy_algorithm(variant: str) -> str:
+    """The configuration algorithm of a bench variant."""
+    return "UPTA" if variant in UPTA_VARIANTS else variant
 BASELINE = "minimal_ipv4"
 # AQM settings under which no AQM decision can drop at the bench load: the
 # queue the P4 program sees never comes near these (checked after every
@@ -149,8 +160,11 @@ def ctl(bed: lab.Lab, *args: str, timeout: float = 90) -> dict:
 
 
 # ------------------------------------------------------------ configuration
-def aqm_config(algorithm: str) -> dict:
+def aqm_config(variant: str) -> dict:
+    algorithm = policy_algorithm(variant)
     policy: dict = {"algorithm": algorithm, "queue_limit_pkts": QUEUE_LIMIT_PKTS}
+    if variant in UPTA_VARIANTS:
+        policy.update(upta_mode=UPTA_VARIANTS[variant], upta_tagged_loss_threshold=0.12)
     if algorithm not in NON_RED_ALGORITHMS:
         policy.update(min_th_pkts=MIN_TH_PKTS, max_th_pkts=MAX_TH_PKTS, max_p=0.1)
     if algorithm in ("CBT_RED_ALL", "CBT_RED_TCP_ONLY"):
@@ -426,7 +440,7 @@ def program_cost(variant: str) -> dict:
     if variant == BASELINE:
         own = [name for name in primitives if name.endswith(".route")]
     else:
-        alias = POLICY_ACTION_OF[variant]
+        alias = POLICY_ACTION_OF[policy_algorithm(variant)]
         own = [alias] + [name for name in primitives if name.endswith(f".{alias}_admission")]
     return {
         "bmv2_tables": sum(s["tables"] for s in bmv2_pipeline_stats.pipeline_stats(data).values()),

@@ -30,6 +30,10 @@ LOG = logging.getLogger(__name__)
 TABLE_ROUTES = "ipv4_lpm"
 TABLE_CLASSIFIER = "classifier"
 TABLE_POLICY = "port_policy"
+# UPTA / BFD (upta.p4)
+TABLE_UPTA_EDGE_PORT = "upta_edge_port"
+TABLE_UPTA_LOCAL_ADDR = "upta_local_addr"
+TABLE_UPTA_BFD_PATH = "upta_bfd_path"
 DIGEST_FLOW = "flow_digest_t"
 # Priorities of classifier entries: TCP wins over any DSCP rule.
 _PRIO_TCP = 100
@@ -238,6 +242,32 @@ class SwitchDriver:
                 action=fy.Action("route", port=port, src_mac=src_mac, dst_mac=next_hop_mac),
             )
         ])
+
+    async def install_upta_edge_port(self, port: int, *, cpu: bool = False) -> None:
+        """UPTA/BFD (upta.p4): `port` faces hosts or another domain (an edge port: QoS
+        Probes and Reports arriving on it are dropped and counted; C-UPTA's ingress
+        edge), or, with cpu, is the controller's port (the only origin of probes)."""
+        if not 0 <= port < 512:
+            raise ValueError(f"port {port} outside 0..511")
+        await self.switch.write([+fy.P4TableEntry(
+            TABLE_UPTA_EDGE_PORT, match=fy.Match(port=port),
+            action=fy.Action("upta_cpu" if cpu else "upta_edge"))])
+
+    async def install_upta_local_addr(self, addr: str) -> None:
+        """BFD (upta.p4): one of this router's own addresses (probes to it are answered,
+        reports to it accepted)."""
+        await self.switch.write([+fy.P4TableEntry(
+            TABLE_UPTA_LOCAL_ADDR, match=fy.Match(addr=str(ipaddress.IPv4Address(addr))),
+            action=fy.Action("upta_local"))])
+
+    async def install_upta_bfd_path(self, prefix: str, path: int) -> None:
+        """C-UPTA (upta.p4): packets to `prefix` take BFD path `path` (< BFD_PATHS)."""
+        if not 0 <= path < C.BFD_PATHS:
+            raise ValueError(f"path {path} outside 0..{C.BFD_PATHS - 1}")
+        network = ipaddress.IPv4Network(prefix)
+        await self.switch.write([+fy.P4TableEntry(
+            TABLE_UPTA_BFD_PATH, match=fy.Match(ipv4_dst=str(network)),
+            action=fy.Action("upta_path", path=path))])
 
     async def install_cut_in_slot_session(self, port: int) -> None:
         """The clone session of ChIPS's FIFO slot clones for one port (chips.p4):

@@ -687,3 +687,33 @@ def test_fixed_model_tracks_float_fig7_on_off() -> None:
     assert fixed == flt
     assert fixed[999] == ADMIT and fixed[1000] == UPTA_USELESS
     assert set(fixed[1000:1500]) == {UPTA_USELESS} and set(fixed[1500:]) == {ADMIT}
+
+
+def test_config_keys_defaults_and_encoding() -> None:
+    from mmaqm.config import ConfigError, parse_policy
+    from mmaqm.encoding import policy_action
+    p = parse_policy({"algorithm": "UPTA"})
+    assert (p.upta_mode, p.upta_flow_slots, p.upta_k_shift, p.upta_tagged_loss_threshold) == \
+        ("B", 4096, 17, None)
+    a = policy_action(p, policy_epoch=5, flow_epoch_shift=0)
+    # no interval yet: no fair share, no reciprocal, no threshold for tagged packets
+    assert a.name == "upta" and dict(a.params) == {
+        "queue_limit_pkts": 64, "flow_epoch_shift": 0, "policy_epoch": 5, "upta_mode": 0,
+        "k_shift": 17, "slot_mask": 4095, "fs_i_scaled": U.FS_INFINITE,
+        "fs_u_scaled": U.FS_INFINITE, "inv_fs_i_mant": 0, "inv_fs_i_shift": 0,
+        "inv_fs_u_mant": 0, "inv_fs_u_shift": 0, "tagged_q16": 0xFFFF}
+    p = parse_policy({"algorithm": "UPTA", "upta_mode": "P", "upta_flow_slots": 16,
+                      "upta_k_shift": 10, "upta_tagged_loss_threshold": 0.12})
+    a = policy_action(p, policy_epoch=5, flow_epoch_shift=0, upta_shares_bps=(1.75e6, 3.5e6 / 3))
+    assert dict(a.params) == {"queue_limit_pkts": 64, "flow_epoch_shift": 0, "policy_epoch": 5,
+                              **U.action_params(U.MODE_P, 1.75e6, 3.5e6 / 3, table_slots=16,
+                                                k_shift=10, tagged_q=0.12, queue_limit_pkts=64)}
+    assert a.params["tagged_q16"] == 7864 and a.params["slot_mask"] == 15
+    with pytest.raises(ConfigError) as err:
+        parse_policy({"algorithm": "UPTA", "upta_mode": "Q", "upta_flow_slots": 12,
+                      "upta_k_shift": 25, "upta_tagged_loss_threshold": 1.5, "max_p": 0.1})
+    assert sorted(e.split(":")[0] for e in err.value.errors) == [
+        "policy.max_p", "policy.upta_flow_slots", "policy.upta_k_shift", "policy.upta_mode",
+        "policy.upta_tagged_loss_threshold"]
+    with pytest.raises(ConfigError, match="only for UPTA"):
+        parse_policy({"algorithm": "DROP_TAIL", "upta_mode": "B"})

@@ -112,8 +112,8 @@ const bit<32> UPTA_SLOTS_PER_PORT = 4096;
 const bit<8> UPTA_RATE_FRAC_BITS = 4;          // rates: bytes per K * 2^4 (plan §1.3)
 const bit<32> UPTA_Q16_ONE = 65536;            // loss thresholds and draws: [0, 1) * 2^16
 const bit<16> UPTA_Q_NONE = 0xFFFF;            // "no loss threshold": never made U
-// upta_mode: 0 = B-UPTA, every router decides alone (upta §2); a fair share of
-// 0xFFFFFFFF is "none" (R (2^16 - x) never exceeds it).
+// upta_mode: 0 = B-UPTA, every router decides alone (upta §2).
+const bit<32> UPTA_FS_NONE = 0xFFFFFFFF;       // "no fair share": R (2^16 - x) never exceeds it
 const bit<8> UPTA_MODE_P = 1;                  // P-UPTA: q travels in the packet (upta §4, eq. 17)
 const bit<8> UPTA_MODE_C = 2;                  // C-UPTA: the ingress edge decides (upta §5)
 const bit<1> UPTA_STATE_U = 0;                 // U or new (Fig. 7 treats both alike)
@@ -125,7 +125,26 @@ const bit<4> UPTA_OPTION_IHL = 6;              // IHL of a packet carrying only 
 // upta_events counter, index port * NUM_UPTA_EVENTS + event (mmaqm.algorithms.upta.EVENTS)
 const bit<32> UPTA_EVENT_FLOW_COLLISION = 0;   // another flow used the slot less than K ago
 const bit<32> UPTA_EVENT_I_TO_U = 1;           // an I flow became U (Fig. 7)
-const bit<32> NUM_UPTA_EVENTS = 2;
+const bit<32> UPTA_EVENT_PROBE_SENT = 2;       // BFD: a probe left the ingress edge (from the controller port)
+const bit<32> UPTA_EVENT_PROBE_LOWERED = 3;    // BFD: a probe left through a upta port (eqs. 25-26)
+const bit<32> UPTA_EVENT_PROBE_ANSWERED = 4;   // BFD: the egress edge turned a probe into a report
+const bit<32> UPTA_EVENT_PROBE_FROM_EDGE = 5;  // BFD: a probe arrived on an edge port: dropped
+const bit<32> UPTA_EVENT_PROBE_MALFORMED = 6;  // BFD: a probe to this router failed its checks
+const bit<32> UPTA_EVENT_REPORT_ACCEPTED = 7;  // BFD: a report set a path's fair shares
+const bit<32> UPTA_EVENT_REPORT_FROM_EDGE = 8; // BFD: a report arrived on an edge port: dropped
+const bit<32> UPTA_EVENT_REPORT_STALE = 9;     // BFD: wrong identifier or sequence: dropped
+const bit<32> UPTA_EVENT_REPORT_MALFORMED = 10; // BFD: wrong checksum or length: dropped
+const bit<32> NUM_UPTA_EVENTS = 11;
+// BFD (upta §5.3, Fig. 8; plan §1.7): ICMP types, paths (identifiers) per switch,
+// flow specs parsed (a header stack of 4), message sizes.
+const bit<8> ICMP_QOS_PROBE = 20;
+const bit<8> ICMP_QOS_REPORT = 21;
+const bit<32> BFD_PATHS = 64;
+const bit<16> BFD_IP_LEN = 36;                 // IPv4 20 + BFD 16: a report, or a probe without specs
+const bit<16> BFD_SPEC_BYTES = 16;
+const bit<32> BFD_REPORT_FRAME_BYTES = 50;     // Ethernet 14 + IPv4 20 + BFD 16
+const bit<8> BFD_REPORT_TTL = 64;
+const bit<17> BFD_SEQ_VALID = 0x10000;         // upta_probe_seq holds BFD_SEQ_VALID | sequence
 
 // ---- digests
 const bit<32> FLOW_DIGEST_RECEIVER = 1;

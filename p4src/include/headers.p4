@@ -60,6 +60,26 @@ header icmp_t {
     bit<16> checksum;
 }
 
+// BFD QoS Probe / Report (upta §5.3, Fig. 8; plan §1.7) after icmp_t (type 20 or 21,
+// code, checksum): 12 more bytes; fair shares in the rate unit of upta.p4.
+header bfd_t {
+    bit<16> identifier;   // the BFD path id (< BFD_PATHS)
+    bit<16> sequence;
+    bit<32> fs_u;         // Path Minimum Fairshare (U Flows): alpha_min (eq. 23)
+    bit<32> fs_i;         // Path Minimum Fairshare (I Flows): alpha'_min (eq. 24)
+}
+
+// A probe's Flow Spec (§5.3.2; the layout is ours): flags bit 7 = S (1 I, 0 U).
+header bfd_spec_t {
+    ipv4_addr_t src_addr;
+    ipv4_addr_t dst_addr;
+    l4_port_t   src_port;
+    l4_port_t   dst_port;
+    bit<8>      protocol;
+    bit<8>      flags;
+    bit<16>     reserved;
+}
+
 struct headers_t {
     ethernet_t ethernet;
     ipv4_t     ipv4;
@@ -67,6 +87,8 @@ struct headers_t {
     tcp_t      tcp;
     udp_t      udp;
     icmp_t     icmp;
+    bfd_t      bfd;
+    bfd_spec_t[4] bfd_specs;  // BFD_MAX_SPECS (upta.BFD_MAX_SPECS)
 }
 
 // Exact occupancy of the egress port when the packet arrives (occupancy.p4).
@@ -148,8 +170,13 @@ struct local_metadata_t {
     // UPTA, C-UPTA (upta.p4): the packet came in on an edge port (its ingress edge),
     // and then the path minima BFD reported for its path (UPTA_FS_NONE: no report).
     bool            upta_from_edge;
+    bool            upta_from_cpu;    // came in on the controller's port (BFD probe origin)
     bit<32>         upta_path_fs_u;
     bit<32>         upta_path_fs_i;
+    // BFD (upta.p4): every flow spec the IPv4 length announces was parsed (so the
+    // ICMP checksum can be verified); the message was consumed here (dropped).
+    bool            bfd_complete;
+    bool            bfd_consumed;
 }
 
 // Active-flow report: one per flow per epoch (dcbt §3.1 active flow counting).

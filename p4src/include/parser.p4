@@ -73,6 +73,51 @@ parser MmaqmParser(packet_in packet,
 
     state parse_icmp {
         packet.extract(hdr.icmp);
+        transition select(hdr.icmp.icmp_type) {
+            ICMP_QOS_PROBE: parse_bfd;
+            ICMP_QOS_REPORT: parse_bfd;
+            default: accept;
+        }
+    }
+
+    // BFD (upta.p4): a report is 16 bytes; a probe's flow specs are extracted when the
+    // IPv4 length says 0..4 of them (no parser arithmetic); otherwise bfd_complete
+    // stays false and the egress edge drops the probe as PROBE_MALFORMED.
+    state parse_bfd {
+        packet.extract(hdr.bfd);
+        transition select(hdr.icmp.icmp_type, hdr.ipv4.total_len) {
+            (ICMP_QOS_REPORT, BFD_IP_LEN): bfd_complete;
+            (ICMP_QOS_PROBE, BFD_IP_LEN): bfd_complete;
+            (ICMP_QOS_PROBE, BFD_IP_LEN + BFD_SPEC_BYTES): parse_bfd_spec1;
+            (ICMP_QOS_PROBE, BFD_IP_LEN + 2 * BFD_SPEC_BYTES): parse_bfd_spec2;
+            (ICMP_QOS_PROBE, BFD_IP_LEN + 3 * BFD_SPEC_BYTES): parse_bfd_spec3;
+            (ICMP_QOS_PROBE, BFD_IP_LEN + 4 * BFD_SPEC_BYTES): parse_bfd_spec4;
+            default: accept;
+        }
+    }
+
+    state parse_bfd_spec4 {
+        packet.extract(hdr.bfd_specs.next);
+        transition parse_bfd_spec3;
+    }
+
+    state parse_bfd_spec3 {
+        packet.extract(hdr.bfd_specs.next);
+        transition parse_bfd_spec2;
+    }
+
+    state parse_bfd_spec2 {
+        packet.extract(hdr.bfd_specs.next);
+        transition parse_bfd_spec1;
+    }
+
+    state parse_bfd_spec1 {
+        packet.extract(hdr.bfd_specs.next);
+        transition bfd_complete;
+    }
+
+    state bfd_complete {
+        meta.bfd_complete = true;
         transition accept;
     }
 }
@@ -121,6 +166,8 @@ control MmaqmDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.tcp);
         packet.emit(hdr.udp);
         packet.emit(hdr.icmp);
+        packet.emit(hdr.bfd);
+        packet.emit(hdr.bfd_specs);
     }
 }
 

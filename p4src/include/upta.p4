@@ -69,6 +69,185 @@ bit<16> upta_threshold_update(in bit<16> q16, in bit<32> rate, in bit<32> fs,
     return q_out;
 }
 
+// ---- BFD (upta §5.3, Fig. 8; plan §1.7)
+// The ingress edge's state per BFD path (the messages' identifier, < BFD_PATHS):
+register<bit<17>>(BFD_PATHS) upta_probe_seq;   // BFD_SEQ_VALID | sequence of the last probe; 0 none
+register<bit<32>>(BFD_PATHS) upta_path_fs_u;   // alpha_min of the last accepted report; 0 none
+register<bit<32>>(BFD_PATHS) upta_path_fs_i;   // alpha'_min
+
+// RFC 1071 checksum arithmetic: the one's complement sum of 16-bit words, folded.
+bit<16> ones_fold(in bit<32> sum) {
+    bit<32> once = (sum & 0xFFFF) + (sum >> 16);
+    return (bit<16>)((once & 0xFFFF) + (once >> 16));
+}
+
+// The two 16-bit words of a 32-bit field, added.
+bit<32> bfd_words32(in bit<32> x) {
+    return (bit<32>)x[31:16] + (bit<32>)x[15:0];
+}
+
+// The 16-bit words of a parsed flow spec, added (0 when the spec is not there).
+bit<32> bfd_spec_sum(in bfd_spec_t spec) {
+    bit<32> sum = 0;
+    if (spec.isValid()) {
+        sum = bfd_words32(spec.src_addr) + bfd_words32(spec.dst_addr)
+              + (bit<32>)spec.src_port + (bit<32>)spec.dst_port
+              + (bit<32>)(spec.protocol ++ spec.flags) + (bit<32>)spec.reserved;
+    }
+    return sum;
+}
+
+// Edge ports (configuration, table upta_edge_port): ports facing hosts or other
+// domains. A packet that came in on one is at its ingress edge (C-UPTA), and a
+// QoS Probe or Report that came in on one is outside the UPTA domain: dropped and
+// counted, whatever its address (plan §1.7 "Security").
+control UptaEdge(in headers_t hdr, inout local_metadata_t meta,
+                 in standard_metadata_t standard_metadata) {
+    action upta_edge() {
+        meta.upta_from_edge = true;
+    }
+
+    // The controller's port (BMv2 --cpu-port, P4Runtime PacketOut): probes from it
+    // originate here (plan §1.7 "Probe generation"); only it may originate probes.
+    action upta_cpu() {
+        meta.upta_from_cpu = true;
+    }
+
+    table upta_edge_port {
+        key = { standard_metadata.ingress_port : exact @name("port"); }
+        actions = { upta_edge; upta_cpu; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = NUM_PORTS;
+    }
+
+    apply {
+        upta_edge_port.apply();
+    }
+}
+
+// A QoS Probe or Report (hdr.bfd valid) before routing: the BFD endpoint roles.
+//   from an edge port: dropped, PROBE_FROM_EDGE / REPORT_FROM_EDGE;
+//   a probe from the controller's port (upta_cpu) with identifier < BFD_PATHS:
+//     this router is the path's ingress edge: its sequence is remembered for the
+//     report, PROBE_SENT, and it is routed (and lowered) like any probe;
+//   probe to this router (upta_local_addr) from a domain port: egress edge; with
+//     a correct checksum over every parsed spec it becomes the report in place
+//     (type 21, addresses swapped, TTL 64, 16 bytes; at most one packet per
+//     probe) and is routed back, PROBE_ANSWERED; else dropped, PROBE_MALFORMED;
+//   report to this router from a domain port: ingress edge; consumed: correct
+//     checksum and length, else REPORT_MALFORMED; identifier < BFD_PATHS and the
+//     sequence of the path's last probe, else REPORT_STALE; then the path's
+//     minima are written, REPORT_ACCEPTED;
+//   anything else is in transit: routed (a probe is lowered by the upta port it
+//     leaves through, Upta below).
+// Events count at index ingress port * NUM_UPTA_EVENTS + event.
+control BfdEndpoint(inout headers_t hdr, inout local_metadata_t meta,
+                    inout standard_metadata_t standard_metadata) {
+    action upta_local() {}
+
+    // This router's own addresses (a /32 each, plan §1.7 "Router addresses").
+    table upta_local_addr {
+        key = { hdr.ipv4.dst_addr : exact @name("addr"); }
+        actions = { upta_local; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = 4;
+    }
+
+    @hidden
+    action count_event(bit<32> event) {
+        if ((bit<32>)standard_metadata.ingress_port < NUM_PORTS) {
+            upta_events.count((bit<32>)standard_metadata.ingress_port * NUM_UPTA_EVENTS + event);
+        }
+    }
+
+    @hidden
+    action consume(bit<32> event) {
+        meta.bfd_consumed = true;
+        count_event(event);
+    }
+
+    // The ICMP checksum check (RFC 1071): the one's complement sum of every parsed
+    // 16-bit word, the checksum included, is 0xFFFF for a correct message. Summed
+    // word by word (BMv2's csum16 hash over the spec stack did not give it).
+    @hidden
+    action icmp_check(out bool correct) {
+        bit<32> sum = (bit<32>)(hdr.icmp.icmp_type ++ hdr.icmp.icmp_code)
+                      + (bit<32>)hdr.icmp.checksum + (bit<32>)hdr.bfd.identifier
+                      + (bit<32>)hdr.bfd.sequence + bfd_words32(hdr.bfd.fs_u)
+                      + bfd_words32(hdr.bfd.fs_i) + bfd_spec_sum(hdr.bfd_specs[0])
+                      + bfd_spec_sum(hdr.bfd_specs[1]) + bfd_spec_sum(hdr.bfd_specs[2])
+                      + bfd_spec_sum(hdr.bfd_specs[3]);
+        correct = ones_fold(sum) == 0xFFFF;
+    }
+
+    // The egress edge's answer (§5.3.3, mmaqm.algorithms.upta.report_for).
+    @hidden
+    action answer_probe() {
+        hdr.icmp.icmp_type = ICMP_QOS_REPORT;
+        ipv4_addr_t probe_src = hdr.ipv4.src_addr;
+        hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
+        hdr.ipv4.dst_addr = probe_src;
+        hdr.ipv4.ttl = BFD_REPORT_TTL;
+        hdr.ipv4.total_len = BFD_IP_LEN;
+        hdr.bfd_specs[0].setInvalid();
+        hdr.bfd_specs[1].setInvalid();
+        hdr.bfd_specs[2].setInvalid();
+        hdr.bfd_specs[3].setInvalid();
+        truncate(BFD_REPORT_FRAME_BYTES);
+        hdr.icmp.checksum = ~ones_fold((bit<32>)(ICMP_QOS_REPORT ++ hdr.icmp.icmp_code)
+                                       + (bit<32>)hdr.bfd.identifier + (bit<32>)hdr.bfd.sequence
+                                       + bfd_words32(hdr.bfd.fs_u) + bfd_words32(hdr.bfd.fs_i));
+        count_event(UPTA_EVENT_PROBE_ANSWERED);
+    }
+
+    @hidden
+    action send_probe() {
+        upta_probe_seq.write((bit<32>)hdr.bfd.identifier,
+                             BFD_SEQ_VALID | (bit<17>)hdr.bfd.sequence);
+        count_event(UPTA_EVENT_PROBE_SENT);
+    }
+
+    @hidden
+    action accept_report() {
+        bit<32> path = (bit<32>)hdr.bfd.identifier;
+        bit<17> last_seq;
+        upta_probe_seq.read(last_seq, path);
+        if (last_seq == (BFD_SEQ_VALID | (bit<17>)hdr.bfd.sequence)) {
+            upta_path_fs_u.write(path, hdr.bfd.fs_u);
+            upta_path_fs_i.write(path, hdr.bfd.fs_i);
+            consume(UPTA_EVENT_REPORT_ACCEPTED);
+        } else {
+            consume(UPTA_EVENT_REPORT_STALE);
+        }
+    }
+
+    apply {
+        bool is_probe = hdr.icmp.icmp_type == ICMP_QOS_PROBE;
+        if (meta.upta_from_edge) {
+            consume(is_probe ? UPTA_EVENT_PROBE_FROM_EDGE : UPTA_EVENT_REPORT_FROM_EDGE);
+        } else if (meta.upta_from_cpu && is_probe && (bit<32>)hdr.bfd.identifier < BFD_PATHS) {
+            send_probe();
+        } else if (upta_local_addr.apply().hit) {
+            bool correct;
+            icmp_check(correct);
+            bool wellformed = meta.bfd_complete && correct;
+            if (is_probe) {
+                if (wellformed) {
+                    answer_probe();
+                } else {
+                    consume(UPTA_EVENT_PROBE_MALFORMED);
+                }
+            } else if (!wellformed) {
+                consume(UPTA_EVENT_REPORT_MALFORMED);
+            } else if ((bit<32>)hdr.bfd.identifier >= BFD_PATHS) {
+                consume(UPTA_EVENT_REPORT_STALE);
+            } else {
+                accept_report();
+            }
+        }
+    }
+}
+
 control Upta(inout headers_t hdr, inout local_metadata_t meta,
              inout standard_metadata_t standard_metadata) {
     @hidden  // applied by the control, never by the controller: not in the P4Info
@@ -174,8 +353,69 @@ control Upta(inout headers_t hdr, inout local_metadata_t meta,
         }
     }
 
+    // A QoS Probe or Report in transit: BFD control traffic, not a flow. Only the
+    // queue limit applies; a probe leaving through this port has its path minima
+    // lowered to the port's shares (eqs. 25-26) with the ICMP checksum updated
+    // incrementally (RFC 1624 eqn. 3, HC' = ~(~HC + ~m + m'), for the four changed
+    // words; mmaqm.algorithms.upta.lower_probe).
+    @hidden
+    action upta_bfd_transit() {
+        queue_arrival(meta.port_index, meta.class_index,
+                      meta.occupancy.queue_pkts, meta.occupancy.class_pkts);
+        queue_admit_or_drop(meta.port_index, meta.class_index,
+                            meta.occupancy.queue_pkts, meta.occupancy.class_pkts,
+                            meta.policy.queue_limit_pkts,
+                            meta.aqm_drop, meta.drop_reason, meta.ecn_mark, meta.admitted);
+        if (!meta.admitted) {
+            mark_to_drop(standard_metadata);
+        } else if (hdr.icmp.icmp_type == ICMP_QOS_PROBE) {
+            bit<32> old_u = hdr.bfd.fs_u;
+            bit<32> old_i = hdr.bfd.fs_i;
+            bit<32> new_u = meta.policy.upta_fs_u_scaled < old_u ? meta.policy.upta_fs_u_scaled : old_u;
+            bit<32> new_i = meta.policy.upta_fs_i_scaled < old_i ? meta.policy.upta_fs_i_scaled : old_i;
+            bit<32> sum = (bit<32>)(~hdr.icmp.checksum)
+                          + (bit<32>)(~old_u[31:16]) + (bit<32>)new_u[31:16]
+                          + (bit<32>)(~old_u[15:0]) + (bit<32>)new_u[15:0]
+                          + (bit<32>)(~old_i[31:16]) + (bit<32>)new_i[31:16]
+                          + (bit<32>)(~old_i[15:0]) + (bit<32>)new_i[15:0];
+            hdr.icmp.checksum = ~ones_fold(sum);
+            hdr.bfd.fs_u = new_u;
+            hdr.bfd.fs_i = new_i;
+            upta_events.count(meta.port_index * NUM_UPTA_EVENTS + UPTA_EVENT_PROBE_LOWERED);
+        }
+    }
+
+    action upta_path(bit<32> path) {
+        bit<32> fs_u;
+        bit<32> fs_i;
+        upta_path_fs_u.read(fs_u, path);
+        upta_path_fs_i.read(fs_i, path);
+        meta.upta_path_fs_u = fs_u == 0 ? UPTA_FS_NONE : fs_u;
+        meta.upta_path_fs_i = fs_i == 0 ? UPTA_FS_NONE : fs_i;
+    }
+
+    action upta_no_path() {
+        meta.upta_path_fs_u = UPTA_FS_NONE;
+        meta.upta_path_fs_i = UPTA_FS_NONE;
+    }
+
+    // C-UPTA ingress edge: the BFD path of the packet's destination (plan §1.6).
+    table upta_bfd_path {
+        key = { hdr.ipv4.dst_addr : lpm @name("ipv4_dst"); }
+        actions = { upta_path; @defaultonly upta_no_path; }
+        const default_action = upta_no_path();
+        size = BFD_PATHS;
+    }
+
     apply {
-        upta_admission();
+        if (hdr.bfd.isValid()) {
+            upta_bfd_transit();
+        } else {
+            if (meta.policy.upta_mode == UPTA_MODE_C && meta.upta_from_edge) {
+                upta_bfd_path.apply();
+            }
+            upta_admission();
+        }
     }
 }
 

@@ -21,6 +21,8 @@ control MmaqmIngress(inout headers_t hdr,
     Classifier() classifier;
     Aqm() aqm;
     FlowReport() flow_report;
+    UptaEdge() upta_edge;
+    BfdEndpoint() bfd_endpoint;
 
     // Frames from port numbers >= NUM_PORTS (outside the counter) are dropped uncounted.
     action discard(bit<8> reason) {
@@ -51,18 +53,26 @@ control MmaqmIngress(inout headers_t hdr,
         } else if (hdr.ipv4.ttl <= 1) {
             discard(DISCARD_TTL_EXPIRED);
         } else {
-            routing.apply(hdr, meta, standard_metadata);
-            if (!meta.routed) {
-                discard(DISCARD_NO_ROUTE);
-            } else if (meta.port_index >= NUM_PORTS) {
-                discard(DISCARD_NO_POLICY);
+            upta_edge.apply(hdr, meta, standard_metadata);   // C-UPTA and BFD (upta.p4)
+            if (hdr.bfd.isValid()) {                         // a QoS Probe or Report
+                bfd_endpoint.apply(hdr, meta, standard_metadata);
+            }
+            if (meta.bfd_consumed) {
+                mark_to_drop(standard_metadata);   // counted in upta_events by the endpoint
             } else {
-                classifier.apply(hdr, meta);
-                aqm.apply(hdr, meta, standard_metadata);
-                if (!meta.aqm_applied) {
+                routing.apply(hdr, meta, standard_metadata);
+                if (!meta.routed) {
+                    discard(DISCARD_NO_ROUTE);
+                } else if (meta.port_index >= NUM_PORTS) {
                     discard(DISCARD_NO_POLICY);
                 } else {
-                    flow_report.apply(hdr, meta, standard_metadata);
+                    classifier.apply(hdr, meta);
+                    aqm.apply(hdr, meta, standard_metadata);
+                    if (!meta.aqm_applied) {
+                        discard(DISCARD_NO_POLICY);
+                    } else {
+                        flow_report.apply(hdr, meta, standard_metadata);
+                    }
                 }
             }
         }

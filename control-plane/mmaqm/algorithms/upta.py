@@ -78,13 +78,13 @@ FS_INFINITE = MASK32              # "no constraint": N - S - M = 0, or no report
 # owns UPTA_SLOTS_PER_PORT of them, index port * UPTA_SLOTS_PER_PORT + slot) and
 # per BFD path (identifier) of the switch.
 UPTA_SLOTS_PER_PORT: int = C.UPTA_SLOTS_PER_PORT
-BFD_PATHS = 64
+BFD_PATHS: int = C.BFD_PATHS
 REGISTERS: dict[str, tuple[int, int]] = {
     "upta_rate": (RATE_BITS, UPTA_SLOTS_PER_PORT),
     "upta_last_us": (48, UPTA_SLOTS_PER_PORT),
     "upta_state": (1, UPTA_SLOTS_PER_PORT),
     "upta_sig": (32, UPTA_SLOTS_PER_PORT),
-    "upta_probe_seq": (16, BFD_PATHS),
+    "upta_probe_seq": (17, BFD_PATHS),     # BFD_SEQ_VALID | sequence; 0 = no probe sent
     "upta_path_fs_u": (32, BFD_PATHS),
     "upta_path_fs_i": (32, BFD_PATHS),
 }
@@ -93,9 +93,8 @@ PER_SLOT_REGISTERS = ("upta_rate", "upta_last_us", "upta_state", "upta_sig")
 EVENTS = ("FLOW_COLLISION", "I_TO_U", "PROBE_SENT", "PROBE_LOWERED", "PROBE_ANSWERED",
           "PROBE_FROM_EDGE", "PROBE_MALFORMED", "REPORT_ACCEPTED", "REPORT_FROM_EDGE",
           "REPORT_STALE", "REPORT_MALFORMED")
-# The events upta.p4 counts so far (defines.p4 UPTA_EVENT_*: the first of EVENTS, in order).
-if tuple(C.UPTA_EVENTS) != EVENTS[:len(C.UPTA_EVENTS)] \
-        or list(C.UPTA_EVENTS.values()) != list(range(len(C.UPTA_EVENTS))):
+# upta.p4's events (defines.p4 UPTA_EVENT_*), in this order.
+if tuple(C.UPTA_EVENTS) != EVENTS or list(C.UPTA_EVENTS.values()) != list(range(len(EVENTS))):
     raise ImportError(f"defines.p4 UPTA_EVENT_* {C.UPTA_EVENTS} differ from EVENTS {EVENTS}")
 
 
@@ -133,8 +132,8 @@ OPTION_TYPE: int = C.UPTA_OPTION_TYPE
 OPTION_LEN: int = C.UPTA_OPTION_LEN
 
 # BFD (upta §5.3, Fig. 8).
-ICMP_QOS_PROBE = 20
-ICMP_QOS_REPORT = 21
+ICMP_QOS_PROBE: int = C.ICMP_QOS_PROBE
+ICMP_QOS_REPORT: int = C.ICMP_QOS_REPORT
 CODE_BANDWIDTH = 0
 BFD_HEADER_BYTES = 16             # type, code, checksum, identifier, sequence, 2 fair shares
 FLOW_SPEC_BYTES = 16              # src(4) dst(4) sport(2) dport(2) proto(1) flags(1) reserved(2)
