@@ -101,6 +101,9 @@ fairness):
                       (4096, defines.p4); flows that hash to one slot share its state
   upta_k_shift        [17] the rate estimator's K = 2^k microseconds, 0..24 (2^17 us =
                       131 ms, CSFQ's 100 ms to the nearest power of two; plan §1.3)
+  capacity_mbps       C of eqs. 18-19 in Mbit/s (the port's link rate): the controller's
+                      fair-share loop (upta_loop) computes the port's shares from it every
+                      T = K; absent: no loop, the entry keeps "none" (PTF tests set shares)
   upta_tagged_loss_threshold  [none] loss threshold q in [0, 1] of tagged packets that
                       carry no UPTA option (the paper's video: 0.12); absent: such
                       packets have none and are never made U
@@ -211,6 +214,7 @@ class PortPolicy:
     upta_flow_slots: int | None = None
     upta_k_shift: int | None = None
     upta_tagged_loss_threshold: float | None = None
+    capacity_mbps: float | None = None     # UPTA's C (eqs. 18-19); None: no fair-share loop
     ewma_shift: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -314,7 +318,8 @@ _RED_OPTION_FLAGS = ("gentle", "ecn", "harddrop", "wait", "adaptive")
 _CHIPS_KEYS = ("chips_max_tagged_ratio", "chips_ewma_weight")
 _MCDT_KEYS = ("mcdt_period_ms",)
 _FRED_KEYS = ("fred_minq_pkts", "fred_flow_slots")
-_UPTA_KEYS = ("upta_mode", "upta_flow_slots", "upta_k_shift", "upta_tagged_loss_threshold")
+_UPTA_KEYS = ("upta_mode", "upta_flow_slots", "upta_k_shift", "upta_tagged_loss_threshold",
+              "capacity_mbps")
 UPTA_MODES = upta.MODE_NAMES
 MIN_MCDT_PERIOD_MS = MIN_LOOP_INTERVAL_MS
 _NUMBER_KEYS = (*_RED_KEYS, "ewma_weight", *_CBT_KEYS, *_RED_OPTION_NUMBERS, *_CHIPS_KEYS,
@@ -413,8 +418,12 @@ def _read_upta_keys(raw: Mapping[str, Any], given: list[str], path: str,
                      V.join(path, "upta_tagged_loss_threshold"), errs, ge=0)
         if q is not None and q > 1:
             errs.add(V.join(path, "upta_tagged_loss_threshold"), f"must be <= 1, got {V.fmt(q)}")
+    capacity = None
+    if "capacity_mbps" in given:
+        capacity = V.number(raw["capacity_mbps"], V.join(path, "capacity_mbps"), errs, gt=0)
     return {"upta_mode": mode, "upta_flow_slots": slots, "upta_k_shift": k_shift,
-            "upta_tagged_loss_threshold": q}
+            "upta_tagged_loss_threshold": q,
+            "capacity_mbps": capacity}
 
 
 def _read_fred_keys(raw: Mapping[str, Any], given: list[str], limit: int | None, path: str,

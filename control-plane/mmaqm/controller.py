@@ -32,6 +32,7 @@ from .driver import (CONNECT_TIMEOUT_S, CONTROLLER_ELECTION_ID, DEFAULT_BMV2_JSO
                      wait_for_grpc)
 from .flows import ActiveFlowTable, SwitchClock
 from .stats import counter_sample, sample_indexes
+from .upta_loop import UptaLoop
 
 StatsSink = Callable[[dict[str, Any]], None]
 
@@ -101,6 +102,11 @@ class SwitchController:
         # cumulative queue_arrivals of the last period boundary.
         self.mcdt_th_scaled: dict[int, dict[int, int]] = {}
         self.mcdt_arrivals: dict[int, dict[int, int]] = {}
+        # UPTA (upta §5.1, eqs. 18-19): the fair-share loop of this switch's upta ports
+        self.upta: UptaLoop | None = None
+        if any(p.algorithm == "UPTA" and p.capacity_mbps is not None
+               for p in switch.policies.values()):
+            self.upta = UptaLoop(self)
 
     async def install(self) -> R.WritePlan:
         """Make the switch hold exactly the configuration (validated already): read
@@ -186,7 +192,8 @@ class SwitchController:
         return policy_action(
             policy, policy_epoch=self.epochs[port] if policy_epoch is None else policy_epoch,
             flow_epoch_shift=self.flow_epoch_shift,
-            share_tagged=share_tagged, share_untagged=share_untagged, mcdt_th_pkts=th_pkts)
+            share_tagged=share_tagged, share_untagged=share_untagged, mcdt_th_pkts=th_pkts,
+            upta_shares_bps=None if self.upta is None else self.upta.shares_bps.get(port))
 
     async def _push(self, port: int, action: PolicyAction) -> None:
         await self.driver.write_port_policy(port, action)
@@ -371,6 +378,10 @@ class SwitchController:
             self.stats_sink(await self.sample_stats())
             await self.stats_lateness.sleep(self.stats_interval_ms / 1000)
 
+    def extra_tasks(self) -> list[Any]:
+        """Coroutines run() adds beside its own loops: the UPTA interval loop."""
+        return [] if self.upta is None else [self.upta.run()]
+
     async def run(self) -> None:
         """Receive flow reports and update shares every update_interval_ms, forever;
         update each MCDT port every mcdt_period_ms; with a stats sink, also sample
@@ -383,6 +394,7 @@ class SwitchController:
                   if policy.algorithm == "MCDT"]
         if self.stats_sink is not None:
             tasks.append(asyncio.create_task(self._stats_loop()))
+        tasks += [asyncio.create_task(c) for c in self.extra_tasks()]
         try:
             while True:
                 for task in tasks:  # a failed reader must not go unnoticed

@@ -37,6 +37,7 @@ from .algorithms import (ALGORITHMS, CBT_ALGORITHMS, DCBT_ALGORITHMS, NON_RED_AL
                          chips, dcbt, fred, mcdt, red, upta)
 
 if TYPE_CHECKING:  # the schema is only a type here: the driver never imports it
+    from .algorithms import upta_control
     from .config import PortPolicy
 
 MAX_FLOW_EPOCH_SHIFT = 40
@@ -149,3 +150,19 @@ def policy_action(
         assert policy.chips_max_tagged_ratio is not None and policy.chips_ewma_weight is not None
         params.update(chips.action_params(policy.chips_max_tagged_ratio, policy.chips_ewma_weight))
     return PolicyAction(ALGORITHMS[policy.algorithm], params)
+
+
+def upta_port_settings(policy: "PortPolicy") -> "upta_control.PortSettings":
+    """A validated UPTA policy with capacity_mbps as the controller loop's per-port
+    settings (the same mode, table size, K, threshold and limit as the action's)."""
+    from .algorithms import upta_control
+    assert policy.algorithm == "UPTA" and policy.capacity_mbps is not None
+    assert policy.upta_mode is not None and policy.upta_flow_slots is not None
+    assert policy.upta_k_shift is not None
+    q = policy.upta_tagged_loss_threshold
+    return upta_control.PortSettings(capacity_bps=policy.capacity_mbps * 1e6,
+                                     mode=upta.MODE_NAMES[policy.upta_mode],
+                                     table_slots=policy.upta_flow_slots,
+                                     k_shift=policy.upta_k_shift,
+                                     tagged_q=1.0 if q is None else q,
+                                     queue_limit_pkts=policy.queue_limit_pkts)

@@ -49,6 +49,9 @@ DYNAMIC_PARAMS: dict[str, frozenset[str]] = {
     "dcbt": frozenset({"tagged_share_q16", "untagged_th_scaled"}),
     "dcbt_chips": frozenset({"tagged_share_q16", "untagged_th_scaled"}),
     "mcdt": frozenset({"tcp_th_pkts", "tagged_th_pkts", "untagged_th_pkts"}),
+    # UPTA's fair shares (eqs. 18-19), pushed by the controller's interval loop
+    "upta": frozenset({"fs_i_scaled", "fs_u_scaled", "inv_fs_i_mant", "inv_fs_i_shift",
+                       "inv_fs_u_mant", "inv_fs_u_shift"}),
 }
 
 

@@ -317,7 +317,7 @@ def test_unknown_policy_key_lists_the_allowed_keys() -> None:
         "min_th_pkts, max_th_pkts, max_p, ewma_weight, tagged_th_pkts, untagged_th_pkts, "
         "burst_pkts, bandwidth_pps, gentle, ecn, harddrop, wait, adaptive, chips_max_tagged_ratio, "
         "chips_ewma_weight, mcdt_period_ms, fred_minq_pkts, fred_flow_slots, upta_mode, "
-        "upta_flow_slots, upta_k_shift, upta_tagged_loss_threshold)"]
+        "upta_flow_slots, upta_k_shift, upta_tagged_loss_threshold, capacity_mbps)"]
 
 
 @pytest.mark.parametrize("remove, path", [
@@ -871,3 +871,18 @@ def test_yaml_scalars_python_cannot_convert(tmp_path, text: str, message: str) -
     path = write_bytes(tmp_path, text.encode())
     with pytest.raises(ConfigError, match=message):
         load_config(path)
+
+
+def test_upta_capacity_is_optional_and_positive():
+    """capacity_mbps (C of eqs. 18-19) turns on the controller's fair-share loop for the
+    port; without it the entry keeps "none" (as the PTF tests use it)."""
+    from mmaqm.config import parse_policy
+    assert parse_policy({"algorithm": "UPTA"}).capacity_mbps is None
+    assert parse_policy({"algorithm": "UPTA", "capacity_mbps": 3.5}).capacity_mbps == 3.5
+    with pytest.raises(ConfigError) as info:
+        parse_policy({"algorithm": "UPTA", "capacity_mbps": 0})
+    assert info.value.errors == ["policy.capacity_mbps: must be > 0, got 0"]
+    with pytest.raises(ConfigError) as info:
+        parse_policy({"algorithm": "RED", "min_th_pkts": 1, "max_th_pkts": 3, "max_p": 0.1,
+                      "capacity_mbps": 3.5})
+    assert info.value.errors == ["policy.capacity_mbps: only for UPTA"]

@@ -261,10 +261,18 @@ def run_sender(args: argparse.Namespace) -> dict:
     cbr = args.cbr_kbps is not None
     scales = [float(x) for x in args.scales.split(",")]
     dscp = args.dscp if args.dscp is not None else (0 if cbr else 46)
-    pad = bytes(size - IP_UDP_OVERHEAD - DATA_HDR.size)
+    option = bytes.fromhex(args.ip_option) if args.ip_option else b""
+    if len(option) % 4 or len(option) > 40:
+        raise SystemExit(f"--ip-option must be a multiple of 4 bytes, at most 40: {args.ip_option}")
+    if size < IP_UDP_OVERHEAD + len(option) + DATA_HDR.size:
+        raise SystemExit(f"--size must be >= {IP_UDP_OVERHEAD + len(option) + DATA_HDR.size}")
+    # the datagram stays --size bytes: the option takes its bytes from the payload
+    pad = bytes(size - IP_UDP_OVERHEAD - len(option) - DATA_HDR.size)
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, (dscp << 2) & 0xFC)
+    if option:   # P-UPTA's loss threshold (upta §4; docs/upta-plan.md §1.5): needs CAP_NET_RAW
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_OPTIONS, option)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
     sock.bind((args.bind, args.sport))
     sock.connect((args.dst, args.port))
@@ -513,6 +521,9 @@ def _add_send_args(p: argparse.ArgumentParser) -> None:
                    help="IPv4 datagram size in bytes; UDP payload = size - 28 (default %(default)s)")
     p.add_argument("--dscp", type=int, default=None,
                    help="DSCP for the IP TOS byte (default 46 = EF; 0 with --cbr-kbps)")
+    p.add_argument("--ip-option", default=None,
+                   help="IPv4 option bytes in hex on every data packet (e.g. 9e041eb8: P-UPTA's "
+                        "loss threshold 0.12); they come out of the payload, not on top of --size")
     p.add_argument("--cbr-kbps", type=float, default=None,
                    help="unresponsive constant bit rate in kbit/s (IP level): no flow control, no feedback")
     p.add_argument("--fb-timeout", type=float, default=1.0,

@@ -224,6 +224,11 @@ class Network:
         bn = topo.bottleneck
         self.bottleneck = BottleneckPort(bn.switch, bn.port, f"{bn.switch}-p{bn.port}", bn.rate_pps,
                                          T.tm_queue_depth_pkts(bn.queue_limit_pkts))
+        # the other rate-limited ports (topology "shaped"; empty for a single bottleneck)
+        self.shaped_ports: list[BottleneckPort] = [
+            BottleneckPort(s.switch, s.port, f"{s.switch}-p{s.port}", s.rate_pps,
+                           T.tm_queue_depth_pkts(s.queue_limit_pkts))
+            for s in topo.shaped[1:]]
         self.delay_elements: list[DelayElement] = self._plan_delays()
         self.timings: dict[str, float] = {}
         self._lab = L.Lab(name_prefix)
@@ -328,9 +333,13 @@ class Network:
         if queue_depth_pkts is not None:
             bn = BottleneckPort(bn.switch, bn.port, bn.ifname, bn.rate_pps, queue_depth_pkts)
             self.bottleneck = bn
-        thrift = self.thrift_port(bn.switch)
-        bmv2_tm.set_queue_depth(thrift, bn.port, bn.queue_depth_pkts, netns=self.switch_ns)
-        bmv2_tm.set_queue_rate(thrift, bn.port, bn.rate_pps, netns=self.switch_ns)
+            # the policy's queue limit applies to every shaped port (controller_config)
+            self.shaped_ports = [BottleneckPort(s.switch, s.port, s.ifname, s.rate_pps,
+                                                queue_depth_pkts) for s in self.shaped_ports]
+        for port in (bn, *self.shaped_ports):
+            thrift = self.thrift_port(port.switch)
+            bmv2_tm.set_queue_depth(thrift, port.port, port.queue_depth_pkts, netns=self.switch_ns)
+            bmv2_tm.set_queue_rate(thrift, port.port, port.rate_pps, netns=self.switch_ns)
         return bn
 
     def __enter__(self) -> Network:
@@ -484,7 +493,8 @@ class Network:
         other = T.tm_queue_depth_pkts(T.OTHER_PORT_QUEUE_LIMIT_PKTS)
         for sw in self.topo.switches.values():
             for p in sw.ports.values():
-                if (sw.name, p.number) != (self.bottleneck.switch, self.bottleneck.port):
+                if self.topo.shaped_port(sw.name, p.number) is None and \
+                        (sw.name, p.number) != (self.bottleneck.switch, self.bottleneck.port):
                     bmv2_tm.set_queue_depth(self.thrift_port(sw.name), p.number, other,
                                             netns=self.switch_ns)
         self.configure_bottleneck()
@@ -502,6 +512,8 @@ class Network:
             "bottleneck": {"switch": self.bottleneck.switch, "port": self.bottleneck.port,
                            "rate_pps": self.bottleneck.rate_pps,
                            "queue_depth_pkts": self.bottleneck.queue_depth_pkts},
+            "shaped": [{"switch": p.switch, "port": p.port, "rate_pps": p.rate_pps,
+                        "queue_depth_pkts": p.queue_depth_pkts} for p in self.shaped_ports],
             "delay_elements": [{"name": d.name, "host": d.host, "queue": d.queue_num,
                                 "delay_ms": d.delay_ms, "sources": list(d.sources),
                                 "stats": str(d.stats_path)} for d in self.delay_elements],

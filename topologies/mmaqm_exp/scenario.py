@@ -68,6 +68,9 @@ CBR_DEFAULTS: dict[str, Any] = {
     "rate_fraction_of_bottleneck": None,
     "packet_bytes": PACKET_BYTES,
     "dscp": 0,
+    # P-UPTA (upta §4): the loss threshold q in [0, 1) carried in every packet's
+    # IPv4 option 0x9E (docs/upta-plan.md §1.5); None: no option
+    "upta_loss_threshold": None,
 }
 KIND_DEFAULTS = {"tcp": TCP_DEFAULTS, "mmapp": MMAPP_DEFAULTS, "cbr": CBR_DEFAULTS}
 GROUP_COMMON_KEYS = ("kind", "count", "src", "dst", "start_s", "stop_s", "class")
@@ -526,6 +529,14 @@ def _parse_params(errs: V.Errors, kind: str, g: Mapping, path: str, params: dict
             params["rate_fraction_of_bottleneck"] = _as_float(V.number(
                 g["rate_fraction_of_bottleneck"], f"{path}.rate_fraction_of_bottleneck", errs,
                 gt=0, le=10, note="a fraction of the bottleneck rate"))
+        if g.get("upta_loss_threshold") is not None:
+            q = _as_float(V.number(g["upta_loss_threshold"], f"{path}.upta_loss_threshold",
+                                   errs, ge=0))
+            if q is not None and q >= 1:
+                errs.add(f"{path}.upta_loss_threshold", f"must be < 1 (the option's bit<16> "
+                                                        f"cannot hold 1), got {q:g}")
+            else:
+                params["upta_loss_threshold"] = q
 
 
 def load_scenario(

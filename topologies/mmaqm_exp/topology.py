@@ -58,11 +58,12 @@ AUTO_SUBNET_FMT = "10.0.{k}.0/24"
 AUTO_SUBNET_MAX_K = 255
 ROUTER_MAC_FMT = "02:01:00:00:{switch:02x}:{port:02x}"   # switch index + 1, port number
 
-_TOP_KEYS = ("name", "notes", "hosts", "switches", "links", "bottleneck")
+_TOP_KEYS = ("name", "notes", "hosts", "switches", "links", "bottleneck", "shaped")
 _HOST_KEYS = ("ip", "gateway", "mac")
 _SWITCH_KEYS: tuple[str, ...] = ()    # a switch body is {}: no settings
 _LINK_FIELDS = ("a", "b", "delay_ms", "rate_mbps")
 _BOTTLENECK_KEYS = ("from", "to", "queue_limit_pkts", "packet_bytes")
+_SHAPED_KEYS = ("from", "to", "queue_limit_pkts")
 
 
 class TopologyError(ValueError):
@@ -159,6 +160,15 @@ class Topology:
     bottleneck: Bottleneck
     # (switch, destination host) -> egress port on a shortest path (hop count, file order)
     routes: Mapping[tuple[str, str], int]
+    # Every rate-limited link direction: the bottleneck first, then the "shaped" list in
+    # file order (a chain of congested links, upta Fig. 1). Each runs the policy under study.
+    shaped: tuple[Bottleneck, ...] = ()
+
+    def shaped_port(self, switch: str, port: int) -> Bottleneck | None:
+        for s in self.shaped:
+            if (s.switch, s.port) == (switch, port):
+                return s
+        return None
 
     def egress_port(self, switch: str, dst_host: str) -> int:
         return self.routes[(switch, dst_host)]
@@ -495,6 +505,31 @@ def parse_topology(data: object, *, source: str = "<topology>",
         if body is not None:
             bottleneck = _parse_bottleneck(body, switch_names, ends, linked_pairs, errs)
 
+    # --- further rate-limited link directions (optional)
+    shaped: list[Bottleneck] = []
+    if "shaped" in top:
+        items = V.sequence(top["shaped"], "shaped", errs) or []
+        seen: dict[tuple[str, str], str] = {}
+        if bottleneck is not None:
+            seen[(bottleneck.switch, bottleneck.to_switch)] = "bottleneck"
+        for i, sraw in enumerate(items):
+            spath = V.index("shaped", i)
+            body = V.mapping(sraw, spath, errs, allowed=_SHAPED_KEYS)
+            if body is None or bottleneck is None:
+                continue
+            one = _parse_bottleneck(
+                {"queue_limit_pkts": bottleneck.queue_limit_pkts, **body,
+                 "packet_bytes": bottleneck.packet_bytes}, switch_names, ends, linked_pairs,
+                errs, path=spath)
+            if one is None:
+                continue
+            key = (one.switch, one.to_switch)
+            if key in seen:
+                errs.add(spath, f"{one.switch} -> {one.to_switch} is already {seen[key]}")
+                continue
+            seen[key] = spath
+            shaped.append(one)
+
     # --- routes and connectivity
     routes: dict[tuple[str, str], int] = {}
     if not errs.items:
@@ -504,7 +539,7 @@ def parse_topology(data: object, *, source: str = "<topology>",
     assert bottleneck is not None
     return Topology(name=name, notes=notes, hosts=MappingProxyType(hosts),
                     switches=MappingProxyType(switches), links=links, bottleneck=bottleneck,
-                    routes=MappingProxyType(routes))
+                    routes=MappingProxyType(routes), shaped=(bottleneck, *shaped))
 
 
 def _assign_addresses(specs: dict[str, _HostSpec], errs: V.Errors) -> None:
@@ -564,37 +599,40 @@ def _build_switches(switch_names: dict[str, int], links: tuple[Link, ...],
 
 def _parse_bottleneck(body: dict, switch_names: Mapping[str, int],
                       ends: list[tuple[int, _End, _End, float, float | None]],
-                      linked_pairs: set[frozenset[str]], errs: V.Errors) -> Bottleneck | None:
+                      linked_pairs: set[frozenset[str]], errs: V.Errors,
+                      path: str = "bottleneck") -> Bottleneck | None:
     names = {}
     for key in ("from", "to"):
-        value = V.require(body, key, "bottleneck", errs, note="a switch name")
+        value = V.require(body, key, path, errs, note="a switch name")
         if value is V.MISSING:
             continue
         if not isinstance(value, str) or value not in switch_names:
-            errs.add(f"bottleneck.{key}", f"must be a switch name, got {errs.describe(value)}")
+            errs.add(f"{path}.{key}", f"must be a switch name, got {errs.describe(value)}")
         else:
             names[key] = value
     limit = V.integer(body.get("queue_limit_pkts", DEFAULT_QUEUE_LIMIT_PKTS),
-                      "bottleneck.queue_limit_pkts", errs, lo=1, hi=MAX_QUEUE_LIMIT_PKTS)
-    size = V.integer(body.get("packet_bytes", DEFAULT_PACKET_BYTES), "bottleneck.packet_bytes",
+                      f"{path}.queue_limit_pkts", errs, lo=1, hi=MAX_QUEUE_LIMIT_PKTS)
+    size = V.integer(body.get("packet_bytes", DEFAULT_PACKET_BYTES), f"{path}.packet_bytes",
                      errs, lo=MIN_PACKET_BYTES, hi=MTU_BYTES)
     if len(names) < 2 or limit is None or size is None:
         return None
     src, dst = names["from"], names["to"]
     if src == dst:
-        errs.add("bottleneck.to", f"must differ from bottleneck.from ({src})")
+        errs.add(f"{path}.to", f"must differ from {path}.from ({src})")
         return None
     for i, a, b, delay, rate in ends:
         if {a.node, b.node} == {src, dst}:
             if rate is None:
-                errs.add(f"links[{i}].rate_mbps", "required: this link is the bottleneck")
+                errs.add(f"links[{i}].rate_mbps", "required: this link is the bottleneck"
+                         if path == "bottleneck" else f"required: this link is rate-limited "
+                                                      f"({path})")
                 return None
             port = a.port if a.node == src else b.port
             if port is None:     # ports are assigned only when the links are valid
                 return None
             return Bottleneck(src, port, dst, i, rate, delay, limit, size)
     if frozenset((src, dst)) not in linked_pairs:     # else that link's own error says why
-        errs.add("bottleneck", f"no link joins {src} and {dst}")
+        errs.add(path, f"no link joins {src} and {dst}")
     return None
 
 
@@ -630,20 +668,26 @@ def controller_config(topo: Topology, policy: Mapping[str, Any], *,
                       validate: bool = True) -> dict[str, Any]:
     """The mmaqm controller config (control-plane/mmaqm/config.py) for topo, as a dict.
 
-    ``policy`` goes on the bottleneck egress port; its ``queue_limit_pkts`` defaults to the
-    topology's; ``bandwidth_pps: link`` (RED idle-time decay) becomes the bottleneck's
-    rate_pps. Every other port gets DROP_TAIL with other_queue_limit_pkts. Routes: one
+    ``policy`` goes on the bottleneck egress port and on every other rate-limited
+    (``shaped``) port; its ``queue_limit_pkts`` defaults to that port's;
+    ``bandwidth_pps: link`` (RED idle-time decay) becomes the port's rate_pps and
+    ``capacity_mbps: link`` (UPTA's C) its rate_mbps. Every other port gets DROP_TAIL with other_queue_limit_pkts. Routes: one
     /32 per host, next hop = the host's MAC on its own port, else the next router's port
     MAC. With validate, ``mmaqm.config.parse_config`` checks the result (raises
     mmaqm.config.ConfigError). The BMv2 queue depths and the bottleneck rate are not
     controller settings: the runner sets them (tm_queue_depth_pkts(), Bottleneck.rate_pps).
     """
-    bn = topo.bottleneck
-    bn_policy = {"queue_limit_pkts": bn.queue_limit_pkts, **policy}
-    if bn_policy.get("bandwidth_pps") == "link":
-        # RED's idle-time decay needs the link's packet rate (tc-red's bandwidth): a
-        # policy file asks for the bottleneck's with `bandwidth_pps: link`.
-        bn_policy["bandwidth_pps"] = bn.rate_pps
+    def port_policy(bn: Bottleneck) -> dict[str, Any]:
+        out = {"queue_limit_pkts": bn.queue_limit_pkts, **policy}
+        if out.get("bandwidth_pps") == "link":
+            # RED's idle-time decay needs the link's packet rate (tc-red's bandwidth): a
+            # policy file asks for the bottleneck's with `bandwidth_pps: link`.
+            out["bandwidth_pps"] = bn.rate_pps
+        if out.get("capacity_mbps") == "link":
+            # UPTA's C (upta eqs. 18-19): the port's own link rate
+            out["capacity_mbps"] = bn.rate_mbps
+        return out
+
     other = {"algorithm": "DROP_TAIL", "queue_limit_pkts": other_queue_limit_pkts}
     switches: dict[str, Any] = {}
     for sw in topo.switches.values():
@@ -653,8 +697,9 @@ def controller_config(topo: Topology, policy: Mapping[str, Any], *,
             routes.append({"prefix": f"{h.ip}/32", "port": port.number,
                            "next_hop_mac": port.peer_mac})
         policies: dict[Any, Any] = {"default": dict(other)}
-        if sw.name == bn.switch:
-            policies[bn.port] = bn_policy
+        for shaped in topo.shaped or (topo.bottleneck,):
+            if sw.name == shaped.switch:
+                policies[shaped.port] = port_policy(shaped)
         switches[sw.name] = {
             "p4runtime_addr": f"127.0.0.1:{p4runtime_port_base + sw.index}",
             "device_id": device_id,
@@ -689,6 +734,9 @@ def describe(topo: Topology) -> str:
              f"bottleneck {bn.switch}-p{bn.port} -> {bn.to_switch}: {bn.rate_mbps:g} Mbit/s = "
              f"{bn.rate_pps} pkt/s of {bn.packet_bytes} B, {bn.delay_ms:g} ms, queue "
              f"{bn.queue_limit_pkts} pkts"]
+    for s in topo.shaped[1:]:
+        lines.append(f"shaped {s.switch}-p{s.port} -> {s.to_switch}: {s.rate_mbps:g} Mbit/s = "
+                     f"{s.rate_pps} pkt/s, {s.delay_ms:g} ms, queue {s.queue_limit_pkts} pkts")
     for h in topo.hosts.values():
         lines.append(f"  host {h.name:<10} {h.cidr:<18} gw {h.gateway_ip:<15} {h.mac}  "
                      f"-> {h.switch}-p{h.switch_port}")
@@ -697,3 +745,56 @@ def describe(topo: Topology) -> str:
         for b in names[i + 1:]:
             lines.append(f"  rtt {a} <-> {b}: {topo.rtt_ms(a, b):g} ms")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------- C-UPTA / BFD (upta §5.3)
+@dataclass(frozen=True)
+class BfdSwitchPlan:
+    """What a switch needs for C-UPTA's BFD (docs/upta-plan.md §1.6-1.7), from the topology:
+    its own address, its edge ports (those facing hosts: a probe or report arriving there
+    is from outside the domain; a data packet arriving there is at its ingress edge), the
+    routes to the other routers' addresses (probes and reports are routed like data), and
+    as an ingress edge its BFD paths (output port, egress router) with the destination
+    prefixes that take each."""
+
+    switch: str
+    router_addr: str
+    edge_ports: tuple[int, ...]
+    router_routes: Mapping[str, int]          # "10.255.0.k/32" -> egress port
+    paths: tuple[Any, ...]                    # upta_control.BfdPath, ids from 0
+    path_of_prefix: Mapping[str, int]         # "host ip/32" -> path id
+
+
+def bfd_plan(topo: Topology) -> dict[str, BfdSwitchPlan]:
+    """Every switch's BfdSwitchPlan (switch index i -> address 10.255.0.(i + 1))."""
+    from mmaqm.algorithms import upta_control as UC
+
+    addr = {s.name: UC.router_address(s.index) for s in topo.switches.values()}
+    plans: dict[str, BfdSwitchPlan] = {}
+    for sw in topo.switches.values():
+        # BFS over the switches from sw: the first port toward every other router
+        first: dict[str, int] = {}
+        queue = deque([(sw.name, None)])
+        seen = {sw.name}
+        while queue:
+            node, via = queue.popleft()
+            for p in topo.switches[node].ports.values():
+                if p.peer in topo.switches and p.peer not in seen:
+                    seen.add(p.peer)
+                    port = p.number if via is None else via
+                    first[p.peer] = port
+                    queue.append((p.peer, port))
+        pairs = {(topo.egress_port(sw.name, h.name), addr[h.switch]): h
+                 for h in topo.hosts.values() if h.switch != sw.name}
+        paths = UC.assign_bfd_paths(pairs)
+        path_id = {(p.port, p.egress_addr): p.path_id for p in paths}
+        plans[sw.name] = BfdSwitchPlan(
+            switch=sw.name, router_addr=addr[sw.name],
+            edge_ports=tuple(sorted(p.number for p in sw.ports.values() if p.peer in topo.hosts)),
+            router_routes=MappingProxyType({f"{addr[t]}/32": port
+                                            for t, port in sorted(first.items())}),
+            paths=tuple(paths),
+            path_of_prefix=MappingProxyType({
+                f"{h.ip}/32": path_id[(topo.egress_port(sw.name, h.name), addr[h.switch])]
+                for h in topo.hosts.values() if h.switch != sw.name}))
+    return plans

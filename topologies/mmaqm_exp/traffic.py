@@ -521,6 +521,9 @@ def _run(net: Net, scenario: Scenario, out: Path, progress: Optional[ProgressFn]
                     "--dscp", str(g.dscp), "--log", str(out / uf.log_csv)]
             if g.kind == "cbr":
                 args += ["--cbr-kbps", _fmt(cbr_rates[g.index])]
+                if g.params.get("upta_loss_threshold") is not None:   # P-UPTA's IPv4 option
+                    from mmaqm.algorithms.upta import option_bytes
+                    args += ["--ip-option", option_bytes(g.params["upta_loss_threshold"]).hex()]
             else:
                 args += ["--scales", ",".join(f"{x:g}" for x in g.params["scales_kbps"]),
                          "--initial-scale", str(g.params["initial_scale"]),

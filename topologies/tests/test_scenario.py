@@ -273,3 +273,26 @@ def test_congestion_control_must_be_available(tmp_path: Path):
     check_congestion_control(sc, str(avail))
     with pytest.raises(ScenarioError, match="unreadable"):
         check_congestion_control(sc, str(tmp_path / "missing"))
+
+
+def test_upta_scenarios_phi_and_the_p_upta_option(tmp_path):
+    """upta §6: scenario k has k ON periods of 2 s in 15 s (phi = 2k/15), scenario 6 is ON
+    throughout; the -p variants give the video the P-UPTA option's q0 = 0.12."""
+    from mmaqm_exp.scenario import load_scenario as load
+    scen = mmt_testenv.TOPO / "scenarios"
+    hosts = ["s1", "s2", "s3", "d1", "d2", "d3"]
+    for k in range(1, 7):
+        for suffix in ("", "-p"):
+            sc = load(scen / f"upta-s{k}{suffix}.yaml", hosts=hosts)
+            on = [g for g in sc.groups if g.src == "s3"]
+            phi = sum(g.stop_s - g.start_s for g in on) / sc.duration_s
+            assert phi == pytest.approx(1.0 if k == 6 else 2 * k / 15)
+            video = [g for g in sc.groups if g.src == "s2"]
+            assert video[0].params["upta_loss_threshold"] == (0.12 if suffix else None)
+            assert video[0].params["rate_kbps"] == 1760
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nduration_s: 1\nflows:\n  - {kind: cbr, count: 1, src: a, dst: b, "
+                   "rate_kbps: 10, upta_loss_threshold: 1}\n")
+    with pytest.raises(Exception) as info:
+        load(bad, hosts=["a", "b"])
+    assert "flows[0].upta_loss_threshold: must be < 1" in str(info.value)

@@ -463,3 +463,85 @@ def test_cli_config_writes_valid_yaml(tmp_path: Path):
     assert topology_cli.main(["config", str(TOPOS / "dcbt-dumbbell.json"), "--policy",
                               json.dumps(DCBT_POLICY), "-o", str(out)]) == 0
     assert load_config(out).switches["r1"].policies[4].algorithm == "DCBT"
+
+
+# ------------------------------------------------------- rate-limited chains (upta Fig. 1)
+def test_upta_fig1_chain_matches_the_plan():
+    """upta §6 / Fig. 1 (link speeds inferred, docs/upta-plan.md §4): seven routers, l1..l6 of
+    1 ms, forward directions rate-limited in 512-byte packets, l5 = 3.5 Mbit/s the bottleneck,
+    100-packet buffers; s1, s2 at R1 -> d1, d2 at R7; s3 at R2 -> d3 at R6."""
+    t = load_topology(TOPOS / "upta-fig1.json")
+    assert list(t.switches) == [f"r{k}" for k in range(1, 8)]
+    shaped = [(s.switch, s.to_switch, s.rate_mbps, s.rate_pps, s.queue_limit_pkts, s.delay_ms)
+              for s in t.shaped]
+    assert shaped == [("r5", "r6", 3.5, 854, 100, 1), ("r1", "r2", 10, 2441, 100, 1),
+                      ("r2", "r3", 4.8, 1172, 100, 1), ("r3", "r4", 4.3, 1050, 100, 1),
+                      ("r4", "r5", 3.9, 952, 100, 1), ("r6", "r7", 10, 2441, 100, 1)]
+    assert t.shaped[0] == t.bottleneck and t.bottleneck.packet_bytes == 512
+    # video and TCP cross every router; the background l2..l5 (R2 -> R6)
+    assert [sw for sw, _ in t.switch_hops("s2", "d2")] == [f"r{k}" for k in range(1, 8)]
+    assert [sw for sw, _ in t.switch_hops("s3", "d3")] == ["r2", "r3", "r4", "r5", "r6"]
+    assert all(t.links[h.link].rate_mbps == 10 for h in t.hosts.values())
+    assert t.rtt_ms("s1", "d1") == pytest.approx(12.004)     # 2 x (6 x 1 ms + 2 x 1 us)
+    assert t.shaped_port("r2", 3) is t.shaped[2] and t.shaped_port("r2", 2) is None
+
+
+def test_shaped_links_get_the_policy_with_their_own_rate():
+    data = _base()
+    data["switches"]["s3"] = {}
+    data["hosts"]["h2"] = {}
+    data["links"] = [["h1", "s1", 1, 100], ["s1", "s2", 10, 10], ["s2", "s3", 1, 5],
+                     ["h2", "s3", 2, 100]]
+    data["shaped"] = [{"from": "s2", "to": "s3", "queue_limit_pkts": 30}]
+    t = parse_topology(data)
+    assert [(s.switch, s.rate_pps, s.queue_limit_pkts) for s in t.shaped] == \
+        [("s1", 1250, 64), ("s2", 625, 30)]
+    cfg = controller_config(t, {"algorithm": "RED", "min_th_pkts": 5, "max_th_pkts": 15,
+                                "max_p": 0.1, "bandwidth_pps": "link"})
+    s1 = cfg["switches"]["s1"]["policies"][t.shaped[0].port]
+    s2 = cfg["switches"]["s2"]["policies"][t.shaped[1].port]
+    assert (s1["bandwidth_pps"], s1["queue_limit_pkts"]) == (1250, 64)
+    assert (s2["bandwidth_pps"], s2["queue_limit_pkts"]) == (625, 30)
+    assert cfg["switches"]["s3"]["policies"] == {"default": {"algorithm": "DROP_TAIL",
+                                                             "queue_limit_pkts": 1000}}
+    # a policy's own queue limit applies to every shaped port
+    cfg = controller_config(t, {"algorithm": "DROP_TAIL", "queue_limit_pkts": 7})
+    assert cfg["switches"]["s2"]["policies"][t.shaped[1].port]["queue_limit_pkts"] == 7
+
+
+@pytest.mark.parametrize("shaped, expected", [
+    ([{"from": "s1", "to": "s2"}], "shaped[0]: s1 -> s2 is already bottleneck"),
+    ([{"from": "s2", "to": "s1", "packet_bytes": 512}],
+     "shaped[0].packet_bytes: unknown key"),
+    ([{"from": "s2", "to": "s9"}], "shaped[0].to: must be a switch name"),
+    ([{"from": "s2", "to": "s1"}, {"from": "s2", "to": "s1"}],
+     "shaped[1]: s2 -> s1 is already shaped[0]"),
+    ({"from": "s2", "to": "s1"}, "shaped: must be a list"),
+])
+def test_shaped_errors_name_the_field(shaped, expected):
+    data = _base()
+    data["shaped"] = shaped
+    errors = _errors(data)
+    assert any(e.startswith(expected) for e in errors), errors
+
+
+def test_bfd_plan_of_the_upta_chain():
+    """C-UPTA on Fig. 1 (plan §1.6-1.7): R1's edge ports face s1, s2; its BFD paths all
+    leave on port 3, one per egress router (R2 for s3, R6 for d3, R7 for d1, d2: the
+    paper's "identifier = output port" would merge them); every router reaches every
+    other router's address; a core router (R4) has no edge port."""
+    from mmaqm.algorithms.upta_control import BfdPath
+    plans = T.bfd_plan(load_topology(TOPOS / "upta-fig1.json"))
+    r1, r4, r7 = plans["r1"], plans["r4"], plans["r7"]
+    assert r1.router_addr == "10.255.0.1" and r7.router_addr == "10.255.0.7"
+    assert r1.edge_ports == (1, 2) and r4.edge_ports == () and r7.edge_ports == (1, 2)
+    assert r1.paths == (BfdPath(0, 3, "10.255.0.2"), BfdPath(1, 3, "10.255.0.6"),
+                        BfdPath(2, 3, "10.255.0.7"))
+    assert dict(r1.path_of_prefix) == {"10.0.3.1/32": 0, "10.0.6.1/32": 1,
+                                       "10.0.4.1/32": 2, "10.0.5.1/32": 2}
+    assert dict(r1.router_routes) == {f"10.255.0.{k}/32": 3 for k in range(2, 8)}
+    # R4: toward R1-R3 on port 2, toward R5-R7 on port 3
+    assert dict(r4.router_routes) == {**{f"10.255.0.{k}/32": 2 for k in (1, 2, 3)},
+                                      **{f"10.255.0.{k}/32": 3 for k in (5, 6, 7)}}
+    # R7 answers probes toward R1 and R2 (the reports go back on port 3)
+    assert {p.egress_addr for p in r7.paths} == {"10.255.0.1", "10.255.0.2", "10.255.0.6"}

@@ -1,0 +1,237 @@
+"""UPTA's per-interval loop of one switch (upta Fig. 7 "On est_timer expiration",
+eqs. 18-19; docs/upta-plan.md §2) and, at a C-UPTA ingress edge, its QoS Probes (§5.3.2).
+
+SwitchController runs one UptaLoop per switch with ``upta`` ports (controller.py:
+``extra_tasks``). Every T = K, for every such port:
+
+1. the flow slots: the active flows of the port (flow reports, flow_report.p4) mapped
+   to their slot as the data plane maps them (crc32 & slot_mask), plus the slots of
+   the last interval (a flow that stopped reporting still has an arrival count);
+2. ONE ReadRequest of those upta_flow_bytes entries; the deltas since the last read
+   (upta_control.arrival_ip_bytes) over the measured time between the two reads;
+3. the U flows: upta_state of those slots (0 = U or new; a slot with arrivals and
+   state 0 after admission is U), read as registers where the switch serves register
+   reads; BMv2's P4Runtime server does not ("Register reads are not supported yet"),
+   and the plan's state digests are not in the P4 yet, so there the controller applies
+   Fig. 7 itself to the measured rates (upta_control.infer_useless); C-UPTA cores add
+   the U specs of recent probes (``observe_probe_specs``, upta_control.RemoteUseless);
+4. eqs. 18-19 -> the action's parameters, written (keeping the policy epoch) when
+   they changed;
+5. C-UPTA ingress edges: one probe per BFD path (``bfd_paths``), its U flows as specs,
+   sent by ``driver.send_probe(port, datagram)`` (a P4Runtime PacketOut through the CPU
+   port: the driver gains it with the P4's packet_out header).
+
+The arithmetic is upta_control's; this module only moves data. Every interval
+also goes to the event sink ("upta_interval": N, S, M, alpha, alpha', the writes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
+
+from . import p4constants as C
+from .algorithms import upta, upta_control
+from .encoding import PolicyAction, upta_port_settings
+
+LOG = logging.getLogger(__name__)
+COUNTER = "upta_flow_bytes"
+STATE_REGISTER = "upta_state"
+
+
+class UptaHost(Protocol):
+    """What UptaLoop needs of SwitchController (duck-typed: tests pass a fake)."""
+
+    switch: Any
+    driver: Any
+    flows: Any
+    pushed: dict[int, PolicyAction]
+    event_sink: Callable[[dict[str, Any]], None] | None
+
+    def policy_action(self, port: int) -> PolicyAction: ...
+
+    async def _push(self, port: int, action: PolicyAction) -> None: ...
+
+
+async def read_register_indexes(driver: Any, name: str, indexes: Iterable[int]) -> dict[int, int]:
+    """Selected indexes of a register in one ReadRequest; the driver's own method when it
+    has one, else through its finsy switch (P4Runtime RegisterEntry reads; BMv2 serves them)."""
+    indexes = list(indexes)
+    if not indexes:
+        return {}
+    own = getattr(driver, "read_register_indexes", None)
+    if own is not None:
+        return await own(name, indexes)
+    import finsy as fy
+    out: dict[int, int] = {}
+    async for entry in driver.switch.read([fy.P4RegisterEntry(name, index=i) for i in indexes]):
+        if entry.index is not None and entry.data is not None:
+            out[entry.index] = int(entry.data)
+    return out
+
+
+class UptaLoop:
+    """The UPTA ports of one switch (see the module docstring)."""
+
+    def __init__(self, host: UptaHost, *, clock_s: Callable[[], float] = time.monotonic,
+                 router_addr: str | None = None,
+                 bfd_paths: Iterable[upta_control.BfdPath] = ()) -> None:
+        self.host = host
+        self.clock_s = clock_s
+        self.settings: dict[int, upta_control.PortSettings] = {
+            port: upta_port_settings(policy)
+            for port, policy in sorted(host.switch.policies.items())
+            if policy.algorithm == "UPTA" and policy.capacity_mbps is not None}
+        # per port: (packets, bytes) per slot at the last read, and when it was
+        self.counts: dict[int, dict[int, tuple[int, int]]] = {p: {} for p in self.settings}
+        self.read_at: dict[int, float] = {}
+        self.params: dict[int, Mapping[str, int]] = {}
+        self.shares_bps: dict[int, tuple[float, float]] = {}   # port -> (fs_I, fs_U), bit/s
+        self.useless: dict[int, set[int]] = {p: set() for p in self.settings}
+        self.last: dict[int, upta_control.IntervalResult] = {}
+        k = max((s.k_shift for s in self.settings.values()), default=upta.DEFAULT_K_SHIFT)
+        self.remote = upta_control.RemoteUseless(
+            window_s=upta_control.REMOTE_USELESS_INTERVALS * upta.k_us(k) / 1e6)
+        self.router_addr = router_addr
+        self.bfd_paths = list(bfd_paths)
+        self.sequence: dict[int, int] = {}     # path id -> next sequence number
+        self.period_s = self.interval_s        # run()'s sleep between intervals
+        self.read_states = True                # False once the switch refused a register read
+
+    @property
+    def interval_s(self) -> float:
+        """T = K of the ports (the smallest, if they differ)."""
+        return min((s.interval_s for s in self.settings.values()), default=0.131072)
+
+    def active_slots(self, port: int) -> set[int]:
+        """Slots of the port's reported flows and of the last read (plan §2 step 1)."""
+        mask_slots = self.settings[port].table_slots
+        slots = {upta_control.flow_slot(key, mask_slots)
+                 for key in self.host.flows.flow_keys(port)}
+        return slots | set(self.counts[port])
+
+    async def read_port(self, port: int) -> tuple[dict[int, int], set[int], float]:
+        """(slot -> IP bytes since the last read, slots in state U among those with
+        arrivals, seconds since the last read) of one port."""
+        slots = sorted(self.active_slots(port))
+        index = {upta_control.slot_index(port, s): s for s in slots}
+        values = await self.host.driver.read_counter_indexes({COUNTER: list(index)})
+        now = self.clock_s()
+        current = {index[i]: (v.packets, v.bytes) for i, v in values.get(COUNTER, {}).items()
+                   if i in index}
+        arrivals = upta_control.arrival_ip_bytes(self.counts[port], current)
+        elapsed = now - self.read_at.get(port, now - self.settings[port].interval_s)
+        # every slot ever read stays in the read set: a slot read again after a pause
+        # would otherwise charge the pause's bytes to one interval
+        self.counts[port].update(current)
+        self.read_at[port] = now
+        busy = [upta_control.slot_index(port, s) for s, b in arrivals.items() if b]
+        useless = None
+        if self.read_states:
+            try:
+                states = await read_register_indexes(self.host.driver, STATE_REGISTER, busy)
+                useless = {index[i] for i, st in states.items() if st == upta.STATE_U}
+            except Exception as err:      # BMv2: "Register reads are not supported yet"
+                if "UNIMPLEMENTED" not in str(err) and "not supported" not in str(err):
+                    raise
+                LOG.warning("%s: cannot read %s (%s): U states inferred from the rates "
+                            "from now on", self.host.switch.name, STATE_REGISTER, err)
+                self.read_states = False
+        if useless is None:
+            useless = self.infer_useless(port, arrivals, elapsed)
+        self.useless[port] = useless
+        return arrivals, useless, elapsed
+
+    def infer_useless(self, port: int, arrivals: Mapping[int, int], elapsed: float) -> set[int]:
+        """U slots by Fig. 7 on the measured rates (upta_control.infer_useless): tagged
+        flows (flow reports' class) have the policy's threshold, others none."""
+        s = self.settings[port]
+        if s.tagged_q >= 1:
+            return set()
+        t = max(elapsed, 1e-3)
+        rates = {slot: b * 8 / t for slot, b in arrivals.items() if b}
+        thresholds = {upta_control.flow_slot(key, s.table_slots): s.tagged_q
+                      for key in self.host.flows.flow_keys(port)
+                      if self.host.flows.flow_class(port, key) == C.CLASS_TAGGED}
+        fs_i, fs_u = self.shares_bps.get(port, (math.inf, math.inf))
+        return upta_control.infer_useless(rates, thresholds, self.useless[port], fs_i, fs_u)
+
+    async def update_port(self, port: int) -> bool:
+        """One interval of one port; True when the entry was rewritten."""
+        s = self.settings[port]
+        arrivals, useless, elapsed = await self.read_port(port)
+        remote = 0
+        if s.mode == upta.MODE_C:
+            remote = self.remote.count(self.clock_s(), [a for a, b in arrivals.items() if b],
+                                       s.table_slots)
+        result = upta_control.port_interval(s, arrivals, useless,
+                                            interval_s=max(elapsed, 1e-3),
+                                            remote_useless=remote)
+        self.last[port] = result
+        changed = result.params != self.params.get(port)
+        self.params[port] = result.params
+        self.shares_bps[port] = (result.shares.alpha_prime, result.shares.alpha)
+        if changed:
+            await self.host._push(port, self.host.policy_action(port))
+        sink = self.host.event_sink
+        if sink is not None:
+            sh = result.shares
+            sink({"event": "upta_interval", "t_ns": time.time_ns(),
+                  "switch": self.host.switch.name, "port": port, "n": sh.n, "s": sh.s,
+                  "m": sh.m, "remote_useless": remote,
+                  "alpha_bps": None if sh.alpha == float("inf") else sh.alpha,
+                  "alpha_prime_bps": None if sh.alpha_prime == float("inf") else sh.alpha_prime,
+                  "fs_u_scaled": result.params["fs_u_scaled"],
+                  "fs_i_scaled": result.params["fs_i_scaled"], "written": changed})
+        return changed
+
+    def observe_probe_specs(self, specs: Iterable[upta.FlowSpec]) -> None:
+        """A core's digest of a passing probe's specs (plan §1.7 "Per hop")."""
+        now = self.clock_s()
+        for spec in specs:
+            self.remote.observe(spec, now)
+
+    def path_useless_flows(self, path: upta_control.BfdPath) -> list[tuple[int, ...]]:
+        """U flows leaving on the path's port, by 5-tuple (the reported flows whose slot
+        was U in the last interval). Flows to other egress routers share the port's
+        state: the controller does not split them by destination here."""
+        port = path.port
+        if port not in self.settings:
+            return []
+        slots_u = self.useless[port]
+        table_slots = self.settings[port].table_slots
+        return [key for key in self.host.flows.flow_keys(port)
+                if upta_control.flow_slot(key, table_slots) in slots_u]
+
+    async def send_probes(self) -> int:
+        """C-UPTA ingress edge: one probe (more with > 4 specs) per BFD path."""
+        if not self.bfd_paths or self.router_addr is None:
+            return 0
+        sent = 0
+        for path in self.bfd_paths:
+            specs = upta_control.useless_specs(self.path_useless_flows(path))
+            first = self.sequence.get(path.path_id, 0)
+            probes = upta_control.probe_datagrams(self.router_addr, path, first, specs)
+            for _seq, datagram in probes:
+                await self.host.driver.send_probe(path.port, datagram)
+                sent += 1
+            self.sequence[path.path_id] = (first + len(probes)) & 0xFFFF
+        return sent
+
+    async def step(self) -> list[int]:
+        """One interval of every port, then the probes; the ports rewritten."""
+        changed = [port for port in self.settings if await self.update_port(port)]
+        await self.send_probes()
+        return changed
+
+    async def run(self) -> None:
+        """Every T, forever (the first read only starts the counts)."""
+        for port in self.settings:
+            await self.read_port(port)
+        while True:
+            await asyncio.sleep(self.period_s)
+            await self.step()

@@ -1,0 +1,253 @@
+"""upta_loop: the controller's UPTA interval over a fake driver: counter deltas and
+U states -> the written upta entry = upta_control.port_interval's parameters (eqs.
+18-19), epochs kept, no rewrite when nothing changed, and the C-UPTA edge's probes.
+
+Numbers as in test_upta_control: T = K = 0.131072 s; 512-byte packets; on l5 of Fig. 1
+(C = 3.5 Mbit/s) TCP 40, video 56, background 300 packets per interval = 1.25, 1.75,
+9.375 Mbit/s; the video U -> fs_U = 305 835, fs_I = 458 752 (bytes per K * 16).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+from typing import Any
+
+import pytest
+
+from fake_p4rt import run_async
+from mmaqm.algorithms import upta as U
+from mmaqm.algorithms import upta_control as UC
+from mmaqm.config import parse_config
+from mmaqm.controller import SwitchController
+from mmaqm.driver import CounterValue
+from mmaqm.encoding import PolicyAction
+
+T = 0.131072
+PORT = 3
+IP = lambda a: int(ipaddress.IPv4Address(a))   # noqa: E731
+TCP_KEY = (IP("10.0.1.1"), IP("10.0.4.1"), 6, 45000, 5201)
+VIDEO_KEY = (IP("10.0.2.1"), IP("10.0.5.1"), 17, 40000, 5001)
+BG_KEY = (IP("10.0.3.1"), IP("10.0.6.1"), 17, 40001, 5002)
+SLOTS = 1024
+
+
+def config(mode: str = "B") -> Any:
+    return parse_config({"switches": {"r5": {
+        "p4runtime_addr": "127.0.0.1:9563",
+        "ports": {p: {"mac": f"02:01:00:00:05:0{p}"} for p in (2, 3)},
+        "routes": [{"prefix": "10.0.4.1/32", "port": 3, "next_hop_mac": "02:01:00:00:06:02"}],
+        "policies": {"default": {"algorithm": "DROP_TAIL", "queue_limit_pkts": 1000},
+                     PORT: {"algorithm": "UPTA", "capacity_mbps": 3.5, "upta_mode": mode,
+                            "queue_limit_pkts": 100, "upta_flow_slots": SLOTS,
+                            "upta_tagged_loss_threshold": 0.12}}}}})
+
+
+class FakeDriver:
+    def __init__(self) -> None:
+        self.counters: dict[int, CounterValue] = {}
+        self.states: dict[int, int] = {}
+        self.writes: list[tuple[int, PolicyAction]] = []
+        self.probes: list[tuple[int, bytes]] = []
+        self.reads: list[list[int]] = []
+
+    async def read_counter_indexes(self, wanted):
+        [(name, idx)] = wanted.items()
+        assert name == "upta_flow_bytes"
+        self.reads.append(sorted(idx))
+        return {name: {i: self.counters[i] for i in idx if i in self.counters}}
+
+    async def read_register_indexes(self, name, idx):
+        assert name == "upta_state"
+        return {i: self.states.get(i, 1) for i in idx}
+
+    async def write_port_policy(self, port, action):
+        self.writes.append((port, action))
+
+    async def send_probe(self, port, datagram):
+        self.probes.append((port, datagram))
+
+    def add(self, key, packets: int, state: int = U.STATE_I) -> int:
+        idx = UC.slot_index(PORT, UC.flow_slot(key, SLOTS))
+        old = self.counters.get(idx, CounterValue())
+        self.counters[idx] = CounterValue(old.packets + packets,
+                                          old.bytes + packets * (512 + 14))
+        self.states[idx] = state
+        return idx
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def controller(mode: str = "B", **loop_kw):
+    cfg = config(mode)
+    drv = FakeDriver()
+    ctl = SwitchController(cfg, cfg.switches["r5"], drv, clock_ms=lambda: 0.0)
+    clock = Clock()
+    assert ctl.upta is not None
+    ctl.upta.clock_s = clock
+    for k, v in loop_kw.items():
+        setattr(ctl.upta, k, v)
+    ctl.epochs[PORT] = 777
+    for key in (TCP_KEY, VIDEO_KEY, BG_KEY):
+        ctl.flows.observe(PORT, 2, key, 0.0)
+    return ctl, drv, clock
+
+
+def test_slots_are_distinct_for_these_flows():
+    assert len({UC.flow_slot(k, SLOTS) for k in (TCP_KEY, VIDEO_KEY, BG_KEY)}) == 3
+
+
+def test_no_upta_port_no_loop():
+    cfg = parse_config({"switches": {"s1": {"p4runtime_addr": "127.0.0.1:9559",
+                                            "ports": {1: {"mac": "02:00:00:00:00:01"}},
+                                            "routes": [], "policies": {
+                                                "default": {"algorithm": "DROP_TAIL"}}}}})
+    ctl = SwitchController(cfg, cfg.switches["s1"], FakeDriver())
+    assert ctl.upta is None and ctl.extra_tasks() == []
+
+
+def test_initial_action_is_unconstrained():
+    ctl, _, _ = controller()
+    action = ctl.policy_action(PORT)
+    assert action.name == "upta" and action.params["policy_epoch"] == 777
+    assert action.params["fs_i_scaled"] == action.params["fs_u_scaled"] == U.FS_INFINITE
+    assert action.params["queue_limit_pkts"] == 100 and action.params["slot_mask"] == SLOTS - 1
+
+
+def test_interval_writes_eqs_18_19_and_keeps_the_epoch():
+    ctl, drv, clock = controller("C")
+
+    async def go():
+        await ctl.upta.read_port(PORT)                 # first read: counts start
+        drv.add(TCP_KEY, 40)
+        drv.add(VIDEO_KEY, 56, U.STATE_U)
+        drv.add(BG_KEY, 300)
+        clock.t += T
+        assert await ctl.upta.update_port(PORT) is True
+        clock.t += T                                   # the same rates again: no rewrite
+        drv.add(TCP_KEY, 40)
+        drv.add(VIDEO_KEY, 56, U.STATE_U)
+        drv.add(BG_KEY, 300)
+        assert await ctl.upta.update_port(PORT) is False
+
+    run_async(go())
+    [(port, action)] = drv.writes
+    assert port == PORT and action.name == "upta"
+    assert action.params["policy_epoch"] == 777 and action.params["upta_mode"] == U.MODE_C
+    assert (action.params["fs_u_scaled"], action.params["fs_i_scaled"]) == (305835, 458752)
+    sh = ctl.upta.last[PORT].shares
+    assert (sh.n, sh.s, sh.m) == (3, 0, 1)
+    assert ctl.upta.useless[PORT] == {UC.flow_slot(VIDEO_KEY, SLOTS)}
+    assert ctl.pushed[PORT] == action
+    # one ReadRequest per port and interval, only the three slots
+    assert all(len(r) == 3 for r in drv.reads)
+
+
+def test_elapsed_time_not_t_turns_bytes_into_rates():
+    """The loop divides by the measured time between its reads: a late interval (2 T)
+    with twice the bytes gives the same shares."""
+    ctl, drv, clock = controller()
+
+    async def go():
+        await ctl.upta.read_port(PORT)
+        drv.add(TCP_KEY, 80)
+        drv.add(BG_KEY, 600)
+        clock.t += 2 * T
+        await ctl.upta.update_port(PORT)
+
+    run_async(go())
+    assert ctl.upta.last[PORT].rates_bps == pytest.approx(
+        {UC.flow_slot(TCP_KEY, SLOTS): 1_250_000, UC.flow_slot(BG_KEY, SLOTS): 9_375_000})
+    # N = 2, C/N = 1.75 Mbit/s: TCP's 1.25 is unconstrained (S = 1), the background gets
+    # alpha = (3.5 - 1.25)/1 = 2.25 Mbit/s = 589 824
+    assert drv.writes[-1][1].params["fs_i_scaled"] == 589824
+
+
+def test_core_counts_probe_specs_of_flows_that_no_longer_arrive():
+    ctl, drv, clock = controller("C")
+
+    async def go():
+        await ctl.upta.read_port(PORT)
+        ctl.upta.observe_probe_specs([U.FlowSpec(VIDEO_KEY[0], VIDEO_KEY[1], VIDEO_KEY[3],
+                                                 VIDEO_KEY[4], 17, False)])
+        drv.add(TCP_KEY, 40)
+        drv.add(BG_KEY, 300)
+        clock.t += T
+        await ctl.upta.update_port(PORT)
+
+    run_async(go())
+    sh = ctl.upta.last[PORT].shares
+    assert (sh.n, sh.s, sh.m) == (3, 0, 1)
+    assert (drv.writes[-1][1].params["fs_u_scaled"],
+            drv.writes[-1][1].params["fs_i_scaled"]) == (305835, 458752)
+
+
+def test_ingress_edge_sends_one_probe_per_path_with_its_u_flows():
+    path = UC.BfdPath(0, PORT, "10.255.0.7")
+    ctl, drv, clock = controller("C", router_addr="10.255.0.1", bfd_paths=[path])
+
+    async def go():
+        await ctl.upta.read_port(PORT)
+        drv.add(TCP_KEY, 40)
+        drv.add(VIDEO_KEY, 56, U.STATE_U)
+        drv.add(BG_KEY, 300)
+        clock.t += T
+        await ctl.upta.step()
+        await ctl.upta.step()
+
+    run_async(go())
+    assert [p for p, _ in drv.probes] == [PORT, PORT]
+    msgs = [U.BfdMessage.unpack(d[20:]) for _, d in drv.probes]
+    assert [m.sequence for m in msgs] == [0, 1]
+    assert msgs[0].specs == (U.FlowSpec(VIDEO_KEY[0], VIDEO_KEY[1], VIDEO_KEY[3], VIDEO_KEY[4],
+                                        17, False),)
+    assert msgs[1].specs == ()       # second interval: no arrival, nothing U any more
+    assert all(d[16:20] == bytes([10, 255, 0, 7]) for _, d in drv.probes)
+
+
+def test_run_cancels_cleanly():
+    ctl, drv, clock = controller()
+    ctl.upta.period_s = 0.001
+    assert ctl.upta.interval_s == T
+
+    async def go():
+        task = asyncio.create_task(ctl.upta.run())
+        await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    run_async(go())
+    assert len(drv.reads) >= 2
+
+
+def test_unreadable_registers_fall_back_to_fig7_on_the_rates():
+    """BMv2 answers register reads UNIMPLEMENTED: the loop infers the video's U state
+    from its rate (tagged flow, q = 0.12) and the shares in force, once and for all."""
+    ctl, drv, clock = controller()
+
+    async def refuse(name, idx):
+        raise RuntimeError("UNIMPLEMENTED: Register reads are not supported yet")
+    drv.read_register_indexes = refuse
+    ctl.flows.observe(PORT, 1, VIDEO_KEY, 0.0)      # class 1 = TAGGED
+
+    async def go():
+        await ctl.upta.read_port(PORT)
+        for _ in range(2):                          # 1st: shares 3.5/3 each; 2nd: video U
+            drv.add(TCP_KEY, 40)
+            drv.add(VIDEO_KEY, 56)
+            drv.add(BG_KEY, 300)
+            clock.t += T
+            await ctl.upta.update_port(PORT)
+
+    run_async(go())
+    assert ctl.upta.read_states is False
+    assert ctl.upta.useless[PORT] == {UC.flow_slot(VIDEO_KEY, SLOTS)}
+    assert (drv.writes[-1][1].params["fs_u_scaled"],
+            drv.writes[-1][1].params["fs_i_scaled"]) == (305835, 458752)
