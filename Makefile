@@ -33,6 +33,8 @@ help:
 	@echo "make check-results  recompute the README's result and paper-comparison tables from docs/results (also in make test)"
 	@echo "make fuzz         100 000 malformed/random frames through BMv2, all accounted for (needs root)"
 	@echo "                  (options: make fuzz FUZZ_COUNT=5000 FUZZ_SEED=7 FUZZ_ARGS='--rate-pps 3000')"
+	@echo "make soak         10 min of mixed traffic, policy changes every 30 s; queues end empty (needs root)"
+	@echo "                  (options: make soak SOAK_ARGS='--duration-s 60 --policy-interval-s 10 --restart-switch')"
 	@echo "make mutants      mutation testing (tools/mutants.yaml; needs root, ~1 min a mutant)"
 	@echo "make clean        remove build/ and results/"
 
@@ -129,6 +131,13 @@ FUZZ_SEED  ?= 1
 .PHONY: fuzz
 fuzz: build deps-venv
 	$(PY) tools/fuzz.py --count $(FUZZ_COUNT) --seed $(FUZZ_SEED) $(FUZZ_ARGS)
+
+# Soak (issue 9): 10 minutes of TCP + tagged/untagged UDP on the dumbbell, a policy
+# change every 30 s, then every queue must be empty and nothing left (tools/soak.py).
+# SOAK_ARGS='--restart-switch' adds one kill -9 and restart of r1 in the middle.
+.PHONY: soak
+soak: build deps-venv
+	$(PY) tools/soak.py $(SOAK_ARGS)
 
 # Mutation testing: each mutant of tools/mutants.yaml must make one of its tests fail.
 .PHONY: mutants
