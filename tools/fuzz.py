@@ -9,7 +9,8 @@ A bounded, seeded run (`make fuzz`; a short one is in `make test`):
      simple_switch_grpc with sw1..sw4 as ports 1..4, configured with the project's
      controller CLI (mmaqm-ctl): routes 10.0.N.0/24 -> port N, and a different
      algorithm on each port (RED, DROP_TAIL, DCBT_CHIPS, FRED) so that fuzzed packets
-     that reach the AQM go through several admission paths.
+     that reach the AQM go through several admission paths; ports 1 and 4 are slowed
+     down (SLOW_PORTS_PPS) so that their queues fill and the AQM drops too.
      While the frames flow, the controller runs (`mmaqm-ctl run`: it receives the flow
      digests of every fuzzed packet that reaches the AQM); --no-controller only installs.
   2. `count` frames, built beforehand from `seed` (same seed, same bytes): scapy's
@@ -72,6 +73,9 @@ MTU = 9000
 MAX_FRAME = MTU + 14                # the largest frame a veth with this MTU carries
 TM_DEPTH_PKTS = 1024                # above every queue_limit_pkts below: only the AQM drops
 TAGGED_DSCP = (46, 34)
+# Ports slowed down (BMv2 queue rate, packets/s) so that queues build and the AQM drops:
+# the fuzzed packets also go through RED's and FRED's drop decisions.
+SLOW_PORTS_PPS = {1: 150, 4: 100}
 DEFAULT_COUNT = 5000
 DEFAULT_SEED = 1
 DEFAULT_RATE_PPS = 4000
@@ -520,7 +524,8 @@ def inside(args: argparse.Namespace) -> int:
         report["send_s"] = round(send_s, 2)
         report["rate_pps_achieved"] = round(args.count / send_s)
         report["send_errors"] = send_errors
-        # Wait until every frame is accounted for (or nothing moves for 5 s).
+        # Wait until every frame is accounted for and the slow ports have drained (or
+        # nothing moves for 5 s).
         deadline = time.monotonic() + 5.0
         last = None
         while True:
@@ -561,6 +566,11 @@ def inside(args: argparse.Namespace) -> int:
                                             for (port, _, _), f in zip(frames, fates) if f.discard)
     expected_arrivals = collections.Counter(f"port{f.port}:{f.traffic_class}"
                                             for f in fates if f.port is not None)
+    drop_names = {v: k for k, v in C.DROP_REASONS.items()}
+    aqm_drops = collections.Counter()
+    for idx, n in d["queue_drops"].items():
+        class_index, reason = divmod(idx, C.NUM_DROP_REASONS)
+        aqm_drops[f"port{class_index // C.CLASS_SLOTS}:{drop_names.get(reason, reason)}"] += n
     total_discards = sum(observed_discards.values())
     total_arrivals = sum(observed_arrivals.values())
     by_reason = collections.Counter()
@@ -572,6 +582,7 @@ def inside(args: argparse.Namespace) -> int:
         "discards_by_reason": dict(sorted(by_reason.items())),
         "arrivals_by_port_class": dict(sorted(observed_arrivals.items())),
         "aqm_drops": sum(d["queue_drops"].values()),
+        "aqm_drops_by_port_reason": dict(sorted(aqm_drops.items())),
         "queue_admits": sum(d["queue_admits"].values()),
         "queue_departures": sum(d["queue_departures"].values()),
     }
@@ -684,6 +695,7 @@ def outside(args: argparse.Namespace) -> int:
                 time.sleep(0.1)
             for port in range(1, NUM_PORTS + 1):
                 bmv2_tm.set_queue_depth(THRIFT_PORT, port, TM_DEPTH_PKTS, netns=NETNS)
+                bmv2_tm.set_queue_rate(THRIFT_PORT, port, SLOW_PORTS_PPS.get(port, 0), netns=NETNS)
             rc = bed.run(NETNS, [sys.executable, __file__, "--inside", "--count", args.count,
                                  "--seed", args.seed, "--rate-pps", args.rate_pps,
                                  "--report", report_path],
@@ -725,6 +737,8 @@ def print_summary(r: dict) -> None:
     print(f"  ingress discards {a['ingress_discards']} {a['discards_by_reason']}")
     print(f"  AQM arrivals {a['queue_arrivals']} (admits {a['queue_admits']}, AQM drops "
           f"{a['aqm_drops']}, departures {a['queue_departures']}); unaccounted {a['unaccounted']}")
+    if a["aqm_drops"]:
+        print(f"  AQM drops {a['aqm_drops_by_port_reason']}")
     e = r["egress"]
     print(f"  egress: {e['captured']} frames captured, {e['unexpected']} unexpected; valid "
           f"{e['valid_forwarded_exact']}/{e['valid_sent']} byte-exact")
