@@ -134,6 +134,7 @@ def parse_register_arrays(text: str) -> dict[str, list[int]]:
 
 def final_check(config_path: Path, thrift_ports: dict[str, int]) -> int:
     """Registers and counters of every switch (runs in the switch namespace); JSON out."""
+    from mmaqm import p4constants as C
     from mmaqm.blocking import BlockingSwitch
     from mmaqm.config import load_config
     from mmaqm.driver import READER_ELECTION_ID, SwitchDriver
@@ -162,6 +163,10 @@ def final_check(config_path: Path, thrift_ports: dict[str, int]) -> int:
                                   for r in OCCUPANCY_REGISTERS},
             "admits_minus_departures": in_queue,
             "totals": {n: sum(v.values()) for n, v in pk.items()},
+            "ingress_discards_by_reason": {
+                name: sum(n for i, n in pk["ingress_discards"].items()
+                          if i % C.NUM_DISCARD_REASONS == r)
+                for name, r in C.DISCARD_REASONS.items()},
         }
     print(json.dumps(result))
     return 0
