@@ -202,6 +202,9 @@ class FrameFactory:
         conf.verb = 0
         self.rng = random.Random(seed)
         random.seed(seed)
+        # Fields scapy fills from the clock (ICMP timestamp request/reply), drawn from
+        # their own generator so that the other frames stay as they were.
+        self.clock_rng = random.Random(seed + 0x5EED)
         self.valid_seq = 0
 
     # helpers
@@ -338,10 +341,15 @@ class FrameFactory:
             return self.fix_checksum(bytes(b))
         return bytes(self.eth(p, 0x0800)) + self.rng.randbytes(self.rng.randint(1500, MAX_FRAME - 14))
 
+    def icmp(self):
+        """ICMP whose timestamp fields (types 13, 14) are seeded, not scapy's clock."""
+        from scapy.layers.inet import ICMP
+        return ICMP(**{f: self.clock_rng.getrandbits(32) for f in ("ts_ori", "ts_rx", "ts_tx")})
+
     def scapy_fuzz_ip(self, p: int) -> bytes:
-        from scapy.layers.inet import ICMP, IP, TCP, UDP
+        from scapy.layers.inet import IP, TCP, UDP
         from scapy.packet import fuzz
-        l4 = self.rng.choice((TCP, UDP, ICMP))()
+        l4 = self.rng.choice((TCP, UDP, self.icmp))()
         ip = IP(dst=self.routed_dst()) if self.rng.random() < 0.5 else IP()
         if self.rng.random() < 0.2:                    # Ethernet fuzzed too (mostly not IPv4)
             frame = bytes(fuzz(self.eth(p) / ip / l4))
@@ -358,9 +366,9 @@ class FrameFactory:
         return frame[:MAX_FRAME]
 
     def scapy_fuzz_l4(self, p: int) -> bytes:
-        from scapy.layers.inet import ICMP, IP, TCP, UDP
+        from scapy.layers.inet import IP, TCP, UDP
         from scapy.packet import fuzz
-        l4 = fuzz(self.rng.choice((TCP, UDP, ICMP))()) / self.rng.randbytes(self.rng.randint(0, 60))
+        l4 = fuzz(self.rng.choice((TCP, UDP, self.icmp))()) / self.rng.randbytes(self.rng.randint(0, 60))
         ip = IP(src=f"10.0.{p}.2", dst=self.routed_dst(), ttl=64,
                 tos=self.rng.choice((0, 46 << 2, 34 << 2)))
         return bytes(self.eth(p) / ip / l4)

@@ -86,6 +86,18 @@ def test_frames_are_seeded_and_cover_every_kind():
                      "NO_ROUTE", "ARRIVAL"}
 
 
+def test_frames_do_not_depend_on_the_clock():
+    """scapy's ICMP timestamp fields default to the time scapy was imported (ms since
+    midnight): a generator that kept them made different bytes in every process."""
+    from scapy.layers.inet import ICMP
+    clock = ICMP(type=13).ts_ori.to_bytes(4, "big")
+    frames = fuzz.FrameFactory(3).frames(3000)
+    stamped = [f for _, _, f in frames if len(f) >= 54 and f[23] == 1 and f[14] == 0x45
+               and f[34] in (13, 14)]
+    assert stamped
+    assert not [f for f in stamped if clock in f[42:54]]
+
+
 def _network_ready() -> bool:
     return (os.geteuid() == 0 and shutil.which("simple_switch_grpc") is not None
             and (REPO / "build" / "main.json").exists())
