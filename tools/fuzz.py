@@ -35,7 +35,6 @@ Verdicts (each one is a line of the JSON report, and the run fails unless all ho
   * no frame was lost before the pipeline (the capture sockets dropped nothing).
 
 Usage: sudo tools/fuzz.py [--count N] [--seed S] [--rate-pps R] [--out report.json]
-(under the shared BMv2 lock: `flock /tmp/mmaqm-bmv2.lock make fuzz`).
 """
 
 from __future__ import annotations
