@@ -201,8 +201,8 @@ class FrameFactory:
         conf.verb = 0
         self.rng = random.Random(seed)
         random.seed(seed)
-        # Fields scapy fills from the clock (ICMP timestamp request/reply), drawn from
-        # their own generator so that the other frames stay as they were.
+        # Fields scapy would fill from the clock (ICMP timestamps) or from this host's
+        # routes (source addresses), drawn from their own generator instead.
         self.clock_rng = random.Random(seed + 0x5EED)
         self.valid_seq = 0
 
@@ -313,12 +313,14 @@ class FrameFactory:
         from scapy.layers.l2 import ARP, Dot1Q, LLC
         choice = self.rng.randint(0, 6)
         if choice == 0:
-            return bytes(self.eth(p) / ARP(pdst=self.routed_dst()))
+            return bytes(self.eth(p) / ARP(pdst=self.routed_dst(), psrc=self.src_ip(),
+                                           hwsrc=mac_str(host_mac(p))))
         if choice == 1:
-            return bytes(self.eth(p) / IPv6(dst="2001:db8::1") / UDP() / self.rng.randbytes(30))
+            return bytes(self.eth(p) / IPv6(src="2001:db8::2", dst="2001:db8::1") / UDP()
+                         / self.rng.randbytes(30))
         if choice == 2:
             return bytes(self.eth(p) / Dot1Q(vlan=self.rng.randint(0, 4095))
-                         / IP(dst=self.routed_dst()) / UDP())
+                         / IP(src=self.src_ip(), dst=self.routed_dst()) / UDP())
         if choice == 3:
             return bytes(self.eth(p, 0x88CC) / self.rng.randbytes(40))       # LLDP
         if choice == 4:
@@ -340,6 +342,9 @@ class FrameFactory:
             return self.fix_checksum(bytes(b))
         return bytes(self.eth(p, 0x0800)) + self.rng.randbytes(self.rng.randint(1500, MAX_FRAME - 14))
 
+    def src_ip(self) -> str:
+        return ".".join(str(self.clock_rng.randint(0, 255)) for _ in range(4))
+
     def icmp(self):
         """ICMP whose timestamp fields (types 13, 14) are seeded, not scapy's clock."""
         from scapy.layers.inet import ICMP
@@ -350,6 +355,7 @@ class FrameFactory:
         from scapy.packet import fuzz
         l4 = self.rng.choice((TCP, UDP, self.icmp))()
         ip = IP(dst=self.routed_dst()) if self.rng.random() < 0.5 else IP()
+        ip.src = self.src_ip()
         if self.rng.random() < 0.2:                    # Ethernet fuzzed too (mostly not IPv4)
             frame = bytes(fuzz(self.eth(p) / ip / l4))
         else:
