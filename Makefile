@@ -34,6 +34,10 @@ help:
 	@echo "                  (named experiments: make run RUN_ARGS='--experiment cbt-fig4'; mmaqm-exp --help)"
 	@echo "make bench        BMv2 packet rate: AQM program vs minimal IPv4 forwarder (needs root)"
 	@echo "make check-results  recompute the README's result and paper-comparison tables from docs/results (also in make test)"
+	@echo "make fuzz         100 000 malformed/random frames through BMv2, all accounted for (needs root)"
+	@echo "                  (options: make fuzz FUZZ_COUNT=5000 FUZZ_SEED=7 FUZZ_ARGS='--rate-pps 3000')"
+	@echo "make soak         10 min of mixed traffic, policy changes every 30 s; queues end empty (needs root)"
+	@echo "                  (options: make soak SOAK_ARGS='--duration-s 60 --policy-interval-s 10 --restart-switch')"
 	@echo "make mutants      mutation testing (tools/mutants.yaml; needs root, ~1 min a mutant)"
 	@echo "make clean        remove build/ and results/"
 
@@ -135,6 +139,21 @@ digest-capacity: build deps-venv
 check-results: deps-venv
 	$(PY) tools/check_results.py
 	$(PY) tools/paper_compare.py
+
+# Fuzzing (issue 9): malformed and random frames through a real BMv2, every frame
+# accounted for (tools/fuzz.py; a 5 000-frame run is part of make test).
+FUZZ_COUNT ?= 100000
+FUZZ_SEED  ?= 1
+.PHONY: fuzz
+fuzz: build deps-venv
+	$(PY) tools/fuzz.py --count $(FUZZ_COUNT) --seed $(FUZZ_SEED) $(FUZZ_ARGS)
+
+# Soak (issue 9): 10 minutes of TCP + tagged/untagged UDP on the dumbbell, a policy
+# change every 30 s, then every queue must be empty and nothing left (tools/soak.py).
+# SOAK_ARGS='--restart-switch' adds one kill -9 and restart of r1 in the middle.
+.PHONY: soak
+soak: build deps-venv
+	$(PY) tools/soak.py $(SOAK_ARGS)
 
 # Mutation testing: each mutant of tools/mutants.yaml must make one of its tests fail.
 .PHONY: mutants

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -469,19 +470,39 @@ class Network:
             text = "*filter\n" + "\n".join(rules) + "\nCOMMIT\n"
             self._lab.run(self.hosts[host].ns, ["iptables-restore", "--noflush"], input=text)
 
+    def _switch_spec(self, sw: Any, suffix: str = "") -> L.SwitchSpec:
+        return L.SwitchSpec({p.number: p.ifname for p in sw.ports.values()},
+                            device_id=T.DEVICE_ID,
+                            grpc_port=self._switches[sw.name].grpc_port,
+                            thrift_port=self._switches[sw.name].thrift_port,
+                            out_path=self.run_dir / f"bmv2-{sw.name}{suffix}.out",
+                            log_file=self.run_dir / f"bmv2-{sw.name}{suffix}",
+                            log_level=self.bmv2_log_level)
+
     def _start_switches(self) -> None:
         switches = list(self.topo.switches.values())
-        specs = [L.SwitchSpec({p.number: p.ifname for p in sw.ports.values()},
-                              device_id=T.DEVICE_ID,
-                              grpc_port=self._switches[sw.name].grpc_port,
-                              thrift_port=self._switches[sw.name].thrift_port,
-                              out_path=self.run_dir / f"bmv2-{sw.name}.out",
-                              log_file=self.run_dir / f"bmv2-{sw.name}",
-                              log_level=self.bmv2_log_level)
-                 for sw in switches]
+        specs = [self._switch_spec(sw) for sw in switches]
         for sw, proc in zip(switches, self._lab.start_switches(self.switch_ns, specs,
                                                                READY_TIMEOUT_S)):
             self._switches[sw.name].proc = proc
+
+    def restart_switch(self, switch: str, suffix: str = ".restarted") -> subprocess.Popen:
+        """Kill a switch's simple_switch_grpc with SIGKILL (a crash: no cleanup) and start
+        it again on the same ports and addresses, without a pipeline (a controller must
+        push it again); its TM queue depths and the bottleneck's rate are set again.
+        Its new output goes to bmv2-<switch><suffix>.out. Returns the new process."""
+        sw = self._switch(switch)
+        if sw.proc is not None:
+            try:
+                os.killpg(sw.proc.pid, signal.SIGKILL)  # started in a session of its own
+            except ProcessLookupError:
+                pass
+            self._lab.stop([sw.proc])                   # reaped, no longer tracked
+        [sw.proc] = self._lab.start_switches(
+            self.switch_ns, [self._switch_spec(self.topo.switches[switch], suffix)],
+            READY_TIMEOUT_S)
+        self._set_queue_depths()
+        return sw.proc
 
     def _set_queue_depths(self) -> None:
         """BMv2 TM depth above the P4 limit on every port; the bottleneck's rate too.
