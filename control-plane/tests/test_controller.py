@@ -868,6 +868,12 @@ async def _until(done: Callable[[], bool], what: str, timeout_s: float = 5.0,
         await asyncio.sleep(0.01)
 
 
+def _installed(server: Any) -> bool:
+    """An install has written the switch: the digest config (its first step) and
+    port 2's policy (with the routes, a later step of the reconciling install)."""
+    return bool(server.digest_configs) and _policy_params(server, 2) is not None
+
+
 def _policy_params(server: Any, port: int) -> dict[str, int] | None:
     for entry in server.table_entries("port_policy"):
         if entry.match == {"port": port}:
@@ -895,14 +901,14 @@ def test_run_reconnects_repushes_reinstalls_and_resumes_after_a_switch_restart(
             _one_switch_config(server.address), p4info=p4info_path, bmv2_json=device_config,
             event_sink=events.append, reconnect=ReconnectPolicy(give_up_s=10)))
         try:
-            await _until(lambda: bool(server.digest_configs), "the first install", task=task)
+            await _until(lambda: _installed(server), "the first install", task=task)
             for restart in range(2):
                 await serving.__aexit__(None, None, None)      # the switch dies
                 await asyncio.sleep(0.3)                       # attempts fail meanwhile
                 server = FakeP4RuntimeServer(port=port)        # and comes back empty
                 serving = server.run()
                 await serving.__aenter__()
-                await _until(lambda: bool(server.digest_configs), f"reinstall {restart}",
+                await _until(lambda: _installed(server), f"reinstall {restart}",
                              task=task)
                 assert len(server.pipeline_pushes) == 1
                 assert [e.match for e in server.table_entries("ipv4_lpm")] == \
@@ -948,7 +954,7 @@ def test_a_broken_channel_to_a_switch_that_kept_its_pipeline_needs_no_push(
             _one_switch_config(server.address), p4info=p4info_path, bmv2_json=device_config,
             event_sink=events.append))
         try:
-            await _until(lambda: bool(server.digest_configs), "installed", task=task)
+            await _until(lambda: _installed(server), "installed", task=task)
             await serving.__aexit__(None, None, None)          # the channel breaks
             await asyncio.sleep(0.2)
             serving = server.run()                             # same state, same port
@@ -983,7 +989,7 @@ def test_run_gives_up_on_a_lost_switch_after_the_reconnect_timeout(
         task = asyncio.create_task(run_switches(
             _one_switch_config(server.address), p4info=p4info_path, bmv2_json=device_config,
             reconnect=ReconnectPolicy(give_up_s=0.5)))
-        await _until(lambda: bool(server.digest_configs), "installed", task=task)
+        await _until(lambda: _installed(server), "installed", task=task)
         await serving.__aexit__(None, None, None)
         started = time.monotonic()
         with pytest.raises(SwitchGivenUp, match=r"s1: no P4Runtime connection to "
@@ -1015,7 +1021,7 @@ def test_a_lost_switch_does_not_stop_the_others(p4info_path: Path, device_config
             cfg, p4info=p4info_path, bmv2_json=device_config,
             reconnect=ReconnectPolicy(give_up_s=0.3)))
         try:
-            await _until(lambda: bool(s1.digest_configs and s2.digest_configs), "installed",
+            await _until(lambda: _installed(s1) and _installed(s2), "installed",
                          task=task)
             await serving1.__aexit__(None, None, None)
             await _until(lambda: "s1: stopped" in caplog.text, "s1 given up", task=task)
@@ -1055,7 +1061,7 @@ def test_a_backup_controller_waits_then_takes_over_when_the_primary_goes(
             cfg = _one_switch_config(server.address)
             common = {"p4info": p4info_path, "bmv2_json": device_config}
             primary = asyncio.create_task(run_switches(cfg, **common))
-            await _until(lambda: bool(server.digest_configs), "primary installed",
+            await _until(lambda: _installed(server), "primary installed",
                          task=primary)
             epoch = _policy_params(server, 2)["policy_epoch"]   # type: ignore[index]
             backup = asyncio.create_task(run_switches(cfg, **common, election_id=5,
@@ -1104,13 +1110,13 @@ def test_a_primary_that_loses_the_role_waits_as_backup_and_takes_it_back(
             cfg = _one_switch_config(server.address)
             common = {"p4info": p4info_path, "bmv2_json": device_config}
             first = asyncio.create_task(run_switches(cfg, **common, event_sink=events.append))
-            await _until(lambda: bool(server.digest_configs), "first installed", task=first)
+            await _until(lambda: _installed(server), "first installed", task=first)
             second = asyncio.create_task(run_switches(cfg, **common, election_id=20))
             try:
                 await _until(lambda: any(e["event"] == "backup_waiting" for e in events),
                              "the first waiting as backup", task=first)
                 await _until(lambda: server.primary_election_id == 20
-                             and bool(server.digest_configs), "second primary", task=second)
+                             and _installed(server), "second primary", task=second)
                 second.cancel()
                 await asyncio.gather(second, return_exceptions=True)
                 await _until(lambda: [e["event"] for e in events].count("installed") == 2,
