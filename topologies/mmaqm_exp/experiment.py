@@ -108,15 +108,25 @@ def controller_yaml(topo, policy: dict[str, Any]) -> str:
     return yaml.safe_dump(cfg, sort_keys=False)
 
 
-def _wait_controller(ctl: subprocess.Popen, counters: Path, log: Path) -> None:
-    """Ready = the controller has installed every switch and logged a sample."""
+def _wait_controller(ctl: subprocess.Popen, counters: Path, log: Path,
+                     switches: Sequence[str]) -> None:
+    """Ready = the controller has installed every switch and logged a sample of each
+    (the keep-up and delivery checks need one before the traffic; the switches are
+    installed one after another, so the first sample in the file is not enough)."""
     deadline = time.monotonic() + CONTROLLER_READY_TIMEOUT_S
     while time.monotonic() < deadline:
         if ctl.poll() is not None:
             tail = log.read_text()[-2000:] if log.exists() else ""
             raise ExperimentError(f"mmaqm-ctl exited {ctl.returncode}:\n{tail}")
         if counters.exists() and counters.stat().st_size > 0:
-            return
+            seen = set()
+            for line in counters.read_text(errors="replace").splitlines():
+                try:
+                    seen.add(json.loads(line).get("switch"))
+                except ValueError:
+                    continue
+            if seen >= set(switches):
+                return
         time.sleep(0.1)
     raise ExperimentError(f"mmaqm-ctl not ready after {CONTROLLER_READY_TIMEOUT_S} s; see {log}")
 
@@ -193,7 +203,7 @@ def run_algorithm(net: Network, topo, scenario, algorithm: str, policy: dict[str
             stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     sampler = regs = None
     try:
-        _wait_controller(ctl, counters, log)
+        _wait_controller(ctl, counters, log, list(topo.switches))
         # the BMv2 queue above the policy's P4 limit (the topology's unless the policy says)
         bn = net.configure_bottleneck(tm_queue_depth_pkts(
             policy.get("queue_limit_pkts", topo.bottleneck.queue_limit_pkts)))
