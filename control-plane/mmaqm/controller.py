@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import p4constants as C
-from .algorithms import DCBT_ALGORITHMS, dcbt, fred, mcdt
+from .algorithms import DCBT_ALGORITHMS, dcbt, fred, mcdt, upta_control
 from .config import Config, SwitchConfig
 from .encoding import PolicyAction, policy_action
 from .driver import (CONNECT_TIMEOUT_S, CONTROLLER_ELECTION_ID, DEFAULT_BMV2_JSON,
@@ -58,9 +58,19 @@ class SwitchController:
         self.mcdt_arrivals: dict[int, dict[int, int]] = {}
         # UPTA (upta §5.1, eqs. 18-19): the fair-share loop of this switch's upta ports
         self.upta: UptaLoop | None = None
-        if any(p.algorithm == "UPTA" and p.capacity_mbps is not None
-               for p in switch.policies.values()):
-            self.upta = UptaLoop(self)
+        if switch.bfd is not None or any(p.algorithm == "UPTA" and p.capacity_mbps is not None
+                                         for p in switch.policies.values()):
+            # (a switch with BFD settings but no upta port, e.g. an egress edge, runs the
+            # loop for its BFD event log only)
+            bfd = switch.bfd
+            c_ports = {port for port, p in switch.policies.items()
+                       if p.algorithm == "UPTA" and p.upta_mode == "C"}
+            # C-UPTA ingress edge: probes on the paths that leave through a mode-C port
+            paths = [] if bfd is None else [
+                upta_control.BfdPath(p.path_id, p.port, p.egress_addr)
+                for p in bfd.paths if p.port in c_ports]
+            self.upta = UptaLoop(self, router_addr=None if bfd is None else bfd.router_addr,
+                                 bfd_paths=paths)
 
     async def install(self) -> None:
         """Replace every table entry with the configuration (validated already)."""
@@ -70,6 +80,16 @@ class SwitchController:
         for route in self.switch.routes:
             await d.install_route(str(route.prefix), route.port,
                                   self.switch.ports[route.port].mac, route.next_hop_mac)
+        bfd = self.switch.bfd
+        if bfd is not None:      # C-UPTA / BFD (upta.p4, docs/upta-plan.md §1.6-1.7)
+            await d.install_upta_local_addr(bfd.router_addr)
+            for port in bfd.edge_ports:
+                await d.install_upta_edge_port(port)
+            if bfd.cpu_port is not None:
+                await d.install_upta_edge_port(bfd.cpu_port, cpu=True)
+            for path in bfd.paths:
+                for prefix in path.prefixes:
+                    await d.install_upta_bfd_path(str(prefix), path.path_id)
         for port, policy in sorted(self.switch.policies.items()):
             if policy.algorithm == "DCBT_CHIPS":
                 await d.install_cut_in_slot_session(port)

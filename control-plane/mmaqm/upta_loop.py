@@ -41,6 +41,7 @@ from .encoding import PolicyAction, upta_port_settings
 LOG = logging.getLogger(__name__)
 COUNTER = "upta_flow_bytes"
 STATE_REGISTER = "upta_state"
+EVENTS_COUNTER = "upta_events"
 
 
 class UptaHost(Protocol):
@@ -222,10 +223,32 @@ class UptaLoop:
             self.sequence[path.path_id] = (first + len(probes)) & 0xFFFF
         return sent
 
+    async def bfd_events(self) -> dict[str, dict[str, int]]:
+        """The switch's nonzero upta_events of its ports and CPU port, {port: {event: packets}}
+        (cumulative; one ReadRequest): where probes were sent, lowered and answered, and
+        reports accepted or refused (upta.p4 BfdEndpoint)."""
+        bfd = getattr(self.host.switch, "bfd", None)
+        ports = sorted(set(self.host.switch.ports)
+                       | ({bfd.cpu_port} if bfd is not None and bfd.cpu_port is not None else set()))
+        wanted = {C.upta_event_index(p, e): (p, name)
+                  for p in ports for name, e in C.UPTA_EVENTS.items()}
+        values = await self.host.driver.read_counter_indexes({EVENTS_COUNTER: list(wanted)})
+        out: dict[str, dict[str, int]] = {}
+        for i, v in values.get(EVENTS_COUNTER, {}).items():
+            if i in wanted and v.packets:
+                port, name = wanted[i]
+                out.setdefault(str(port), {})[name] = v.packets
+        return out
+
     async def step(self) -> list[int]:
-        """One interval of every port, then the probes; the ports rewritten."""
+        """One interval of every port, then the probes; the ports rewritten. A switch with
+        BFD settings also logs its upta_events ("upta_bfd") to the event sink."""
         changed = [port for port in self.settings if await self.update_port(port)]
-        await self.send_probes()
+        sent = await self.send_probes()
+        sink = self.host.event_sink
+        if sink is not None and getattr(self.host.switch, "bfd", None) is not None:
+            sink({"event": "upta_bfd", "t_ns": time.time_ns(), "switch": self.host.switch.name,
+                  "probes_sent": sent, "events": await self.bfd_events()})
         return changed
 
     async def run(self) -> None:
