@@ -42,6 +42,14 @@ LOG = logging.getLogger(__name__)
 COUNTER = "upta_flow_bytes"
 STATE_REGISTER = "upta_state"
 EVENTS_COUNTER = "upta_events"
+# Probes go out every PROBE_EVERY_INTERVALS intervals, not every T (the paper's T = K,
+# §5.3.3): the data plane accepts only the report of a path's LAST probe (upta.p4
+# accept_report), and on the Fig. 1 chain a probe queues behind four full 100-packet
+# queues (l2-l5: 85 + 95 + 105 + 117 ms), so with one probe per T = 131 ms every report
+# under load came back after the next probe and was refused (REPORT_STALE), and the
+# ingress edges never learnt a path minimum while the traffic ran (measured, R2's
+# upta_path registers over Thrift). 4 T = 524 ms exceeds that round trip.
+PROBE_EVERY_INTERVALS = 4
 
 
 class UptaHost(Protocol):
@@ -100,6 +108,8 @@ class UptaLoop:
         self.router_addr = router_addr
         self.bfd_paths = list(bfd_paths)
         self.sequence: dict[int, int] = {}     # path id -> next sequence number
+        self.probe_every = PROBE_EVERY_INTERVALS
+        self.intervals = 0                     # step() calls so far
         self.period_s = self.interval_s        # run()'s sleep between intervals
         self.read_states = True                # False once the switch refused a register read
 
@@ -244,7 +254,8 @@ class UptaLoop:
         """One interval of every port, then the probes; the ports rewritten. A switch with
         BFD settings also logs its upta_events ("upta_bfd") to the event sink."""
         changed = [port for port in self.settings if await self.update_port(port)]
-        sent = await self.send_probes()
+        sent = await self.send_probes() if self.intervals % self.probe_every == 0 else 0
+        self.intervals += 1
         sink = self.host.event_sink
         if sink is not None and getattr(self.host.switch, "bfd", None) is not None:
             sink({"event": "upta_bfd", "t_ns": time.time_ns(), "switch": self.host.switch.name,
