@@ -43,6 +43,15 @@ Schema (defaults in brackets)::
       policies:                    # [{}]
         default: {...policy...}    # applied to every port in ports without its own entry
         2: {...policy...}          # per port; the port must be in ports
+      bfd:                         # optional; C-UPTA's BFD (upta §5.3, upta.p4)
+        router_addr: 10.255.0.1    #   required: this router's own address (probes
+                                   #   to it are answered, reports to it accepted)
+        edge_ports: [1, 2]         #   [[]] ports facing hosts/other domains, in ports
+        cpu_port: 63               #   [none] BMv2's --cpu-port (PacketOut probes
+                                   #   enter there); 1..NUM_PORTS-1, not in ports
+        paths:                     #   [[]] this router's BFD paths as ingress edge
+          - {id: 0, port: 3, egress_addr: 10.255.0.7, prefixes: [10.0.4.1/32]}
+                                   #   id < BFD_PATHS unique, port in ports
 
 Policy keys:
 
@@ -244,6 +253,25 @@ class SwitchConfig:
     routes: tuple[Route, ...]
     policies: Mapping[int, PortPolicy]        # effective policy of every port that has one
     default_policy: PortPolicy | None = None
+    bfd: "BfdConfig | None" = None
+
+
+@dataclass(frozen=True)
+class BfdPathConfig:
+    path_id: int
+    port: int
+    egress_addr: str
+    prefixes: tuple[ipaddress.IPv4Network, ...]
+
+
+@dataclass(frozen=True)
+class BfdConfig:
+    """C-UPTA's BFD settings of one switch (topology.bfd_plan writes them)."""
+
+    router_addr: str
+    edge_ports: tuple[int, ...] = ()
+    cpu_port: int | None = None
+    paths: tuple[BfdPathConfig, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -556,7 +584,9 @@ def _check_policy_values(v: Mapping[str, Any], limit: int | None, path: str,
 
 
 # --- switch
-_SWITCH_KEYS = ("p4runtime_addr", "device_id", "ports", "routes", "policies")
+_SWITCH_KEYS = ("p4runtime_addr", "device_id", "ports", "routes", "policies", "bfd")
+_BFD_KEYS = ("router_addr", "edge_ports", "cpu_port", "paths")
+_BFD_PATH_KEYS = ("id", "port", "egress_addr", "prefixes")
 _ROUTE_KEYS = ("prefix", "port", "next_hop_mac")
 _MAX_PORT = C.NUM_PORTS - 1
 
@@ -652,6 +682,75 @@ def _read_policies(value: object, path: str, ports_path: str, known_ports: set[i
     return own, default, broken
 
 
+def _ipv4_address(value: object, path: str, errs: V.Errors) -> str | None:
+    if not isinstance(value, str):
+        errs.add(path, f"must be an IPv4 address, got {V.describe(value)}")
+        return None
+    try:
+        return str(ipaddress.IPv4Address(value))
+    except ValueError:
+        errs.add(path, f"must be an IPv4 address, got {V.describe(value)}")
+        return None
+
+
+def _read_bfd(value: object, path: str, known_ports: set[int] | None,
+              errs: V.Errors) -> BfdConfig | None:
+    """The switch's `bfd` section (C-UPTA, upta §5.3)."""
+    raw = V.mapping(value, path, errs, allowed=_BFD_KEYS)
+    if raw is None:
+        return None
+    before = len(errs)
+    addr = _ipv4_address(V.require(raw, "router_addr", path, errs),
+                         V.join(path, "router_addr"), errs)
+
+    def port_of(item: object, item_path: str) -> int | None:
+        port = V.integer(item, item_path, errs, lo=0, hi=_MAX_PORT)
+        if port is not None and known_ports is not None and port not in known_ports:
+            errs.add(item_path, f"unknown port {port} (not in ports)")
+        return port
+
+    edge_path = V.join(path, "edge_ports")
+    edges = V.sequence(raw.get("edge_ports", []), edge_path, errs,
+                       max_items=C.NUM_PORTS, item="port", capacity="NUM_PORTS") or []
+    edge_ports = [port_of(item, V.index(edge_path, i)) for i, item in enumerate(edges)]
+    cpu_port = None
+    if raw.get("cpu_port") is not None:
+        cpu_port = V.integer(raw["cpu_port"], V.join(path, "cpu_port"), errs, lo=1, hi=_MAX_PORT)
+        if cpu_port is not None and known_ports is not None and cpu_port in known_ports:
+            errs.add(V.join(path, "cpu_port"), f"port {cpu_port} is a switch port (in ports)")
+    paths_path = V.join(path, "paths")
+    items = V.sequence(raw.get("paths", []), paths_path, errs, max_items=C.BFD_PATHS,
+                       item="path", capacity="BFD_PATHS") or []
+    paths: list[BfdPathConfig] = []
+    ids: set[int] = set()
+    for i, item in enumerate(items):
+        ipath = V.index(paths_path, i)
+        praw = V.mapping(item, ipath, errs, allowed=_BFD_PATH_KEYS)
+        if praw is None:
+            continue
+        pid = V.integer(V.require(praw, "id", ipath, errs), V.join(ipath, "id"), errs,
+                        lo=0, hi=C.BFD_PATHS - 1)
+        if pid is not None and pid in ids:
+            errs.add(V.join(ipath, "id"), f"duplicate path id {pid}")
+        port = port_of(V.require(praw, "port", ipath, errs), V.join(ipath, "port"))
+        egress = _ipv4_address(V.require(praw, "egress_addr", ipath, errs),
+                               V.join(ipath, "egress_addr"), errs)
+        pre_path = V.join(ipath, "prefixes")
+        prefixes = [V.ipv4_network(p, V.index(pre_path, j), errs)
+                    for j, p in enumerate(V.sequence(praw.get("prefixes", []), pre_path, errs,
+                                                     max_items=C.BFD_PATHS, item="prefix",
+                                                     capacity="BFD_PATHS") or [])]
+        if pid is not None and port is not None and egress is not None \
+                and all(p is not None for p in prefixes):
+            ids.add(pid)
+            paths.append(BfdPathConfig(pid, port, egress, tuple(prefixes)))  # type: ignore[arg-type]
+    if len(errs) > before or addr is None:
+        return None
+    return BfdConfig(router_addr=addr, edge_ports=tuple(sorted({p for p in edge_ports
+                                                                  if p is not None})),
+                     cpu_port=cpu_port, paths=tuple(paths))
+
+
 def _read_switch(name: object, value: object, path: str, errs: V.Errors) -> SwitchConfig | None:
     if not isinstance(name, str) or not _SWITCH_NAME_RE.match(name):
         errs.add(path, f"switch name must match [A-Za-z0-9_-]+, got {V.describe(name)}")
@@ -674,6 +773,8 @@ def _read_switch(name: object, value: object, path: str, errs: V.Errors) -> Swit
                           known_ports, errs)
     own, default, broken = _read_policies(_section(raw, "policies", {}), V.join(path, "policies"),
                                           ports_path, known_ports, errs)
+    bfd = None if raw.get("bfd") is None else \
+        _read_bfd(raw["bfd"], V.join(path, "bfd"), known_ports, errs)
 
     effective: dict[int, PortPolicy] = {}
     for port in sorted(ports or {}):
@@ -699,6 +800,7 @@ def _read_switch(name: object, value: object, path: str, errs: V.Errors) -> Swit
         routes=tuple(route for _, route in routes),
         policies=MappingProxyType(effective),
         default_policy=default,
+        bfd=bfd,
     )
 
 

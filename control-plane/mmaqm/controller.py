@@ -23,7 +23,7 @@ import finsy as fy
 
 from . import p4constants as C
 from . import reconcile as R
-from .algorithms import DCBT_ALGORITHMS, dcbt, fred, mcdt
+from .algorithms import DCBT_ALGORITHMS, dcbt, fred, mcdt, upta_control
 from .config import Config, SwitchConfig
 from .encoding import PolicyAction, policy_action
 from .driver import (CONNECT_TIMEOUT_S, CONTROLLER_ELECTION_ID, DEFAULT_BMV2_JSON,
@@ -104,9 +104,19 @@ class SwitchController:
         self.mcdt_arrivals: dict[int, dict[int, int]] = {}
         # UPTA (upta §5.1, eqs. 18-19): the fair-share loop of this switch's upta ports
         self.upta: UptaLoop | None = None
-        if any(p.algorithm == "UPTA" and p.capacity_mbps is not None
-               for p in switch.policies.values()):
-            self.upta = UptaLoop(self)
+        if switch.bfd is not None or any(p.algorithm == "UPTA" and p.capacity_mbps is not None
+                                         for p in switch.policies.values()):
+            # (a switch with BFD settings but no upta port, e.g. an egress edge, runs the
+            # loop for its BFD event log only)
+            bfd = switch.bfd
+            c_ports = {port for port, p in switch.policies.items()
+                       if p.algorithm == "UPTA" and p.upta_mode == "C"}
+            # C-UPTA ingress edge: probes on the paths that leave through a mode-C port
+            paths = [] if bfd is None else [
+                upta_control.BfdPath(p.path_id, p.port, p.egress_addr)
+                for p in bfd.paths if p.port in c_ports]
+            self.upta = UptaLoop(self, router_addr=None if bfd is None else bfd.router_addr,
+                                 bfd_paths=paths)
 
     async def install(self) -> R.WritePlan:
         """Make the switch hold exactly the configuration (validated already): read
@@ -172,6 +182,8 @@ class SwitchController:
                     for r in sw.routes]
         entries += [R.policy_entry(port, self.policy_action(port))
                     for port in sorted(sw.policies)]
+        if sw.bfd is not None:      # C-UPTA / BFD (upta.p4, docs/upta-plan.md §1.6-1.7)
+            entries += R.bfd_entries(sw.bfd)
         clones = [R.cut_in_slot_session(port) for port, policy in sorted(sw.policies.items())
                   if policy.algorithm == "DCBT_CHIPS"]
         return R.SwitchState(digests=(R.flow_digest_config(

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import finsy as fy
 from google.protobuf import text_format
+from finsy.proto import p4r
 from google.protobuf.empty_pb2 import Empty
 
 from . import p4constants as C
@@ -38,10 +39,9 @@ DIGEST_FLOW = R.DIGEST_FLOW
 # Flow digest lists that may wait for the controller (flow_reports; finsy's own
 # queue, 50 lists of up to 64 reports, overflowed under 100 000 flows: issue 9).
 DIGEST_QUEUE_LISTS = 2048
-# UPTA / BFD (upta.p4)
-TABLE_UPTA_EDGE_PORT = "upta_edge_port"
-TABLE_UPTA_LOCAL_ADDR = "upta_local_addr"
-TABLE_UPTA_BFD_PATH = "upta_bfd_path"
+TABLE_UPTA_EDGE_PORT = R.TABLE_UPTA_EDGE_PORT
+TABLE_UPTA_LOCAL_ADDR = R.TABLE_UPTA_LOCAL_ADDR
+TABLE_UPTA_BFD_PATH = R.TABLE_UPTA_BFD_PATH
 
 # Every network wait has a deadline (issue 9); cli.py's flags override the first two.
 GRPC_WAIT_TIMEOUT_S = 20.0     # wait_for_grpc: a switch just started may not listen yet
@@ -330,30 +330,13 @@ class SwitchDriver:
         await self.switch.write([+to_finsy(R.route_entry(prefix, port, src_mac, next_hop_mac))])
 
     async def install_upta_edge_port(self, port: int, *, cpu: bool = False) -> None:
-        """UPTA/BFD (upta.p4): `port` faces hosts or another domain (an edge port: QoS
-        Probes and Reports arriving on it are dropped and counted; C-UPTA's ingress
-        edge), or, with cpu, is the controller's port (the only origin of probes)."""
-        if not 0 <= port < 512:
-            raise ValueError(f"port {port} outside 0..511")
-        await self.switch.write([+fy.P4TableEntry(
-            TABLE_UPTA_EDGE_PORT, match=fy.Match(port=port),
-            action=fy.Action("upta_cpu" if cpu else "upta_edge"))])
+        await self.switch.write([+to_finsy(R.upta_edge_port_entry(port, cpu=cpu))])
 
     async def install_upta_local_addr(self, addr: str) -> None:
-        """BFD (upta.p4): one of this router's own addresses (probes to it are answered,
-        reports to it accepted)."""
-        await self.switch.write([+fy.P4TableEntry(
-            TABLE_UPTA_LOCAL_ADDR, match=fy.Match(addr=str(ipaddress.IPv4Address(addr))),
-            action=fy.Action("upta_local"))])
+        await self.switch.write([+to_finsy(R.upta_local_addr_entry(addr))])
 
     async def install_upta_bfd_path(self, prefix: str, path: int) -> None:
-        """C-UPTA (upta.p4): packets to `prefix` take BFD path `path` (< BFD_PATHS)."""
-        if not 0 <= path < C.BFD_PATHS:
-            raise ValueError(f"path {path} outside 0..{C.BFD_PATHS - 1}")
-        network = ipaddress.IPv4Network(prefix)
-        await self.switch.write([+fy.P4TableEntry(
-            TABLE_UPTA_BFD_PATH, match=fy.Match(ipv4_dst=str(network)),
-            action=fy.Action("upta_path", path=path))])
+        await self.switch.write([+to_finsy(R.upta_bfd_path_entry(prefix, path))])
 
     async def install_cut_in_slot_session(self, port: int) -> None:
         """The clone session of ChIPS's FIFO slot clones for one port (chips.p4):

@@ -34,6 +34,10 @@ from .encoding import PolicyAction
 TABLE_ROUTES = "ipv4_lpm"
 TABLE_CLASSIFIER = "classifier"
 TABLE_POLICY = "port_policy"
+# UPTA / BFD (upta.p4)
+TABLE_UPTA_EDGE_PORT = "upta_edge_port"
+TABLE_UPTA_LOCAL_ADDR = "upta_local_addr"
+TABLE_UPTA_BFD_PATH = "upta_bfd_path"
 DIGEST_FLOW = "flow_digest_t"
 PRIO_TCP = 100          # classifier priorities: TCP wins over any DSCP rule
 PRIO_TAGGED = 50
@@ -186,6 +190,44 @@ def route_entry(prefix: str, port: int, src_mac: str, next_hop_mac: str) -> Tabl
 def policy_entry(port: int, action: PolicyAction) -> TableEntry:
     check_port(port)
     return TableEntry.make(TABLE_POLICY, {"port": port}, action.name, action.params)
+
+
+def upta_edge_port_entry(port: int, *, cpu: bool = False) -> TableEntry:
+    """UPTA/BFD (upta.p4): `port` faces hosts or another domain (an edge port: QoS
+    Probes and Reports arriving on it are dropped and counted; C-UPTA's ingress
+    edge), or, with cpu, is the controller's port (the only origin of probes)."""
+    check_port(port)
+    return TableEntry.make(TABLE_UPTA_EDGE_PORT, {"port": port},
+                           "upta_cpu" if cpu else "upta_edge")
+
+
+def upta_local_addr_entry(addr: str) -> TableEntry:
+    """BFD (upta.p4): one of this router's own addresses (probes to it are answered,
+    reports to it accepted)."""
+    return TableEntry.make(TABLE_UPTA_LOCAL_ADDR, {"addr": int(ipaddress.IPv4Address(addr))},
+                           "upta_local")
+
+
+def upta_bfd_path_entry(prefix: str, path: int) -> TableEntry:
+    """C-UPTA (upta.p4): packets to `prefix` take BFD path `path` (< BFD_PATHS)."""
+    if not 0 <= path < C.BFD_PATHS:
+        raise ValueError(f"path {path} outside 0..{C.BFD_PATHS - 1}")
+    network = ipaddress.IPv4Network(prefix)
+    return TableEntry.make(TABLE_UPTA_BFD_PATH,
+                           {"ipv4_dst": (int(network.network_address), network.prefixlen)},
+                           "upta_path", {"path": path})
+
+
+def bfd_entries(bfd) -> list[TableEntry]:      # config.BfdConfig
+    """A router's BFD tables (docs/upta-plan.md §1.6-1.7): its own address, its edge
+    ports and the controller's port, the destination -> BFD path map."""
+    entries = [upta_local_addr_entry(bfd.router_addr)]
+    entries += [upta_edge_port_entry(port) for port in bfd.edge_ports]
+    if bfd.cpu_port is not None:
+        entries.append(upta_edge_port_entry(bfd.cpu_port, cpu=True))
+    entries += [upta_bfd_path_entry(str(prefix), path.path_id)
+                for path in bfd.paths for prefix in path.prefixes]
+    return entries
 
 
 def cut_in_slot_session(port: int) -> CloneSession:

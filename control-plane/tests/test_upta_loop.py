@@ -191,6 +191,7 @@ def test_core_counts_probe_specs_of_flows_that_no_longer_arrive():
 def test_ingress_edge_sends_one_probe_per_path_with_its_u_flows():
     path = UC.BfdPath(0, PORT, "10.255.0.7")
     ctl, drv, clock = controller("C", router_addr="10.255.0.1", bfd_paths=[path])
+    ctl.upta.probe_every = 1         # a probe every interval (default PROBE_EVERY_INTERVALS)
 
     async def go():
         await ctl.upta.read_port(PORT)
@@ -251,3 +252,21 @@ def test_unreadable_registers_fall_back_to_fig7_on_the_rates():
     assert ctl.upta.useless[PORT] == {UC.flow_slot(VIDEO_KEY, SLOTS)}
     assert (drv.writes[-1][1].params["fs_u_scaled"],
             drv.writes[-1][1].params["fs_i_scaled"]) == (305835, 458752)
+
+
+def test_probes_go_out_every_probe_every_intervals():
+    """PROBE_EVERY_INTERVALS (4): intervals 0, 4, 8 probe; the others only update the
+    shares (a report is accepted only for the path's last probe, upta.p4)."""
+    path = UC.BfdPath(0, PORT, "10.255.0.7")
+    ctl, drv, clock = controller("C", router_addr="10.255.0.1", bfd_paths=[path])
+    assert ctl.upta.probe_every == 4
+
+    async def go():
+        await ctl.upta.read_port(PORT)
+        for _ in range(9):
+            clock.t += T
+            await ctl.upta.step()
+
+    run_async(go())
+    msgs = [U.BfdMessage.unpack(d[20:]) for _, d in drv.probes]
+    assert [m.sequence for m in msgs] == [0, 1, 2]

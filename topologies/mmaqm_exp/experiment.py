@@ -52,7 +52,8 @@ from .experiments import RegistryError, load_registry
 from .lab import LabError, StopRequested, catch_stop_signals, stop_processes
 from .network import Network, missing_prereqs
 from .scenario import load_scenario
-from .topology import controller_config, load_topology, tm_queue_depth_pkts
+from .topology import BFD_CPU_PORT as T_BFD_CPU_PORT
+from .topology import controller_config, load_topology, tm_queue_depth_pkts, uses_bfd
 from .traffic import run_scenario
 
 REPO = Path(__file__).resolve().parents[2]
@@ -350,7 +351,9 @@ def run_experiment(topology: Path, scenario_path: Path, policies_path: Path,
                   file=stream, flush=True)
     summaries: dict[str, dict[str, Any]] = {}
     started = time.monotonic()
-    with Network(topo, out / "network", bmv2_json) as net:
+    # C-UPTA's probes are P4Runtime PacketOuts: BMv2 needs a CPU port
+    cpu_port = T_BFD_CPU_PORT if any(uses_bfd(policies[a]) for a in algorithms) else None
+    with Network(topo, out / "network", bmv2_json, cpu_port=cpu_port) as net:
         print(f"mmaqm-exp: network up in {time.monotonic() - started:.1f} s; bottleneck "
               f"{net.bottleneck.switch} port {net.bottleneck.port} at {net.bottleneck.rate_pps} pkt/s",
               file=stream, flush=True)

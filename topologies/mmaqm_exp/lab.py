@@ -379,6 +379,7 @@ class SwitchSpec:
     out_path: Path
     log_file: Path | None = None
     log_level: str = BMV2_LOG_OFF
+    cpu_port: int | None = None         # --cpu-port: P4Runtime PacketOut/PacketIn (C-UPTA probes)
 
     @property
     def grpc_addr(self) -> str:
@@ -394,8 +395,9 @@ class SwitchSpec:
             argv += ["-i", f"{number}@{ifname}"]
         if self.log_file is not None:
             argv += ["--log-file", str(self.log_file), "--log-flush"]
+        cpu = [] if self.cpu_port is None else ["--cpu-port", str(self.cpu_port)]
         return argv + ["--log-level", self.log_level, "--no-p4",
-                       "--", "--grpc-server-addr", self.grpc_addr,
+                       "--", "--grpc-server-addr", self.grpc_addr, *cpu,
                        "--priority-queues", str(PRIORITY_QUEUES)]
 
 

@@ -203,8 +203,10 @@ class Network:
                  bmv2_log_level: str = BMV2_LOG_LEVEL,
                  tcp_congestion_control: str = TCP_CONGESTION_CONTROL,
                  grpc_port_base: int = T.GRPC_PORT_BASE,
-                 thrift_port_base: int = T.THRIFT_PORT_BASE) -> None:
+                 thrift_port_base: int = T.THRIFT_PORT_BASE,
+                 cpu_port: int | None = None) -> None:
         _check_prefix(name_prefix)
+        self.cpu_port = cpu_port       # BMv2 --cpu-port of every switch (C-UPTA's PacketOut probes)
         self.topo = topo
         self.run_dir = Path(run_dir)
         self.bmv2_json = Path(bmv2_json) if bmv2_json is not None else None
@@ -477,7 +479,7 @@ class Network:
                             thrift_port=self._switches[sw.name].thrift_port,
                             out_path=self.run_dir / f"bmv2-{sw.name}{suffix}.out",
                             log_file=self.run_dir / f"bmv2-{sw.name}{suffix}",
-                            log_level=self.bmv2_log_level)
+                            log_level=self.bmv2_log_level, cpu_port=self.cpu_port)
 
     def _start_switches(self) -> None:
         switches = list(self.topo.switches.values())

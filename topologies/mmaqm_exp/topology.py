@@ -660,6 +660,16 @@ def _compute_routes(switches: Mapping[str, Switch], hosts: Mapping[str, Host],
 
 
 # --------------------------------------------------------- controller config
+# BMv2's --cpu-port for C-UPTA runs (P4Runtime PacketOut probes enter there): a port
+# number below NUM_PORTS (upta_events count per ingress port) that no topology uses.
+BFD_CPU_PORT = 63
+
+
+def uses_bfd(policy: Mapping[str, Any]) -> bool:
+    """C-UPTA needs BFD: router addresses, edge ports, the CPU port, probes."""
+    return policy.get("algorithm") == "UPTA" and policy.get("upta_mode") == "C"
+
+
 def controller_config(topo: Topology, policy: Mapping[str, Any], *,
                       p4runtime_port_base: int = GRPC_PORT_BASE, device_id: int = DEVICE_ID,
                       other_queue_limit_pkts: int = OTHER_PORT_QUEUE_LIMIT_PKTS,
@@ -673,7 +683,9 @@ def controller_config(topo: Topology, policy: Mapping[str, Any], *,
     ``bandwidth_pps: link`` (RED idle-time decay) becomes the port's rate_pps and
     ``capacity_mbps: link`` (UPTA's C) its rate_mbps. Every other port gets DROP_TAIL with other_queue_limit_pkts. Routes: one
     /32 per host, next hop = the host's MAC on its own port, else the next router's port
-    MAC. With validate, ``mmaqm.config.parse_config`` checks the result (raises
+    MAC. A C-UPTA policy (``uses_bfd``) adds each switch's ``bfd`` section from
+    ``bfd_plan`` (router address, edge ports, BFD_CPU_PORT, BFD paths) and routes to
+    the other routers' addresses. With validate, ``mmaqm.config.parse_config`` checks the result (raises
     mmaqm.config.ConfigError). The BMv2 queue depths and the bottleneck rate are not
     controller settings: the runner sets them (tm_queue_depth_pkts(), Bottleneck.rate_pps).
     """
@@ -689,6 +701,7 @@ def controller_config(topo: Topology, policy: Mapping[str, Any], *,
         return out
 
     other = {"algorithm": "DROP_TAIL", "queue_limit_pkts": other_queue_limit_pkts}
+    plans = bfd_plan(topo) if uses_bfd(policy) else None
     switches: dict[str, Any] = {}
     for sw in topo.switches.values():
         routes = []
@@ -707,6 +720,21 @@ def controller_config(topo: Topology, policy: Mapping[str, Any], *,
             "routes": routes,
             "policies": policies,
         }
+        if plans is not None:    # C-UPTA: BFD settings and routes to the router addresses
+            plan = plans[sw.name]
+            by_number = {p.number: p for p in sw.ports.values()}
+            routes += [{"prefix": prefix, "port": port, "next_hop_mac": by_number[port].peer_mac}
+                       for prefix, port in plan.router_routes.items()]
+            switches[sw.name]["bfd"] = {
+                "router_addr": plan.router_addr,
+                "edge_ports": list(plan.edge_ports),
+                "cpu_port": BFD_CPU_PORT,
+                "paths": [{"id": path.path_id, "port": path.port,
+                           "egress_addr": path.egress_addr,
+                           "prefixes": sorted(pre for pre, pid in plan.path_of_prefix.items()
+                                              if pid == path.path_id)}
+                          # only an ingress edge (a router with edge ports) probes
+                          for path in (plan.paths if plan.edge_ports else ())]}
     cfg: dict[str, Any] = {}
     if classifier is not None:
         cfg["classifier"] = dict(classifier)

@@ -545,3 +545,44 @@ def test_bfd_plan_of_the_upta_chain():
                                       **{f"10.255.0.{k}/32": 3 for k in (5, 6, 7)}}
     # R7 answers probes toward R1 and R2 (the reports go back on port 3)
     assert {p.egress_addr for p in r7.paths} == {"10.255.0.1", "10.255.0.2", "10.255.0.6"}
+
+
+def test_controller_config_of_c_upta_has_bfd_settings_and_router_routes():
+    """A C-UPTA policy (issue 12) adds every switch's `bfd` section from bfd_plan: its
+    address, edge ports, the CPU port (PacketOut probes), and BFD paths only at ingress
+    edges (routers with edge ports); every switch gets routes to the other routers'
+    addresses; parse_config accepts it. Other policies get none of it."""
+    from mmaqm.config import parse_config
+    topo = load_topology(TOPOS / "upta-fig1.json")
+    policy = {"algorithm": "UPTA", "upta_mode": "C", "capacity_mbps": "link",
+              "upta_tagged_loss_threshold": 0.12}
+    cfg = T.controller_config(topo, policy)
+    r1, r4 = cfg["switches"]["r1"], cfg["switches"]["r4"]
+    assert r1["bfd"]["router_addr"] == "10.255.0.1" and r1["bfd"]["edge_ports"] == [1, 2]
+    assert r1["bfd"]["cpu_port"] == T.BFD_CPU_PORT
+    assert r1["bfd"]["paths"][2] == {"id": 2, "port": 3, "egress_addr": "10.255.0.7",
+                                     "prefixes": ["10.0.4.1/32", "10.0.5.1/32"]}
+    assert r4["bfd"]["paths"] == [] and r4["bfd"]["edge_ports"] == []
+    assert {r["prefix"]: r["port"] for r in r4["routes"]}["10.255.0.7/32"] == 3
+    parsed = parse_config(cfg).switches["r1"].bfd
+    assert parsed is not None and [p.path_id for p in parsed.paths] == [0, 1, 2]
+    plain = T.controller_config(topo, {**policy, "upta_mode": "B"})
+    assert all("bfd" not in s for s in plain["switches"].values())
+    assert not any(r["prefix"].startswith("10.255.") for r in plain["switches"]["r1"]["routes"])
+
+
+def test_bfd_config_errors_name_the_field():
+    from mmaqm.config import ConfigError, parse_config
+    cfg = {"switches": {"r1": {
+        "p4runtime_addr": "127.0.0.1:9559",
+        "ports": {1: {"mac": "02:00:00:00:00:01"}, 3: {"mac": "02:00:00:00:00:03"}},
+        "policies": {"default": {"algorithm": "DROP_TAIL"}},
+        "bfd": {"router_addr": "x", "edge_ports": [5], "cpu_port": 3,
+                "paths": [{"id": 99, "port": 3, "egress_addr": "10.255.0.7"}]}}}}
+    with pytest.raises(ConfigError) as err:
+        parse_config(cfg)
+    assert set(err.value.errors) == {
+        "switches.r1.bfd.router_addr: must be an IPv4 address, got string 'x'",
+        "switches.r1.bfd.edge_ports[0]: unknown port 5 (not in ports)",
+        "switches.r1.bfd.cpu_port: port 3 is a switch port (in ports)",
+        "switches.r1.bfd.paths[0].id: must be in 0..63, got 99"}
