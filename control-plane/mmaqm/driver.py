@@ -338,6 +338,18 @@ class SwitchDriver:
     async def install_upta_bfd_path(self, prefix: str, path: int) -> None:
         await self.switch.write([+to_finsy(R.upta_bfd_path_entry(prefix, path))])
 
+    async def send_probe(self, port: int, datagram: bytes) -> None:
+        """C-UPTA ingress edge: one QoS Probe (an IPv4 datagram, upta_control.probe_datagrams)
+        as a P4Runtime PacketOut. BMv2 (--cpu-port) injects the payload as a frame arriving on
+        its CPU port, an `upta_cpu` entry of upta_edge_port; the P4 routes it like data
+        (port is the path's output port, for the log: routing decides) and lowers it on
+        every upta port (eqs. 25-26). The program has no packet_out header, so the
+        PacketOut carries no metadata and finsy's P4PacketOut (which requires one) is
+        bypassed. The Ethernet addresses are placeholders: the route rewrites them."""
+        _check_port(port)
+        frame = b"\x02\x00\x00\x00\x00\x01" + b"\x02\x00\x00\x00\x00\x02" + b"\x08\x00" + datagram
+        await self.switch.write([p4r.StreamMessageRequest(packet=p4r.PacketOut(payload=frame))])
+
     async def install_cut_in_slot_session(self, port: int) -> None:
         """The clone session of ChIPS's FIFO slot clones for one port (chips.p4):
         session CHIPS_CLONE_SESSION_BASE + port replicates to the port itself."""
