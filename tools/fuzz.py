@@ -96,6 +96,10 @@ POLICIES = {
 ETHERTYPE_IPV4 = 0x0800
 IPV4_MIN_IHL = 5
 L4_HEADER_BYTES = {6: 20, 17: 8, 1: 4}      # TCP, UDP, ICMP as parser.p4 extracts them
+UPTA_OPTION_TYPE, UPTA_OPTION_LEN, UPTA_OPTION_IHL = 0x9E, 4, 6   # P-UPTA's IPv4 option
+ICMP_QOS_PROBE, ICMP_QOS_REPORT = 20, 21    # BFD (upta.p4)
+BFD_HEADER_BYTES = 12                       # bfd_t after the ICMP header (headers.p4)
+BFD_IP_LEN, BFD_SPEC_BYTES = 36, 16
 
 
 def router_mac(port: int) -> bytes:
@@ -125,8 +129,9 @@ def config_yaml() -> str:
 
 # ------------------------------------------------------------------ the model
 def ipv4_checksum(header: bytes) -> int:
-    """The IPv4 header checksum of a 20-byte header (its checksum field is ignored)."""
-    words = struct.unpack("!10H", header[:10] + b"\0\0" + header[12:20])
+    """The IPv4 header checksum of a header of 20 or more bytes, its options included
+    (its checksum field is ignored)."""
+    words = struct.unpack(f"!{len(header) // 2}H", header[:10] + b"\0\0" + header[12:])
     s = sum(words)
     while s >> 16:
         s = (s & 0xFFFF) + (s >> 16)
@@ -157,12 +162,33 @@ def expected_fate(frame: bytes) -> Fate:
     total_len, = struct.unpack("!H", frame[16:18])
     frag_offset = struct.unpack("!H", frame[20:22])[0] & 0x1FFF
     ttl, proto = frame[22], frame[23]
-    if ihl == IPV4_MIN_IHL and frag_offset == 0 and proto in L4_HEADER_BYTES \
-            and n < 34 + L4_HEADER_BYTES[proto]:
-        return Fate("MALFORMED")                # PacketTooShort on the L4 header
-    if ihl != IPV4_MIN_IHL:
+    # P-UPTA's option (parser.p4 parse_ipv4_option): IHL 6 looks ahead at the option's
+    # type and length, and extracts the option when it is exactly 0x9E, 4
+    upta_option = False
+    if ihl == UPTA_OPTION_IHL:
+        if n < 36:
+            return Fate("MALFORMED")            # PacketTooShort on the lookahead
+        if frame[34:36] == bytes((UPTA_OPTION_TYPE, UPTA_OPTION_LEN)):
+            if n < 38:
+                return Fate("MALFORMED")        # PacketTooShort on the option
+            upta_option = True
+    l4 = 14 + 4 * ihl
+    if (ihl == IPV4_MIN_IHL or upta_option) and frag_offset == 0 and proto in L4_HEADER_BYTES:
+        if n < l4 + L4_HEADER_BYTES[proto]:
+            return Fate("MALFORMED")            # PacketTooShort on the L4 header
+        # an ICMP QoS Probe (20) or Report (21): parse_bfd extracts the BFD header, and
+        # a probe's flow specs when the IPv4 length says 1..4 of them
+        if proto == 1 and frame[l4] in (ICMP_QOS_PROBE, ICMP_QOS_REPORT):
+            need = l4 + 4 + BFD_HEADER_BYTES
+            specs = (total_len - BFD_IP_LEN) // BFD_SPEC_BYTES
+            if frame[l4] == ICMP_QOS_PROBE and total_len >= BFD_IP_LEN \
+                    and (total_len - BFD_IP_LEN) % BFD_SPEC_BYTES == 0 and 1 <= specs <= 4:
+                need += specs * BFD_SPEC_BYTES
+            if n < need:
+                return Fate("MALFORMED")        # PacketTooShort on the BFD header or specs
+    if ihl != IPV4_MIN_IHL and not upta_option:
         return Fate("IPV4_OPTIONS")
-    if ipv4_checksum(frame[14:34]) != struct.unpack("!H", frame[24:26])[0]:
+    if ipv4_checksum(frame[14:l4]) != struct.unpack("!H", frame[24:26])[0]:
         return Fate("BAD_CHECKSUM")
     if total_len < 20 or total_len + 14 > n:
         return Fate("MALFORMED")
@@ -177,11 +203,14 @@ def expected_fate(frame: bytes) -> Fate:
 
 
 def rewrite(frame: bytes, port: int) -> bytes:
-    """The frame as the router emits it on `port`: MACs, TTL - 1, checksum (routing.p4)."""
-    hdr = bytearray(frame[14:34])
+    """The frame as the router emits it on `port`: MACs, TTL - 1, checksum (routing.p4),
+    over the IPv4 header with P-UPTA's option when it carries one (no port here runs
+    UPTA, so the option itself passes unchanged)."""
+    end = 14 + 4 * (frame[14] & 0xF)
+    hdr = bytearray(frame[14:end])
     hdr[8] -= 1
     hdr[10:12] = struct.pack("!H", ipv4_checksum(bytes(hdr)))
-    return host_mac(port) + router_mac(port) + frame[12:14] + bytes(hdr) + frame[34:]
+    return host_mac(port) + router_mac(port) + frame[12:14] + bytes(hdr) + frame[end:]
 
 
 # ------------------------------------------------------------- the frames
