@@ -107,12 +107,13 @@ for v in $VARIANTS; do
   # --p4runtime-force-std-externs: counters, registers and the digest as standard
   # P4Runtime objects (bf-p4c's default puts TNA externs under P4Info 'externs',
   # which a standard P4Runtime client such as the controller's finsy cannot use).
+  # the log sits beside the output directory: the compiler driver replaces that directory
   if "$compiler" --target tofino --arch tna --std p4-16 -g -DMMAQM_TNA_$v \
        --p4runtime-force-std-externs -o "$dir" --p4runtime-files "$dir/p4info.txtpb" \
-       "$MAIN" >"$dir/compile.log" 2>&1; then
+       "$MAIN" >"$dir.compile.log" 2>&1; then
     echo "ok: $v compiled ($dir)"
   else
-    echo "FAIL: $v does not compile for Tofino: $(grep -m1 -iE 'error' "$dir/compile.log")" >&2
+    echo "FAIL: $v does not compile for Tofino: $(grep -m1 -iE 'error' "$dir.compile.log") (log: $dir.compile.log)" >&2
     fail=1
   fi
 done
