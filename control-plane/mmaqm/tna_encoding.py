@@ -33,13 +33,21 @@ _TNA_CONSTANTS = parse_constants((REPO_ROOT / "p4src/tna/red_tna.p4").read_text(
                                  source="p4src/tna/red_tna.p4")
 RED_ZONE_SEGMENTS = _TNA_CONSTANTS["RED_ZONE_SEGMENTS"]   # entries a port, each table
 AVG_MAX = (1 << 32) - 1                                   # scaled_t
+# A Tofino range key fits in 5 PHV nibbles: the tables match avg_scaled[27:8]
+# (red_tna.p4 AVG_KEY_SHIFT), the average in 1/256 packet, up to 4096 packets.
+AVG_KEY_SHIFT = _TNA_CONSTANTS["AVG_KEY_SHIFT"]
+AVG_KEY_BITS = 20
+AVG_KEY_MAX = (1 << AVG_KEY_BITS) - 1
+# The average never exceeds the queue limit (occupancy counts below it only),
+# so a limit below 2^(20 + 8 - 16) packets keeps every average inside the key.
+TNA_MAX_QUEUE_LIMIT_PKTS = (1 << (AVG_KEY_BITS + AVG_KEY_SHIFT - 16)) - 1
 SLOPE_FRAC_BITS = 24
 PROB_FRAC_BITS = 16
 
 
 @dataclass(frozen=True)
 class RangeEntry:
-    """avg_scaled in [low, high] (inclusive) -> action(params)."""
+    """avg key (avg_scaled >> AVG_KEY_SHIFT) in [low, high] (inclusive) -> action(params)."""
 
     low: int
     high: int
@@ -59,28 +67,44 @@ def _segments(low: int, high: int, count: int) -> list[tuple[int, int]]:
     return [(bounds[i], bounds[i + 1] - 1) for i in range(count)]
 
 
+def _key_ceil(avg_scaled: int) -> int:
+    """The first key whose every average is >= avg_scaled (a threshold rounded
+    up to 1/256 packet)."""
+    return min(-(-avg_scaled >> AVG_KEY_SHIFT), AVG_KEY_MAX + 1)
+
+
+def _check_queue_limit(action: PolicyAction) -> None:
+    limit = action.params["queue_limit_pkts"]
+    if limit > TNA_MAX_QUEUE_LIMIT_PKTS:
+        raise ValueError(f"queue_limit_pkts {limit} is above the TNA range tables' "
+                         f"{TNA_MAX_QUEUE_LIMIT_PKTS} (the average key is avg_scaled[27:8])")
+
+
 def red_zone_entries(action: PolicyAction,
                      segments: int = RED_ZONE_SEGMENTS) -> list[RangeEntry]:
-    """red_zone's entries for one port, covering every avg_scaled once.
+    """red_zone's entries for one port, covering every avg key once.
     A RED-family or FRED action (FRED has no gentle option)."""
+    _check_queue_limit(action)
     p = action.params
     min_th, max_th, slope = p["min_th_scaled"], p["max_th_scaled"], p["red_slope_q24"]
     gentle = p.get("gentle", 0) == 1
+    min_k, max_k = _key_ceil(min_th), _key_ceil(max_th)
     entries = []
-    if min_th > 0:
-        entries.append(RangeEntry(0, min_th - 1, "red_below"))
-    early = _segments(min_th, max_th - 1, segments // 2 if gentle else segments)
+    if min_k > 0:
+        entries.append(RangeEntry(0, min_k - 1, "red_below"))
+    early = _segments(min_k, max_k - 1, segments // 2 if gentle else segments)
     for lo, hi in early:
-        p_b = ((lo - min_th) * slope) >> SLOPE_FRAC_BITS
+        p_b = (((lo << AVG_KEY_SHIFT) - min_th) * slope) >> SLOPE_FRAC_BITS
         entries.append(RangeEntry(lo, hi, "red_early_p_b", {"p_b_q16": min(p_b, AVG_MAX)}))
-    forced_from = max_th
+    forced_k = max_k
     if gentle:
-        forced_from = min(2 * max_th, AVG_MAX + 1)
-        for lo, hi in _segments(max_th, forced_from - 1, segments - len(early)):
-            p_b = p["max_p_q16"] + (((lo - max_th) * p["gentle_slope_q24"]) >> SLOPE_FRAC_BITS)
+        forced_k = _key_ceil(2 * max_th)
+        for lo, hi in _segments(max_k, forced_k - 1, segments - len(early)):
+            p_b = p["max_p_q16"] + ((((lo << AVG_KEY_SHIFT) - max_th)
+                                     * p["gentle_slope_q24"]) >> SLOPE_FRAC_BITS)
             entries.append(RangeEntry(lo, hi, "red_early_p_b", {"p_b_q16": min(p_b, AVG_MAX)}))
-    if forced_from <= AVG_MAX:
-        entries.append(RangeEntry(forced_from, AVG_MAX, "red_forced"))
+    if forced_k <= AVG_KEY_MAX:
+        entries.append(RangeEntry(forced_k, AVG_KEY_MAX, "red_forced"))
     return entries
 
 
@@ -88,14 +112,16 @@ def dcbt_tagged_threshold_entries(action: PolicyAction,
                                   segments: int = RED_ZONE_SEGMENTS) -> list[RangeEntry]:
     """dcbt_tagged_threshold's entries for one port: the average can reach
     queue_limit_pkts at most; segments up to there, the rest one entry."""
+    _check_queue_limit(action)
     p = action.params
     share = p["tagged_share_q16"]
-    top = min(p["queue_limit_pkts"] << 16, AVG_MAX)
+    top = _key_ceil(p["queue_limit_pkts"] << 16)
     entries = [RangeEntry(lo, hi, "set_tagged_threshold",
-                          {"tagged_th_scaled": (lo * share) >> PROB_FRAC_BITS})
+                          {"tagged_th_scaled": ((lo << AVG_KEY_SHIFT) * share) >> PROB_FRAC_BITS})
                for lo, hi in _segments(0, top - 1, segments - 1)]
-    entries.append(RangeEntry(top, AVG_MAX, "set_tagged_threshold",
-                              {"tagged_th_scaled": (top * share) >> PROB_FRAC_BITS}))
+    entries.append(RangeEntry(top, AVG_KEY_MAX, "set_tagged_threshold",
+                              {"tagged_th_scaled": ((top << AVG_KEY_SHIFT) * share)
+                               >> PROB_FRAC_BITS}))
     return entries
 
 
@@ -108,9 +134,15 @@ def lpf_time_constant_ns(ewma_shift: int, packet_time_ns: float) -> float:
     return -packet_time_ns / math.log1p(-w)
 
 
+def avg_key(avg_scaled: int) -> int:
+    """What the range tables match: avg_scaled[27:8]."""
+    return (avg_scaled >> AVG_KEY_SHIFT) & AVG_KEY_MAX
+
+
 def lookup(entries: list[RangeEntry], avg_scaled: int) -> RangeEntry:
     """The entry matching avg_scaled (as the switch's range match would)."""
-    hits = [e for e in entries if e.low <= avg_scaled <= e.high]
+    key = avg_key(avg_scaled)
+    hits = [e for e in entries if e.low <= key <= e.high]
     if len(hits) != 1:
         raise ValueError(f"{len(hits)} entries match {avg_scaled}")
     return hits[0]

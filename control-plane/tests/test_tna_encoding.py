@@ -8,7 +8,8 @@ import math
 import pytest
 
 from mmaqm.encoding import PolicyAction
-from mmaqm.tna_encoding import (AVG_MAX, RED_ZONE_SEGMENTS, dcbt_tagged_threshold_entries,
+from mmaqm.tna_encoding import (AVG_KEY_MAX, AVG_KEY_SHIFT, RED_ZONE_SEGMENTS,
+                                TNA_MAX_QUEUE_LIMIT_PKTS, dcbt_tagged_threshold_entries,
                                 lookup, lpf_time_constant_ns, red_zone_entries)
 
 RED = PolicyAction("red", {"queue_limit_pkts": 60, "flow_epoch_shift": 0, "policy_epoch": 1,
@@ -35,7 +36,7 @@ def v1model_zone(p, avg: int) -> tuple[str, int]:
 @pytest.mark.parametrize("action", [RED, GENTLE], ids=["plain", "gentle"])
 def test_red_zone_covers_every_average_once_with_v1models_zone(action) -> None:
     entries = red_zone_entries(action)
-    assert entries[0].low == 0 and entries[-1].high == AVG_MAX
+    assert entries[0].low == 0 and entries[-1].high == AVG_KEY_MAX
     assert all(a.high + 1 == b.low for a, b in zip(entries, entries[1:]))
     assert len(entries) <= RED_ZONE_SEGMENTS + 2
     p = action.params
@@ -45,7 +46,8 @@ def test_red_zone_covers_every_average_once_with_v1models_zone(action) -> None:
         assert entry.action == zone, avg
         if zone == "red_early_p_b":
             # exact at the segment's lower end, below it inside the segment
-            assert entry.params["p_b_q16"] == v1model_zone(p, entry.low)[1]
+            low_avg = entry.low << AVG_KEY_SHIFT
+            assert entry.params["p_b_q16"] == v1model_zone(p, low_avg)[1]
             assert entry.params["p_b_q16"] <= exact
 
 
@@ -61,12 +63,30 @@ def test_dcbt_tagged_threshold_is_avg_times_share_at_the_lower_end() -> None:
     dcbt = RED.with_params(tagged_share_q16=16384, untagged_th_scaled=3 << 16)
     dcbt = PolicyAction("dcbt", dcbt.params)
     entries = dcbt_tagged_threshold_entries(dcbt)
-    assert entries[0].low == 0 and entries[-1].high == AVG_MAX
+    assert entries[0].low == 0 and entries[-1].high == AVG_KEY_MAX
     assert all(a.high + 1 == b.low for a, b in zip(entries, entries[1:]))
     for avg in range(0, 70 << 16, 4099):
         entry = lookup(entries, avg)
         exact = (avg * 16384) >> 16
-        assert entry.params["tagged_th_scaled"] == (entry.low * 16384) >> 16 <= exact
+        low_avg = entry.low << AVG_KEY_SHIFT
+        assert entry.params["tagged_th_scaled"] == (low_avg * 16384) >> 16 <= exact
+
+
+def test_thresholds_between_keys_round_up_to_the_next_256th_of_a_packet() -> None:
+    odd = RED.with_params(min_th_scaled=(5 << 16) + 1, max_th_scaled=(15 << 16) + 300)
+    entries = red_zone_entries(odd)
+    assert entries[0].action == "red_below" and entries[0].high == ((5 << 16) >> 8)
+    assert entries[-1].action == "red_forced" and entries[-1].low == ((15 << 16) >> 8) + 2
+
+
+def test_queue_limits_the_average_key_cannot_hold_are_refused() -> None:
+    assert TNA_MAX_QUEUE_LIMIT_PKTS == 4095
+    red_zone_entries(RED.with_params(queue_limit_pkts=4095))
+    with pytest.raises(ValueError, match="4095"):
+        red_zone_entries(RED.with_params(queue_limit_pkts=4096))
+    with pytest.raises(ValueError, match="4095"):
+        dcbt_tagged_threshold_entries(PolicyAction("dcbt", RED.with_params(
+            queue_limit_pkts=5000, tagged_share_q16=1).params))
 
 
 def test_lpf_time_constant_weighs_one_packet_like_the_ewma() -> None:

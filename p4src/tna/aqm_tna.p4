@@ -11,6 +11,7 @@
 
 #include "tna_types.p4"
 #include "occupancy_tna.p4"
+#include "flow_report_tna.p4"
 #if defined(MMAQM_TNA_RED_FAMILY) || defined(MMAQM_TNA_FRED)
 #include "red_tna.p4"
 #endif
@@ -38,9 +39,16 @@
     md.base.policy.wait = wait;
 
 // Sets md.base.aqm_applied when the port has a policy, then decides:
-// md.base.aqm_drop / drop_reason / ecn_mark / admitted / cut_in.
-control TnaAqm(inout headers_t hdr, inout tna_ingress_metadata_t md,
+// md.base.aqm_drop / drop_reason / ecn_mark (meaningful when not dropped) / cut_in.
+// report: the departure report or cancel when md.is_report (main.p4's hdr.report).
+// The flow report (flow_report_tna.p4) is applied here, right after port_policy
+// that gives its epoch shift: it reads nothing the algorithm decides, and on
+// Tofino 1 a table that follows another in the control flow cannot sit in an
+// earlier stage, so applied after the algorithm it would add its 4 stages.
+control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_metadata_t md,
+               inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
                inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+    TnaFlowReport() flow_report;
     TnaOccupancy() occupancy;
 #ifdef MMAQM_TNA_RED_FAMILY
     TnaRedAverage() red_average;
@@ -64,7 +72,7 @@ control TnaAqm(inout headers_t hdr, inout tna_ingress_metadata_t md,
     table dcbt_tagged_threshold {
         key = {
             md.base.routed_port : exact @name("port");
-            md.base.red_avg_scaled : range @name("avg_scaled");
+            md.base.red_avg_scaled[27:8] : range @name("avg_key");   // red_tna.p4 AVG_KEY_SHIFT
         }
         actions = { set_tagged_threshold; }
         const default_action = set_tagged_threshold(0xFFFFFFFF);
@@ -78,10 +86,13 @@ control TnaAqm(inout headers_t hdr, inout tna_ingress_metadata_t md,
     Counter<bit<64>, tna_index_t>(NUM_PORTS * NUM_CHIPS_EVENTS, CounterType_t.PACKETS_AND_BYTES) chips_events;
 #endif
 
+    Hash<tna_index_t>(HashAlgorithm_t.IDENTITY) class_index_hash;
+
     action load_policy(pkts_t queue_limit_pkts, shift_t flow_epoch_shift) {
         md.base.aqm_applied = true;
-        md.base.class_index = (md.base.port_index << 2)      // * CLASS_SLOTS
-                              + (bit<32>)(bit<8>)md.base.class_id;
+        // port * CLASS_SLOTS + class, as an identity hash (main.p4)
+        bit<8> class_bits = (bit<8>)md.base.class_id;
+        md.base.class_index = class_index_hash.get({ md.base.port_index[5:0], class_bits[1:0] });
         md.base.flow_epoch_shift = flow_epoch_shift;
         md.base.policy.queue_limit_pkts = queue_limit_pkts;
     }
@@ -190,15 +201,34 @@ control TnaAqm(inout headers_t hdr, inout tna_ingress_metadata_t md,
     }
 
     apply {
-        if (md.is_report) {
-            // main.p4's MmaqmEgress, applied where the registers are: a departure,
-            // a cut-in packet's FIFO slot, or a cancel (occupancy_tna.p4)
-            occupancy.apply(md);
+        // Each table and register action is applied at one place: Tofino places
+        // it once, in one stage (main.p4 applies TnaAqm once for the same reason).
+        bool policy_hit = false;
+        if (!md.is_report) {
+            if (port_policy.apply().hit) {
+                policy_hit = true;
+                flow_report.apply(hdr, md, ig_dprsr_md);
+            }
+        }
+        if (md.is_report || policy_hit) {
+            // A report is main.p4's MmaqmEgress, applied where the registers are:
+            // a departure, a cut-in packet's FIFO slot, or a cancel (occupancy_tna.p4).
+            occupancy.apply(md, report);
 #ifdef MMAQM_TNA_FRED
-            fred_algorithm.apply(hdr, md);   // D1, D2 or the cancel of A3
+            fred_algorithm.apply(hdr, report, md);   // arrivals A1-A3; reports D1, D2 or A3's cancel
 #endif
-        } else if (port_policy.apply().hit) {
-            occupancy.apply(md);
+        }
+        if (policy_hit) {
+            // occupancy.p4 queue_admit_or_drop's physical queue limit, which
+            // occupancy_tna.p4 decided (it did not count the packet). v1model tests
+            // it last, after the algorithm; here it is written first and every
+            // algorithm's own drop below overwrites the reason, which gives the
+            // same (drop, reason), a stage earlier. An ECN mark is not made on a
+            // packet already dropped (red_tna.p4).
+            if (md.base.occupancy.queue_pkts[31:31] == 1) {
+                md.base.aqm_drop = true;
+                md.base.drop_reason = drop_reason_t.QUEUE_LIMIT;
+            }
 #ifdef MMAQM_TNA_MCDT
             // mcdt.p4: the class's logical queue (before this packet) exceeds T_c
             pkts_t threshold = md.base.policy.untagged_th_pkts;
@@ -252,45 +282,38 @@ control TnaAqm(inout headers_t hdr, inout tna_ingress_metadata_t md,
             scaled_t untagged = untagged_avg.execute(md.untagged_seen_pkts << AVG_FRAC_BITS,
                                                      md.base.port_index);
             dcbt_tagged_threshold.apply();
+            bool dcbt_class_drop = false;
             if (md.base.red_avg_scaled > md.base.policy.min_th_scaled) {
                 if (md.base.class_id == traffic_class_t.TAGGED) {
                     if (tagged > dcbt_tagged_th_scaled) {
+                        dcbt_class_drop = true;
                         md.base.aqm_drop = true;
                         md.base.drop_reason = drop_reason_t.CLASS_THRESHOLD;
                     }
                 } else if (md.base.class_id == traffic_class_t.UNTAGGED) {
                     if (untagged > md.base.policy.untagged_th_scaled) {
+                        dcbt_class_drop = true;
                         md.base.aqm_drop = true;
                         md.base.drop_reason = drop_reason_t.CLASS_THRESHOLD;
                     }
                 }
             }
-            if (!md.base.aqm_drop) {
+            // dcbt.p4: the queue limit holds for the virtual FIFO too (reason
+            // QUEUE_LIMIT, as the physical limit: tested before RED, whose drop
+            // overwrites the reason as v1model's order gives)
+            if (md.virtual_fifo_pkts >= md.base.policy.queue_limit_pkts) {
+                md.base.aqm_drop = true;
+                md.base.drop_reason = drop_reason_t.QUEUE_LIMIT;
+            }
+            if (!dcbt_class_drop) {
                 red_drop_test.apply(hdr, md);
             }
-            // dcbt.p4: the queue limit holds for the virtual FIFO too
-            if (!md.base.aqm_drop
-                    && md.virtual_fifo_pkts >= md.base.policy.queue_limit_pkts) {
-                md.base.aqm_drop = true;
-                md.base.drop_reason = drop_reason_t.QUEUE_LIMIT;
-            }
 #endif
-#ifdef MMAQM_TNA_FRED
-            fred_algorithm.apply(hdr, md);
-#endif
-            // occupancy.p4 queue_admit_or_drop: the physical queue limit comes
-            // last; occupancy_tna.p4 decided it and did not count the packet
-            if (!md.base.aqm_drop && !md.counted) {
-                md.base.aqm_drop = true;
-                md.base.drop_reason = drop_reason_t.QUEUE_LIMIT;
-            }
-            md.base.admitted = !md.base.aqm_drop;
-            if (md.base.aqm_drop) {
-                md.base.ecn_mark = false;
-            }
+            // (md.base.admitted and the clearing of ecn_mark on a drop: main.p4
+            // reads aqm_drop first, so neither is needed here)
 #ifdef MMAQM_TNA_DCBT_CHIPS
             // chips.p4 chips_schedule, for an admitted packet
-            if (md.base.admitted) {
+            if (!md.base.aqm_drop) {
                 q16_t sample = 0;
                 if (md.base.class_id == traffic_class_t.TAGGED) {
                     sample = PROB_ONE;
@@ -306,6 +329,9 @@ control TnaAqm(inout headers_t hdr, inout tna_ingress_metadata_t md,
                         if ((md.base.occupancy.queue_pkts << AVG_FRAC_BITS)
                                 > md.base.red_avg_scaled) {
                             md.base.cut_in = true;
+                            // the clone session of the port (defines.p4): base + port
+                            md.mirror_session = md.base.port_index[9:0]
+                                                + (MirrorId_t)CHIPS_CLONE_SESSION_BASE;
                             ig_tm_md.qid = TNA_QID_CUT_IN;
                             chips_events.count(base + CHIPS_CUT_IN);
                         } else {

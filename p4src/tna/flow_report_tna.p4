@@ -14,30 +14,81 @@
 
 #include "tna_types.p4"
 
+
 struct flow_slot_t {
     bit<32> signature;
     bit<32> epoch;
 }
 
-control TnaFlowReport(in headers_t hdr, inout tna_ingress_metadata_t md,
-                      in bit<48> now_ns,
-                      inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
-    Register<flow_slot_t, tna_index_t>(FLOW_SLOTS) flow_slots;
+// The flow's signature and slot, and the clock: hashes of the packet alone,
+// applied to every packet before the AQM (main.p4), so that they take no stage
+// of the AQM's chain.
+control TnaFlowSignature(in headers_t hdr, inout tna_ingress_metadata_t md, in bit<48> now_ns) {
     Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_hash;
+    Hash<bit<16>>(HashAlgorithm_t.CRC32) slot_hash;   // the low 16 bits: CRC32 mod FLOW_SLOTS
+    // now in units of 1.024 us, 32 bits (wraps after 73 min): bits 41..10 of the
+    // ns timestamp, picked by an identity hash (a shift of the 48-bit timestamp
+    // by 31 different amounts cannot be placed in PHV)
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) now_hash;
 
-    RegisterAction<flow_slot_t, tna_index_t, bit<1>>(flow_slots) first_in_epoch = {
-        void apply(inout flow_slot_t value, out bit<1> first) {
+    // one action each: an action gets 32 bits of hash output
+    action take_signature() {
+        md.flow_signature = flow_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+                                            hdr.ipv4.protocol, md.base.l4_src_port,
+                                            md.base.l4_dst_port });
+    }
+    action take_slot() {
+        md.flow_slot = slot_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+                                       hdr.ipv4.protocol, md.base.l4_src_port,
+                                       md.base.l4_dst_port });
+    }
+    action take_now() { md.now_1024ns = now_hash.get({ now_ns[41:10] }); }
+    @hidden table flow_signature {
+        actions = { take_signature; }
+        const default_action = take_signature();
+        size = 1;
+    }
+    @hidden table flow_slot {
+        actions = { take_slot; }
+        const default_action = take_slot();
+        size = 1;
+    }
+    @hidden table now_clock {
+        actions = { take_now; }
+        const default_action = take_now();
+        size = 1;
+    }
+
+    apply {
+        flow_signature.apply();
+        flow_slot.apply();
+        now_clock.apply();
+    }
+}
+
+// The report itself (flow_report.p4): the first packet of a flow in an epoch
+// of 2^flow_epoch_shift units raises a digest. Applied by TnaAqm after
+// port_policy, which gives the shift.
+control TnaFlowReport(in headers_t hdr, inout tna_ingress_metadata_t md,
+                      inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+    Register<flow_slot_t, bit<16>>(FLOW_SLOTS) flow_slots;   // index: md.flow_slot
+
+    // Its output is the digest type itself (TNA_DIGEST_FLOW for the first packet
+    // of the flow in the epoch, else 0): no stage of gateways after it.
+    RegisterAction<flow_slot_t, bit<16>, DigestType_t>(flow_slots) first_in_epoch = {
+        void apply(inout flow_slot_t value, out DigestType_t digest_type) {
             if (value.signature != md.flow_signature || value.epoch != md.flow_epoch) {
                 value.signature = md.flow_signature;
                 value.epoch = md.flow_epoch;
-                first = 1;
+                digest_type = TNA_DIGEST_FLOW;
             } else {
-                first = 0;
+                digest_type = 0;
             }
         }
     };
 
-#define MMAQM_EPOCH(k) action epoch_##k() { md.flow_epoch = (bit<32>)(now_ns >> (k + 10)); }
+    // the epoch: the clock >> flow_epoch_shift, one action per shift amount
+#define MMAQM_EPOCH(k) action epoch_##k() { md.flow_epoch = md.now_1024ns >> k; }
     MMAQM_EPOCH(1) MMAQM_EPOCH(2) MMAQM_EPOCH(3) MMAQM_EPOCH(4) MMAQM_EPOCH(5)
     MMAQM_EPOCH(6) MMAQM_EPOCH(7) MMAQM_EPOCH(8) MMAQM_EPOCH(9) MMAQM_EPOCH(10)
     MMAQM_EPOCH(11) MMAQM_EPOCH(12) MMAQM_EPOCH(13) MMAQM_EPOCH(14) MMAQM_EPOCH(15)
@@ -72,24 +123,21 @@ control TnaFlowReport(in headers_t hdr, inout tna_ingress_metadata_t md,
 
     apply {
         if (md.base.flow_epoch_shift != 0) {
-            md.flow_signature = flow_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-                                                hdr.ipv4.protocol, md.base.l4_src_port,
-                                                md.base.l4_dst_port });
             flow_epoch.apply();
-            if (first_in_epoch.execute(md.flow_signature & (FLOW_SLOTS - 1)) == 1) {
-                ig_dprsr_md.digest_type = TNA_DIGEST_FLOW;
-                md.digest.egress_port = md.base.routed_port;
-                md.digest.class_id = (bit<8>)md.base.class_id;
-                md.digest.src_addr = hdr.ipv4.src_addr;
-                md.digest.dst_addr = hdr.ipv4.dst_addr;
-                md.digest.protocol = hdr.ipv4.protocol;
-                md.digest.src_port = md.base.l4_src_port;
-                md.digest.dst_port = md.base.l4_dst_port;
-                // v1model reports microseconds; Tofino's timestamp is in ns and a
-                // divide by 1000 is not available: units of 1.024 us (the driver
-                // must scale by 1.024 on TNA; README "Tofino (TNA)")
-                md.digest.ingress_ts_us = now_ns >> 10;
-            }
+            ig_dprsr_md.digest_type = first_in_epoch.execute(md.flow_slot);
+            // the digest's fields, whatever the verdict (the deparser packs them
+            // only when digest_type says so)
+            md.digest.egress_port = md.base.routed_port;
+            md.digest.class_id = (bit<8>)md.base.class_id;
+            md.digest.src_addr = hdr.ipv4.src_addr;
+            md.digest.dst_addr = hdr.ipv4.dst_addr;
+            md.digest.protocol = hdr.ipv4.protocol;
+            md.digest.src_port = md.base.l4_src_port;
+            md.digest.dst_port = md.base.l4_dst_port;
+            // v1model reports microseconds; Tofino's timestamp is in ns and a
+            // divide by 1000 is not available: units of 1.024 us (the driver
+            // must scale by 1.024 on TNA; README "Tofino (TNA)")
+            md.digest.ingress_ts_us = (bit<48>)md.now_1024ns;
         }
     }
 }

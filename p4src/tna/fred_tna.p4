@@ -25,7 +25,7 @@
 
 const bit<32> FRED_SLOT_SHIFT = 12;   // log2(FRED_SLOTS_PER_PORT)
 
-control TnaFred(in headers_t hdr, inout tna_ingress_metadata_t md) {
+control TnaFred(in headers_t hdr, in tna_report_h report, inout tna_ingress_metadata_t md) {
     Register<bit<16>, tna_index_t>(NUM_PORTS * FRED_SLOTS_PER_PORT, 0) fred_qlen;
     Register<bit<8>, tna_index_t>(NUM_PORTS * FRED_SLOTS_PER_PORT, 0) fred_strike;
     Register<bit<16>, tna_index_t>(NUM_PORTS, 0) fred_nactive;
@@ -114,16 +114,16 @@ control TnaFred(in headers_t hdr, inout tna_ingress_metadata_t md) {
         tna_index_t port = md.base.port_index;
         if (md.is_report) {
             // D1, D2 for a departure; the undo of A3 for a cancel
-            if (md.report_md.fred_admitted == 1) {
-                tna_index_t slot = md.report_md.fred_slot_index;
+            if (report.fred_admitted == 1) {
+                tna_index_t slot = report.fred_slot_index;
                 bit<16> before = qlen_leave.execute(slot);
                 if (before == 1) {
                     nactive_leave.execute(port);
-                    if (md.report_md.pkt_type == TNA_PKT_DEPARTURE) {
+                    if (report.pkt_type == TNA_PKT_DEPARTURE) {
                         strike_clear.execute(slot);
                     }
                 }
-                if (md.report_md.pkt_type == TNA_PKT_DEPARTURE) {
+                if (report.pkt_type == TNA_PKT_DEPARTURE) {
                     md.fred_avg = fred_avg.execute(md.base.occupancy.queue_pkts << AVG_FRAC_BITS,
                                                    port);
                     avg_store.execute(port);

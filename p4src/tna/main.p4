@@ -35,6 +35,7 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         pkt.extract(ig_intr_md);
         md.is_report = false;
         md.checksum_error = false;
+        md.ipv4_too_short = false;
         md.counted = false;
         md.base.routed = false;
         md.base.aqm_applied = false;
@@ -85,6 +86,21 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         pkt.extract(hdr.pkt.ipv4);
         ipv4_checksum.add(hdr.pkt.ipv4);
         md.checksum_error = ipv4_checksum.verify();
+        // total_len < IPV4_MIN_HEADER_BYTES (20), decided here: the ingress
+        // gateways cannot range-compare a 16-bit field (0..15, then 16..19)
+        transition select(hdr.pkt.ipv4.total_len) {
+            0x0000 &&& 0xFFF0: ipv4_too_short;
+            0x0010 &&& 0xFFFC: ipv4_too_short;
+            default: parse_ipv4_l4;
+        }
+    }
+
+    state ipv4_too_short {
+        md.ipv4_too_short = true;
+        transition accept;
+    }
+
+    state parse_ipv4_l4 {
         transition select(hdr.pkt.ipv4.ihl, hdr.pkt.ipv4.frag_offset, hdr.pkt.ipv4.protocol) {
             (IPV4_MIN_IHL, 0, IP_PROTO_TCP): parse_tcp;
             (IPV4_MIN_IHL, 0, IP_PROTO_UDP): parse_udp;
@@ -122,17 +138,24 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
     Routing() routing;
     Classifier() classifier;
     TnaAqm() aqm;
-    TnaFlowReport() flow_report;
+    TnaFlowSignature() flow_signature;
 
     // main.p4's counters; indexes as on v1model.
     Counter<bit<64>, tna_index_t>(NUM_PORTS * NUM_DISCARD_REASONS,
                                   CounterType_t.PACKETS_AND_BYTES) ingress_discards;
     Counter<bit<64>, tna_index_t>(NUM_PORTS * CLASS_SLOTS,
                                   CounterType_t.PACKETS_AND_BYTES) queue_admits;
-    Counter<bit<64>, tna_index_t>(NUM_PORTS * CLASS_SLOTS * NUM_DROP_REASONS,
+    Counter<bit<64>, tna_index_t>(NUM_PORTS * CLASS_SLOTS * TNA_DROP_REASON_SLOTS,
                                   CounterType_t.PACKETS_AND_BYTES) queue_drops;
-    Counter<bit<64>, tna_index_t>(NUM_PORTS * CLASS_SLOTS * NUM_DROP_REASONS,
+    Counter<bit<64>, tna_index_t>(NUM_PORTS * CLASS_SLOTS * TNA_DROP_REASON_SLOTS,
                                   CounterType_t.PACKETS_AND_BYTES) queue_ecn_marks;
+
+    // A counter or register index must be a PHV field or a hash unit's output:
+    // the concatenations below are identity hashes (README "Tofino (TNA)").
+    Hash<tna_index_t>(HashAlgorithm_t.IDENTITY) report_class_index_hash;
+    Hash<tna_index_t>(HashAlgorithm_t.IDENTITY) drop_index_hash;
+    Hash<tna_index_t>(HashAlgorithm_t.IDENTITY) ecn_index_hash;
+    Hash<tna_index_t>(HashAlgorithm_t.IDENTITY) discard_index_hash;
 
     bit<8> discard_reason = 0;
     bool discarded = false;
@@ -144,14 +167,21 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
     }
 
     apply {
+        // TnaAqm is applied at one place only: Tofino places each table once, so
+        // a second apply (one for reports, one for packets) cannot compile.
+        bool to_aqm = false;
+        // The classifier reads headers only: applied to every packet, it shares a
+        // stage with routing instead of following it (Tofino stages, README).
+        classifier.apply(hdr.pkt, md.base);
+        flow_signature.apply(hdr.pkt, md, ig_prsr_md.global_tstamp);
         if (md.is_report) {
             // A cancel (resubmitted) or a departure report (recirculation port).
-            md.report_md = hdr.report;
             md.base.port_index = (tna_index_t)hdr.report.port_index;
-            md.base.class_index = ((tna_index_t)hdr.report.port_index << 2)
-                                  + (tna_index_t)hdr.report.class_id;
-            aqm.apply(hdr.pkt, md, ig_tm_md);
+            // port * CLASS_SLOTS + class
+            md.base.class_index = report_class_index_hash.get({ hdr.report.port_index,
+                                                                hdr.report.class_id });
             ig_dprsr_md.drop_ctl = 1;
+            to_aqm = true;
         } else if (ig_prsr_md.parser_err != 0) {
             discard(DISCARD_MALFORMED);
         } else if (!hdr.pkt.ipv4.isValid()) {
@@ -162,7 +192,7 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             discard(DISCARD_IPV4_OPTIONS);
         } else if (md.checksum_error) {
             discard(DISCARD_BAD_CHECKSUM);
-        } else if (hdr.pkt.ipv4.total_len < IPV4_MIN_HEADER_BYTES) {
+        } else if (md.ipv4_too_short) {   // total_len < IPV4_MIN_HEADER_BYTES (parser)
             // The frame-length half of v1model's test needs the packet length,
             // which Tofino's ingress does not have: egress checks it.
             discard(DISCARD_MALFORMED);
@@ -175,53 +205,73 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             } else if (md.base.port_index >= NUM_PORTS) {
                 discard(DISCARD_NO_POLICY);
             } else {
-                classifier.apply(hdr.pkt, md.base);
-                aqm.apply(hdr.pkt, md, ig_tm_md);
-                if (!md.base.aqm_applied) {
-                    discard(DISCARD_NO_POLICY);
+                to_aqm = true;
+                // the accounting record's fixed fields (tna_types.p4), set while
+                // the AQM runs; the decision fills in the rest below
+                bit<8> class_bits = (bit<8>)md.base.class_id;
+                hdr.report.setValid();
+                hdr.report.port_index = md.base.port_index[5:0];
+                hdr.report.class_id = class_bits[1:0];
+                hdr.report.admitted = 0;
+                hdr.report.cut_in = 0;
+                hdr.report.fred_admitted = 0;
+                hdr.report._pad = 0;
+                hdr.report._pad2 = 0;
+                hdr.report.fred_slot_index = 0;
+            }
+        }
+        if (to_aqm) {
+            // (TnaAqm applies the flow report too: see there)
+            aqm.apply(hdr.pkt, hdr.report, md, ig_dprsr_md, ig_tm_md);
+        }
+        if (to_aqm && !md.is_report && !md.base.aqm_applied) {
+            discard(DISCARD_NO_POLICY);
+        }
+        if (to_aqm && !md.is_report && md.base.aqm_applied) {
+            // The accounting record, decided: a cancel, a drop, or the bridged
+            // header of an admitted packet (its fixed fields were set above).
+            bit<8> drop_reason_bits = (bit<8>)md.base.drop_reason;
+#ifdef MMAQM_TNA_FRED
+            // (other programs never write the slot: reading it would read a
+            // container the compiler shares with live fields)
+            hdr.report.fred_slot_index = md.base.fred_slot_index;
+            if (md.base.fred_admitted) {
+                hdr.report.fred_admitted = 1;
+            }
+#endif
+            if (md.base.aqm_drop) {
+                // class_index * TNA_DROP_REASON_SLOTS + reason (v1model: * NUM_DROP_REASONS)
+                queue_drops.count(drop_index_hash.get({ md.base.class_index[7:0],
+                                                        drop_reason_bits[3:0] }));
+                if (md.counted) {
+                    // occupancy_tna.p4: undo the arrival's increments
+                    hdr.report.pkt_type = TNA_PKT_CANCEL;
+                    ig_dprsr_md.resubmit_type = TNA_RESUBMIT_CANCEL;
                 } else {
-                    tna_index_t drop_index = (md.base.class_index << 3) - md.base.class_index
-                                             + (tna_index_t)(bit<8>)md.base.drop_reason;
-                    md.report_md.setValid();
-                    md.report_md.port_index = (bit<6>)md.base.port_index;
-                    md.report_md.class_id = (bit<2>)(bit<8>)md.base.class_id;
-                    md.report_md.cut_in = (bit<1>)md.base.cut_in;
-                    md.report_md.fred_admitted = (bit<1>)md.base.fred_admitted;
-                    md.report_md.fred_slot_index = md.base.fred_slot_index;
-                    if (md.base.aqm_drop) {
-                        queue_drops.count(drop_index);
-                        if (md.counted) {
-                            // occupancy_tna.p4: undo the arrival's increments
-                            md.report_md.pkt_type = TNA_PKT_CANCEL;
-                            ig_dprsr_md.resubmit_type = TNA_RESUBMIT_CANCEL;
-                        } else {
-                            ig_dprsr_md.drop_ctl = 1;
-                        }
-                    } else {
-                        queue_admits.count(md.base.class_index);
-                        if (md.base.ecn_mark) {
-                            queue_ecn_marks.count(drop_index);
-                            hdr.pkt.ipv4.ecn = ECN_CE;
-                        }
-                        // to egress, which reports the departure
-                        md.report_md.pkt_type = TNA_PKT_BRIDGED;
-                        md.report_md.admitted = 1;
-                        hdr.report = md.report_md;
-                        if (md.base.cut_in) {
-                            // chips.p4: the clone that holds the FIFO slot
-                            md.report_md.pkt_type = TNA_PKT_SLOT;
-                            md.mirror_session = (MirrorId_t)(CHIPS_CLONE_SESSION_BASE
-                                                             + md.base.port_index);
-                            ig_dprsr_md.mirror_type = TNA_MIRROR_SLOT;
-                        }
-                    }
-                    flow_report.apply(hdr.pkt, md, ig_prsr_md.global_tstamp, ig_dprsr_md);
+                    ig_dprsr_md.drop_ctl = 1;
+                }
+            } else {
+                queue_admits.count(md.base.class_index);
+                if (md.base.ecn_mark) {
+                    queue_ecn_marks.count(ecn_index_hash.get({ md.base.class_index[7:0],
+                                                               drop_reason_bits[3:0] }));
+                    hdr.pkt.ipv4.ecn = ECN_CE;
+                }
+                // to egress, which reports the departure
+                hdr.report.pkt_type = TNA_PKT_BRIDGED;
+                hdr.report.admitted = 1;
+                if (md.base.cut_in) {
+                    // chips.p4: the clone that holds the FIFO slot
+                    hdr.report.cut_in = 1;
+                    md.slot_pkt_type = TNA_PKT_SLOT;
+                    ig_dprsr_md.mirror_type = TNA_MIRROR_SLOT;
                 }
             }
         }
         if (discarded && ig_intr_md.ingress_port < (PortId_t)NUM_PORTS) {
-            ingress_discards.count(((tna_index_t)ig_intr_md.ingress_port << 3)
-                                   + (tna_index_t)discard_reason);
+            // port * NUM_DISCARD_REASONS (8) + reason, as on v1model
+            ingress_discards.count(discard_index_hash.get({ ig_intr_md.ingress_port[5:0],
+                                                            discard_reason[2:0] }));
         }
     }
 }
@@ -231,7 +281,10 @@ control TnaIngressDeparser(packet_out pkt, inout tna_ingress_headers_t hdr,
                            in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
     Checksum() ipv4_checksum;
     Digest<flow_digest_t>(TNA_DIGEST_FLOW) flow_digest;
-    Mirror(TNA_MIRROR_SLOT) slot_mirror;
+    // Mirror() with the mirror_type test in the deparser, and the field list
+    // spelled out: bf-p4c (v1.2.5.16) takes a mirror header's fields only from a
+    // list expression, and its session id only from a PHV field.
+    Mirror() slot_mirror;
     Resubmit(TNA_RESUBMIT_CANCEL) cancel;
 
     apply {
@@ -246,10 +299,13 @@ control TnaIngressDeparser(packet_out pkt, inout tna_ingress_headers_t hdr,
             flow_digest.pack(md.digest);
         }
         if (ig_dprsr_md.mirror_type == TNA_MIRROR_SLOT) {
-            slot_mirror.emit<tna_report_h>(md.mirror_session, md.report_md);
+            slot_mirror.emit<tna_report_h>(md.mirror_session,
+                {md.slot_pkt_type, hdr.report.port_index, hdr.report.class_id,
+                 hdr.report.admitted, hdr.report.cut_in, hdr.report.fred_admitted,
+                 hdr.report._pad, hdr.report._pad2, hdr.report.fred_slot_index});
         }
         if (ig_dprsr_md.resubmit_type == TNA_RESUBMIT_CANCEL) {
-            cancel.emit<tna_report_h>(md.report_md);
+            cancel.emit<tna_report_h>(hdr.report);
         }
         pkt.emit(hdr);
     }
@@ -294,6 +350,26 @@ control TnaEgress(inout tna_egress_headers_t hdr,
     // v1model discards a frame shorter than its IPv4 total length in ingress;
     // Tofino knows the length in egress only. Per egress port.
     Counter<bit<64>, tna_index_t>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) truncated_discards;
+    // (Ethernet + total_len) - pkt_length, saturating: > 0 when the frame is
+    // short. Two dependent operations: two actions, in two tables.
+    bit<16> frame_expected_bytes;
+    bit<16> frame_short_bytes;
+    action take_frame_expected() {
+        frame_expected_bytes = hdr.pkt.ipv4.total_len + (bit<16>)ETHERNET_HEADER_BYTES;
+    }
+    action take_frame_short() {
+        frame_short_bytes = frame_expected_bytes |-| eg_intr_md.pkt_length;
+    }
+    @hidden table frame_expected {
+        actions = { take_frame_expected; }
+        const default_action = take_frame_expected();
+        size = 1;
+    }
+    @hidden table frame_length_check {
+        actions = { take_frame_short; }
+        const default_action = take_frame_short();
+        size = 1;
+    }
 
     apply {
         if (eg_intr_md.egress_port == TNA_RECIRC_PORT) {
@@ -301,17 +377,21 @@ control TnaEgress(inout tna_egress_headers_t hdr,
         } else if (hdr.bridged.pkt_type == TNA_PKT_SLOT) {
             // the FIFO slot of a cut-in packet left: report it, drop the clone
             md.report = hdr.bridged;
+            md.mirror_session = TNA_REPORT_SESSION;
             eg_dprsr_md.mirror_type = TNA_MIRROR_REPORT;
             eg_dprsr_md.drop_ctl = 1;
         } else if (hdr.bridged.pkt_type == TNA_PKT_BRIDGED) {
             // main.p4's MmaqmEgress: an admitted packet left the queue
             md.report = hdr.bridged;
             md.report.pkt_type = TNA_PKT_DEPARTURE;
+            md.mirror_session = TNA_REPORT_SESSION;
             eg_dprsr_md.mirror_type = TNA_MIRROR_REPORT;
             hdr.bridged.setInvalid();
-            if (hdr.pkt.ipv4.isValid()
-                    && hdr.pkt.ipv4.total_len + (bit<16>)ETHERNET_HEADER_BYTES
-                       > eg_intr_md.pkt_length) {
+            // frame shorter than Ethernet + total_len: a gateway compares a field
+            // with a constant only, so the difference is taken first (saturating)
+            frame_expected.apply();
+            frame_length_check.apply();
+            if (hdr.pkt.ipv4.isValid() && frame_short_bytes != 0) {
                 eg_dprsr_md.drop_ctl = 1;
                 truncated_discards.count((tna_index_t)md.report.port_index);
             }
@@ -322,11 +402,14 @@ control TnaEgress(inout tna_egress_headers_t hdr,
 control TnaEgressDeparser(packet_out pkt, inout tna_egress_headers_t hdr,
                           in tna_egress_metadata_t md,
                           in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
-    Mirror(TNA_MIRROR_REPORT) report_mirror;
+    Mirror() report_mirror;   // as in TnaIngressDeparser
 
     apply {
         if (eg_dprsr_md.mirror_type == TNA_MIRROR_REPORT) {
-            report_mirror.emit<tna_report_h>(TNA_REPORT_SESSION, md.report);
+            report_mirror.emit<tna_report_h>(md.mirror_session,
+                {md.report.pkt_type, md.report.port_index, md.report.class_id,
+                 md.report.admitted, md.report.cut_in, md.report.fred_admitted,
+                 md.report._pad, md.report._pad2, md.report.fred_slot_index});
         }
         pkt.emit(hdr);
     }

@@ -18,7 +18,7 @@
 
 #include "tna_types.p4"
 
-control TnaOccupancy(inout tna_ingress_metadata_t md) {
+control TnaOccupancy(inout tna_ingress_metadata_t md, in tna_report_h report) {
     Register<pkts_t, tna_index_t>(NUM_PORTS, 0) queue_pkts;
     // Per class, on the virtual FIFO (chips.p4): one register per class, so
     // that D-CBT reads the three classes of a port in one pass.
@@ -27,12 +27,18 @@ control TnaOccupancy(inout tna_ingress_metadata_t md) {
     Register<pkts_t, tna_index_t>(NUM_PORTS, 0) untagged_pkts;
 
     // arrival: the occupancy seen; +1 only below the queue limit (occupancy.p4
-    // queue_admit_or_drop's limit test, decided here).
+    // queue_admit_or_drop's limit test, decided here). At the limit the output
+    // carries TNA_NOT_COUNTED (bit 31) as well, so the next stage's gateways read
+    // the decision from it, without a compare of two fields of their own.
     RegisterAction<pkts_t, tna_index_t, pkts_t>(queue_pkts) queue_arrive = {
         void apply(inout pkts_t value, out pkts_t seen) {
-            seen = value;
             if (value < md.base.policy.queue_limit_pkts) {
+                // value itself (it is below the limit, so bit 31 is 0); spelled
+                // as an ALU operation because both outputs must come from one ALU
+                seen = value & ~TNA_NOT_COUNTED;
                 value = value + 1;
+            } else {
+                seen = value | TNA_NOT_COUNTED;
             }
         }
     };
@@ -61,9 +67,16 @@ control TnaOccupancy(inout tna_ingress_metadata_t md) {
     Counter<bit<64>, tna_index_t>(NUM_PORTS * CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) queue_arrivals;
     Counter<bit<64>, tna_index_t>(NUM_PORTS * CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) queue_departures;
 
-    pkts_t tcp_seen;
-    pkts_t tagged_seen;
-    pkts_t untagged_seen;
+#ifdef MMAQM_TNA_DCBT
+    // D-CBT's virtual FIFO, the second of its two adds (a Tofino action does one
+    // ALU operation per field, and this one depends on the first).
+    action add_untagged() { md.virtual_fifo_pkts = md.virtual_fifo_pkts + md.untagged_seen_pkts; }
+    @hidden table add_untagged_to_fifo {
+        actions = { add_untagged; }
+        const default_action = add_untagged();
+        size = 1;
+    }
+#endif
 
     // Arrival of a data packet: md.base.occupancy, md.virtual_fifo_pkts (D-CBT),
     // md.counted = below the queue limit (the AQM may still drop: then a cancel).
@@ -73,57 +86,81 @@ control TnaOccupancy(inout tna_ingress_metadata_t md) {
             // A departure (D), a cut-in packet's slot (S) or a cancel (C).
             // D: the packet left (its class too, unless it cut in: its slot reports
             // that, S); C: undo an arrival the AQM dropped (occupancy.p4 never counted it).
-            bool total = md.report_md.pkt_type == TNA_PKT_DEPARTURE
-                         || md.report_md.pkt_type == TNA_PKT_CANCEL;
-            bool per_class = md.report_md.pkt_type == TNA_PKT_SLOT
-                             || md.report_md.pkt_type == TNA_PKT_CANCEL
-                             || (md.report_md.pkt_type == TNA_PKT_DEPARTURE
-                                 && md.report_md.cut_in == 0);
+            bool total = report.pkt_type == TNA_PKT_DEPARTURE
+                         || report.pkt_type == TNA_PKT_CANCEL;
+            bool per_class = report.pkt_type == TNA_PKT_SLOT
+                             || report.pkt_type == TNA_PKT_CANCEL
+                             || (report.pkt_type == TNA_PKT_DEPARTURE
+                                 && report.cut_in == 0);
             if (total) {
                 md.base.occupancy.queue_pkts = queue_leave.execute(port);
             }
             if (per_class) {
-                if (md.report_md.class_id == (bit<2>)(bit<8>)traffic_class_t.TCP) {
+                if (report.class_id == (bit<2>)(bit<8>)traffic_class_t.TCP) {
                     tcp_pkts_leave.execute(port);
-                } else if (md.report_md.class_id == (bit<2>)(bit<8>)traffic_class_t.TAGGED) {
+                } else if (report.class_id == (bit<2>)(bit<8>)traffic_class_t.TAGGED) {
                     tagged_pkts_leave.execute(port);
                 } else {
                     untagged_pkts_leave.execute(port);
                 }
             }
-            if (md.report_md.pkt_type == TNA_PKT_DEPARTURE) {
+            if (report.pkt_type == TNA_PKT_DEPARTURE) {
                 queue_departures.count(md.base.class_index);
             }
         } else {
             queue_arrivals.count(md.base.class_index);
             md.base.occupancy.queue_pkts = queue_arrive.execute(port);
-            md.counted = md.base.occupancy.queue_pkts < md.base.policy.queue_limit_pkts;
+            // Bit 31 (TNA_NOT_COUNTED) is 0 when the arrival was counted. The AQM's
+            // users of queue_pkts shift it left by AVG_FRAC_BITS, which drops the bit.
+            if (md.base.occupancy.queue_pkts[31:31] == 0) {
+                md.counted = true;
+            }
             // The class of the packet is counted when the total was (the limit test).
-            if (md.base.class_id == traffic_class_t.TCP && md.counted) {
-                tcp_seen = tcp_pkts_arrive.execute(port);
+#ifdef MMAQM_TNA_DCBT
+            // D-CBT reads all three classes of the port (its virtual FIFO).
+            if (md.base.class_id == traffic_class_t.TCP
+                    && md.base.occupancy.queue_pkts[31:31] == 0) {
+                md.tcp_seen_pkts = tcp_pkts_arrive.execute(port);
             } else {
-                tcp_seen = tcp_pkts_read.execute(port);
+                md.tcp_seen_pkts = tcp_pkts_read.execute(port);
             }
-            if (md.base.class_id == traffic_class_t.TAGGED && md.counted) {
-                tagged_seen = tagged_pkts_arrive.execute(port);
+            if (md.base.class_id == traffic_class_t.TAGGED
+                    && md.base.occupancy.queue_pkts[31:31] == 0) {
+                md.tagged_seen_pkts = tagged_pkts_arrive.execute(port);
             } else {
-                tagged_seen = tagged_pkts_read.execute(port);
+                md.tagged_seen_pkts = tagged_pkts_read.execute(port);
             }
-            if (md.base.class_id == traffic_class_t.UNTAGGED && md.counted) {
-                untagged_seen = untagged_pkts_arrive.execute(port);
+            if (md.base.class_id == traffic_class_t.UNTAGGED
+                    && md.base.occupancy.queue_pkts[31:31] == 0) {
+                md.untagged_seen_pkts = untagged_pkts_arrive.execute(port);
             } else {
-                untagged_seen = untagged_pkts_read.execute(port);
+                md.untagged_seen_pkts = untagged_pkts_read.execute(port);
             }
+            // one add per stage: tcp + tagged here, + untagged in the next table
+            md.virtual_fifo_pkts = md.tcp_seen_pkts + md.tagged_seen_pkts;
+            add_untagged_to_fifo.apply();
+#else
+            // Every other algorithm reads the packet's own class only.
             if (md.base.class_id == traffic_class_t.TCP) {
-                md.base.occupancy.class_pkts = tcp_seen;
+                if (md.base.occupancy.queue_pkts[31:31] == 0) {
+                    md.base.occupancy.class_pkts = tcp_pkts_arrive.execute(port);
+                } else {
+                    md.base.occupancy.class_pkts = tcp_pkts_read.execute(port);
+                }
             } else if (md.base.class_id == traffic_class_t.TAGGED) {
-                md.base.occupancy.class_pkts = tagged_seen;
+                if (md.base.occupancy.queue_pkts[31:31] == 0) {
+                    md.base.occupancy.class_pkts = tagged_pkts_arrive.execute(port);
+                } else {
+                    md.base.occupancy.class_pkts = tagged_pkts_read.execute(port);
+                }
             } else {
-                md.base.occupancy.class_pkts = untagged_seen;
+                if (md.base.occupancy.queue_pkts[31:31] == 0) {
+                    md.base.occupancy.class_pkts = untagged_pkts_arrive.execute(port);
+                } else {
+                    md.base.occupancy.class_pkts = untagged_pkts_read.execute(port);
+                }
             }
-            md.virtual_fifo_pkts = tcp_seen + tagged_seen + untagged_seen;
-            md.tagged_seen_pkts = tagged_seen;
-            md.untagged_seen_pkts = untagged_seen;
+#endif
         }
     }
 }

@@ -27,6 +27,10 @@
 #include "tna_types.p4"
 
 const bit<32> RED_ZONE_SEGMENTS = 32;  // red_zone entries per port (controller)
+// A range key fits in 5 PHV nibbles: red_zone and dcbt_tagged_threshold match
+// avg_scaled[27:8], the average in 1/256 packet up to 4096 packets (the TNA
+// controller keeps queue_limit_pkts below 4096, so the average stays inside).
+const bit<32> AVG_KEY_SHIFT = 8;
 const bit<2> RED_ZONE_BELOW = 0;
 const bit<2> RED_ZONE_EARLY = 1;
 const bit<2> RED_ZONE_FORCED = 2;
@@ -44,7 +48,7 @@ control TnaRedZone(inout tna_ingress_metadata_t md, in scaled_t avg_scaled) {
     table red_zone {
         key = {
             md.base.routed_port : exact @name("port");
-            avg_scaled : range @name("avg_scaled");
+            avg_scaled[27:8] : range @name("avg_key");
         }
         actions = { red_below; red_early_p_b; red_forced; }
         const default_action = red_below();
@@ -60,8 +64,19 @@ control TnaRedZone(inout tna_ingress_metadata_t md, in scaled_t avg_scaled) {
 // The RED average of the port with a new sample (packets).
 control TnaRedAverage(inout tna_ingress_metadata_t md, in pkts_t sample_pkts) {
     Lpf<scaled_t, tna_index_t>(NUM_PORTS) red_avg;
+
+    // The Lpf input must be a PHV field written in an earlier stage, not an
+    // expression (bf-p4c propagates a plain assignment into the call).
+    action scale_sample() { md.avg_sample_scaled = sample_pkts << AVG_FRAC_BITS; }
+    @hidden table scale_red_sample {
+        actions = { scale_sample; }
+        const default_action = scale_sample();
+        size = 1;
+    }
+
     apply {
-        md.base.red_avg_scaled = red_avg.execute(sample_pkts << AVG_FRAC_BITS, md.base.port_index);
+        scale_red_sample.apply();
+        md.base.red_avg_scaled = red_avg.execute(md.avg_sample_scaled, md.base.port_index);
     }
 }
 
@@ -95,26 +110,41 @@ control TnaRedDropTest(in headers_t hdr, inout tna_ingress_metadata_t md) {
         if (md.base.policy.wait == 1) {
             md.red_rand_q16 = md.red_rand_q16 + PROB_ONE;
         }
-        zone.apply(md, md.base.red_avg_scaled);
-        bool act = false;
-        if (md.red_zone == RED_ZONE_EARLY) {
-            if (red_early.execute(md.base.port_index) == 1) {
-                act = true;
-                md.base.drop_reason = drop_reason_t.RED_EARLY;
-            }
-        } else {
-            red_restart.execute(md.base.port_index);
-            if (md.red_zone == RED_ZONE_FORCED) {
-                act = true;
-                md.base.drop_reason = drop_reason_t.RED_FORCED;
+        // Whether a RED action may mark instead of drop, in each zone: decided
+        // beside the average, off the critical path of stages.
+        md.red_mark_early = 0;
+        md.red_mark_forced = 0;
+        if (md.base.policy.ecn == 1 && hdr.ipv4.ecn != ECN_NOT_ECT) {
+            md.red_mark_early = 1;
+            if (md.base.policy.harddrop == 0) {
+                md.red_mark_forced = 1;
             }
         }
-        if (act) {
-            if (md.base.policy.ecn == 1 && hdr.ipv4.ecn != ECN_NOT_ECT
-                    && (md.red_zone == RED_ZONE_EARLY || md.base.policy.harddrop == 0)) {
-                md.base.ecn_mark = true;
-            } else {
+        zone.apply(md, md.base.red_avg_scaled);
+        md.red_early_hit = 0;
+        if (md.red_zone == RED_ZONE_EARLY) {
+            md.red_early_hit = red_early.execute(md.base.port_index);
+        } else {
+            red_restart.execute(md.base.port_index);
+        }
+        // one stage of gateways: the zone, the budget's verdict, the ECN choice
+        // (a packet the queue limit already dropped is not marked: its reason
+        // stays QUEUE_LIMIT, as v1model's limit test after a mark gives)
+        if (md.red_zone == RED_ZONE_EARLY && md.red_early_hit == 1) {
+            if (md.red_mark_early == 0) {
                 md.base.aqm_drop = true;
+                md.base.drop_reason = drop_reason_t.RED_EARLY;
+            } else if (!md.base.aqm_drop) {
+                md.base.ecn_mark = true;
+                md.base.drop_reason = drop_reason_t.RED_EARLY;
+            }
+        } else if (md.red_zone == RED_ZONE_FORCED) {
+            if (md.red_mark_forced == 0) {
+                md.base.aqm_drop = true;
+                md.base.drop_reason = drop_reason_t.RED_FORCED;
+            } else if (!md.base.aqm_drop) {
+                md.base.ecn_mark = true;
+                md.base.drop_reason = drop_reason_t.RED_FORCED;
             }
         }
     }

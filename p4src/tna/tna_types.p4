@@ -24,6 +24,9 @@
 // Register indexes. AQM state exists for NUM_PORTS ports: on Tofino, the dev
 // ports 0..63 of pipe 0 (v1model: ports 0..63).
 typedef bit<32> tna_index_t;
+// queue_drops / queue_ecn_marks: index class_index * 16 + reason, a power of two
+// so that an identity hash concatenates it (v1model: * NUM_DROP_REASONS = 9).
+const bit<32> TNA_DROP_REASON_SLOTS = 16;
 
 // Tofino 1 recirculation port of pipe 0 (dev port 68); departure reports come
 // back through it (occupancy_tna.p4). Reports from any other port are discarded.
@@ -35,6 +38,9 @@ const MirrorId_t TNA_REPORT_SESSION = 1;
 // strict priority over qid 0, the FIFO (the controller configures both).
 const QueueId_t TNA_QID_FIFO = 0;
 const QueueId_t TNA_QID_CUT_IN = 1;
+
+// occupancy_tna.p4: the queue_arrive output's flag for an arrival at the limit
+const pkts_t TNA_NOT_COUNTED = 0x80000000;
 
 // What a packet is, in the first byte of the bridged, mirrored or resubmitted header.
 const bit<8> TNA_PKT_BRIDGED = 1;     // ingress -> egress, in front of a data packet
@@ -76,15 +82,21 @@ struct tna_ingress_metadata_t {
     local_metadata_t base;        // the shared controls' metadata (headers.p4)
     bool             checksum_error;
     bool             is_report;   // a departure report or a cancel, not a packet to forward
-    tna_report_h     report_md;   // what the deparser bridges, mirrors or resubmits
+    bit<8>           slot_pkt_type;   // TNA_PKT_SLOT, the ChIPS slot mirror's first byte
     MirrorId_t       mirror_session;
     flow_digest_t    digest;
-    bit<32>          flow_signature;  // flow_report_tna.p4
+    bit<32>          flow_signature;  // flow_report_tna.p4: CRC32 of the 5-tuple
+    bit<16>          flow_slot;       // its low 16 bits (FLOW_SLOTS = 2^16)
+    bit<32>          now_1024ns;      // the ingress timestamp in 1.024 us units
     bit<32>          flow_epoch;
     // RED family (red_tna.p4)
+    scaled_t         avg_sample_scaled;  // the Lpf sample, packets << AVG_FRAC_BITS
     bit<2>           red_zone;
     q16_t            red_p_b_q16;
     q16_t            red_rand_q16;
+    bit<1>           red_early_hit;     // the budget register's verdict (early zone)
+    bit<1>           red_mark_early;    // ECN may replace an early drop
+    bit<1>           red_mark_forced;   // ... a forced drop (not with harddrop)
     // FRED (fred_tna.p4)
     bit<16>          fred_qlen_seen;
     bit<16>          fred_flows;        // max(nactive, 1)
@@ -95,14 +107,17 @@ struct tna_ingress_metadata_t {
     bit<8>           fred_code;         // 2: R1 or R2 holds; 1: qlen >= avgcq; 0: neither
     bit<8>           fred_r3_threshold; // strike above it drops (R3); 255: never
     bit<1>           fred_robust;       // R4: qlen >= max(minq, avgcq)
+    bool             ipv4_too_short;  // total_len < IPV4_MIN_HEADER_BYTES (the parser's test)
     bool             counted;      // occupancy counted the arrival (below the queue limit)
     pkts_t           virtual_fifo_pkts;  // tcp + tagged + untagged (D-CBT, ChIPS)
+    pkts_t           tcp_seen_pkts;      // the port's TCP class (D-CBT)
     pkts_t           tagged_seen_pkts;   // the port's tagged class (D-CBT)
     pkts_t           untagged_seen_pkts; // the port's untagged class (D-CBT)
 }
 
 struct tna_egress_metadata_t {
     tna_report_h report;   // the departure report egress mirrors
+    MirrorId_t   mirror_session;  // TNA_REPORT_SESSION (a deparser needs it in a PHV field)
 }
 
 #endif
