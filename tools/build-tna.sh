@@ -127,7 +127,9 @@ for v in $VARIANTS; do
   if [ $rc -eq 0 ] && [ -s "$dir/pipe/tofino.bin" ]; then
     echo "ok: $v compiled ($dir)"
   else
-    echo "FAIL: $v does not compile for Tofino: $(grep -m1 -E 'error' "$dir.compile.log") (log: $dir.compile.log)" >&2
+    why=$(grep -m1 -E 'supports up to [0-9]+ stages' "$dir.compile.log" \
+          || grep -m1 -E 'error' "$dir.compile.log")
+    echo "FAIL: $v does not compile for Tofino: $why (log: $dir.compile.log)" >&2
     fail=1
   fi
 done

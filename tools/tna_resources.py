@@ -103,6 +103,12 @@ def summarize_variant(directory: Path) -> dict:
         return row
     row["compiled"] = True
     row.update(summarize_resources(json.loads(resources[0].read_text())))
+    if row["stages"] == 0 and not any(directory.rglob("tofino.bin")):
+        return {"variant": directory.name, "compiled": False}   # an empty report: it failed
+    # the compiler writes resources.json for a program that needs more than the
+    # pipeline's stages too; only the assembler's tofino.bin says it fits
+    row["fits"] = (any(directory.rglob("tofino.bin"))
+                   and row["stages"] <= row["stages_available"])
     metrics = sorted(directory.rglob("metrics.json"))
     if metrics:
         row.update(summarize_metrics(json.loads(metrics[0].read_text())))
@@ -129,6 +135,8 @@ def markdown(rows: list[dict]) -> str:
                 value = row.get(key, "n/a")
                 if key == "stages":
                     value = f"{value} / {row['stages_available']}"
+                    if not row.get("fits"):
+                        value += " (does not fit)"
                 cells.append(str(value))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -153,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         (args.build_dir / "resources.md").write_text(table)
         (args.build_dir / "resources.json").write_text(json.dumps(rows, indent=1) + "\n")
-    return 0 if all(r.get("compiled") for r in rows) else 1
+    return 0 if all(r.get("compiled") and r.get("fits") for r in rows) else 1
 
 
 if __name__ == "__main__":

@@ -38,54 +38,11 @@
     md.base.policy.harddrop = harddrop; \
     md.base.policy.wait = wait;
 
-// Sets md.base.aqm_applied when the port has a policy, then decides:
-// md.base.aqm_drop / drop_reason / ecn_mark (meaningful when not dropped) / cut_in.
-// report: the departure report or cancel when md.is_report (main.p4's hdr.report).
-// The flow report (flow_report_tna.p4) is applied here, right after port_policy
-// that gives its epoch shift: it reads nothing the algorithm decides, and on
-// Tofino 1 a table that follows another in the control flow cannot sit in an
-// earlier stage, so applied after the algorithm it would add its 4 stages.
-control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_metadata_t md,
-               inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
-               inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
-    TnaFlowReport() flow_report;
-    TnaOccupancy() occupancy;
-#ifdef MMAQM_TNA_RED_FAMILY
-    TnaRedAverage() red_average;
-    TnaRedDropTest() red_drop_test;
-#endif
-#ifdef MMAQM_TNA_FRED
-    TnaFred() fred_algorithm;
-#endif
-#if defined(MMAQM_TNA_CBT_RED_ALL) || defined(MMAQM_TNA_CBT_RED_TCP_ONLY)
-    Lpf<scaled_t, tna_index_t>(NUM_PORTS * CLASS_SLOTS) class_avg;   // cbt §3, per class
-#endif
-#ifdef MMAQM_TNA_DCBT
-    Lpf<scaled_t, tna_index_t>(NUM_PORTS) tagged_avg;    // dcbt §3.1: synchronised,
-    Lpf<scaled_t, tna_index_t>(NUM_PORTS) untagged_avg;  // one filter per class
-    scaled_t dcbt_tagged_th_scaled;
-    // tagged threshold red_avg * share_tagged (dcbt §3.1) without a multiply:
-    // the controller fills, per port, avg segments with their lower end * share.
-    action set_tagged_threshold(scaled_t tagged_th_scaled) {
-        dcbt_tagged_th_scaled = tagged_th_scaled;
-    }
-    table dcbt_tagged_threshold {
-        key = {
-            md.base.routed_port : exact @name("port");
-            md.base.red_avg_scaled[27:8] : range @name("avg_key");   // red_tna.p4 AVG_KEY_SHIFT
-        }
-        actions = { set_tagged_threshold; }
-        const default_action = set_tagged_threshold(0xFFFFFFFF);
-        size = NUM_PORTS * RED_ZONE_SEGMENTS;
-    }
-#endif
-#ifdef MMAQM_TNA_DCBT_CHIPS
-    Lpf<q16_t, tna_index_t>(NUM_PORTS) chips_tagged_share;  // dcbt §3.2 enqueue ratio
-    // chips.p4's chips_events, split in two: one Counter access per packet each.
-    Counter<bit<64>, tna_index_t>(NUM_PORTS * NUM_CHIPS_EVENTS, CounterType_t.PACKETS_AND_BYTES) chips_state_events;
-    Counter<bit<64>, tna_index_t>(NUM_PORTS * NUM_CHIPS_EVENTS, CounterType_t.PACKETS_AND_BYTES) chips_events;
-#endif
-
+// aqm.p4's port_policy table, for the one algorithm this build carries: sets
+// md.base.aqm_applied and the policy's parameters. A control of its own so that
+// main.p4 applies it before the AQM: the ingress discards are known, and
+// counted, without waiting for the AQM's stages (Tofino 1 keeps table order).
+control TnaPortPolicy(inout tna_ingress_metadata_t md) {
     Hash<tna_index_t>(HashAlgorithm_t.IDENTITY) class_index_hash;
 
     action load_policy(pkts_t queue_limit_pkts, shift_t flow_epoch_shift) {
@@ -201,14 +158,126 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
     }
 
     apply {
+        port_policy.apply();
+    }
+}
+
+// For a packet of a port with a policy (TnaPortPolicy), decides:
+// md.base.aqm_drop / drop_reason / ecn_mark (meaningful when not dropped) / cut_in.
+// report: the departure report or cancel when md.is_report (main.p4's hdr.report).
+// The flow report (flow_report_tna.p4) is applied here, right after port_policy
+// that gives its epoch shift: it reads nothing the algorithm decides, and on
+// Tofino 1 a table that follows another in the control flow cannot sit in an
+// earlier stage, so applied after the algorithm it would add its 4 stages.
+control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_metadata_t md,
+               inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
+               inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+    TnaFlowReport() flow_report;
+    TnaOccupancy() occupancy;
+#ifdef MMAQM_TNA_RED_FAMILY
+    TnaRedAverage() red_average;
+    TnaRedDropTest() red_drop_test;
+#endif
+#ifdef MMAQM_TNA_FRED
+    TnaFred() fred_algorithm;
+#endif
+#if defined(MMAQM_TNA_CBT_RED_ALL) || defined(MMAQM_TNA_CBT_RED_TCP_ONLY)
+    Lpf<scaled_t, tna_index_t>(NUM_PORTS * CLASS_SLOTS) class_avg;   // cbt §3, per class
+#endif
+#ifdef MMAQM_TNA_DCBT
+    Lpf<scaled_t, tna_index_t>(NUM_PORTS) tagged_avg;    // dcbt §3.1: synchronised,
+    Lpf<scaled_t, tna_index_t>(NUM_PORTS) untagged_avg;  // one filter per class
+    scaled_t dcbt_tagged_th_scaled;
+    // tagged threshold red_avg * share_tagged (dcbt §3.1) without a multiply:
+    // the controller fills, per port, avg segments with their lower end * share.
+    action set_tagged_threshold(scaled_t tagged_th_scaled) {
+        dcbt_tagged_th_scaled = tagged_th_scaled;
+    }
+    table dcbt_tagged_threshold {
+        key = {
+            md.base.routed_port : exact @name("port");
+            md.base.red_avg_scaled[27:8] : range @name("avg_key");   // red_tna.p4 AVG_KEY_SHIFT
+        }
+        actions = { set_tagged_threshold; }
+        const default_action = set_tagged_threshold(0xFFFFFFFF);
+        size = NUM_PORTS * RED_ZONE_SEGMENTS;
+    }
+#endif
+#ifdef MMAQM_TNA_DCBT_CHIPS
+    Lpf<q16_t, tna_index_t>(NUM_PORTS) chips_tagged_share;  // dcbt §3.2 enqueue ratio
+    // chips.p4's chips_events, split in two: one Counter access per packet each.
+    Counter<bit<64>, tna_index_t>(NUM_PORTS * NUM_CHIPS_EVENTS, CounterType_t.PACKETS_AND_BYTES) chips_state_events;
+    Counter<bit<64>, tna_index_t>(NUM_PORTS * NUM_CHIPS_EVENTS, CounterType_t.PACKETS_AND_BYTES) chips_events;
+#endif
+
+
+    // A gateway compares a field with a constant only: "a > b" of two fields is
+    // taken as the saturating difference a |-| b in an action (a hidden table, so
+    // that it is not folded back into the if), then tested against 0.
+#ifdef MMAQM_TNA_MCDT
+    action mcdt_excess_of(pkts_t threshold_pkts) {
+        md.excess = md.base.occupancy.class_pkts |-| threshold_pkts;
+    }
+    action mcdt_excess_tcp() { mcdt_excess_of(md.base.policy.tcp_th_pkts); }
+    action mcdt_excess_tagged() { mcdt_excess_of(md.base.policy.tagged_th_pkts); }
+    action mcdt_excess_untagged() { mcdt_excess_of(md.base.policy.untagged_th_pkts); }
+    @hidden table mcdt_excess {     // class_pkts - T_c of the packet's class (mcdt.p4)
+        key = { md.base.class_id : exact; }
+        actions = { mcdt_excess_tcp; mcdt_excess_tagged; mcdt_excess_untagged; }
+        const entries = {
+            traffic_class_t.TCP : mcdt_excess_tcp();
+            traffic_class_t.TAGGED : mcdt_excess_tagged();
+        }
+        const default_action = mcdt_excess_untagged();
+        size = 4;
+    }
+#endif
+#if defined(MMAQM_TNA_RED) || defined(MMAQM_TNA_DCBT)
+    action queue_sample() { md.avg_sample_scaled = md.base.occupancy.queue_pkts << AVG_FRAC_BITS; }
+    @hidden table take_queue_sample {     // an Lpf input must be a PHV field
+        actions = { queue_sample; }
+        const default_action = queue_sample();
+        size = 1;
+    }
+#endif
+#ifdef MMAQM_TNA_CBT_RED_ALL
+    action cbt_samples() {
+        md.avg_sample_scaled = md.base.occupancy.queue_pkts << AVG_FRAC_BITS;
+        md.class_sample_scaled = md.base.occupancy.class_pkts << AVG_FRAC_BITS;
+    }
+    @hidden table take_cbt_samples {
+        actions = { cbt_samples; }
+        const default_action = cbt_samples();
+        size = 1;
+    }
+#endif
+#ifdef MMAQM_TNA_CBT_RED_TCP_ONLY
+    action take_class_sample() { md.class_sample_scaled = md.base.occupancy.class_pkts << AVG_FRAC_BITS; }
+    @hidden table scale_class_sample {
+        actions = { take_class_sample; }
+        const default_action = take_class_sample();
+        size = 1;
+    }
+#endif
+#if defined(MMAQM_TNA_CBT_RED_ALL) || defined(MMAQM_TNA_CBT_RED_TCP_ONLY)
+    action cbt_excess_tagged() { md.excess = md.class_avg_scaled |-| md.base.policy.tagged_th_scaled; }
+    action cbt_excess_untagged() { md.excess = md.class_avg_scaled |-| md.base.policy.untagged_th_scaled; }
+    @hidden table cbt_excess {      // class average - the class's threshold (cbt.p4)
+        key = { md.base.class_id : exact; }
+        actions = { cbt_excess_tagged; cbt_excess_untagged; }
+        const entries = { traffic_class_t.TAGGED : cbt_excess_tagged(); }
+        const default_action = cbt_excess_untagged();
+        size = 4;
+    }
+#endif
+
+    apply {
         // Each table and register action is applied at one place: Tofino places
         // it once, in one stage (main.p4 applies TnaAqm once for the same reason).
         bool policy_hit = false;
-        if (!md.is_report) {
-            if (port_policy.apply().hit) {
-                policy_hit = true;
-                flow_report.apply(hdr, md, ig_dprsr_md);
-            }
+        if (!md.is_report && md.base.aqm_applied) {   // TnaPortPolicy found the port's
+            policy_hit = true;
+            flow_report.apply(hdr, md, ig_dprsr_md);
         }
         if (md.is_report || policy_hit) {
             // A report is main.p4's MmaqmEgress, applied where the registers are:
@@ -231,48 +300,54 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
             }
 #ifdef MMAQM_TNA_MCDT
             // mcdt.p4: the class's logical queue (before this packet) exceeds T_c
-            pkts_t threshold = md.base.policy.untagged_th_pkts;
-            if (md.base.class_id == traffic_class_t.TCP) {
-                threshold = md.base.policy.tcp_th_pkts;
-            } else if (md.base.class_id == traffic_class_t.TAGGED) {
-                threshold = md.base.policy.tagged_th_pkts;
-            }
-            if (md.base.occupancy.class_pkts > threshold) {
+            mcdt_excess.apply();
+            if (md.excess != 0) {
                 md.base.aqm_drop = true;
                 md.base.drop_reason = drop_reason_t.CLASS_THRESHOLD;
             }
 #endif
 #if defined(MMAQM_TNA_RED)
-            red_average.apply(md, md.base.occupancy.queue_pkts);
+            take_queue_sample.apply();
+            red_average.apply(md, md.avg_sample_scaled);
             red_drop_test.apply(hdr, md);
 #endif
-#if defined(MMAQM_TNA_CBT_RED_ALL) || defined(MMAQM_TNA_CBT_RED_TCP_ONLY)
-            // cbt.p4 cbt_class_test: a UDP packet's own class average and threshold
-            bool class_dropped = false;
+#ifdef MMAQM_TNA_CBT_RED_ALL
+            // cbt.p4: a UDP packet's own class average against its threshold, then
+            // RED on the whole queue for what the class test let through. Written
+            // side by side (Tofino 1 keeps the tables' order): both samples, both
+            // averages, the class excess beside RED's zone; RED's budget and verdict
+            // skip a packet the class test drops (md.excess != 0). Unlike v1model,
+            // RED's average samples that packet too (its Lpf runs a stage before
+            // the class verdict).
+            take_cbt_samples.apply();
+            red_average.apply(md, md.avg_sample_scaled);
             if (md.base.class_id != traffic_class_t.TCP) {
-                scaled_t avg = class_avg.execute(md.base.occupancy.class_pkts << AVG_FRAC_BITS,
-                                                 md.base.class_index);
-                scaled_t threshold = md.base.policy.untagged_th_scaled;
-                if (md.base.class_id == traffic_class_t.TAGGED) {
-                    threshold = md.base.policy.tagged_th_scaled;
-                }
-                if (avg > threshold) {
-                    class_dropped = true;
+                md.class_avg_scaled = class_avg.execute(md.class_sample_scaled,
+                                                        md.base.class_index);
+                cbt_excess.apply();
+            }
+            red_drop_test.apply(hdr, md);
+            if (md.excess != 0) {
+                md.base.aqm_drop = true;
+                md.base.drop_reason = drop_reason_t.CLASS_THRESHOLD;
+            }
+#endif
+#ifdef MMAQM_TNA_CBT_RED_TCP_ONLY
+            // cbt.p4 with RED for TCP only: the class test for UDP, RED (on the TCP
+            // class's occupancy) for TCP: exclusive branches, so the same stages.
+            scale_class_sample.apply();
+            if (md.base.class_id == traffic_class_t.TCP) {
+                red_average.apply(md, md.class_sample_scaled);
+                red_drop_test.apply(hdr, md);
+            } else {
+                md.class_avg_scaled = class_avg.execute(md.class_sample_scaled,
+                                                        md.base.class_index);
+                cbt_excess.apply();
+                if (md.excess != 0) {
                     md.base.aqm_drop = true;
                     md.base.drop_reason = drop_reason_t.CLASS_THRESHOLD;
                 }
             }
-#ifdef MMAQM_TNA_CBT_RED_ALL
-            if (!class_dropped) {
-                red_average.apply(md, md.base.occupancy.queue_pkts);
-                red_drop_test.apply(hdr, md);
-            }
-#else
-            if (md.base.class_id == traffic_class_t.TCP) {
-                red_average.apply(md, md.base.occupancy.class_pkts);
-                red_drop_test.apply(hdr, md);
-            }
-#endif
 #endif
 #ifdef MMAQM_TNA_DCBT
             // dcbt.p4: synchronised averages, class thresholds, then RED

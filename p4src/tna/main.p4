@@ -36,6 +36,7 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         md.is_report = false;
         md.checksum_error = false;
         md.ipv4_too_short = false;
+        md.excess = 0;
         md.counted = false;
         md.base.routed = false;
         md.base.aqm_applied = false;
@@ -137,6 +138,7 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
                    inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     Routing() routing;
     Classifier() classifier;
+    TnaPortPolicy() policy;
     TnaAqm() aqm;
     TnaFlowSignature() flow_signature;
 
@@ -220,12 +222,21 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
                 hdr.report.fred_slot_index = 0;
             }
         }
+        if (to_aqm && !md.is_report) {
+            policy.apply(md);
+            if (!md.base.aqm_applied) {
+                discard(DISCARD_NO_POLICY);
+            }
+        }
+        // every ingress discard is decided: counted here, before the AQM's stages
+        if (discarded && ig_intr_md.ingress_port < (PortId_t)NUM_PORTS) {
+            // port * NUM_DISCARD_REASONS (8) + reason, as on v1model
+            ingress_discards.count(discard_index_hash.get({ ig_intr_md.ingress_port[5:0],
+                                                            discard_reason[2:0] }));
+        }
         if (to_aqm) {
             // (TnaAqm applies the flow report too: see there)
             aqm.apply(hdr.pkt, hdr.report, md, ig_dprsr_md, ig_tm_md);
-        }
-        if (to_aqm && !md.is_report && !md.base.aqm_applied) {
-            discard(DISCARD_NO_POLICY);
         }
         if (to_aqm && !md.is_report && md.base.aqm_applied) {
             // The accounting record, decided: a cancel, a drop, or the bridged
@@ -267,11 +278,6 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
                     ig_dprsr_md.mirror_type = TNA_MIRROR_SLOT;
                 }
             }
-        }
-        if (discarded && ig_intr_md.ingress_port < (PortId_t)NUM_PORTS) {
-            // port * NUM_DISCARD_REASONS (8) + reason, as on v1model
-            ingress_discards.count(discard_index_hash.get({ ig_intr_md.ingress_port[5:0],
-                                                            discard_reason[2:0] }));
         }
     }
 }

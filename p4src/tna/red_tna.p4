@@ -61,22 +61,14 @@ control TnaRedZone(inout tna_ingress_metadata_t md, in scaled_t avg_scaled) {
 }
 
 #ifdef MMAQM_TNA_RED_FAMILY
-// The RED average of the port with a new sample (packets).
-control TnaRedAverage(inout tna_ingress_metadata_t md, in pkts_t sample_pkts) {
+// The RED average of the port with a new sample (packets << AVG_FRAC_BITS).
+// The sample must be a PHV field written in an earlier stage, not an
+// expression: the callers scale it in a table of their own (aqm_tna.p4).
+control TnaRedAverage(inout tna_ingress_metadata_t md, in scaled_t sample_scaled) {
     Lpf<scaled_t, tna_index_t>(NUM_PORTS) red_avg;
 
-    // The Lpf input must be a PHV field written in an earlier stage, not an
-    // expression (bf-p4c propagates a plain assignment into the call).
-    action scale_sample() { md.avg_sample_scaled = sample_pkts << AVG_FRAC_BITS; }
-    @hidden table scale_red_sample {
-        actions = { scale_sample; }
-        const default_action = scale_sample();
-        size = 1;
-    }
-
     apply {
-        scale_red_sample.apply();
-        md.base.red_avg_scaled = red_avg.execute(md.avg_sample_scaled, md.base.port_index);
+        md.base.red_avg_scaled = red_avg.execute(sample_scaled, md.base.port_index);
     }
 }
 
@@ -122,7 +114,11 @@ control TnaRedDropTest(in headers_t hdr, inout tna_ingress_metadata_t md) {
         }
         zone.apply(md, md.base.red_avg_scaled);
         md.red_early_hit = 0;
-        if (md.red_zone == RED_ZONE_EARLY) {
+        // md.excess != 0: CBT's class test dropped the packet, RED does not see
+        // it (cbt.p4); 0 for every other algorithm
+        if (md.excess != 0) {
+            // no RED for this packet
+        } else if (md.red_zone == RED_ZONE_EARLY) {
             md.red_early_hit = red_early.execute(md.base.port_index);
         } else {
             red_restart.execute(md.base.port_index);
@@ -130,7 +126,9 @@ control TnaRedDropTest(in headers_t hdr, inout tna_ingress_metadata_t md) {
         // one stage of gateways: the zone, the budget's verdict, the ECN choice
         // (a packet the queue limit already dropped is not marked: its reason
         // stays QUEUE_LIMIT, as v1model's limit test after a mark gives)
-        if (md.red_zone == RED_ZONE_EARLY && md.red_early_hit == 1) {
+        if (md.excess != 0) {
+            // (as above)
+        } else if (md.red_zone == RED_ZONE_EARLY && md.red_early_hit == 1) {
             if (md.red_mark_early == 0) {
                 md.base.aqm_drop = true;
                 md.base.drop_reason = drop_reason_t.RED_EARLY;

@@ -89,6 +89,9 @@ struct tna_ingress_metadata_t {
     bit<16>          flow_slot;       // its low 16 bits (FLOW_SLOTS = 2^16)
     bit<32>          now_1024ns;      // the ingress timestamp in 1.024 us units
     bit<32>          flow_epoch;
+    bit<32>          excess;             // a |-| b of a two-field compare (aqm_tna.p4)
+    scaled_t         class_sample_scaled;  // CBT: class_pkts << AVG_FRAC_BITS
+    scaled_t         class_avg_scaled;     // CBT: the class's Lpf average
     // RED family (red_tna.p4)
     scaled_t         avg_sample_scaled;  // the Lpf sample, packets << AVG_FRAC_BITS
     bit<2>           red_zone;

@@ -34,6 +34,15 @@ def test_a_compiled_variant_sums_its_stages() -> None:
     assert row["phv_by_width"] == {8: 10, 16: 6, 32: 12}
 
 
+def test_a_variant_without_the_assemblers_binary_does_not_fit(tmp_path) -> None:
+    shutil.copytree(FIXTURE / "red", tmp_path / "red")
+    (tmp_path / "red" / "pipe" / "tofino.bin").unlink()
+    row = tna_resources.summarize_variant(tmp_path / "red")
+    assert row["compiled"] and not row["fits"]
+    assert "| red | 4 / 12 (does not fit) |" in tna_resources.markdown([row])
+    assert tna_resources.main([str(tmp_path)]) == 1
+
+
 def test_a_variant_without_resources_json_is_not_compiled() -> None:
     assert tna_resources.summarize_variant(FIXTURE / "fred") == {"variant": "fred", "compiled": False}
 
