@@ -326,11 +326,11 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
                                                         md.base.class_index);
                 cbt_excess.apply();
             }
-            red_drop_test.apply(hdr, md);
             if (md.excess != 0) {
                 md.base.aqm_drop = true;
                 md.base.drop_reason = drop_reason_t.CLASS_THRESHOLD;
             }
+            red_drop_test.apply(hdr, md);    // skips the packet when md.excess != 0
 #endif
 #ifdef MMAQM_TNA_CBT_RED_TCP_ONLY
             // cbt.p4 with RED for TCP only: the class test for UDP, RED (on the TCP

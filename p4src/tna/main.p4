@@ -36,6 +36,7 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         md.is_report = false;
         md.checksum_error = false;
         md.ipv4_too_short = false;
+        md.ttl_expired = false;
         md.excess = 0;
         md.counted = false;
         md.base.routed = false;
@@ -92,8 +93,23 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         transition select(hdr.pkt.ipv4.total_len) {
             0x0000 &&& 0xFFF0: ipv4_too_short;
             0x0010 &&& 0xFFFC: ipv4_too_short;
+            default: parse_ipv4_ttl;
+        }
+    }
+
+    // ttl <= 1, decided here too: ingress routes before it runs the discard
+    // tests (routing decrements the TTL)
+    state parse_ipv4_ttl {
+        transition select(hdr.pkt.ipv4.ttl) {
+            0: ipv4_ttl_expired;
+            1: ipv4_ttl_expired;
             default: parse_ipv4_l4;
         }
+    }
+
+    state ipv4_ttl_expired {
+        md.ttl_expired = true;
+        transition parse_ipv4_l4;
     }
 
     state ipv4_too_short {
@@ -147,16 +163,17 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
                                   CounterType_t.PACKETS_AND_BYTES) ingress_discards;
     Counter<bit<64>, tna_index_t>(NUM_PORTS * CLASS_SLOTS,
                                   CounterType_t.PACKETS_AND_BYTES) queue_admits;
-    Counter<bit<64>, tna_index_t>(NUM_PORTS * CLASS_SLOTS * TNA_DROP_REASON_SLOTS,
-                                  CounterType_t.PACKETS_AND_BYTES) queue_drops;
-    Counter<bit<64>, tna_index_t>(NUM_PORTS * CLASS_SLOTS * TNA_DROP_REASON_SLOTS,
-                                  CounterType_t.PACKETS_AND_BYTES) queue_ecn_marks;
+    Counter<bit<64>, bit<12>>(NUM_PORTS * CLASS_SLOTS * TNA_DROP_REASON_SLOTS,
+                              CounterType_t.PACKETS_AND_BYTES) queue_drops;
+    Counter<bit<64>, bit<12>>(NUM_PORTS * CLASS_SLOTS * TNA_DROP_REASON_SLOTS,
+                              CounterType_t.PACKETS_AND_BYTES) queue_ecn_marks;
 
     // A counter or register index must be a PHV field or a hash unit's output:
     // the concatenations below are identity hashes (README "Tofino (TNA)").
     Hash<tna_index_t>(HashAlgorithm_t.IDENTITY) report_class_index_hash;
-    Hash<tna_index_t>(HashAlgorithm_t.IDENTITY) drop_index_hash;
-    Hash<tna_index_t>(HashAlgorithm_t.IDENTITY) ecn_index_hash;
+    // reason * 256 + class_index: the 12 low bits of {reason, class_index[7:0]}
+    Hash<bit<12>>(HashAlgorithm_t.IDENTITY) drop_index_hash;
+    Hash<bit<12>>(HashAlgorithm_t.IDENTITY) ecn_index_hash;
     Hash<tna_index_t>(HashAlgorithm_t.IDENTITY) discard_index_hash;
 
     bit<8> discard_reason = 0;
@@ -176,6 +193,16 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
         // stage with routing instead of following it (Tofino stages, README).
         classifier.apply(hdr.pkt, md.base);
         flow_signature.apply(hdr.pkt, md, ig_prsr_md.global_tstamp);
+        // Routing and the port's policy for every IPv4 packet, beside the discard
+        // tests rather than after them (each test is a stage's gateway; the
+        // tables would otherwise wait for all of them). A packet the tests
+        // discard is dropped whatever routing wrote.
+        if (hdr.pkt.ipv4.isValid()) {
+            routing.apply(hdr.pkt, md.base, ig_tm_md);
+        }
+        if (md.base.routed && md.base.port_index[31:6] == 0) {   // port_index < NUM_PORTS
+            policy.apply(md);
+        }
         if (md.is_report) {
             // A cancel (resubmitted) or a departure report (recirculation port).
             md.base.port_index = (tna_index_t)hdr.report.port_index;
@@ -198,35 +225,26 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             // The frame-length half of v1model's test needs the packet length,
             // which Tofino's ingress does not have: egress checks it.
             discard(DISCARD_MALFORMED);
-        } else if (hdr.pkt.ipv4.ttl <= 1) {
+        } else if (md.ttl_expired) {    // ttl <= 1 (parser)
             discard(DISCARD_TTL_EXPIRED);
+        } else if (!md.base.routed) {
+            discard(DISCARD_NO_ROUTE);
+        } else if (md.base.port_index[31:6] != 0 || !md.base.aqm_applied) {
+            discard(DISCARD_NO_POLICY);     // port_index >= NUM_PORTS, or no port_policy entry
         } else {
-            routing.apply(hdr.pkt, md.base, ig_tm_md);
-            if (!md.base.routed) {
-                discard(DISCARD_NO_ROUTE);
-            } else if (md.base.port_index >= NUM_PORTS) {
-                discard(DISCARD_NO_POLICY);
-            } else {
-                to_aqm = true;
-                // the accounting record's fixed fields (tna_types.p4), set while
-                // the AQM runs; the decision fills in the rest below
-                bit<8> class_bits = (bit<8>)md.base.class_id;
-                hdr.report.setValid();
-                hdr.report.port_index = md.base.port_index[5:0];
-                hdr.report.class_id = class_bits[1:0];
-                hdr.report.admitted = 0;
-                hdr.report.cut_in = 0;
-                hdr.report.fred_admitted = 0;
-                hdr.report._pad = 0;
-                hdr.report._pad2 = 0;
-                hdr.report.fred_slot_index = 0;
-            }
-        }
-        if (to_aqm && !md.is_report) {
-            policy.apply(md);
-            if (!md.base.aqm_applied) {
-                discard(DISCARD_NO_POLICY);
-            }
+            to_aqm = true;
+            // the accounting record's fixed fields (tna_types.p4), set while
+            // the AQM runs; the decision fills in the rest below
+            bit<8> class_bits = (bit<8>)md.base.class_id;
+            hdr.report.setValid();
+            hdr.report.port_index = md.base.port_index[5:0];
+            hdr.report.class_id = class_bits[1:0];
+            hdr.report.admitted = 0;
+            hdr.report.cut_in = 0;
+            hdr.report.fred_admitted = 0;
+            hdr.report._pad = 0;
+            hdr.report._pad2 = 0;
+            hdr.report.fred_slot_index = 0;
         }
         // every ingress discard is decided: counted here, before the AQM's stages
         if (discarded && ig_intr_md.ingress_port < (PortId_t)NUM_PORTS) {
@@ -238,10 +256,9 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             // (TnaAqm applies the flow report too: see there)
             aqm.apply(hdr.pkt, hdr.report, md, ig_dprsr_md, ig_tm_md);
         }
-        if (to_aqm && !md.is_report && md.base.aqm_applied) {
+        if (to_aqm && !md.is_report) {
             // The accounting record, decided: a cancel, a drop, or the bridged
             // header of an admitted packet (its fixed fields were set above).
-            bit<8> drop_reason_bits = (bit<8>)md.base.drop_reason;
 #ifdef MMAQM_TNA_FRED
             // (other programs never write the slot: reading it would read a
             // container the compiler shares with live fields)
@@ -251,9 +268,10 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             }
 #endif
             if (md.base.aqm_drop) {
-                // class_index * TNA_DROP_REASON_SLOTS + reason (v1model: * NUM_DROP_REASONS)
-                queue_drops.count(drop_index_hash.get({ md.base.class_index[7:0],
-                                                        drop_reason_bits[3:0] }));
+                // reason * 256 + class_index (v1model: class_index * NUM_DROP_REASONS
+                // + reason): tna_types.p4 TNA_DROP_REASON_SLOTS
+                queue_drops.count(drop_index_hash.get({ md.base.drop_reason,
+                                                        md.base.class_index[7:0] }));
                 if (md.counted) {
                     // occupancy_tna.p4: undo the arrival's increments
                     hdr.report.pkt_type = TNA_PKT_CANCEL;
@@ -264,18 +282,22 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             } else {
                 queue_admits.count(md.base.class_index);
                 if (md.base.ecn_mark) {
-                    queue_ecn_marks.count(ecn_index_hash.get({ md.base.class_index[7:0],
-                                                               drop_reason_bits[3:0] }));
+                    queue_ecn_marks.count(ecn_index_hash.get({ md.base.drop_reason,
+                                                               md.base.class_index[7:0] }));
                     hdr.pkt.ipv4.ecn = ECN_CE;
                 }
-                // to egress, which reports the departure
-                hdr.report.pkt_type = TNA_PKT_BRIDGED;
-                hdr.report.admitted = 1;
+                // to egress, which reports the departure (the flag bits share a
+                // container: written by one action or the other, not in sequence)
                 if (md.base.cut_in) {
                     // chips.p4: the clone that holds the FIFO slot
+                    hdr.report.pkt_type = TNA_PKT_BRIDGED;
+                    hdr.report.admitted = 1;
                     hdr.report.cut_in = 1;
                     md.slot_pkt_type = TNA_PKT_SLOT;
                     ig_dprsr_md.mirror_type = TNA_MIRROR_SLOT;
+                } else {
+                    hdr.report.pkt_type = TNA_PKT_BRIDGED;
+                    hdr.report.admitted = 1;
                 }
             }
         }

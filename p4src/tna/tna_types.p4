@@ -24,8 +24,9 @@
 // Register indexes. AQM state exists for NUM_PORTS ports: on Tofino, the dev
 // ports 0..63 of pipe 0 (v1model: ports 0..63).
 typedef bit<32> tna_index_t;
-// queue_drops / queue_ecn_marks: index class_index * 16 + reason, a power of two
-// so that an identity hash concatenates it (v1model: * NUM_DROP_REASONS = 9).
+// queue_drops / queue_ecn_marks: index reason * 256 + class_index, the low 12 bits
+// of an identity hash of {reason, class_index} (v1model: class_index *
+// NUM_DROP_REASONS + reason). 16 reasons' room.
 const bit<32> TNA_DROP_REASON_SLOTS = 16;
 
 // Tofino 1 recirculation port of pipe 0 (dev port 68); departure reports come
@@ -110,6 +111,7 @@ struct tna_ingress_metadata_t {
     bit<8>           fred_code;         // 2: R1 or R2 holds; 1: qlen >= avgcq; 0: neither
     bit<8>           fred_r3_threshold; // strike above it drops (R3); 255: never
     bit<1>           fred_robust;       // R4: qlen >= max(minq, avgcq)
+    bool             ttl_expired;     // ttl <= 1 (the parser's test)
     bool             ipv4_too_short;  // total_len < IPV4_MIN_HEADER_BYTES (the parser's test)
     bool             counted;      // occupancy counted the arrival (below the queue limit)
     pkts_t           virtual_fifo_pkts;  // tcp + tagged + untagged (D-CBT, ChIPS)
