@@ -9,7 +9,8 @@ so from the same YAML):
   early with p_b, or forced. p_b is v1model's red_p_b_q16 at each segment's
   lower end (and the gentle ramp's, red.p4 red_drop_test);
 * ``dcbt_tagged_threshold`` (aqm_tna.p4): ranges of the RED average -> the
-  tagged class threshold red_avg * tagged_share (dcbt §3.1) at the lower end;
+  class thresholds: none up to min_th, then tagged red_avg * tagged_share
+  (dcbt §3.1) at the lower end and untagged as configured;
 * the ``Lpf`` time constant that makes Tofino's time-based filter weigh one
   packet like the per-packet EWMA with w = 2^-ewma_shift at a packet time s.
 
@@ -108,20 +109,35 @@ def red_zone_entries(action: PolicyAction,
     return entries
 
 
+NEVER_SCALED = AVG_MAX      # a class threshold no average exceeds
+
+
 def dcbt_tagged_threshold_entries(action: PolicyAction,
                                   segments: int = RED_ZONE_SEGMENTS) -> list[RangeEntry]:
-    """dcbt_tagged_threshold's entries for one port: the average can reach
-    queue_limit_pkts at most; segments up to there, the rest one entry."""
+    """dcbt_tagged_threshold's entries for one port (action set_class_thresholds):
+    up to min_th both class thresholds are NEVER (dcbt.p4 tests the classes only
+    once red_avg > min_th); above, the tagged threshold red_avg * share at each
+    segment's lower end and the untagged one as configured. The average can reach
+    queue_limit_pkts at most: segments up to there, the rest one entry."""
     _check_queue_limit(action)
     p = action.params
-    share = p["tagged_share_q16"]
-    top = _key_ceil(p["queue_limit_pkts"] << 16)
-    entries = [RangeEntry(lo, hi, "set_tagged_threshold",
-                          {"tagged_th_scaled": ((lo << AVG_KEY_SHIFT) * share) >> PROB_FRAC_BITS})
-               for lo, hi in _segments(0, top - 1, segments - 1)]
-    entries.append(RangeEntry(top, AVG_KEY_MAX, "set_tagged_threshold",
-                              {"tagged_th_scaled": ((top << AVG_KEY_SHIFT) * share)
-                               >> PROB_FRAC_BITS}))
+    share, untagged = p["tagged_share_q16"], p["untagged_th_scaled"]
+
+    def entry(lo: int, hi: int) -> RangeEntry:
+        return RangeEntry(lo, hi, "set_class_thresholds",
+                          {"tagged_th_scaled": ((lo << AVG_KEY_SHIFT) * share) >> PROB_FRAC_BITS,
+                           "untagged_th_scaled": untagged})
+
+    above_k = _key_ceil(p["min_th_scaled"] + 1)          # red_avg > min_th
+    top = max(_key_ceil(p["queue_limit_pkts"] << 16), above_k)
+    entries = []
+    if above_k > 0:
+        entries.append(RangeEntry(0, above_k - 1, "set_class_thresholds",
+                                  {"tagged_th_scaled": NEVER_SCALED,
+                                   "untagged_th_scaled": NEVER_SCALED}))
+    entries += [entry(lo, hi) for lo, hi in _segments(above_k, top - 1, segments - 2)]
+    if top <= AVG_KEY_MAX:
+        entries.append(entry(top, AVG_KEY_MAX))
     return entries
 
 

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from mmaqm.encoding import PolicyAction
-from mmaqm.tna_encoding import (AVG_KEY_MAX, AVG_KEY_SHIFT, RED_ZONE_SEGMENTS,
+from mmaqm.tna_encoding import (AVG_KEY_MAX, AVG_KEY_SHIFT, AVG_MAX, RED_ZONE_SEGMENTS,
                                 TNA_MAX_QUEUE_LIMIT_PKTS, dcbt_tagged_threshold_entries,
                                 lookup, lpf_time_constant_ns, red_zone_entries)
 
@@ -59,17 +59,25 @@ def test_fred_has_no_gentle_parameter_and_gets_plain_red_zones() -> None:
     assert red_zone_entries(fred) == red_zone_entries(RED)
 
 
-def test_dcbt_tagged_threshold_is_avg_times_share_at_the_lower_end() -> None:
-    dcbt = RED.with_params(tagged_share_q16=16384, untagged_th_scaled=3 << 16)
-    dcbt = PolicyAction("dcbt", dcbt.params)
+def test_dcbt_class_thresholds_start_above_min_th_with_avg_times_share() -> None:
+    dcbt = PolicyAction("dcbt", RED.with_params(tagged_share_q16=16384,
+                                                untagged_th_scaled=3 << 16).params)
     entries = dcbt_tagged_threshold_entries(dcbt)
     assert entries[0].low == 0 and entries[-1].high == AVG_KEY_MAX
     assert all(a.high + 1 == b.low for a, b in zip(entries, entries[1:]))
+    assert len(entries) <= RED_ZONE_SEGMENTS
+    min_th = RED.params["min_th_scaled"]
     for avg in range(0, 70 << 16, 4099):
-        entry = lookup(entries, avg)
-        exact = (avg * 16384) >> 16
-        low_avg = entry.low << AVG_KEY_SHIFT
-        assert entry.params["tagged_th_scaled"] == (low_avg * 16384) >> 16 <= exact
+        params = lookup(entries, avg).params
+        # dcbt.p4: no class test unless red_avg > min_th (rounded up to the key's
+        # 1/256 packet: the first key whose every average is above min_th)
+        if (avg >> AVG_KEY_SHIFT) < -(-(min_th + 1) >> AVG_KEY_SHIFT):
+            assert params == {"tagged_th_scaled": AVG_MAX, "untagged_th_scaled": AVG_MAX}
+        else:
+            low_avg = lookup(entries, avg).low << AVG_KEY_SHIFT
+            exact = (avg * 16384) >> 16
+            assert params["tagged_th_scaled"] == (low_avg * 16384) >> 16 <= exact
+            assert params["untagged_th_scaled"] == 3 << 16
 
 
 def test_thresholds_between_keys_round_up_to_the_next_256th_of_a_packet() -> None:

@@ -187,19 +187,22 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
 #ifdef MMAQM_TNA_DCBT
     Lpf<scaled_t, tna_index_t>(NUM_PORTS) tagged_avg;    // dcbt §3.1: synchronised,
     Lpf<scaled_t, tna_index_t>(NUM_PORTS) untagged_avg;  // one filter per class
-    scaled_t dcbt_tagged_th_scaled;
-    // tagged threshold red_avg * share_tagged (dcbt §3.1) without a multiply:
-    // the controller fills, per port, avg segments with their lower end * share.
-    action set_tagged_threshold(scaled_t tagged_th_scaled) {
-        dcbt_tagged_th_scaled = tagged_th_scaled;
+    // The class thresholds as functions of RED's average, without a multiply
+    // (dcbt §3.1: tagged red_avg * share_tagged; both only once red_avg >
+    // min_th): the controller fills, per port, avg segments with the tagged
+    // threshold at the segment's lower end * share and the untagged threshold,
+    // both 0xFFFFFFFF (never) up to min_th (tna_encoding.py).
+    action set_class_thresholds(scaled_t tagged_th_scaled, scaled_t untagged_th_scaled) {
+        md.dcbt_tagged_th_scaled = tagged_th_scaled;
+        md.dcbt_untagged_th_scaled = untagged_th_scaled;
     }
     table dcbt_tagged_threshold {
         key = {
             md.base.routed_port : exact @name("port");
             md.base.red_avg_scaled[27:8] : range @name("avg_key");   // red_tna.p4 AVG_KEY_SHIFT
         }
-        actions = { set_tagged_threshold; }
-        const default_action = set_tagged_threshold(0xFFFFFFFF);
+        actions = { set_class_thresholds; }
+        const default_action = set_class_thresholds(0xFFFFFFFF, 0xFFFFFFFF);
         size = NUM_PORTS * RED_ZONE_SEGMENTS;
     }
 #endif
@@ -271,6 +274,56 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
     }
 #endif
 
+#ifdef MMAQM_TNA_DCBT
+    action dcbt_samples() {
+        md.avg_sample_scaled = md.base.occupancy.queue_pkts << AVG_FRAC_BITS;
+        md.tagged_sample_scaled = md.tagged_seen_pkts << AVG_FRAC_BITS;
+        md.untagged_sample_scaled = md.untagged_seen_pkts << AVG_FRAC_BITS;
+    }
+    @hidden table take_dcbt_samples {    // Lpf inputs must be PHV fields
+        actions = { dcbt_samples; }
+        const default_action = dcbt_samples();
+        size = 1;
+    }
+    action dcbt_excess_tagged() { md.excess = md.tagged_avg_scaled |-| md.dcbt_tagged_th_scaled; }
+    action dcbt_excess_untagged() {
+        md.excess = md.untagged_avg_scaled |-| md.dcbt_untagged_th_scaled;
+    }
+    action dcbt_excess_none() {}
+    @hidden table dcbt_excess {     // the class average - its threshold (dcbt.p4)
+        key = { md.base.class_id : exact; }
+        actions = { dcbt_excess_tagged; dcbt_excess_untagged; dcbt_excess_none; }
+        const entries = {
+            traffic_class_t.TAGGED : dcbt_excess_tagged();
+            traffic_class_t.UNTAGGED : dcbt_excess_untagged();
+        }
+        const default_action = dcbt_excess_none();
+        size = 4;
+    }
+    // the virtual FIFO (dcbt.p4): tcp + tagged + untagged, one add per action
+    action fifo_first_two() { md.virtual_fifo_pkts = md.tcp_seen_pkts + md.tagged_seen_pkts; }
+    action fifo_add_untagged() {
+        md.virtual_fifo_pkts = md.virtual_fifo_pkts + md.untagged_seen_pkts;
+    }
+    @hidden table virtual_fifo_sum {
+        actions = { fifo_first_two; }
+        const default_action = fifo_first_two();
+        size = 1;
+    }
+    @hidden table virtual_fifo_add {
+        actions = { fifo_add_untagged; }
+        const default_action = fifo_add_untagged();
+        size = 1;
+    }
+    action fifo_room() {
+        md.fifo_room_pkts = md.base.policy.queue_limit_pkts |-| md.virtual_fifo_pkts;
+    }
+    @hidden table take_fifo_room {  // 0: the virtual FIFO is at the queue limit
+        actions = { fifo_room; }
+        const default_action = fifo_room();
+        size = 1;
+    }
+#endif
     apply {
         // Each table and register action is applied at one place: Tofino places
         // it once, in one stage (main.p4 applies TnaAqm once for the same reason).
@@ -326,11 +379,7 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
                                                         md.base.class_index);
                 cbt_excess.apply();
             }
-            if (md.excess != 0) {
-                md.base.aqm_drop = true;
-                md.base.drop_reason = drop_reason_t.CLASS_THRESHOLD;
-            }
-            red_drop_test.apply(hdr, md);    // skips the packet when md.excess != 0
+            red_drop_test.apply(hdr, md);    // the class drop when md.excess != 0, else RED
 #endif
 #ifdef MMAQM_TNA_CBT_RED_TCP_ONLY
             // cbt.p4 with RED for TCP only: the class test for UDP, RED (on the TCP
@@ -350,39 +399,31 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
             }
 #endif
 #ifdef MMAQM_TNA_DCBT
-            // dcbt.p4: synchronised averages, class thresholds, then RED
-            red_average.apply(md, md.base.occupancy.queue_pkts);
-            scaled_t tagged = tagged_avg.execute(md.tagged_seen_pkts << AVG_FRAC_BITS,
-                                                 md.base.port_index);
-            scaled_t untagged = untagged_avg.execute(md.untagged_seen_pkts << AVG_FRAC_BITS,
-                                                     md.base.port_index);
+            // dcbt.p4: synchronised averages (every arrival samples the three),
+            // the class thresholds once RED's average is above min_th (in the
+            // range table), the virtual FIFO's limit, then RED. The class verdict
+            // comes with RED's (red_tna.p4, md.excess); RED's budget register runs
+            // beside the class test, so unlike v1model it also sees the packets
+            // the class test drops (waiting for the verdict would cost a stage).
+            take_dcbt_samples.apply();
+            virtual_fifo_sum.apply();
+            red_average.apply(md, md.avg_sample_scaled);
+            md.tagged_avg_scaled = tagged_avg.execute(md.tagged_sample_scaled,
+                                                      md.base.port_index);
+            md.untagged_avg_scaled = untagged_avg.execute(md.untagged_sample_scaled,
+                                                          md.base.port_index);
+            virtual_fifo_add.apply();
             dcbt_tagged_threshold.apply();
-            bool dcbt_class_drop = false;
-            if (md.base.red_avg_scaled > md.base.policy.min_th_scaled) {
-                if (md.base.class_id == traffic_class_t.TAGGED) {
-                    if (tagged > dcbt_tagged_th_scaled) {
-                        dcbt_class_drop = true;
-                        md.base.aqm_drop = true;
-                        md.base.drop_reason = drop_reason_t.CLASS_THRESHOLD;
-                    }
-                } else if (md.base.class_id == traffic_class_t.UNTAGGED) {
-                    if (untagged > md.base.policy.untagged_th_scaled) {
-                        dcbt_class_drop = true;
-                        md.base.aqm_drop = true;
-                        md.base.drop_reason = drop_reason_t.CLASS_THRESHOLD;
-                    }
-                }
-            }
+            dcbt_excess.apply();
             // dcbt.p4: the queue limit holds for the virtual FIFO too (reason
-            // QUEUE_LIMIT, as the physical limit: tested before RED, whose drop
-            // overwrites the reason as v1model's order gives)
-            if (md.virtual_fifo_pkts >= md.base.policy.queue_limit_pkts) {
+            // QUEUE_LIMIT, as the physical limit; RED's and the class's verdicts
+            // overwrite it, as v1model's order gives)
+            take_fifo_room.apply();
+            if (md.fifo_room_pkts == 0) {
                 md.base.aqm_drop = true;
                 md.base.drop_reason = drop_reason_t.QUEUE_LIMIT;
             }
-            if (!dcbt_class_drop) {
-                red_drop_test.apply(hdr, md);
-            }
+            red_drop_test.apply(hdr, md);
 #endif
             // (md.base.admitted and the clearing of ecn_mark on a drop: main.p4
             // reads aqm_drop first, so neither is needed here)

@@ -67,16 +67,6 @@ control TnaOccupancy(inout tna_ingress_metadata_t md, in tna_report_h report) {
     Counter<bit<64>, tna_index_t>(NUM_PORTS * CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) queue_arrivals;
     Counter<bit<64>, tna_index_t>(NUM_PORTS * CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) queue_departures;
 
-#ifdef MMAQM_TNA_DCBT
-    // D-CBT's virtual FIFO, the second of its two adds (a Tofino action does one
-    // ALU operation per field, and this one depends on the first).
-    action add_untagged() { md.virtual_fifo_pkts = md.virtual_fifo_pkts + md.untagged_seen_pkts; }
-    @hidden table add_untagged_to_fifo {
-        actions = { add_untagged; }
-        const default_action = add_untagged();
-        size = 1;
-    }
-#endif
 
     // Arrival of a data packet: md.base.occupancy, md.virtual_fifo_pkts (D-CBT),
     // md.counted = below the queue limit (the AQM may still drop: then a cancel).
@@ -136,9 +126,8 @@ control TnaOccupancy(inout tna_ingress_metadata_t md, in tna_report_h report) {
             } else {
                 md.untagged_seen_pkts = untagged_pkts_read.execute(port);
             }
-            // one add per stage: tcp + tagged here, + untagged in the next table
-            md.virtual_fifo_pkts = md.tcp_seen_pkts + md.tagged_seen_pkts;
-            add_untagged_to_fifo.apply();
+            // (the virtual FIFO's sum is aqm_tna.p4's, after D-CBT's samples:
+            // Tofino 1 keeps the order of tables)
 #else
             // Every other algorithm reads the packet's own class only.
             if (md.base.class_id == traffic_class_t.TCP) {

@@ -115,10 +115,14 @@ control TnaRedDropTest(in headers_t hdr, inout tna_ingress_metadata_t md) {
         zone.apply(md, md.base.red_avg_scaled);
         md.red_early_hit = 0;
         // md.excess != 0: CBT's class test dropped the packet, RED does not see
-        // it (cbt.p4); 0 for every other algorithm
+        // it (cbt.p4); 0 for every other algorithm. D-CBT's class verdict comes
+        // a stage too late for the budget (aqm_tna.p4): there it only decides.
+#ifndef MMAQM_TNA_DCBT
         if (md.excess != 0) {
             // no RED for this packet
-        } else if (md.red_zone == RED_ZONE_EARLY) {
+        } else
+#endif
+        if (md.red_zone == RED_ZONE_EARLY) {
             md.red_early_hit = red_early.execute(md.base.port_index);
         } else {
             red_restart.execute(md.base.port_index);
@@ -127,7 +131,9 @@ control TnaRedDropTest(in headers_t hdr, inout tna_ingress_metadata_t md) {
         // (a packet the queue limit already dropped is not marked: its reason
         // stays QUEUE_LIMIT, as v1model's limit test after a mark gives)
         if (md.excess != 0) {
-            // (as above)
+            // the class test's drop (CBT, D-CBT), in the same stage as RED's
+            md.base.aqm_drop = true;
+            md.base.drop_reason = drop_reason_t.CLASS_THRESHOLD;
         } else if (md.red_zone == RED_ZONE_EARLY && md.red_early_hit == 1) {
             if (md.red_mark_early == 0) {
                 md.base.aqm_drop = true;

@@ -93,6 +93,13 @@ struct tna_ingress_metadata_t {
     bit<32>          excess;             // a |-| b of a two-field compare (aqm_tna.p4)
     scaled_t         class_sample_scaled;  // CBT: class_pkts << AVG_FRAC_BITS
     scaled_t         class_avg_scaled;     // CBT: the class's Lpf average
+    scaled_t         tagged_sample_scaled;    // D-CBT: the classes' samples and averages
+    scaled_t         untagged_sample_scaled;
+    scaled_t         tagged_avg_scaled;
+    scaled_t         untagged_avg_scaled;
+    scaled_t         dcbt_tagged_th_scaled;   // D-CBT: from dcbt_tagged_threshold
+    scaled_t         dcbt_untagged_th_scaled;
+    pkts_t           fifo_room_pkts;          // D-CBT: queue_limit |-| virtual FIFO
     // RED family (red_tna.p4)
     scaled_t         avg_sample_scaled;  // the Lpf sample, packets << AVG_FRAC_BITS
     bit<2>           red_zone;
