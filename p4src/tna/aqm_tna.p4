@@ -218,12 +218,9 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
     // taken as the saturating difference a |-| b in an action (a hidden table, so
     // that it is not folded back into the if), then tested against 0.
 #ifdef MMAQM_TNA_MCDT
-    action mcdt_excess_of(pkts_t threshold_pkts) {
-        md.excess = md.base.occupancy.class_pkts |-| threshold_pkts;
-    }
-    action mcdt_excess_tcp() { mcdt_excess_of(md.base.policy.tcp_th_pkts); }
-    action mcdt_excess_tagged() { mcdt_excess_of(md.base.policy.tagged_th_pkts); }
-    action mcdt_excess_untagged() { mcdt_excess_of(md.base.policy.untagged_th_pkts); }
+    action mcdt_excess_tcp() { md.excess = md.class_scaled |-| md.mcdt_tcp_th_scaled; }
+    action mcdt_excess_tagged() { md.excess = md.class_scaled |-| md.mcdt_tagged_th_scaled; }
+    action mcdt_excess_untagged() { md.excess = md.class_scaled |-| md.mcdt_untagged_th_scaled; }
     @hidden table mcdt_excess {     // class_pkts - T_c of the packet's class (mcdt.p4)
         key = { md.base.class_id : exact; }
         actions = { mcdt_excess_tcp; mcdt_excess_tagged; mcdt_excess_untagged; }
@@ -233,33 +230,6 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
         }
         const default_action = mcdt_excess_untagged();
         size = 4;
-    }
-#endif
-#if defined(MMAQM_TNA_RED) || defined(MMAQM_TNA_DCBT)
-    action queue_sample() { md.avg_sample_scaled = md.base.occupancy.queue_pkts << AVG_FRAC_BITS; }
-    @hidden table take_queue_sample {     // an Lpf input must be a PHV field
-        actions = { queue_sample; }
-        const default_action = queue_sample();
-        size = 1;
-    }
-#endif
-#ifdef MMAQM_TNA_CBT_RED_ALL
-    action cbt_samples() {
-        md.avg_sample_scaled = md.base.occupancy.queue_pkts << AVG_FRAC_BITS;
-        md.class_sample_scaled = md.base.occupancy.class_pkts << AVG_FRAC_BITS;
-    }
-    @hidden table take_cbt_samples {
-        actions = { cbt_samples; }
-        const default_action = cbt_samples();
-        size = 1;
-    }
-#endif
-#ifdef MMAQM_TNA_CBT_RED_TCP_ONLY
-    action take_class_sample() { md.class_sample_scaled = md.base.occupancy.class_pkts << AVG_FRAC_BITS; }
-    @hidden table scale_class_sample {
-        actions = { take_class_sample; }
-        const default_action = take_class_sample();
-        size = 1;
     }
 #endif
 #if defined(MMAQM_TNA_CBT_RED_ALL) || defined(MMAQM_TNA_CBT_RED_TCP_ONLY)
@@ -275,16 +245,6 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
 #endif
 
 #ifdef MMAQM_TNA_DCBT
-    action dcbt_samples() {
-        md.avg_sample_scaled = md.base.occupancy.queue_pkts << AVG_FRAC_BITS;
-        md.tagged_sample_scaled = md.tagged_seen_pkts << AVG_FRAC_BITS;
-        md.untagged_sample_scaled = md.untagged_seen_pkts << AVG_FRAC_BITS;
-    }
-    @hidden table take_dcbt_samples {    // Lpf inputs must be PHV fields
-        actions = { dcbt_samples; }
-        const default_action = dcbt_samples();
-        size = 1;
-    }
     action dcbt_excess_tagged() { md.excess = md.tagged_avg_scaled |-| md.dcbt_tagged_th_scaled; }
     action dcbt_excess_untagged() {
         md.excess = md.untagged_avg_scaled |-| md.dcbt_untagged_th_scaled;
@@ -301,9 +261,9 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
         size = 4;
     }
     // the virtual FIFO (dcbt.p4): tcp + tagged + untagged, one add per action
-    action fifo_first_two() { md.virtual_fifo_pkts = md.tcp_seen_pkts + md.tagged_seen_pkts; }
+    action fifo_first_two() { md.virtual_fifo_scaled = md.tcp_seen_scaled + md.tagged_seen_scaled; }
     action fifo_add_untagged() {
-        md.virtual_fifo_pkts = md.virtual_fifo_pkts + md.untagged_seen_pkts;
+        md.virtual_fifo_scaled = md.virtual_fifo_scaled + md.untagged_seen_scaled;
     }
     @hidden table virtual_fifo_sum {
         actions = { fifo_first_two; }
@@ -316,7 +276,7 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
         size = 1;
     }
     action fifo_room() {
-        md.fifo_room_pkts = md.base.policy.queue_limit_pkts |-| md.virtual_fifo_pkts;
+        md.fifo_room_scaled = md.queue_limit_scaled |-| md.virtual_fifo_scaled;
     }
     @hidden table take_fifo_room {  // 0: the virtual FIFO is at the queue limit
         actions = { fifo_room; }
@@ -324,12 +284,29 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
         size = 1;
     }
 #endif
+    // The policy's packet counts in occupancy_tna.p4's unit. A Tofino ALU
+    // cannot shift action data, so not in port_policy's action: here, from PHV.
+    action scale_policy() {
+        md.queue_limit_scaled = md.base.policy.queue_limit_pkts << AVG_FRAC_BITS;
+#ifdef MMAQM_TNA_MCDT
+        md.mcdt_tcp_th_scaled = md.base.policy.tcp_th_pkts << AVG_FRAC_BITS;
+        md.mcdt_tagged_th_scaled = md.base.policy.tagged_th_pkts << AVG_FRAC_BITS;
+        md.mcdt_untagged_th_scaled = md.base.policy.untagged_th_pkts << AVG_FRAC_BITS;
+#endif
+    }
+    @hidden table scale_policy_counts {
+        actions = { scale_policy; }
+        const default_action = scale_policy();
+        size = 1;
+    }
+
     apply {
         // Each table and register action is applied at one place: Tofino places
         // it once, in one stage (main.p4 applies TnaAqm once for the same reason).
         bool policy_hit = false;
         if (!md.is_report && md.base.aqm_applied) {   // TnaPortPolicy found the port's
             policy_hit = true;
+            scale_policy_counts.apply();
             flow_report.apply(hdr, md, ig_dprsr_md);
         }
         if (md.is_report || policy_hit) {
@@ -347,7 +324,7 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
             // algorithm's own drop below overwrites the reason, which gives the
             // same (drop, reason), a stage earlier. An ECN mark is not made on a
             // packet already dropped (red_tna.p4).
-            if (md.base.occupancy.queue_pkts[31:31] == 1) {
+            if (md.queue_scaled[0:0] == 1) {
                 md.base.aqm_drop = true;
                 md.base.drop_reason = drop_reason_t.QUEUE_LIMIT;
             }
@@ -360,8 +337,7 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
             }
 #endif
 #if defined(MMAQM_TNA_RED)
-            take_queue_sample.apply();
-            red_average.apply(md, md.avg_sample_scaled);
+            red_average.apply(md, md.queue_scaled);   // the register's output is the sample
             red_drop_test.apply(hdr, md);
 #endif
 #ifdef MMAQM_TNA_CBT_RED_ALL
@@ -372,10 +348,9 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
             // skip a packet the class test drops (md.excess != 0). Unlike v1model,
             // RED's average samples that packet too (its Lpf runs a stage before
             // the class verdict).
-            take_cbt_samples.apply();
-            red_average.apply(md, md.avg_sample_scaled);
+            red_average.apply(md, md.queue_scaled);   // the registers' outputs are the samples
             if (md.base.class_id != traffic_class_t.TCP) {
-                md.class_avg_scaled = class_avg.execute(md.class_sample_scaled,
+                md.class_avg_scaled = class_avg.execute(md.class_scaled,
                                                         md.base.class_index);
                 cbt_excess.apply();
             }
@@ -384,12 +359,11 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
 #ifdef MMAQM_TNA_CBT_RED_TCP_ONLY
             // cbt.p4 with RED for TCP only: the class test for UDP, RED (on the TCP
             // class's occupancy) for TCP: exclusive branches, so the same stages.
-            scale_class_sample.apply();
             if (md.base.class_id == traffic_class_t.TCP) {
-                red_average.apply(md, md.class_sample_scaled);
+                red_average.apply(md, md.class_scaled);
                 red_drop_test.apply(hdr, md);
             } else {
-                md.class_avg_scaled = class_avg.execute(md.class_sample_scaled,
+                md.class_avg_scaled = class_avg.execute(md.class_scaled,
                                                         md.base.class_index);
                 cbt_excess.apply();
                 if (md.excess != 0) {
@@ -405,12 +379,11 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
             // comes with RED's (red_tna.p4, md.excess); RED's budget register runs
             // beside the class test, so unlike v1model it also sees the packets
             // the class test drops (waiting for the verdict would cost a stage).
-            take_dcbt_samples.apply();
             virtual_fifo_sum.apply();
-            red_average.apply(md, md.avg_sample_scaled);
-            md.tagged_avg_scaled = tagged_avg.execute(md.tagged_sample_scaled,
+            red_average.apply(md, md.queue_scaled);   // the registers' outputs are the samples
+            md.tagged_avg_scaled = tagged_avg.execute(md.tagged_seen_scaled,
                                                       md.base.port_index);
-            md.untagged_avg_scaled = untagged_avg.execute(md.untagged_sample_scaled,
+            md.untagged_avg_scaled = untagged_avg.execute(md.untagged_seen_scaled,
                                                           md.base.port_index);
             virtual_fifo_add.apply();
             dcbt_tagged_threshold.apply();
@@ -419,7 +392,7 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
             // QUEUE_LIMIT, as the physical limit; RED's and the class's verdicts
             // overwrite it, as v1model's order gives)
             take_fifo_room.apply();
-            if (md.fifo_room_pkts == 0) {
+            if (md.fifo_room_scaled == 0) {
                 md.base.aqm_drop = true;
                 md.base.drop_reason = drop_reason_t.QUEUE_LIMIT;
             }
@@ -442,7 +415,7 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
                 } else {
                     chips_state_events.count(base + CHIPS_ON_ADMITS);
                     if (md.base.class_id == traffic_class_t.TAGGED) {
-                        if ((md.base.occupancy.queue_pkts << AVG_FRAC_BITS)
+                        if ((md.queue_scaled)
                                 > md.base.red_avg_scaled) {
                             md.base.cut_in = true;
                             // the clone session of the port (defines.p4): base + port

@@ -124,7 +124,7 @@ control TnaFred(in headers_t hdr, in tna_report_h report, inout tna_ingress_meta
                     }
                 }
                 if (report.pkt_type == TNA_PKT_DEPARTURE) {
-                    md.fred_avg = fred_avg.execute(md.base.occupancy.queue_pkts << AVG_FRAC_BITS,
+                    md.fred_avg = fred_avg.execute(md.queue_scaled,
                                                    port);
                     avg_store.execute(port);
                 }
@@ -149,7 +149,7 @@ control TnaFred(in headers_t hdr, in tna_report_h report, inout tna_ingress_meta
                 nactive = nactive_read.execute(port);
             }
             // A1: only an arrival at an empty queue moves the average
-            if (md.base.occupancy.queue_pkts == 0) {
+            if (md.queue_scaled == 0) {
                 md.fred_avg = fred_avg.execute(0, port);
                 avg_store.execute(port);
             } else {

@@ -19,45 +19,50 @@
 #include "tna_types.p4"
 
 control TnaOccupancy(inout tna_ingress_metadata_t md, in tna_report_h report) {
-    Register<pkts_t, tna_index_t>(NUM_PORTS, 0) queue_pkts;
+    Register<scaled_t, tna_index_t>(NUM_PORTS, 0) queue_pkts;
     // Per class, on the virtual FIFO (chips.p4): one register per class, so
     // that D-CBT reads the three classes of a port in one pass.
-    Register<pkts_t, tna_index_t>(NUM_PORTS, 0) tcp_pkts;
-    Register<pkts_t, tna_index_t>(NUM_PORTS, 0) tagged_pkts;
-    Register<pkts_t, tna_index_t>(NUM_PORTS, 0) untagged_pkts;
+    Register<scaled_t, tna_index_t>(NUM_PORTS, 0) tcp_pkts;
+    Register<scaled_t, tna_index_t>(NUM_PORTS, 0) tagged_pkts;
+    Register<scaled_t, tna_index_t>(NUM_PORTS, 0) untagged_pkts;
 
-    // arrival: the occupancy seen; +1 only below the queue limit (occupancy.p4
-    // queue_admit_or_drop's limit test, decided here). At the limit the output
-    // carries TNA_NOT_COUNTED (bit 31) as well, so the next stage's gateways read
-    // the decision from it, without a compare of two fields of their own.
-    RegisterAction<pkts_t, tna_index_t, pkts_t>(queue_pkts) queue_arrive = {
-        void apply(inout pkts_t value, out pkts_t seen) {
-            if (value < md.base.policy.queue_limit_pkts) {
-                // value itself (it is below the limit, so bit 31 is 0); spelled
-                // as an ALU operation because both outputs must come from one ALU
+    // The registers count in units of 2^-AVG_FRAC_BITS packet (+AVG_ONE a
+    // packet): what they return is already an average's sample (scaled_t), with
+    // no stage to scale it. The queue limit is below 4096 packets on TNA
+    // (tna_encoding.py), so a count stays below 2^28.
+    // arrival: the occupancy seen; +1 packet only below the queue limit
+    // (occupancy.p4 queue_admit_or_drop's limit test, decided here). At the limit
+    // the output carries TNA_NOT_COUNTED (bit 0, always 0 in a count) as well, so
+    // the next stage's gateways read the decision from it, without a compare of
+    // two fields of their own; as a sample it is 2^-16 packet off.
+    RegisterAction<scaled_t, tna_index_t, scaled_t>(queue_pkts) queue_arrive = {
+        void apply(inout scaled_t value, out scaled_t seen) {
+            if (value < md.queue_limit_scaled) {
+                // value itself (bit 0 is 0); spelled as an ALU operation because
+                // both outputs must come from one ALU
                 seen = value & ~TNA_NOT_COUNTED;
-                value = value + 1;
+                value = value + AVG_ONE;
             } else {
                 seen = value | TNA_NOT_COUNTED;
             }
         }
     };
-    RegisterAction<pkts_t, tna_index_t, pkts_t>(queue_pkts) queue_leave = {
-        void apply(inout pkts_t value, out pkts_t left) {
+    RegisterAction<scaled_t, tna_index_t, scaled_t>(queue_pkts) queue_leave = {
+        void apply(inout scaled_t value, out scaled_t left) {
             if (value != 0) {
-                value = value - 1;
+                value = value - AVG_ONE;
             }
             left = value;
         }
     };
 
 #define MMAQM_CLASS_ACTIONS(R) \
-    RegisterAction<pkts_t, tna_index_t, pkts_t>(R) R##_arrive = { \
-        void apply(inout pkts_t value, out pkts_t seen) { seen = value; value = value + 1; } }; \
-    RegisterAction<pkts_t, tna_index_t, pkts_t>(R) R##_read = { \
-        void apply(inout pkts_t value, out pkts_t seen) { seen = value; } }; \
-    RegisterAction<pkts_t, tna_index_t, pkts_t>(R) R##_leave = { \
-        void apply(inout pkts_t value) { if (value != 0) { value = value - 1; } } };
+    RegisterAction<scaled_t, tna_index_t, scaled_t>(R) R##_arrive = { \
+        void apply(inout scaled_t value, out scaled_t seen) { seen = value; value = value + AVG_ONE; } }; \
+    RegisterAction<scaled_t, tna_index_t, scaled_t>(R) R##_read = { \
+        void apply(inout scaled_t value, out scaled_t seen) { seen = value; } }; \
+    RegisterAction<scaled_t, tna_index_t, scaled_t>(R) R##_leave = { \
+        void apply(inout scaled_t value) { if (value != 0) { value = value - AVG_ONE; } } };
     MMAQM_CLASS_ACTIONS(tcp_pkts)
     MMAQM_CLASS_ACTIONS(tagged_pkts)
     MMAQM_CLASS_ACTIONS(untagged_pkts)
@@ -68,7 +73,7 @@ control TnaOccupancy(inout tna_ingress_metadata_t md, in tna_report_h report) {
     Counter<bit<64>, tna_index_t>(NUM_PORTS * CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) queue_departures;
 
 
-    // Arrival of a data packet: md.base.occupancy, md.virtual_fifo_pkts (D-CBT),
+    // Arrival of a data packet: md.base.occupancy, md.virtual_fifo_scaled (D-CBT),
     // md.counted = below the queue limit (the AQM may still drop: then a cancel).
     apply {
         tna_index_t port = md.base.port_index;
@@ -83,7 +88,7 @@ control TnaOccupancy(inout tna_ingress_metadata_t md, in tna_report_h report) {
                              || (report.pkt_type == TNA_PKT_DEPARTURE
                                  && report.cut_in == 0);
             if (total) {
-                md.base.occupancy.queue_pkts = queue_leave.execute(port);
+                md.queue_scaled = queue_leave.execute(port);
             }
             if (per_class) {
                 if (report.class_id == (bit<2>)(bit<8>)traffic_class_t.TCP) {
@@ -99,54 +104,54 @@ control TnaOccupancy(inout tna_ingress_metadata_t md, in tna_report_h report) {
             }
         } else {
             queue_arrivals.count(md.base.class_index);
-            md.base.occupancy.queue_pkts = queue_arrive.execute(port);
+            md.queue_scaled = queue_arrive.execute(port);
             // Bit 31 (TNA_NOT_COUNTED) is 0 when the arrival was counted. The AQM's
             // users of queue_pkts shift it left by AVG_FRAC_BITS, which drops the bit.
-            if (md.base.occupancy.queue_pkts[31:31] == 0) {
+            if (md.queue_scaled[0:0] == 0) {
                 md.counted = true;
             }
             // The class of the packet is counted when the total was (the limit test).
 #ifdef MMAQM_TNA_DCBT
             // D-CBT reads all three classes of the port (its virtual FIFO).
             if (md.base.class_id == traffic_class_t.TCP
-                    && md.base.occupancy.queue_pkts[31:31] == 0) {
-                md.tcp_seen_pkts = tcp_pkts_arrive.execute(port);
+                    && md.queue_scaled[0:0] == 0) {
+                md.tcp_seen_scaled = tcp_pkts_arrive.execute(port);
             } else {
-                md.tcp_seen_pkts = tcp_pkts_read.execute(port);
+                md.tcp_seen_scaled = tcp_pkts_read.execute(port);
             }
             if (md.base.class_id == traffic_class_t.TAGGED
-                    && md.base.occupancy.queue_pkts[31:31] == 0) {
-                md.tagged_seen_pkts = tagged_pkts_arrive.execute(port);
+                    && md.queue_scaled[0:0] == 0) {
+                md.tagged_seen_scaled = tagged_pkts_arrive.execute(port);
             } else {
-                md.tagged_seen_pkts = tagged_pkts_read.execute(port);
+                md.tagged_seen_scaled = tagged_pkts_read.execute(port);
             }
             if (md.base.class_id == traffic_class_t.UNTAGGED
-                    && md.base.occupancy.queue_pkts[31:31] == 0) {
-                md.untagged_seen_pkts = untagged_pkts_arrive.execute(port);
+                    && md.queue_scaled[0:0] == 0) {
+                md.untagged_seen_scaled = untagged_pkts_arrive.execute(port);
             } else {
-                md.untagged_seen_pkts = untagged_pkts_read.execute(port);
+                md.untagged_seen_scaled = untagged_pkts_read.execute(port);
             }
             // (the virtual FIFO's sum is aqm_tna.p4's, after D-CBT's samples:
             // Tofino 1 keeps the order of tables)
 #else
             // Every other algorithm reads the packet's own class only.
             if (md.base.class_id == traffic_class_t.TCP) {
-                if (md.base.occupancy.queue_pkts[31:31] == 0) {
-                    md.base.occupancy.class_pkts = tcp_pkts_arrive.execute(port);
+                if (md.queue_scaled[0:0] == 0) {
+                    md.class_scaled = tcp_pkts_arrive.execute(port);
                 } else {
-                    md.base.occupancy.class_pkts = tcp_pkts_read.execute(port);
+                    md.class_scaled = tcp_pkts_read.execute(port);
                 }
             } else if (md.base.class_id == traffic_class_t.TAGGED) {
-                if (md.base.occupancy.queue_pkts[31:31] == 0) {
-                    md.base.occupancy.class_pkts = tagged_pkts_arrive.execute(port);
+                if (md.queue_scaled[0:0] == 0) {
+                    md.class_scaled = tagged_pkts_arrive.execute(port);
                 } else {
-                    md.base.occupancy.class_pkts = tagged_pkts_read.execute(port);
+                    md.class_scaled = tagged_pkts_read.execute(port);
                 }
             } else {
-                if (md.base.occupancy.queue_pkts[31:31] == 0) {
-                    md.base.occupancy.class_pkts = untagged_pkts_arrive.execute(port);
+                if (md.queue_scaled[0:0] == 0) {
+                    md.class_scaled = untagged_pkts_arrive.execute(port);
                 } else {
-                    md.base.occupancy.class_pkts = untagged_pkts_read.execute(port);
+                    md.class_scaled = untagged_pkts_read.execute(port);
                 }
             }
 #endif

@@ -41,7 +41,8 @@ const QueueId_t TNA_QID_FIFO = 0;
 const QueueId_t TNA_QID_CUT_IN = 1;
 
 // occupancy_tna.p4: the queue_arrive output's flag for an arrival at the limit
-const pkts_t TNA_NOT_COUNTED = 0x80000000;
+const scaled_t TNA_NOT_COUNTED = 1;   // bit 0: a count is a multiple of AVG_ONE
+const scaled_t AVG_ONE = 1 << 16;     // one packet in scaled_t (2^AVG_FRAC_BITS)
 
 // What a packet is, in the first byte of the bridged, mirrored or resubmitted header.
 const bit<8> TNA_PKT_BRIDGED = 1;     // ingress -> egress, in front of a data packet
@@ -91,17 +92,13 @@ struct tna_ingress_metadata_t {
     bit<32>          now_1024ns;      // the ingress timestamp in 1.024 us units
     bit<32>          flow_epoch;
     bit<32>          excess;             // a |-| b of a two-field compare (aqm_tna.p4)
-    scaled_t         class_sample_scaled;  // CBT: class_pkts << AVG_FRAC_BITS
     scaled_t         class_avg_scaled;     // CBT: the class's Lpf average
-    scaled_t         tagged_sample_scaled;    // D-CBT: the classes' samples and averages
-    scaled_t         untagged_sample_scaled;
-    scaled_t         tagged_avg_scaled;
+    scaled_t         tagged_avg_scaled;       // D-CBT: the classes' averages
     scaled_t         untagged_avg_scaled;
     scaled_t         dcbt_tagged_th_scaled;   // D-CBT: from dcbt_tagged_threshold
     scaled_t         dcbt_untagged_th_scaled;
-    pkts_t           fifo_room_pkts;          // D-CBT: queue_limit |-| virtual FIFO
+    scaled_t         fifo_room_scaled;        // D-CBT: queue limit |-| virtual FIFO
     // RED family (red_tna.p4)
-    scaled_t         avg_sample_scaled;  // the Lpf sample, packets << AVG_FRAC_BITS
     bit<2>           red_zone;
     q16_t            red_p_b_q16;
     q16_t            red_rand_q16;
@@ -121,10 +118,17 @@ struct tna_ingress_metadata_t {
     bool             ttl_expired;     // ttl <= 1 (the parser's test)
     bool             ipv4_too_short;  // total_len < IPV4_MIN_HEADER_BYTES (the parser's test)
     bool             counted;      // occupancy counted the arrival (below the queue limit)
-    pkts_t           virtual_fifo_pkts;  // tcp + tagged + untagged (D-CBT, ChIPS)
-    pkts_t           tcp_seen_pkts;      // the port's TCP class (D-CBT)
-    pkts_t           tagged_seen_pkts;   // the port's tagged class (D-CBT)
-    pkts_t           untagged_seen_pkts; // the port's untagged class (D-CBT)
+    // occupancy_tna.p4's counts, in scaled_t (packets * 2^AVG_FRAC_BITS)
+    scaled_t         queue_scaled;          // the port's queue (bit 0: TNA_NOT_COUNTED)
+    scaled_t         class_scaled;          // the packet's class (not D-CBT)
+    scaled_t         queue_limit_scaled;    // queue_limit_pkts << AVG_FRAC_BITS
+    scaled_t         virtual_fifo_scaled;   // tcp + tagged + untagged (D-CBT)
+    scaled_t         tcp_seen_scaled;       // the port's classes (D-CBT)
+    scaled_t         tagged_seen_scaled;
+    scaled_t         untagged_seen_scaled;
+    scaled_t         mcdt_tcp_th_scaled;    // MCDT's T_c in the counts' unit
+    scaled_t         mcdt_tagged_th_scaled;
+    scaled_t         mcdt_untagged_th_scaled;
 }
 
 struct tna_egress_metadata_t {
