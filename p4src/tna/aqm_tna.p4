@@ -163,13 +163,15 @@ control TnaPortPolicy(inout tna_ingress_metadata_t md) {
 }
 
 // For a packet of a port with a policy (TnaPortPolicy), decides:
-// md.base.aqm_drop / drop_reason / ecn_mark (meaningful when not dropped) / cut_in.
-// report: the departure report or cancel when md.is_report (main.p4's hdr.report).
+// md.base.aqm_drop / drop_reason / ecn_mark and cut_in (both meaningful only
+// when not dropped).
+// report: main.p4's hdr.report: the departure report or cancel when md.is_report,
+// else the bridged header being built for the packet (ChIPS writes its events).
 // The flow report (flow_report_tna.p4) is applied here, right after port_policy
 // that gives its epoch shift: it reads nothing the algorithm decides, and on
 // Tofino 1 a table that follows another in the control flow cannot sit in an
 // earlier stage, so applied after the algorithm it would add its 4 stages.
-control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_metadata_t md,
+control TnaAqm(inout headers_t hdr, inout tna_report_h report, inout tna_ingress_metadata_t md,
                inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
                inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     TnaFlowReport() flow_report;
@@ -208,9 +210,36 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
 #endif
 #ifdef MMAQM_TNA_DCBT_CHIPS
     Lpf<q16_t, tna_index_t>(NUM_PORTS) chips_tagged_share;  // dcbt §3.2 enqueue ratio
-    // chips.p4's chips_events, split in two: one Counter access per packet each.
-    Counter<bit<64>, tna_index_t>(NUM_PORTS * NUM_CHIPS_EVENTS, CounterType_t.PACKETS_AND_BYTES) chips_state_events;
-    Counter<bit<64>, tna_index_t>(NUM_PORTS * NUM_CHIPS_EVENTS, CounterType_t.PACKETS_AND_BYTES) chips_events;
+    // chips.p4's chips_events (index port * NUM_CHIPS_EVENTS + event), one
+    // Counter per event here, indexed by port: a counter's index must be a PHV
+    // field or a hash, and each packet touches at most two of them.
+    Counter<bit<64>, tna_index_t>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) chips_on_admits;
+    Counter<bit<64>, tna_index_t>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) chips_off_admits;
+    Counter<bit<64>, tna_index_t>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) chips_cut_ins;
+    Counter<bit<64>, tna_index_t>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) chips_no_congestion;
+
+    // share - limit and queue - RED average, saturating (two-field compares)
+    action chips_differences() {
+        md.chips_share_over_q16 = md.chips_share_q16 |-| md.base.policy.chips_tagged_share_limit_q16;
+        md.chips_queue_over_avg = md.queue_scaled |-| md.base.red_avg_scaled;
+    }
+    @hidden table chips_compare {
+        actions = { chips_differences; }
+        const default_action = chips_differences();
+        size = 1;
+    }
+    // The slot clone's mirror session: TNA_CHIPS_SESSION_BASE (64) + port, as the
+    // identity hash of {1, port[5:0]} (an add of the 32-bit port index into the
+    // 10-bit session cannot be placed in PHV; v1model: 100 + port).
+    Hash<MirrorId_t>(HashAlgorithm_t.IDENTITY) chips_session_hash;
+    action chips_slot_session() {
+        md.mirror_session = chips_session_hash.get({ md.one_bit, md.base.port_index[5:0] });
+    }
+    @hidden table chips_session {
+        actions = { chips_slot_session; }
+        const default_action = chips_slot_session();
+        size = 1;
+    }
 #endif
 
 
@@ -260,21 +289,6 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
         const default_action = dcbt_excess_none();
         size = 4;
     }
-    // the virtual FIFO (dcbt.p4): tcp + tagged + untagged, one add per action
-    action fifo_first_two() { md.virtual_fifo_scaled = md.tcp_seen_scaled + md.tagged_seen_scaled; }
-    action fifo_add_untagged() {
-        md.virtual_fifo_scaled = md.virtual_fifo_scaled + md.untagged_seen_scaled;
-    }
-    @hidden table virtual_fifo_sum {
-        actions = { fifo_first_two; }
-        const default_action = fifo_first_two();
-        size = 1;
-    }
-    @hidden table virtual_fifo_add {
-        actions = { fifo_add_untagged; }
-        const default_action = fifo_add_untagged();
-        size = 1;
-    }
     action fifo_room() {
         md.fifo_room_scaled = md.queue_limit_scaled |-| md.virtual_fifo_scaled;
     }
@@ -313,6 +327,22 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
             // A report is main.p4's MmaqmEgress, applied where the registers are:
             // a departure, a cut-in packet's FIFO slot, or a cancel (occupancy_tna.p4).
             occupancy.apply(md, report);
+#ifdef MMAQM_TNA_DCBT_CHIPS
+            if (md.is_report && report.pkt_type == TNA_PKT_DEPARTURE) {
+                if (report.chips_off == 1) {
+                    chips_off_admits.count(md.base.port_index);
+                } else if (report.chips_on == 1) {
+                    chips_on_admits.count(md.base.port_index);
+                    if (report.class_id == (bit<2>)(bit<8>)traffic_class_t.TAGGED) {
+                        if (report.chips_congested == 1) {
+                            chips_cut_ins.count(md.base.port_index);
+                        } else {
+                            chips_no_congestion.count(md.base.port_index);
+                        }
+                    }
+                }
+            }
+#endif
 #ifdef MMAQM_TNA_FRED
             fred_algorithm.apply(hdr, report, md);   // arrivals A1-A3; reports D1, D2 or A3's cancel
 #endif
@@ -379,13 +409,11 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
             // comes with RED's (red_tna.p4, md.excess); RED's budget register runs
             // beside the class test, so unlike v1model it also sees the packets
             // the class test drops (waiting for the verdict would cost a stage).
-            virtual_fifo_sum.apply();
             red_average.apply(md, md.queue_scaled);   // the registers' outputs are the samples
             md.tagged_avg_scaled = tagged_avg.execute(md.tagged_seen_scaled,
                                                       md.base.port_index);
             md.untagged_avg_scaled = untagged_avg.execute(md.untagged_seen_scaled,
                                                           md.base.port_index);
-            virtual_fifo_add.apply();
             dcbt_tagged_threshold.apply();
             dcbt_excess.apply();
             // dcbt.p4: the queue limit holds for the virtual FIFO too (reason
@@ -401,33 +429,33 @@ control TnaAqm(inout headers_t hdr, in tna_report_h report, inout tna_ingress_me
             // (md.base.admitted and the clearing of ecn_mark on a drop: main.p4
             // reads aqm_drop first, so neither is needed here)
 #ifdef MMAQM_TNA_DCBT_CHIPS
-            // chips.p4 chips_schedule, for an admitted packet
-            if (!md.base.aqm_drop) {
-                q16_t sample = 0;
-                if (md.base.class_id == traffic_class_t.TAGGED) {
-                    sample = PROB_ONE;
+            // chips.p4 chips_schedule. Its inputs beside the AQM (the tagged share's
+            // filter, the two comparisons), its decision for an admitted packet
+            // once the verdict is in. Unlike v1model the share's filter also
+            // samples the packets the AQM drops (waiting would cost stages).
+            if (md.base.class_id == traffic_class_t.TAGGED) {
+                md.chips_sample_q16 = PROB_ONE;
+            }
+            md.chips_share_q16 = chips_tagged_share.execute(md.chips_sample_q16,
+                                                            md.base.port_index);
+            chips_compare.apply();
+            chips_session.apply();
+            // the cut-in, decided before the verdict: main.p4 acts on it (cut-in
+            // queue, slot clone) only for an admitted packet
+            // The events, as bits of the bridged header: counted when the
+            // departure report returns (the admission stage has no stats ALU
+            // left), so the same packets as v1model's, a queueing delay later.
+            // (report: the bridged header main.p4 has set up for this packet)
+            if (md.chips_share_over_q16 != 0) {
+                report.chips_off = 1;
+            } else if (md.base.class_id == traffic_class_t.TAGGED) {
+                report.chips_on = 1;
+                if (md.chips_queue_over_avg != 0) {
+                    report.chips_congested = 1;
+                    md.base.cut_in = true;
                 }
-                q16_t share = chips_tagged_share.execute(sample, md.base.port_index);
-                // port * NUM_CHIPS_EVENTS (5) without a multiply
-                tna_index_t base = (md.base.port_index << 2) + md.base.port_index;
-                if (share > md.base.policy.chips_tagged_share_limit_q16) {
-                    chips_state_events.count(base + CHIPS_OFF_ADMITS);
-                } else {
-                    chips_state_events.count(base + CHIPS_ON_ADMITS);
-                    if (md.base.class_id == traffic_class_t.TAGGED) {
-                        if ((md.queue_scaled)
-                                > md.base.red_avg_scaled) {
-                            md.base.cut_in = true;
-                            // the clone session of the port (defines.p4): base + port
-                            md.mirror_session = md.base.port_index[9:0]
-                                                + (MirrorId_t)CHIPS_CLONE_SESSION_BASE;
-                            ig_tm_md.qid = TNA_QID_CUT_IN;
-                            chips_events.count(base + CHIPS_CUT_IN);
-                        } else {
-                            chips_events.count(base + CHIPS_NO_CONGESTION);
-                        }
-                    }
-                }
+            } else {
+                report.chips_on = 1;
             }
 #endif
         }

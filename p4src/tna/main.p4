@@ -38,6 +38,8 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         md.ipv4_too_short = false;
         md.ttl_expired = false;
         md.excess = 0;
+        md.chips_sample_q16 = 0;
+        md.one_bit = 1;
         md.counted = false;
         md.base.routed = false;
         md.base.aqm_applied = false;
@@ -242,6 +244,9 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             hdr.report.admitted = 0;
             hdr.report.cut_in = 0;
             hdr.report.fred_admitted = 0;
+            hdr.report.chips_on = 0;
+            hdr.report.chips_off = 0;
+            hdr.report.chips_congested = 0;
             hdr.report._pad = 0;
             hdr.report._pad2 = 0;
             hdr.report.fred_slot_index = 0;
@@ -295,6 +300,7 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
                     hdr.report.cut_in = 1;
                     md.slot_pkt_type = TNA_PKT_SLOT;
                     ig_dprsr_md.mirror_type = TNA_MIRROR_SLOT;
+                    ig_tm_md.qid = TNA_QID_CUT_IN;     // the cut-in queue
                 } else {
                     hdr.report.pkt_type = TNA_PKT_BRIDGED;
                     hdr.report.admitted = 1;
@@ -330,6 +336,7 @@ control TnaIngressDeparser(packet_out pkt, inout tna_ingress_headers_t hdr,
             slot_mirror.emit<tna_report_h>(md.mirror_session,
                 {md.slot_pkt_type, hdr.report.port_index, hdr.report.class_id,
                  hdr.report.admitted, hdr.report.cut_in, hdr.report.fred_admitted,
+                 hdr.report.chips_on, hdr.report.chips_off, hdr.report.chips_congested,
                  hdr.report._pad, hdr.report._pad2, hdr.report.fred_slot_index});
         }
         if (ig_dprsr_md.resubmit_type == TNA_RESUBMIT_CANCEL) {
@@ -437,6 +444,7 @@ control TnaEgressDeparser(packet_out pkt, inout tna_egress_headers_t hdr,
             report_mirror.emit<tna_report_h>(md.mirror_session,
                 {md.report.pkt_type, md.report.port_index, md.report.class_id,
                  md.report.admitted, md.report.cut_in, md.report.fred_admitted,
+                 md.report.chips_on, md.report.chips_off, md.report.chips_congested,
                  md.report._pad, md.report._pad2, md.report.fred_slot_index});
         }
         pkt.emit(hdr);

@@ -66,6 +66,12 @@ control TnaOccupancy(inout tna_ingress_metadata_t md, in tna_report_h report) {
     MMAQM_CLASS_ACTIONS(tcp_pkts)
     MMAQM_CLASS_ACTIONS(tagged_pkts)
     MMAQM_CLASS_ACTIONS(untagged_pkts)
+#ifdef MMAQM_TNA_DCBT
+    // D-CBT's virtual FIFO (dcbt.p4: tcp + tagged + untagged on the class counts'
+    // clock), kept as its own sum so that no stage adds the three up
+    Register<scaled_t, tna_index_t>(NUM_PORTS, 0) fifo_pkts;
+    MMAQM_CLASS_ACTIONS(fifo_pkts)
+#endif
 #undef MMAQM_CLASS_ACTIONS
 
     // Per egress port and class (index port * CLASS_SLOTS + class), as occupancy.p4.
@@ -98,6 +104,9 @@ control TnaOccupancy(inout tna_ingress_metadata_t md, in tna_report_h report) {
                 } else {
                     untagged_pkts_leave.execute(port);
                 }
+#ifdef MMAQM_TNA_DCBT
+                fifo_pkts_leave.execute(port);
+#endif
             }
             if (report.pkt_type == TNA_PKT_DEPARTURE) {
                 queue_departures.count(md.base.class_index);
@@ -130,6 +139,11 @@ control TnaOccupancy(inout tna_ingress_metadata_t md, in tna_report_h report) {
                 md.untagged_seen_scaled = untagged_pkts_arrive.execute(port);
             } else {
                 md.untagged_seen_scaled = untagged_pkts_read.execute(port);
+            }
+            if (md.queue_scaled[0:0] == 0) {
+                md.virtual_fifo_scaled = fifo_pkts_arrive.execute(port);
+            } else {
+                md.virtual_fifo_scaled = fifo_pkts_read.execute(port);
             }
             // (the virtual FIFO's sum is aqm_tna.p4's, after D-CBT's samples:
             // Tofino 1 keeps the order of tables)

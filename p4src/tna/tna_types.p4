@@ -35,6 +35,9 @@ const PortId_t TNA_RECIRC_PORT = 68;
 // Mirror session that carries departure reports to TNA_RECIRC_PORT (the controller
 // creates it, with truncation to the report's size).
 const MirrorId_t TNA_REPORT_SESSION = 1;
+// ChIPS slot clones of port p use mirror session TNA_CHIPS_SESSION_BASE + p
+// (aqm_tna.p4; v1model's clone sessions: CHIPS_CLONE_SESSION_BASE + p)
+const MirrorId_t TNA_CHIPS_SESSION_BASE = 64;
 // The cut-in queue of every port (ChIPS): the traffic manager serves qid 1 at
 // strict priority over qid 0, the FIFO (the controller configures both).
 const QueueId_t TNA_QID_FIFO = 0;
@@ -65,7 +68,10 @@ header tna_report_h {
     bit<1>  admitted;
     bit<1>  cut_in;
     bit<1>  fred_admitted;
-    bit<5>  _pad;
+    bit<1>  chips_on;         // ChIPS (dcbt §3.2) was on / off when the packet was
+    bit<1>  chips_off;        // admitted; a tagged one found the queue congested
+    bit<1>  chips_congested;  // (cut in) or not: chips_events, counted at departure
+    bit<2>  _pad;
     bit<8>  _pad2;
     bit<32> fred_slot_index;   // port * FRED_SLOTS_PER_PORT + slot
 }
@@ -98,6 +104,11 @@ struct tna_ingress_metadata_t {
     scaled_t         dcbt_tagged_th_scaled;   // D-CBT: from dcbt_tagged_threshold
     scaled_t         dcbt_untagged_th_scaled;
     scaled_t         fifo_room_scaled;        // D-CBT: queue limit |-| virtual FIFO
+    bit<1>           one_bit;                // 1 (the parser): a hash input
+    q16_t            chips_sample_q16;       // ChIPS: 1 (PROB_ONE) for a tagged arrival
+    q16_t            chips_share_q16;        // the tagged share's filter
+    q16_t            chips_share_over_q16;   // share |-| limit: != 0, ChIPS is off
+    scaled_t         chips_queue_over_avg;   // queue |-| RED average: != 0, congestion
     // RED family (red_tna.p4)
     bit<2>           red_zone;
     q16_t            red_p_b_q16;
