@@ -94,6 +94,22 @@ def summarize_metrics(metrics: dict) -> dict:
     return out
 
 
+def summarize_phv(phv: dict) -> dict:
+    """PHV occupancy from phv.json (the allocation itself), when the compiler
+    wrote no metrics.json (p4c v1.2.5.16's driver stops before it)."""
+    try:
+        containers = phv["containers"]
+        bits = sum(s["slice_info"]["msb"] - s["slice_info"]["lsb"] + 1
+                   for c in containers for s in c["slices"])
+    except (KeyError, TypeError) as err:
+        raise ReportError(f"phv.json lacks containers/slices: {err}") from err
+    by_width: dict[int, int] = {}
+    for c in containers:
+        by_width[int(c["bit_width"])] = by_width.get(int(c["bit_width"]), 0) + 1
+    return {"phv_containers": len(containers), "phv_bits": bits,
+            "phv_by_width": dict(sorted(by_width.items()))}
+
+
 def summarize_variant(directory: Path) -> dict:
     """One variant's row; {'variant', 'compiled': False} without resources.json."""
     row: dict = {"variant": directory.name}
@@ -116,6 +132,10 @@ def summarize_variant(directory: Path) -> dict:
             if f"metrics_{key}" in row and row[f"metrics_{key}"] != row[key]:
                 raise ReportError(f"{directory.name}: {key} {row[key]} in resources.json but "
                                   f"{row[f'metrics_{key}']} in metrics.json")
+    else:
+        phv = sorted(directory.rglob("phv.json"))
+        if phv:
+            row.update(summarize_phv(json.loads(phv[0].read_text())))
     return row
 
 

@@ -43,6 +43,19 @@ def test_a_variant_without_the_assemblers_binary_does_not_fit(tmp_path) -> None:
     assert tna_resources.main([str(tmp_path)]) == 1
 
 
+def test_without_metrics_json_the_phv_comes_from_phv_json(tmp_path) -> None:
+    shutil.copytree(FIXTURE / "red", tmp_path / "red")
+    (tmp_path / "red" / "pipe" / "logs" / "metrics.json").unlink()
+    slices = lambda *widths: [{"slice_info": {"lsb": 0, "msb": w - 1}} for w in widths]
+    (tmp_path / "red" / "pipe" / "logs" / "phv.json").write_text(json.dumps({"containers": [
+        {"bit_width": 32, "slices": slices(16, 12)},
+        {"bit_width": 8, "slices": slices(8)},
+        {"bit_width": 32, "slices": slices(32)}]}))
+    row = tna_resources.summarize_variant(tmp_path / "red")
+    assert row["phv_containers"] == 3 and row["phv_bits"] == 68
+    assert row["phv_by_width"] == {8: 1, 32: 2}
+
+
 def test_a_variant_without_resources_json_is_not_compiled() -> None:
     assert tna_resources.summarize_variant(FIXTURE / "fred") == {"variant": "fred", "compiled": False}
 
