@@ -62,3 +62,48 @@ mkdir -p "$out" && cp -r {FIXTURE} "$out/pipe"
     table = (out / "resources.md").read_text()
     assert "| dcbt | 4 / 12 |" in table and "| red | 4 / 12 |" in table
     assert run("--check", env=env).returncode == 0
+
+
+def fake_driver_that_stops_before_the_assembler(tmp_path: Path, bfas_body: str) -> dict:
+    """A p4c driver as v1.2.5.16's: the compiler writes pipe/ with main.bfa, then
+    the Python driver fails ('PosixPath' ... 'find'); and a stand-in bfas."""
+    env = bare_env(tmp_path)
+    fake = tmp_path / "bin" / "bf-p4c"
+    fake.write_text(f"""#!/bin/bash
+while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
+mkdir -p "$out" && cp -r {FIXTURE} "$out/pipe" && rm -f "$out/pipe/tofino.bin"
+echo 'stage 0: tables' > "$out/pipe/main.bfa"
+echo "AttributeError: 'PosixPath' object has no attribute 'find'" >&2
+exit 1
+""")
+    fake.chmod(0o755)
+    bfas = tmp_path / "bin" / "bfas"
+    bfas.write_text("#!/bin/bash\n" + bfas_body)
+    bfas.chmod(0o755)
+    return env
+
+
+def test_after_the_drivers_assembler_bug_it_runs_bfas_itself(tmp_path: Path) -> None:
+    env = fake_driver_that_stops_before_the_assembler(
+        tmp_path, 'while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done\n'
+                  'echo binary > "$out/tofino.bin"\n')
+    out = tmp_path / "tna"
+    env.update(TNA_VARIANTS="RED", TNA_BUILD_DIR=str(out))
+    result = run(env=env)
+    assert result.returncode == 0, result.stderr
+    assert "ok: RED compiled" in result.stdout
+    assert "running" in (out / "red.compile.log").read_text()
+    assert "| red | 4 / 12 |" in (out / "resources.md").read_text()
+
+
+def test_a_program_over_the_stages_fails_with_the_assemblers_reason(tmp_path: Path) -> None:
+    env = fake_driver_that_stops_before_the_assembler(
+        tmp_path, 'echo "pipe/main.bfa:3966: error: tofino supports up to 12 stages, using 13" >&2\n'
+                  'exit 1\n')
+    out = tmp_path / "tna"
+    env.update(TNA_VARIANTS="RED", TNA_BUILD_DIR=str(out))
+    result = run(env=env)
+    assert result.returncode == 1
+    assert "FAIL: RED does not compile for Tofino" in result.stderr
+    assert "supports up to 12 stages, using 13" in result.stderr
+    assert "| red | 4 / 12 (does not fit) |" in (out / "resources.md").read_text()
