@@ -302,6 +302,9 @@ control TnaAqm(inout headers_t hdr, inout tna_report_h report, inout tna_ingress
     // cannot shift action data, so not in port_policy's action: here, from PHV.
     action scale_policy() {
         md.queue_limit_scaled = md.base.policy.queue_limit_pkts << AVG_FRAC_BITS;
+#ifdef MMAQM_TNA_FRED
+        md.fred_minq_scaled = md.base.policy.minq_pkts << AVG_FRAC_BITS;
+#endif
 #ifdef MMAQM_TNA_MCDT
         md.mcdt_tcp_th_scaled = md.base.policy.tcp_th_pkts << AVG_FRAC_BITS;
         md.mcdt_tagged_th_scaled = md.base.policy.tagged_th_pkts << AVG_FRAC_BITS;

@@ -32,7 +32,6 @@ control TnaFred(in headers_t hdr, in tna_report_h report, inout tna_ingress_meta
     Register<scaled_t, tna_index_t>(NUM_PORTS, 0) fred_avg_copy;
     Register<bit<32>, tna_index_t>(NUM_PORTS, 0) red_budget_q16;
     Lpf<scaled_t, tna_index_t>(NUM_PORTS) fred_avg;
-    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_hash;
     Random<bit<16>>() rand16;
     TnaLog2Q4W16() lg_qlen;
     TnaLog2Q4W16() lg_flows;
@@ -110,8 +109,60 @@ control TnaFred(in headers_t hdr, in tna_report_h report, inout tna_ingress_meta
         }
     };
 
+    action mask_signature() {
+        md.fred_signature_masked = md.flow_signature & md.base.policy.fred_slot_mask;
+    }
+    @hidden table fred_mask_signature {
+        actions = { mask_signature; }
+        const default_action = mask_signature();
+        size = 1;
+    }
+    action lg_sum() {
+        md.fred_lg_share = md.lg_qlen + md.lg_flows;
+        md.fred_qlen_scaled = (scaled_t)md.fred_qlen_seen << AVG_FRAC_BITS;
+    }
+    @hidden table fred_lg_sum {
+        actions = { lg_sum; }
+        const default_action = lg_sum();
+        size = 1;
+    }
+    action lg_share() {
+        md.fred_lg_share = md.fred_lg_share + 256;
+        md.fred_lg_avg_twice = md.lg_avg + 16;
+    }
+    @hidden table fred_lg_share {
+        actions = { lg_share; }
+        const default_action = lg_share();
+        size = 1;
+    }
+    action compare() {
+        md.fred_avgcq_short = md.lg_avg |-| md.fred_lg_share;           // 0: share >= avg
+        md.fred_over_twice = md.fred_lg_share |-| md.fred_lg_avg_twice;  // != 0: share > 2 avg
+        md.fred_congested_short = md.base.policy.max_th_scaled |-| md.fred_avg;
+        md.fred_maxq_short = md.base.policy.min_th_scaled |-| md.fred_qlen_scaled;
+        md.fred_maxq_congested_short = (FRED_MAXQ_CONGESTED_PKTS << AVG_FRAC_BITS)
+                                       |-| md.fred_qlen_scaled;
+        md.fred_minq_short = md.fred_minq_scaled |-| md.fred_qlen_scaled;
+    }
+    @hidden table fred_compare {
+        actions = { compare; }
+        const default_action = compare();
+        size = 1;
+    }
+    Hash<tna_index_t>(HashAlgorithm_t.IDENTITY) slot_hash;
+    action take_slot() {
+        md.base.fred_slot_index = slot_hash.get({ md.base.port_index[5:0],
+                                                  md.fred_signature_masked[11:0] });
+    }
+    @hidden table fred_slot {
+        actions = { take_slot; }
+        const default_action = take_slot();
+        size = 1;
+    }
+
     apply {
         tna_index_t port = md.base.port_index;
+        bool move_avg = false;
         if (md.is_report) {
             // D1, D2 for a departure; the undo of A3 for a cancel
             if (report.fred_admitted == 1) {
@@ -124,56 +175,76 @@ control TnaFred(in headers_t hdr, in tna_report_h report, inout tna_ingress_meta
                     }
                 }
                 if (report.pkt_type == TNA_PKT_DEPARTURE) {
-                    md.fred_avg = fred_avg.execute(md.queue_scaled,
-                                                   port);
-                    avg_store.execute(port);
+                    md.fred_sample_scaled = md.queue_scaled;   // D1
+                    move_avg = true;
                 }
             }
         } else {
-            bit<32> signature = flow_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-                                                hdr.ipv4.protocol, md.base.l4_src_port,
-                                                md.base.l4_dst_port });
-            tna_index_t slot = (port << FRED_SLOT_SHIFT)
-                               + (signature & md.base.policy.fred_slot_mask);
-            md.base.fred_slot_index = slot;
+            // slot = port * FRED_SLOTS_PER_PORT + (crc32 & fred_slot_mask): the
+            // mask in an action, the concatenation as an identity hash
+            fred_mask_signature.apply();
+            fred_slot.apply();
+            tna_index_t slot = md.base.fred_slot_index;
             md.base.fred_admitted = md.counted;   // qlen counted: a cancel or D2 undoes it
-            bit<16> nactive;
             if (md.counted) {
                 md.fred_qlen_seen = qlen_arrive.execute(slot);
             } else {
                 md.fred_qlen_seen = qlen_read.execute(slot);
             }
             if (md.counted && md.fred_qlen_seen == 0) {
-                nactive = nactive_join.execute(port);
+                md.fred_nactive_seen = nactive_join.execute(port);
             } else {
-                nactive = nactive_read.execute(port);
+                md.fred_nactive_seen = nactive_read.execute(port);
             }
-            // A1: only an arrival at an empty queue moves the average
+            // A1: only an arrival at an empty queue moves the average (sample 0)
             if (md.queue_scaled == 0) {
-                md.fred_avg = fred_avg.execute(0, port);
-                avg_store.execute(port);
-            } else {
-                md.fred_avg = avg_load.execute(port);
+                move_avg = true;
             }
+        }
+        // the one place the filter runs (D1, A1); every other arrival reads its copy
+        if (move_avg) {
+            md.fred_avg = fred_avg.execute(md.fred_sample_scaled, port);
+            avg_store.execute(port);
+        } else {
+            md.fred_avg = avg_load.execute(port);
+        }
+        if (!md.is_report) {
             md.base.red_avg_scaled = md.fred_avg;
-            md.fred_flows = nactive;
-            if (nactive == 0) {
+            md.fred_flows = md.fred_nactive_seen;
+            if (md.fred_nactive_seen == 0) {
                 md.fred_flows = 1;
             }
             lg_qlen.apply(md.fred_qlen_seen, md.lg_qlen);
             lg_flows.apply(md.fred_flows, md.lg_flows);
             lg_avg.apply(md.fred_avg, md.lg_avg);
             // qlen * n >= avg / 2^16 and qlen * n > 2 avg / 2^16, in Q4 logs
-            // (16 an octave: 2^16 is 256, a factor 2 is 16)
-            bit<16> lg_share = md.lg_qlen + md.lg_flows + 256;
-            bool at_avgcq = md.fred_avg == 0 || (md.fred_qlen_seen != 0 && lg_share >= md.lg_avg);
-            bool over_twice = md.fred_qlen_seen != 0 && lg_share > md.lg_avg + 16;
-            bool congested = md.fred_avg >= md.base.policy.max_th_scaled;
-            scaled_t maxq_scaled = md.base.policy.min_th_scaled;                     // A2
-            if (congested) {
-                maxq_scaled = FRED_MAXQ_CONGESTED_PKTS << AVG_FRAC_BITS;
-            }
-            bool r1 = ((scaled_t)md.fred_qlen_seen << AVG_FRAC_BITS) >= maxq_scaled;
+            // (16 an octave: 2^16 is 256, a factor 2 is 16). A gateway compares a
+            // field with a constant only: sums and saturating differences first,
+            // one ALU operation per field and action (the tables below).
+            fred_lg_sum.apply();        // share = lg qlen + lg n; qlen, scaled
+            fred_lg_share.apply();      // share + 256; lg avg + 16
+            fred_compare.apply();       // the differences
+            // each test as a bit (a gateway reads 4 bytes at most), then combined
+            bit<1> avg_zero = 0;
+            bit<1> qlen_zero = 0;
+            bit<1> share_reaches_avg = 0;
+            bit<1> share_over_twice = 0;
+            bit<1> avg_at_max_th = 0;
+            bit<1> qlen_at_maxq = 0;
+            bit<1> qlen_at_maxq_congested = 0;
+            if (md.fred_avg == 0) { avg_zero = 1; }
+            if (md.fred_qlen_seen == 0) { qlen_zero = 1; }
+            if (md.fred_avgcq_short == 0) { share_reaches_avg = 1; }
+            if (md.fred_over_twice != 0) { share_over_twice = 1; }
+            if (md.fred_congested_short == 0) { avg_at_max_th = 1; }
+            if (md.fred_maxq_short == 0) { qlen_at_maxq = 1; }
+            if (md.fred_maxq_congested_short == 0) { qlen_at_maxq_congested = 1; }
+            if (md.fred_minq_short == 0) { md.fred_qlen_at_minq = 1; }
+            bool at_avgcq = avg_zero == 1 || (qlen_zero == 0 && share_reaches_avg == 1);
+            bool over_twice = qlen_zero == 0 && share_over_twice == 1;
+            bool congested = avg_at_max_th == 1;                  // avg >= max_th
+            bool r1 = (!congested && qlen_at_maxq == 1)                                  // A2
+                      || (congested && qlen_at_maxq_congested == 1);
             bool r2 = congested && over_twice;
             md.fred_code = 0;
             md.fred_r3_threshold = 255;
@@ -184,12 +255,12 @@ control TnaFred(in headers_t hdr, in tna_report_h report, inout tna_ingress_meta
                 md.fred_r3_threshold = FRED_STRIKE_LIMIT;
             }
             md.fred_robust = 0;
-            if ((pkts_t)md.fred_qlen_seen >= md.base.policy.minq_pkts && at_avgcq) {
+            if (md.fred_qlen_at_minq == 1 && at_avgcq) {     // qlen >= minq
                 md.fred_robust = 1;
             }
             md.red_rand_q16 = (bit<32>)rand16.get();
             zone.apply(md, md.fred_avg);
-            if (strike_arrive.execute(slot) == 1) {                                  // R1-R3
+            if (strike_arrive.execute(md.base.fred_slot_index) == 1) {                                  // R1-R3
                 md.base.aqm_drop = true;
                 if (r1) {
                     md.base.drop_reason = drop_reason_t.FRED_MAXQ;

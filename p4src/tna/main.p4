@@ -39,6 +39,8 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         md.ttl_expired = false;
         md.excess = 0;
         md.chips_sample_q16 = 0;
+        md.fred_sample_scaled = 0;
+        md.fred_qlen_at_minq = 0;
         md.one_bit = 1;
         md.counted = false;
         md.base.routed = false;

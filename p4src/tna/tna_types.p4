@@ -117,6 +117,20 @@ struct tna_ingress_metadata_t {
     bit<1>           red_mark_early;    // ECN may replace an early drop
     bit<1>           red_mark_forced;   // ... a forced drop (not with harddrop)
     // FRED (fred_tna.p4)
+    bit<32>          fred_signature_masked;  // md.flow_signature & fred_slot_mask
+    bit<16>          fred_nactive_seen;      // nactive before this arrival
+    bit<16>          fred_lg_share;          // lg qlen + lg n + 256 (Q4)
+    bit<16>          fred_lg_avg_twice;      // lg avg + 16
+    scaled_t         fred_qlen_scaled;       // the flow's qlen << AVG_FRAC_BITS
+    bit<16>          fred_avgcq_short;       // saturating differences: see fred_tna.p4
+    bit<16>          fred_over_twice;
+    scaled_t         fred_congested_short;
+    scaled_t         fred_maxq_short;
+    scaled_t         fred_maxq_congested_short;
+    scaled_t         fred_minq_short;
+    scaled_t         fred_minq_scaled;       // minq_pkts << AVG_FRAC_BITS
+    bit<1>           fred_qlen_at_minq;
+    scaled_t         fred_sample_scaled;     // the filter's sample: 0 (A1) or the queue (D1)
     bit<16>          fred_qlen_seen;
     bit<16>          fred_flows;        // max(nactive, 1)
     scaled_t         fred_avg;
