@@ -157,6 +157,18 @@ def test_a_tna_build_of_one_algorithm_is_driven_by_name(
     check(*exercise(write(tmp_path, info, "tna.p4info.txtpb"), device_config), info)
 
 
+# The P4Info the Tofino compiler wrote for p4src/tna's RED build (make build-tna,
+# p4c v1.2.5.16 tofino back end, --p4runtime-force-std-externs), as committed.
+TNA_RED_P4INFO = Path(__file__).resolve().parent / "fixtures" / "tna-red.p4info.txtpb"
+
+
+def test_the_tofino_compilers_p4info_of_the_red_build_is_driven_by_name(
+        device_config: Path) -> None:
+    info = load_p4info(TNA_RED_P4INFO)
+    assert info.pkg_info.arch == "tna"
+    check(*exercise(TNA_RED_P4INFO, device_config), info)
+
+
 def test_a_tna_build_refuses_another_algorithms_policy_by_name(
         p4info_path: Path, device_config: Path, tmp_path: Path) -> None:
     p4info = write(tmp_path, tna_shaped(p4info_path), "tna.p4info.txtpb")
