@@ -29,6 +29,7 @@ from . import p4constants as C
 from . import reconcile as R
 from .algorithms import ALGORITHMS
 from .encoding import PolicyAction, policy_epoch_from_clock
+from .tna_encoding import tna_ts_to_us
 
 LOG = logging.getLogger(__name__)
 
@@ -503,6 +504,8 @@ class SwitchDriver:
             "egress_port", "class_id", "src_addr", "dst_addr", "protocol", "src_port",
             "dst_port")}
         ts_index = names.index("ingress_ts_us") if "ingress_ts_us" in names else None
+        # a TNA build reports its clock in 1.024 us units (flow_report_tna.p4)
+        to_us = tna_ts_to_us if schema.p4info.pkg_info.arch == "tna" else (lambda ts: ts)
         queue: asyncio.Queue = asyncio.Queue(DIGEST_QUEUE_LISTS)
         switch = self.switch
         finsy_handler = switch._stream_digest_message
@@ -528,7 +531,7 @@ class SwitchDriver:
                     reports.append(FlowReport(
                         m[port_i], m[class_i],
                         (m[src_i], m[dst_i], m[proto_i], m[sport_i], m[dport_i]),
-                        None if ts_index is None else m[ts_index]))
+                        None if ts_index is None else to_us(m[ts_index])))
                 yield reports
         finally:
             switch._stream_digest_message = finsy_handler

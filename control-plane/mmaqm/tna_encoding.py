@@ -141,6 +141,15 @@ def dcbt_tagged_threshold_entries(action: PolicyAction,
     return entries
 
 
+TNA_TS_UNIT_NS = 1024   # flow_report_tna.p4: ingress_ts_us counts bits 41..10 of the ns clock
+
+
+def tna_ts_to_us(ts_1024ns: int) -> int:
+    """A TNA flow report's ingress_ts_us (units of 1.024 us) in microseconds,
+    as v1model reports it (rounded down)."""
+    return ts_1024ns * TNA_TS_UNIT_NS // 1000
+
+
 def lpf_time_constant_ns(ewma_shift: int, packet_time_ns: float) -> float:
     """tau of a filter y += (x - y)(1 - e^(-dt/tau)) that weighs one packet
     arriving every packet_time_ns like w = 2^-ewma_shift: 1 - e^(-s/tau) = w."""

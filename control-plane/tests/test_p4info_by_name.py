@@ -128,7 +128,7 @@ def exercise(p4info: Path, device_config: Path):
     return run_async(body())
 
 
-def check(server, read_back, counters, received, info) -> None:
+def check(server, read_back, counters, received, info, ingress_ts_us: int = 1000) -> None:
     assert read_back == RED
     assert server.table_entries("port_policy") == [
         WrittenEntry("port_policy", {"port": 2}, "red", dict(RED.params))]
@@ -137,7 +137,8 @@ def check(server, read_back, counters, received, info) -> None:
         {"class_id": 1}, 50)
     assert counters["queue_drops"][57] == CounterValue(1, 1500)
     assert received == [FlowReport(egress_port=2, class_id=1, flow_key=(
-        ipv4_int("10.0.1.10"), ipv4_int("10.0.2.10"), 17, 5004, 5006), ingress_ts_us=1000)]
+        ipv4_int("10.0.1.10"), ipv4_int("10.0.2.10"), 17, 5004, 5006),
+        ingress_ts_us=ingress_ts_us)]
     # the wire carried this P4Info's ids
     policy_id = next(t.preamble.id for t in info.tables if t.preamble.alias == "port_policy")
     assert policy_id in {e.table_id for e in server.entries.values()}
@@ -154,7 +155,8 @@ def test_a_p4info_with_other_ids_and_order_drives_the_same_entries(
 def test_a_tna_build_of_one_algorithm_is_driven_by_name(
         p4info_path: Path, device_config: Path, tmp_path: Path) -> None:
     info = tna_shaped(p4info_path)
-    check(*exercise(write(tmp_path, info, "tna.p4info.txtpb"), device_config), info)
+    # the report's 1000 is in TNA's 1.024 us units: 1024 us
+    check(*exercise(write(tmp_path, info, "tna.p4info.txtpb"), device_config), info, 1024)
 
 
 # The P4Info the Tofino compiler wrote for p4src/tna's RED build (make build-tna,
@@ -166,7 +168,7 @@ def test_the_tofino_compilers_p4info_of_the_red_build_is_driven_by_name(
         device_config: Path) -> None:
     info = load_p4info(TNA_RED_P4INFO)
     assert info.pkg_info.arch == "tna"
-    check(*exercise(TNA_RED_P4INFO, device_config), info)
+    check(*exercise(TNA_RED_P4INFO, device_config), info, 1024)
 
 
 def test_a_tna_build_refuses_another_algorithms_policy_by_name(

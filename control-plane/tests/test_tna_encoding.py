@@ -8,7 +8,7 @@ import math
 import pytest
 
 from mmaqm.encoding import PolicyAction
-from mmaqm.tna_encoding import (AVG_KEY_MAX, AVG_KEY_SHIFT, AVG_MAX, RED_ZONE_SEGMENTS,
+from mmaqm.tna_encoding import (tna_ts_to_us, AVG_KEY_MAX, AVG_KEY_SHIFT, AVG_MAX, RED_ZONE_SEGMENTS,
                                 TNA_MAX_QUEUE_LIMIT_PKTS, dcbt_tagged_threshold_entries,
                                 lookup, lpf_time_constant_ns, red_zone_entries)
 
@@ -103,3 +103,10 @@ def test_lpf_time_constant_weighs_one_packet_like_the_ewma() -> None:
     assert tau == pytest.approx(1200.0 * 511.5, rel=1e-3)
     with pytest.raises(ValueError):
         lpf_time_constant_ns(0, 1200.0)
+
+
+def test_a_tna_timestamp_counts_1024_ns() -> None:
+    assert tna_ts_to_us(1000) == 1024
+    assert tna_ts_to_us(0) == 0
+    assert tna_ts_to_us(1) == 1            # 1.024 us, rounded down
+    assert tna_ts_to_us((1 << 32) - 1) == ((1 << 32) - 1) * 1024 // 1000
