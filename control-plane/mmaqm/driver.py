@@ -13,7 +13,6 @@ by id or position (:func:`flow_digest_alias`, :func:`policy_actions_missing`).
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -25,7 +24,6 @@ from google.protobuf import text_format
 from finsy.proto import p4r
 from google.protobuf.empty_pb2 import Empty
 
-from . import p4constants as C
 from . import reconcile as R
 from .algorithms import ALGORITHMS
 from .encoding import PolicyAction, policy_epoch_from_clock
