@@ -113,15 +113,10 @@ def main() -> int:
         return 2
 
     lab.catch_stop_signals(interrupt=True)
-    try:
+    with lab.ExitOnStop("run_ptf") as end:
         with lab.Lab(NETNS) as bed:   # also removes a namespace left by a killed run
             return run_ptf(bed, args)
-    except lab.StopRequested as stop:
-        print("run_ptf: interrupted; cleaned up", file=sys.stderr)
-        return stop.exit_status
-    except lab.LabError as err:
-        print(f"run_ptf: {err}", file=sys.stderr)
-        return 2
+    return end.exit_status       # set: the block returns unless a stop or a LabError left it
 
 
 if __name__ == "__main__":

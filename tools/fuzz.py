@@ -704,7 +704,7 @@ def outside(args: argparse.Namespace) -> int:
     lab.catch_stop_signals(interrupt=True)
     started = time.monotonic()
     report_path = log_dir / "inside.json"
-    try:
+    with lab.ExitOnStop("fuzz") as end:
         with lab.Lab(NETNS) as bed:
             bed.add_namespace(NETNS)
             bed.add_veths([(lab.VethEnd(NETNS, f"sw{n}", lab.RAW_PORT, mtu=MTU),
@@ -747,12 +747,8 @@ def outside(args: argparse.Namespace) -> int:
             controller_alive = controller.poll() is None if args.controller else None
             if args.controller:
                 bed.stop([controller])
-    except lab.StopRequested as stop:
-        print("fuzz: interrupted; cleaned up", file=sys.stderr)
-        return stop.exit_status
-    except lab.LabError as err:
-        print(f"fuzz: {err}", file=sys.stderr)
-        return 2
+    if end.exit_status is not None:
+        return end.exit_status
     leftovers = lab.namespaces(NETNS)
     if not report_path.exists():
         print(f"fuzz: the run wrote no report (exit {rc}); logs in {log_dir}", file=sys.stderr)

@@ -265,7 +265,7 @@ def run_soak(args: argparse.Namespace) -> int:
     ctl_log = out / "controller.log"
     events_path = out / "controller-events.jsonl"
     events_path.unlink(missing_ok=True)
-    try:
+    with lab.ExitOnStop("soak") as end:
         with Network(topo, out, BMV2_JSON, name_prefix=PREFIX) as net:
             t_up = time.monotonic()
             write_config(schedule[0][1])
@@ -367,12 +367,8 @@ def run_soak(args: argparse.Namespace) -> int:
                 if empty or time.monotonic() > deadline:
                     break
                 time.sleep(2)
-    except lab.StopRequested as stop:
-        print("soak: interrupted; cleaned up", file=sys.stderr)
-        return stop.exit_status
-    except lab.LabError as err:
-        print(f"soak: {err}", file=sys.stderr)
-        return 2
+    if end.exit_status is not None:
+        return end.exit_status
 
     # ---- afterwards: nothing left
     time.sleep(0.5)

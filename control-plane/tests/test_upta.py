@@ -103,6 +103,24 @@ def test_reciprocal_hand_values() -> None:
     assert U.reciprocal(0) == (0, 0)
 
 
+def test_share_params_hand_values() -> None:
+    # reciprocal's formula, by hand: mant = round(2^(16 + shift) / FS) in [2^31, 2^32)
+    #   FS_I = 3200: 2^43 / 3200 = 2748779069.44 (2^42 / 3200 < 2^31), shift 27
+    #   FS_U = 2880: 2^43 / 2880 = 3054198966.04 (2^42 / 2880 < 2^31), shift 27
+    assert U.share_params(3200, 2880) == {
+        "fs_i_scaled": 3200, "fs_u_scaled": 2880,
+        "inv_fs_i_mant": 2748779069, "inv_fs_i_shift": 27,
+        "inv_fs_u_mant": 3054198966, "inv_fs_u_shift": 27}
+    #   FS_I = 458752 = 7 * 2^16: 2^50 / 458752 = 2^34 / 7 = 2454267026.29, shift 34;
+    #   no U share (FS_INFINITE): no reciprocal, (0, 0)
+    assert U.share_params(458752, U.FS_INFINITE) == {
+        "fs_i_scaled": 458752, "fs_u_scaled": U.FS_INFINITE,
+        "inv_fs_i_mant": 2454267026, "inv_fs_i_shift": 34,
+        "inv_fs_u_mant": 0, "inv_fs_u_shift": 0}
+    # every key is one of the upta action's parameters
+    assert set(U.share_params(1, 1)) <= set(U.PARAM_BITS)
+
+
 def test_threshold_update_fixed_table2_hop() -> None:
     # R2 of Table 2 with the video's first packet: R = 3520, FS = 3200 (1.6 / 1.76 of it):
     # ratio_q16 = 3520 * 2748779069 >> 27 = 72089 (exact 72089.6);

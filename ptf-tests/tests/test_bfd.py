@@ -56,13 +56,6 @@ def routed(frame: Ether, out_port: int, icmp: bytes | None = None) -> Ether:
     return Ether(bytes(out))
 
 
-def shares(fs_i: int, fs_u: int) -> dict[str, int]:
-    mi, si = upta.reciprocal(fs_i)
-    mu, su = upta.reciprocal(fs_u)
-    return {"fs_i_scaled": fs_i, "fs_u_scaled": fs_u, "inv_fs_i_mant": mi,
-            "inv_fs_i_shift": si, "inv_fs_u_mant": mu, "inv_fs_u_shift": su}
-
-
 class BfdTest(MmaqmTest):
     def setUp(self) -> None:
         super().setUp()
@@ -76,7 +69,7 @@ class BfdTest(MmaqmTest):
                "upta_flow_slots": 4096, "upta_k_shift": 10, "upta_tagged_loss_threshold": 0.12}
         action = policy_action(parse_policy(raw),
                                policy_epoch=self.sw.next_policy_epoch(UPTA_PORT),
-                               flow_epoch_shift=0).with_params(**shares(fs_i, fs_u))
+                               flow_epoch_shift=0).with_params(**upta.share_params(fs_i, fs_u))
         self.sw.write_port_policy(UPTA_PORT, action)
         return action
 

@@ -72,14 +72,6 @@ def slot_index(sport: int, port: int = OUT_PORT) -> int:
     return port * C.UPTA_SLOTS_PER_PORT + (flow_hash(sport) & (SLOTS - 1))
 
 
-def shares(fs_i: int, fs_u: int) -> dict[str, int]:
-    """The action parameters of the scaled fair shares (and their reciprocals)."""
-    mi, si = upta.reciprocal(fs_i)
-    mu, su = upta.reciprocal(fs_u)
-    return {"fs_i_scaled": fs_i, "fs_u_scaled": fs_u, "inv_fs_i_mant": mi,
-            "inv_fs_i_shift": si, "inv_fs_u_mant": mu, "inv_fs_u_shift": su}
-
-
 class UptaTest(MmaqmTest):
     """A `upta` port (module docstring) and per-packet checks."""
 
@@ -97,14 +89,14 @@ class UptaTest(MmaqmTest):
         if tagged_q is not None:
             raw["upta_tagged_loss_threshold"] = tagged_q
         action = policy_action(parse_policy(raw), policy_epoch=self.sw.next_policy_epoch(port),
-                               flow_epoch_shift=0).with_params(**shares(fs_i, fs_u))
+                               flow_epoch_shift=0).with_params(**upta.share_params(fs_i, fs_u))
         self.sw.write_port_policy(port, action)
         return action
 
     def modify(self, action: PolicyAction, fs_i: int, fs_u: int,
                port: int = OUT_PORT) -> PolicyAction:
         """The controller's interval update: new shares, same policy epoch."""
-        action = action.with_params(**shares(fs_i, fs_u))
+        action = action.with_params(**upta.share_params(fs_i, fs_u))
         self.sw.write_port_policy(port, action)
         return action
 

@@ -19,7 +19,8 @@ process group, one deadline for all, SIGKILL to the groups still running, reap.
 :func:`catch_stop_signals` is the one SIGTERM/SIGINT/SIGHUP handler: it turns a signal into
 a clean stop (a flag that loops poll, or :class:`StopRequested` raised in the main thread
 so that ``with``/``finally`` teardown runs); :func:`stop_signals_deferred` holds those
-signals while a teardown runs.
+signals while a teardown runs; :class:`ExitOnStop` turns a stop or a LabError into the
+tool's message and exit status.
 
 Platform facts (checked on these machines; docs/design.md §1.5):
 
@@ -53,6 +54,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -226,6 +228,33 @@ def catch_stop_signals(*, interrupt: bool) -> StopSignals:
     for sig in STOP_SIGNALS:
         signal.signal(sig, handler)
     return state
+
+
+class ExitOnStop:
+    """A tool's last line of defence around its Lab (``with ExitOnStop("fuzz") as end:``):
+    a stop signal (StopRequested) or a LabError that leaves the block is reported on
+    stderr as "<tool>: interrupted; cleaned up" or "<tool>: <error>" and swallowed, and
+    ``end.exit_status`` is set to the exit status to return (128 + the signal; 2). The
+    Lab inside the block has cleaned up by then. Other exceptions propagate; after a
+    normal exit ``exit_status`` stays None."""
+
+    def __init__(self, tool: str) -> None:
+        self.tool = tool
+        self.exit_status: int | None = None
+
+    def __enter__(self) -> ExitOnStop:
+        return self
+
+    def __exit__(self, _typ: object, exc: BaseException | None, _tb: object) -> bool:
+        if isinstance(exc, StopRequested):
+            print(f"{self.tool}: interrupted; cleaned up", file=sys.stderr)
+            self.exit_status = exc.exit_status
+        elif isinstance(exc, LabError):
+            print(f"{self.tool}: {exc}", file=sys.stderr)
+            self.exit_status = 2
+        else:
+            return False
+        return True
 
 
 @contextmanager

@@ -105,6 +105,23 @@ def test_stop_signals_deferred_until_the_block_ends(restore_signal_handlers):
     assert state.signum == signal.SIGTERM    # delivered after the block
 
 
+def test_exit_on_stop_maps_a_stop_or_a_lab_error_to_the_exit_status(capsys):
+    with lab.ExitOnStop("tool") as end:
+        pass
+    assert end.exit_status is None
+    with lab.ExitOnStop("tool") as end:
+        raise lab.StopRequested(signal.SIGTERM)
+    assert end.exit_status == 143
+    assert capsys.readouterr().err == "tool: interrupted; cleaned up\n"
+    with lab.ExitOnStop("tool") as end:
+        raise lab.LabError("veth h1 exists")
+    assert end.exit_status == 2
+    assert capsys.readouterr().err == "tool: veth h1 exists\n"
+    with pytest.raises(ValueError), lab.ExitOnStop("tool") as end:
+        raise ValueError("not ours")
+    assert end.exit_status is None
+
+
 def test_switch_argv():
     spec = lab.SwitchSpec({2: "sw2", 1: "sw1"}, device_id=1, grpc_port=9559, thrift_port=9090,
                           out_path=Path("/tmp/out"))

@@ -361,6 +361,16 @@ def reciprocal(fs_scaled: int) -> tuple[int, int]:
     return mant, shift
 
 
+def share_params(fs_i_scaled: int, fs_u_scaled: int) -> dict[str, int]:
+    """The ``upta`` action's share parameters for scaled fair shares (fs_to_scaled,
+    eqs. 18-19; FS_INFINITE for none): both shares and their reciprocals
+    (reciprocal: mant = round(2^(16 + shift) / FS) in [2^31, 2^32))."""
+    mi, si = reciprocal(fs_i_scaled)
+    mu, su = reciprocal(fs_u_scaled)
+    return {"fs_i_scaled": fs_i_scaled, "fs_u_scaled": fs_u_scaled, "inv_fs_i_mant": mi,
+            "inv_fs_i_shift": si, "inv_fs_u_mant": mu, "inv_fs_u_shift": su}
+
+
 def threshold_update_fixed(q16: int, rate_scaled: int, fs_scaled: int, mant: int,
                            shift: int) -> int:
     """Data plane eq. 17: with p = 1 - FS/R, 1 - q_k = (1 - q_{k-1}) R / FS. When R <= FS
@@ -670,14 +680,9 @@ def action_params(mode: int, fs_i_bps: float, fs_u_bps: float, *, table_slots: i
     slots = check_int("table_slots", table_slots, 1, UPTA_SLOTS_PER_PORT)
     if slots & (slots - 1):
         raise ValueError(f"table_slots must be a power of two, got {slots}")
-    fs_i = fs_to_scaled(fs_i_bps, k_shift)
-    fs_u = fs_to_scaled(fs_u_bps, k_shift)
-    mi, si = reciprocal(fs_i)
-    mu, su = reciprocal(fs_u)
+    shares = share_params(fs_to_scaled(fs_i_bps, k_shift), fs_to_scaled(fs_u_bps, k_shift))
     tq = encode_q(tagged_q)
-    return {"upta_mode": mode, "k_shift": k_shift, "slot_mask": slots - 1,
-            "fs_i_scaled": fs_i, "fs_u_scaled": fs_u, "inv_fs_i_mant": mi,
-            "inv_fs_i_shift": si, "inv_fs_u_mant": mu, "inv_fs_u_shift": su,
+    return {"upta_mode": mode, "k_shift": k_shift, "slot_mask": slots - 1, **shares,
             "tagged_q16": tq,
             "queue_limit_pkts": check_int("queue_limit_pkts", queue_limit_pkts, 0, MASK32)}
 
