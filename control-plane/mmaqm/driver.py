@@ -417,10 +417,19 @@ class SwitchDriver:
             return PolicyAction(action.name, {k: int(v) for k, v in (action.args or {}).items()})
         return None
 
+    @property
+    def is_tna(self) -> bool:
+        """A Tofino (TNA) build (P4Info pkg_info.arch "tna")."""
+        return self.switch.p4info.pkg_info.arch == "tna"
+
     async def write_port_policy(self, port: int, action: PolicyAction) -> None:
-        """Insert or modify the port's policy entry (one atomic table write)."""
+        """Insert or modify the port's policy entry (one atomic table write); on a
+        TNA build, then the port's range-table entries that encode it
+        (reconcile.tna_range_entries: old ones deleted first, so that no two
+        overlap; meanwhile the tables' defaults hold: no RED drop, no class test)."""
         _check_port(port)
         check_action(self.switch.p4info, TABLE_POLICY, action)
+        ranges = self.tna_range_entries(port, action)
         exists = await self.read_port_policy(port) is not None
         entry = fy.P4TableEntry(
             TABLE_POLICY,
@@ -428,6 +437,30 @@ class SwitchDriver:
             action=fy.Action(action.name, **dict(action.params)),
         )
         await self.switch.write([~entry if exists else +entry])
+        if self.is_tna:
+            await self._write_tna_ranges(port, ranges)
+
+    def tna_range_entries(self, port: int, action: PolicyAction) -> list[R.TableEntry]:
+        """reconcile.tna_range_entries for the range tables this program has (none
+        on v1model)."""
+        if not self.is_tna:
+            return []
+        have = {t.alias for t in self.switch.p4info.tables}
+        return [e for e in R.tna_range_entries(port, action) if e.table in have]
+
+    async def _write_tna_ranges(self, port: int, desired: list[R.TableEntry]) -> None:
+        have = {t.alias for t in self.switch.p4info.tables}
+        tables = [t for t in R.TNA_RANGE_TABLES if t in have]
+        current = []
+        async for entity in self.switch.read([fy.P4TableEntry(t) for t in tables]):
+            entry = from_finsy_entry(entity)
+            if dict(entry.match).get("port") == port:
+                current.append(entry)
+        upserts, deletes = R.diff_entities(current, desired)
+        if deletes:
+            await self.switch.write([-to_finsy(w.entity) for w in deletes])
+        if upserts:
+            await self.switch.write([_UPDATE[w.type](to_finsy(w.entity)) for w in upserts])
 
     def new_policy_epoch(self, port: int, installed: int | None) -> int:
         """A new epoch for the port, whose installed entry has epoch `installed` (None:

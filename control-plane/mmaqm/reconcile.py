@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Union
 
 from . import p4constants as C
+from . import tna_encoding as T
 from .encoding import PolicyAction
 
 TABLE_ROUTES = "ipv4_lpm"
@@ -192,6 +193,34 @@ def policy_entry(port: int, action: PolicyAction) -> TableEntry:
     return TableEntry.make(TABLE_POLICY, {"port": port}, action.name, action.params)
 
 
+# Tofino (TNA) builds: what the data plane reads from range tables instead of
+# multiplying (tna_encoding.py), per port, from the same PolicyAction.
+TABLE_RED_ZONE = "red_zone"
+TABLE_DCBT_THRESHOLDS = "dcbt_tagged_threshold"
+TNA_RANGE_TABLES = (TABLE_RED_ZONE, TABLE_DCBT_THRESHOLDS)
+_RED_ZONE_ACTIONS = frozenset({"red", "cbt_red_all", "cbt_red_tcp_only", "dcbt", "dcbt_chips",
+                               "fred"})
+_DCBT_ACTIONS = frozenset({"dcbt", "dcbt_chips"})
+
+
+def tna_range_entries(port: int, action: PolicyAction) -> list[TableEntry]:
+    """red_zone (and for D-CBT dcbt_tagged_threshold) entries of one port on a TNA
+    build: key (port, avg_key range), priority 1 (a range table's entries need
+    one; they do not overlap). Empty for an algorithm without the tables."""
+    check_port(port)
+    entries = []
+    if action.name in _RED_ZONE_ACTIONS:
+        entries += [TableEntry.make(TABLE_RED_ZONE, {"port": port, "avg_key": (e.low, e.high)},
+                                    e.action, e.params, priority=1)
+                    for e in T.red_zone_entries(action)]
+    if action.name in _DCBT_ACTIONS:
+        entries += [TableEntry.make(TABLE_DCBT_THRESHOLDS,
+                                    {"port": port, "avg_key": (e.low, e.high)},
+                                    e.action, e.params, priority=1)
+                    for e in T.dcbt_tagged_threshold_entries(action)]
+    return entries
+
+
 def upta_edge_port_entry(port: int, *, cpu: bool = False) -> TableEntry:
     """UPTA/BFD (upta.p4): `port` faces hosts or another domain (an edge port: QoS
     Probes and Reports arriving on it are dropped and counted; C-UPTA's ingress
@@ -256,7 +285,7 @@ def same_policy(a: PolicyAction | None, b: PolicyAction | None) -> bool:
 
 
 # ------------------------------------------------------------------- diff
-def _diff(current: Iterable[Entity], desired: Iterable[Entity]
+def diff_entities(current: Iterable[Entity], desired: Iterable[Entity]
           ) -> tuple[list[Write], list[Write]]:
     """(INSERT and MODIFY writes in desired's order, DELETE writes in current's order)."""
     have = {e.key: e for e in current}
@@ -277,10 +306,10 @@ def _diff(current: Iterable[Entity], desired: Iterable[Entity]
 
 def plan_writes(current: SwitchState, desired: SwitchState) -> WritePlan:
     """The writes that turn current into desired, in batches (module docstring)."""
-    digest_upserts, _ = _diff(current.digests, desired.digests)   # digest configs: never DELETE
-    clone_upserts, clone_deletes = _diff(current.clone_sessions, desired.clone_sessions)
-    group_upserts, group_deletes = _diff(current.multicast_groups, desired.multicast_groups)
-    entry_upserts, entry_deletes = _diff(current.entries, desired.entries)
+    digest_upserts, _ = diff_entities(current.digests, desired.digests)   # digest configs: never DELETE
+    clone_upserts, clone_deletes = diff_entities(current.clone_sessions, desired.clone_sessions)
+    group_upserts, group_deletes = diff_entities(current.multicast_groups, desired.multicast_groups)
+    entry_upserts, entry_deletes = diff_entities(current.entries, desired.entries)
     batches = (digest_upserts + clone_upserts + group_upserts, entry_upserts, entry_deletes,
                clone_deletes + group_deletes)
     return WritePlan(tuple(tuple(b) for b in batches if b))

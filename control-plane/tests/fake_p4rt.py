@@ -261,6 +261,9 @@ class FakeP4RuntimeServer(P4RuntimeServer):
             elif kind == "ternary":
                 match[name] = (int.from_bytes(fm.ternary.value, "big"),
                                int.from_bytes(fm.ternary.mask, "big"))
+            elif kind == "range":
+                match[name] = (int.from_bytes(fm.range.low, "big"),
+                               int.from_bytes(fm.range.high, "big"))
             else:
                 raise AssertionError(f"unexpected match kind {kind}")
         action = self._action(entry.action.action.action_id)
@@ -474,10 +477,11 @@ class FakeP4RuntimeServer(P4RuntimeServer):
         for fm in entry.match:
             if fm.field_id not in fields:
                 raise _P4Error(rpc_code.INVALID_ARGUMENT, f"no match field {fm.field_id}")
-        ternary = any(f.match_type == p4i.MatchField.TERNARY for f in table.match_fields)
+        ternary = any(f.match_type in (p4i.MatchField.TERNARY, p4i.MatchField.RANGE)
+                      for f in table.match_fields)
         if ternary != (entry.priority > 0):
             raise _P4Error(rpc_code.INVALID_ARGUMENT, "priority must be > 0 exactly "
-                              "for tables with ternary keys")
+                              "for tables with ternary or range keys")
         refs = {ref.id: ref for ref in table.action_refs}
         action_id = entry.action.action.action_id
         if action_id not in refs or refs[action_id].scope == p4i.ActionRef.DEFAULT_ONLY:

@@ -80,6 +80,8 @@ class FakeDriver:
     """Records every call; serves flow reports and counter values from lists."""
 
     flow_digest = R.DIGEST_FLOW
+    def tna_range_entries(self, port, action) -> list:   # a v1model program
+        return []
 
     def __init__(self, reports: Iterable[list[FlowReport]] = (),
                  counters: Mapping[str, Mapping[int, CounterValue]] | None = None,

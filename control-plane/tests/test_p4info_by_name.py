@@ -15,6 +15,7 @@ from google.protobuf import text_format
 
 from fake_p4rt import FakeP4RuntimeServer, WrittenEntry, ipv4_int, load_p4info, run_async
 from mmaqm.driver import CounterValue, FlowReport, SwitchDriver
+from mmaqm import reconcile as R
 from mmaqm.encoding import PolicyAction
 
 RED = PolicyAction("red", {"queue_limit_pkts": 60, "flow_epoch_shift": 17,
@@ -198,3 +199,63 @@ def test_a_v1model_program_still_needs_every_algorithm(
 
     with pytest.raises(RuntimeError, match="lacks the actions"):
         run_async(body())
+
+
+TNA_DCBT_P4INFO = Path(__file__).resolve().parent / "fixtures" / "tna-dcbt.p4info.txtpb"
+DCBT = PolicyAction("dcbt", {k: v for k, v in RED.params.items()
+                             if k not in ("gentle", "max_p_q16", "gentle_slope_q24")}
+                    | {"gentle": 0, "max_p_q16": RED.params["max_p_q16"],
+                       "gentle_slope_q24": RED.params["gentle_slope_q24"],
+                       "tagged_share_q16": 16384, "untagged_th_scaled": 3 << 16})
+
+
+def write_policies(p4info: Path, device_config: Path, *writes: tuple[int, PolicyAction]):
+    async def body():
+        server = FakeP4RuntimeServer()
+        async with server.run():
+            async with SwitchDriver("s1", server.address, p4info=p4info,
+                                    bmv2_json=device_config) as d:
+                for port, action in writes:
+                    await d.write_port_policy(port, action)
+        return server
+
+    return run_async(body())
+
+
+def range_entries(server, table: str, port: int) -> list:
+    return sorted((e for e in server.table_entries(table) if e.match["port"] == port),
+                  key=lambda e: e.match["avg_key"])
+
+
+def expected(table: str, port: int, action: PolicyAction) -> list:
+    return sorted(((dict(e.match)["avg_key"], e.action, dict(e.params))
+                   for e in R.tna_range_entries(port, action) if e.table == table))
+
+
+def written(server, table: str, port: int) -> list:
+    return [(e.match["avg_key"], e.action, e.params) for e in range_entries(server, table, port)]
+
+
+def test_on_tofino_a_red_policy_writes_its_red_zone_range_entries(device_config: Path) -> None:
+    server = write_policies(TNA_RED_P4INFO, device_config, (2, RED))
+    assert written(server, "red_zone", 2) == expected("red_zone", 2, RED)
+    assert len(written(server, "red_zone", 2)) >= 30   # below, 32 early segments, forced
+    # the tables' entries cover every average key once (tna_encoding's contract)
+    keys = [k for k, _, _ in written(server, "red_zone", 2)]
+    assert keys[0][0] == 0 and all(a[1] + 1 == b[0] for a, b in zip(keys, keys[1:]))
+
+
+def test_a_new_policy_replaces_the_ports_range_entries_and_no_other_ports(
+        device_config: Path) -> None:
+    moved = RED.with_params(min_th_scaled=8 << 16, max_th_scaled=20 << 16)
+    server = write_policies(TNA_RED_P4INFO, device_config, (2, RED), (3, RED), (2, moved))
+    assert written(server, "red_zone", 2) == expected("red_zone", 2, moved)
+    assert written(server, "red_zone", 3) == expected("red_zone", 3, RED)
+
+
+def test_on_tofino_a_dcbt_policy_writes_both_range_tables(device_config: Path) -> None:
+    server = write_policies(TNA_DCBT_P4INFO, device_config, (1, DCBT),
+                            (1, DCBT.with_params(tagged_share_q16=30000)))
+    assert written(server, "red_zone", 1) == expected("red_zone", 1, DCBT)
+    assert written(server, "dcbt_tagged_threshold", 1) == expected(
+        "dcbt_tagged_threshold", 1, DCBT.with_params(tagged_share_q16=30000))
