@@ -27,7 +27,8 @@ from google.protobuf.empty_pb2 import Empty
 from . import reconcile as R
 from .algorithms import ALGORITHMS
 from .encoding import PolicyAction, policy_epoch_from_clock
-from .tna_encoding import tna_ts_to_us
+from .tna_encoding import (TNA_REINDEXED_COUNTERS, tna_drop_counter_index, tna_ts_to_us,
+                           v1_drop_counter_index)
 
 LOG = logging.getLogger(__name__)
 
@@ -488,8 +489,16 @@ class SwitchDriver:
     ) -> dict[str, dict[int, CounterValue]]:
         """Selected indexes of several counters in ONE P4Runtime ReadRequest
         (a time series samples a few ports, not all NUM_PORTS)."""
-        entities = [fy.P4CounterEntry(name, index=i) for name, idx in wanted.items() for i in idx]
+        entities = [fy.P4CounterEntry(name, index=self._target_counter_index(name, i))
+                    for name, idx in wanted.items() for i in idx]
         return await self._read_counter_entities(list(wanted), entities)
+
+    def _target_counter_index(self, name: str, index: int) -> int:
+        """The program's index of v1model's index (a TNA build lays out the drop
+        counters differently: tna_encoding)."""
+        if self.is_tna and name in TNA_REINDEXED_COUNTERS:
+            return tna_drop_counter_index(index)
+        return index
 
     async def _read_counter_entities(
         self, names: list[str], entities: list[fy.P4CounterEntry]
@@ -499,7 +508,12 @@ class SwitchDriver:
             return result
         async for entry in self.switch.read(entities):
             if entry.index is not None and entry.counter_id in result:
-                result[entry.counter_id][entry.index] = CounterValue(
+                index = entry.index
+                if self.is_tna and entry.counter_id in TNA_REINDEXED_COUNTERS:
+                    index = v1_drop_counter_index(index)   # reported in v1model's layout
+                    if index is None:
+                        continue        # a slot no drop reason uses
+                result[entry.counter_id][index] = CounterValue(
                     entry.packet_count, entry.byte_count)
         return result
 

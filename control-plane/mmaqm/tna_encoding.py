@@ -26,6 +26,7 @@ from pathlib import Path
 from types import MappingProxyType
 from collections.abc import Mapping
 
+from . import p4constants as C
 from .encoding import PolicyAction
 from .p4constants import parse_constants
 
@@ -139,6 +140,30 @@ def dcbt_tagged_threshold_entries(action: PolicyAction,
     if top <= AVG_KEY_MAX:
         entries.append(entry(top, AVG_KEY_MAX))
     return entries
+
+
+# queue_drops / queue_ecn_marks on TNA: index reason * 256 + class_index (an
+# identity hash of {reason, class_index}; main.p4), v1model's class_index *
+# NUM_DROP_REASONS + reason. The driver reads and reports v1model's indexes.
+TNA_REINDEXED_COUNTERS = ("queue_drops", "queue_ecn_marks")
+_TNA_CLASS_INDEX_SLOTS = 256
+
+
+def tna_drop_counter_index(v1_index: int) -> int:
+    """The TNA index of v1model's queue_drops / queue_ecn_marks index."""
+    if not 0 <= v1_index < C.NUM_PORTS * C.CLASS_SLOTS * C.NUM_DROP_REASONS:
+        raise ValueError(f"drop counter index {v1_index} out of range")
+    class_index, reason = divmod(v1_index, C.NUM_DROP_REASONS)
+    return reason * _TNA_CLASS_INDEX_SLOTS + class_index
+
+
+def v1_drop_counter_index(tna_index: int) -> int | None:
+    """v1model's index of a TNA queue_drops / queue_ecn_marks index; None for a
+    slot no reason uses (reasons 9..15)."""
+    reason, class_index = divmod(tna_index, _TNA_CLASS_INDEX_SLOTS)
+    if reason >= C.NUM_DROP_REASONS or class_index >= C.NUM_PORTS * C.CLASS_SLOTS:
+        return None
+    return class_index * C.NUM_DROP_REASONS + reason
 
 
 TNA_TS_UNIT_NS = 1024   # flow_report_tna.p4: ingress_ts_us counts bits 41..10 of the ns clock

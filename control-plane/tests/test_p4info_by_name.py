@@ -104,8 +104,9 @@ def write(tmp_path: Path, info, name: str) -> Path:
     return path
 
 
-def exercise(p4info: Path, device_config: Path):
-    """Policy write and read-back, classifier, counters and a flow report."""
+def exercise(p4info: Path, device_config: Path, switch_drop_index: int = 57):
+    """Policy write and read-back, classifier, counters and a flow report.
+    switch_drop_index: where the switch keeps queue_drops' v1model index 57."""
     async def body():
         server = FakeP4RuntimeServer()
         async with server.run():
@@ -114,7 +115,7 @@ def exercise(p4info: Path, device_config: Path):
                 await d.write_port_policy(2, RED)
                 read_back = await d.read_port_policy(2)
                 await d.install_classifier([46])
-                server.counters = {"queue_drops": {57: (1, 1500)}}
+                server.counters = {"queue_drops": {switch_drop_index: (1, 1500)}}
                 counters = await d.read_counters(["queue_drops"])
                 await d.enable_flow_reports()
                 reports = d.flow_reports()
@@ -156,8 +157,10 @@ def test_a_p4info_with_other_ids_and_order_drives_the_same_entries(
 def test_a_tna_build_of_one_algorithm_is_driven_by_name(
         p4info_path: Path, device_config: Path, tmp_path: Path) -> None:
     info = tna_shaped(p4info_path)
-    # the report's 1000 is in TNA's 1.024 us units: 1024 us
-    check(*exercise(write(tmp_path, info, "tna.p4info.txtpb"), device_config), info, 1024)
+    # the report's 1000 is in TNA's 1.024 us units: 1024 us; queue_drops' index 57
+    # (class_index 6, reason 3) is 3 * 256 + 6 on TNA
+    check(*exercise(write(tmp_path, info, "tna.p4info.txtpb"), device_config, 3 * 256 + 6),
+          info, 1024)
 
 
 # The P4Info the Tofino compiler wrote for p4src/tna's RED build (make build-tna,
@@ -169,7 +172,7 @@ def test_the_tofino_compilers_p4info_of_the_red_build_is_driven_by_name(
         device_config: Path) -> None:
     info = load_p4info(TNA_RED_P4INFO)
     assert info.pkg_info.arch == "tna"
-    check(*exercise(TNA_RED_P4INFO, device_config), info, 1024)
+    check(*exercise(TNA_RED_P4INFO, device_config, 3 * 256 + 6), info, 1024)
 
 
 def test_a_tna_build_refuses_another_algorithms_policy_by_name(
@@ -259,3 +262,28 @@ def test_on_tofino_a_dcbt_policy_writes_both_range_tables(device_config: Path) -
     assert written(server, "red_zone", 1) == expected("red_zone", 1, DCBT)
     assert written(server, "dcbt_tagged_threshold", 1) == expected(
         "dcbt_tagged_threshold", 1, DCBT.with_params(tagged_share_q16=30000))
+
+
+def test_on_tofino_drop_counters_are_read_and_reported_in_v1models_layout(
+        device_config: Path) -> None:
+    async def body():
+        server = FakeP4RuntimeServer()
+        async with server.run():
+            async with SwitchDriver("s1", server.address, p4info=TNA_RED_P4INFO,
+                                    bmv2_json=device_config) as d:
+                # class_index 9 (port 2, class 1): RED_EARLY-like reason 4 and reason 0;
+                # a slot no reason uses (reason 12) is not reported
+                server.counters = {"queue_drops": {4 * 256 + 9: (5, 5000), 0 * 256 + 9: (2, 2000),
+                                                   12 * 256 + 9: (7, 7000)}}
+                every = await d.read_counters(["queue_drops"])
+                some = await d.read_counter_indexes({"queue_drops": [9 * 9 + 4]})
+        return every, some
+
+    every, some = run_async(body())
+    drops = every["queue_drops"]
+    assert drops[9 * 9 + 4] == CounterValue(5, 5000) and drops[9 * 9] == CounterValue(2, 2000)
+    # every v1model index once (64 ports * 4 classes * 9 reasons), nothing else: the
+    # counts in unused reason slots (12 here) are not reported
+    assert set(drops) == set(range(64 * 4 * 9))
+    assert sum(v.packets for v in drops.values()) == 7
+    assert some["queue_drops"] == {9 * 9 + 4: CounterValue(5, 5000)}

@@ -8,7 +8,8 @@ import math
 import pytest
 
 from mmaqm.encoding import PolicyAction
-from mmaqm.tna_encoding import (tna_ts_to_us, AVG_KEY_MAX, AVG_KEY_SHIFT, AVG_MAX, RED_ZONE_SEGMENTS,
+from mmaqm.tna_encoding import (tna_drop_counter_index, tna_ts_to_us, v1_drop_counter_index,
+                                AVG_KEY_MAX, AVG_KEY_SHIFT, AVG_MAX, RED_ZONE_SEGMENTS,
                                 TNA_MAX_QUEUE_LIMIT_PKTS, dcbt_tagged_threshold_entries,
                                 lookup, lpf_time_constant_ns, red_zone_entries)
 
@@ -110,3 +111,13 @@ def test_a_tna_timestamp_counts_1024_ns() -> None:
     assert tna_ts_to_us(0) == 0
     assert tna_ts_to_us(1) == 1            # 1.024 us, rounded down
     assert tna_ts_to_us((1 << 32) - 1) == ((1 << 32) - 1) * 1024 // 1000
+
+
+def test_drop_counter_indexes_map_both_ways_over_every_class_and_reason() -> None:
+    # v1model: class_index * 9 + reason; TNA: reason * 256 + class_index
+    assert tna_drop_counter_index(6 * 9 + 3) == 3 * 256 + 6
+    for v1 in range(64 * 4 * 9):
+        assert v1_drop_counter_index(tna_drop_counter_index(v1)) == v1
+    assert v1_drop_counter_index(9 * 256 + 1) is None     # no reason 9
+    with pytest.raises(ValueError):
+        tna_drop_counter_index(64 * 4 * 9)
