@@ -163,20 +163,10 @@ def one_run(bed: lab.Lab, n_flows: int, expiry_ms: float, rate: float, duration:
             bmv2_tm.set_queue_depth(rb.THRIFT_PORT, port, rb.TM_QUEUE_DEPTH_PKTS, netns=NETNS)
         time.sleep(1.0)
         cpu0 = {"bmv2": pid_cpu_s(switch.pid), "controller": pid_cpu_s(ctl.pid)}
-        argv = [str(rb.UDPGEN), "--iface", "h1", "--src-mac", rb.HOST_IF_MAC[1],
-                "--dst-mac", rb.ROUTER_MAC[1], "--src-ip", rb.SRC_IP, "--dst-ip", rb.DST_IP,
-                "--size", str(FRAME_SIZE), "--flows", str(n_flows), "--dport", str(DPORT),
-                "--rate", str(rate), "--duration", str(duration), "--sample-ms", "1000",
-                "--ifstat", "h1", "--ifstat", "h2", "--watch-pid", str(switch.pid)]
+        argv = rb.udpgen_argv(rate, duration, watch_pid=switch.pid, ifstats=("h1", "h2"),
+                              flows=n_flows, size=FRAME_SIZE, dport=DPORT)
         t_start_ns = time.time_ns()
-        gen = bed.popen(NETNS, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            out, err = gen.communicate(timeout=duration + 30)
-        finally:
-            bed.stop([gen])
-        if gen.returncode != 0:
-            raise RuntimeError(f"udpgen exited {gen.returncode}: {err.strip()}")
-        samples = [json.loads(line) for line in out.splitlines() if line.strip()]
+        samples = rb.run_udpgen(bed, argv, duration)
         t_end_ns = time.time_ns()
         cpu1 = {"bmv2": pid_cpu_s(switch.pid), "controller": pid_cpu_s(ctl.pid)}
         time.sleep(3.0)              # let the controller drain what is queued

@@ -201,7 +201,7 @@ def write_aqm_configs(algorithms: list[str]) -> dict[str, Path]:
 # ------------------------------------------------------------ traffic
 def udpgen_argv(rate: float, duration: float, *, watch_pid: int | None = None,
                 ifstats: tuple[str, ...] = ("h1", "sw1", "sw2", "h2"), flows: int = 1,
-                size: int = 1000, dump: bool = False) -> list[str]:
+                size: int = 1000, dump: bool = False, dport: int | None = None) -> list[str]:
     argv = [str(UDPGEN), "--iface", "h1", "--src-mac", HOST_IF_MAC[1], "--dst-mac", ROUTER_MAC[1],
             "--src-ip", SRC_IP, "--dst-ip", DST_IP, "--size", str(size), "--flows", str(flows),
             "--rate", str(rate), "--duration", str(duration), "--sample-ms", "1000"]
@@ -211,6 +211,8 @@ def udpgen_argv(rate: float, duration: float, *, watch_pid: int | None = None,
         argv += ["--watch-pid", str(watch_pid)]
     if dump:
         argv += ["--dump-frame", "1"]
+    if dport is not None:
+        argv += ["--dport", str(dport)]
     return argv
 
 

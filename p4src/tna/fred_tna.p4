@@ -23,7 +23,6 @@
 #include "red_tna.p4"
 #include "log2_tna.p4"
 
-const bit<32> FRED_SLOT_SHIFT = 12;   // log2(FRED_SLOTS_PER_PORT)
 
 control TnaFred(in headers_t hdr, in tna_report_h report, inout tna_ingress_metadata_t md) {
     Register<bit<16>, tna_index_t>(NUM_PORTS * FRED_SLOTS_PER_PORT, 0) fred_qlen;
@@ -152,7 +151,7 @@ control TnaFred(in headers_t hdr, in tna_report_h report, inout tna_ingress_meta
     Hash<tna_index_t>(HashAlgorithm_t.IDENTITY) slot_hash;
     action take_slot() {
         md.base.fred_slot_index = slot_hash.get({ md.base.port_index[5:0],
-                                                  md.fred_signature_masked[11:0] });
+                                                  md.fred_signature_masked[11:0] });   // 4096 slots a port
     }
     @hidden table fred_slot {
         actions = { take_slot; }

@@ -70,13 +70,19 @@ pytestmark = pytest.mark.skipif(
     reason="needs root, BMv2 and build/main.json with the upta action (make build)")
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("upta-chain")
-    summaries = run_experiment(TOPOLOGY, SCENARIO, POLICIES, ["FAIR_SHARE"], out,
+def _run_chain(tmp_path_factory, policy: str):
+    """The chain scenario under one policy: (its run directory, its summary);
+    skipped (require_kept_up) when a switch did not keep up."""
+    out = tmp_path_factory.mktemp(f"upta-chain-{policy}")
+    summaries = run_experiment(TOPOLOGY, SCENARIO, POLICIES, [policy], out,
                                stream=sys.stdout, register_samples=False)
     require_kept_up({a: s["switch_keepup"] for a, s in summaries.items()})
-    return out / "FAIR_SHARE", summaries["FAIR_SHARE"]
+    return out / policy, summaries[policy]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return _run_chain(tmp_path_factory, "FAIR_SHARE")
 
 
 def _class_counts(run_dir, switch, port, cls):
@@ -152,11 +158,7 @@ BAD_EVENTS = ("PROBE_MALFORMED", "REPORT_MALFORMED", "PROBE_FROM_EDGE", "REPORT_
 
 @pytest.fixture(scope="module")
 def c_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("upta-chain-c")
-    summaries = run_experiment(TOPOLOGY, SCENARIO, POLICIES, ["C_UPTA"], out,
-                               stream=sys.stdout, register_samples=False)
-    require_kept_up({a: s["switch_keepup"] for a, s in summaries.items()})
-    return out / "C_UPTA", summaries["C_UPTA"]
+    return _run_chain(tmp_path_factory, "C_UPTA")
 
 
 def _bfd_events(run_dir):
