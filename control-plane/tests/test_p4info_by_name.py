@@ -287,3 +287,22 @@ def test_on_tofino_drop_counters_are_read_and_reported_in_v1models_layout(
     assert set(drops) == set(range(64 * 4 * 9))
     assert sum(v.packets for v in drops.values()) == 7
     assert some["queue_drops"] == {9 * 9 + 4: CounterValue(5, 5000)}
+
+
+# The Tofino compiler's P4Info of the FRED build (make build-tna), as committed.
+TNA_FRED_P4INFO = Path(__file__).resolve().parent / "fixtures" / "tna-fred.p4info.txtpb"
+FRED = PolicyAction("fred", {k: RED.params[k] for k in (
+    "queue_limit_pkts", "flow_epoch_shift", "policy_epoch", "ewma_shift", "min_th_scaled",
+    "max_th_scaled", "red_slope_q24", "idle_decay_q32")} | {"minq_pkts": 2,
+                                                              "fred_slot_mask": 4095})
+
+
+def test_on_tofino_a_fred_policy_writes_its_action_and_red_zone_by_name(
+        device_config: Path) -> None:
+    assert load_p4info(TNA_FRED_P4INFO).pkg_info.arch == "tna"
+    server = write_policies(TNA_FRED_P4INFO, device_config, (2, FRED))
+    [policy] = [e for e in server.table_entries("port_policy") if e.match["port"] == 2]
+    assert policy.action == "fred" and dict(policy.params) == FRED.params
+    # R4-R6's zones (fred_tna.p4 shares red_tna.p4's red_zone)
+    assert written(server, "red_zone", 2) == expected("red_zone", 2, FRED)
+    assert not server.table_entries("dcbt_tagged_threshold")

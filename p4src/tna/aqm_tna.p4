@@ -320,13 +320,13 @@ control TnaAqm(inout headers_t hdr, inout tna_report_h report, inout tna_ingress
     apply {
         // Each table and register action is applied at one place: Tofino places
         // it once, in one stage (main.p4 applies TnaAqm once for the same reason).
-        bool policy_hit = false;
-        if (!md.is_report && md.base.aqm_applied) {   // TnaPortPolicy found the port's
-            policy_hit = true;
+        if (!md.is_report) {   // TnaPortPolicy found the port's
             scale_policy_counts.apply();
+#ifndef MMAQM_TNA_FRED
             flow_report.apply(hdr, md, ig_dprsr_md);
+#endif
         }
-        if (md.is_report || policy_hit) {
+        {
             // A report is main.p4's MmaqmEgress, applied where the registers are:
             // a departure, a cut-in packet's FIFO slot, or a cancel (occupancy_tna.p4).
             occupancy.apply(md, report);
@@ -348,9 +348,15 @@ control TnaAqm(inout headers_t hdr, inout tna_report_h report, inout tna_ingress
 #endif
 #ifdef MMAQM_TNA_FRED
             fred_algorithm.apply(hdr, report, md);   // arrivals A1-A3; reports D1, D2 or A3's cancel
+            // FRED's build applies the flow report after the algorithm: Tofino 1
+            // places tables in the control's order, and before occupancy its
+            // register would take the stage FRED's per-flow register needs
+            if (!md.is_report) {
+                flow_report.apply(hdr, md, ig_dprsr_md);
+            }
 #endif
         }
-        if (policy_hit) {
+        if (!md.is_report) {
             // occupancy.p4 queue_admit_or_drop's physical queue limit, which
             // occupancy_tna.p4 decided (it did not count the packet). v1model tests
             // it last, after the algorithm; here it is written first and every

@@ -25,7 +25,6 @@ struct flow_slot_t {
 // of the AQM's chain.
 control TnaFlowSignature(in headers_t hdr, inout tna_ingress_metadata_t md, in bit<48> now_ns) {
     Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_hash;
-    Hash<bit<16>>(HashAlgorithm_t.CRC32) slot_hash;   // the low 16 bits: CRC32 mod FLOW_SLOTS
     // now in units of 1.024 us, 32 bits (wraps after 73 min): bits 41..10 of the
     // ns timestamp, picked by an identity hash (a shift of the 48-bit timestamp
     // by 31 different amounts cannot be placed in PHV)
@@ -37,20 +36,10 @@ control TnaFlowSignature(in headers_t hdr, inout tna_ingress_metadata_t md, in b
                                             hdr.ipv4.protocol, md.base.l4_src_port,
                                             md.base.l4_dst_port });
     }
-    action take_slot() {
-        md.flow_slot = slot_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-                                       hdr.ipv4.protocol, md.base.l4_src_port,
-                                       md.base.l4_dst_port });
-    }
     action take_now() { md.now_1024ns = now_hash.get({ now_ns[41:10] }); }
     @hidden table flow_signature {
         actions = { take_signature; }
         const default_action = take_signature();
-        size = 1;
-    }
-    @hidden table flow_slot {
-        actions = { take_slot; }
-        const default_action = take_slot();
         size = 1;
     }
     @hidden table now_clock {
@@ -61,7 +50,6 @@ control TnaFlowSignature(in headers_t hdr, inout tna_ingress_metadata_t md, in b
 
     apply {
         flow_signature.apply();
-        flow_slot.apply();
         now_clock.apply();
     }
 }
@@ -71,7 +59,8 @@ control TnaFlowSignature(in headers_t hdr, inout tna_ingress_metadata_t md, in b
 // port_policy, which gives the shift.
 control TnaFlowReport(in headers_t hdr, inout tna_ingress_metadata_t md,
                       inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
-    Register<flow_slot_t, bit<16>>(FLOW_SLOTS) flow_slots;   // index: md.flow_slot
+    // index: the signature's low 16 bits (CRC32 mod FLOW_SLOTS, as v1model's slot)
+    Register<flow_slot_t, bit<16>>(FLOW_SLOTS) flow_slots;
 
     // Its output is the digest type itself (TNA_DIGEST_FLOW for the first packet
     // of the flow in the epoch, else 0): no stage of gateways after it.
@@ -124,7 +113,7 @@ control TnaFlowReport(in headers_t hdr, inout tna_ingress_metadata_t md,
     apply {
         if (md.base.flow_epoch_shift != 0) {
             flow_epoch.apply();
-            ig_dprsr_md.digest_type = first_in_epoch.execute(md.flow_slot);
+            ig_dprsr_md.digest_type = first_in_epoch.execute(md.flow_signature[15:0]);
             // the digest's fields, whatever the verdict (the deparser packs them
             // only when digest_type says so)
             md.digest.egress_port = md.base.routed_port;

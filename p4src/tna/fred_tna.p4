@@ -1,20 +1,34 @@
 // FRED on Tofino (fred.p4 on v1model; Lin & Morris 1997; the rule numbers are
-// fred.p4's). What fred.p4 does that a Tofino stage cannot, and what this does:
+// fred.p4's). What fred.p4 does that a Tofino stage cannot, and what this does
+// (README "Tofino (TNA)" lists each as a difference):
 //  * qlen * n >= avg (avgcq tests of R2-R4) multiplies two run-time values:
 //    compared as lg qlen + lg n >= lg avg with log2 in Q4 from ternary const
 //    tables (log2_tna.p4, each within 7 %), so a flow near avgcq may be
-//    classed either side;
+//    classed either side. The sum is the lg n table's action (add to lg qlen).
+//  * R1-R4's eight tests (each a saturating difference, 0 when it holds) are
+//    one ternary decision table (fred_decision_tna.p4, generated and checked
+//    against the rules for all 256 inputs), not a chain of gateways.
 //  * avg moves only at departures (D1) and at arrivals to an empty queue
-//    (A1), but every arrival reads it: the Lpf (red_tna.p4) runs on those two
-//    and copies its output into fred_avg_copy, which every other arrival reads;
-//  * qlen, nactive: read, test, then +1 on admission (A3) would be two
-//    accesses. They count every arrival below the queue limit, and a packet
-//    the AQM then drops is cancelled (occupancy_tna.p4's resubmit), which
-//    undoes the +1; an arrival in between sees one packet more;
+//    (A1), but every arrival reads it: the Lpf (red_tna.p4) runs on those two,
+//    on the occupancy register's output as its sample, and its output is copied
+//    into fred_avg_copy, which every other arrival reads.
+//  * qlen: read and +1 at every arrival, before the AQM has decided, so that
+//    the per-flow chain starts in the stage after the slot's hash: a packet
+//    the AQM then drops (the queue limit included) is resubmitted as a cancel
+//    (occupancy_tna.p4), which undoes the +1 (and occupancy's, if it counted).
+//    An arrival in between sees one packet more.
+//  * nactive is read before this arrival's join: n matters only to a flow
+//    with qlen > 0, which does not join, so the tests see the same n.
+//  * the slot: all FRED_SLOTS_PER_PORT slots of the port, by an identity hash
+//    of {port, crc32 & 0xFFF} in main.p4 (the policy's fred_slot_mask would cost
+//    two stages before the first register; it is accepted and not applied).
 //  * strike: R3 (strike > 1 and qlen >= avgcq) is decided inside the stateful
-//    ALU from a code computed before it, and the +1 of R1-R3 is the same access;
-//  * R4's count * p_b > R: red_tna.p4's budget register; a non-robust flow
-//    spends budget without dropping, as count grows without a drop in fred.p4;
+//    ALU from the decision's code, and the +1 of R1-R3 is the same access.
+//  * R4-R6: red_tna.p4's budget register, beside the strike register rather
+//    than after it: it is skipped when R1 or R2 holds (the packet is struck),
+//    but it also runs for an R3 candidate that the strike count then drops.
+//    A non-robust flow spends budget without dropping, as count grows without
+//    a drop in fred.p4.
 //  * D1/D2 run on the departure report, in ingress.
 #ifndef MMAQM_FRED_TNA_P4
 #define MMAQM_FRED_TNA_P4
@@ -22,6 +36,7 @@
 #include "tna_types.p4"
 #include "red_tna.p4"
 #include "log2_tna.p4"
+#include "fred_decision_tna.p4"
 
 
 control TnaFred(in headers_t hdr, in tna_report_h report, inout tna_ingress_metadata_t md) {
@@ -33,15 +48,13 @@ control TnaFred(in headers_t hdr, in tna_report_h report, inout tna_ingress_meta
     Lpf<scaled_t, tna_index_t>(NUM_PORTS) fred_avg;
     Random<bit<16>>() rand16;
     TnaLog2Q4W16() lg_qlen;
-    TnaLog2Q4W16() lg_flows;
-    TnaLog2Q4W32() lg_avg;
+    TnaLog2Q4W16Share() lg_share;
+    TnaLog2Q4W32Compare() lg_avg_compare;
     TnaRedZone() zone;
+    TnaFredDecision() decision;
 
     RegisterAction<bit<16>, tna_index_t, bit<16>>(fred_qlen) qlen_arrive = {
-        void apply(inout bit<16> value, out bit<16> seen) { seen = value; value = value + 1; }
-    };
-    RegisterAction<bit<16>, tna_index_t, bit<16>>(fred_qlen) qlen_read = {
-        void apply(inout bit<16> value, out bit<16> seen) { seen = value; }
+        void apply(inout bit<16> value, out bit<16> seen) { seen = value; value = value |+| 1; }
     };
     RegisterAction<bit<16>, tna_index_t, bit<16>>(fred_qlen) qlen_leave = {
         void apply(inout bit<16> value, out bit<16> before) {
@@ -108,180 +121,146 @@ control TnaFred(in headers_t hdr, in tna_report_h report, inout tna_ingress_meta
         }
     };
 
-    action mask_signature() {
-        md.fred_signature_masked = md.flow_signature & md.base.policy.fred_slot_mask;
-    }
-    @hidden table fred_mask_signature {
-        actions = { mask_signature; }
-        const default_action = mask_signature();
-        size = 1;
-    }
-    action lg_sum() {
-        md.fred_lg_share = md.lg_qlen + md.lg_flows;
+    // The tests as saturating differences, 0 when the test holds (a gateway
+    // compares a field with a constant only; the decision table reads them).
+    action qlen_scale() {
         md.fred_qlen_scaled = (scaled_t)md.fred_qlen_seen << AVG_FRAC_BITS;
     }
-    @hidden table fred_lg_sum {
-        actions = { lg_sum; }
-        const default_action = lg_sum();
+    @hidden table fred_qlen_scale {
+        actions = { qlen_scale; }
+        const default_action = qlen_scale();
         size = 1;
     }
-    action lg_share() {
-        md.fred_lg_share = md.fred_lg_share + 256;
-        md.fred_lg_avg_twice = md.lg_avg + 16;
-    }
-    @hidden table fred_lg_share {
-        actions = { lg_share; }
-        const default_action = lg_share();
-        size = 1;
-    }
-    action compare() {
-        md.fred_avgcq_short = md.lg_avg |-| md.fred_lg_share;           // 0: share >= avg
-        md.fred_over_twice = md.fred_lg_share |-| md.fred_lg_avg_twice;  // != 0: share > 2 avg
-        md.fred_congested_short = md.base.policy.max_th_scaled |-| md.fred_avg;
-        md.fred_maxq_short = md.base.policy.min_th_scaled |-| md.fred_qlen_scaled;
+    action qlen_compare() {
+        md.fred_maxq_short = md.base.policy.min_th_scaled |-| md.fred_qlen_scaled;   // A2
         md.fred_maxq_congested_short = (FRED_MAXQ_CONGESTED_PKTS << AVG_FRAC_BITS)
                                        |-| md.fred_qlen_scaled;
-        md.fred_minq_short = md.fred_minq_scaled |-| md.fred_qlen_scaled;
+        md.fred_minq_short = md.fred_minq_scaled |-| md.fred_qlen_scaled;           // R4
     }
-    @hidden table fred_compare {
-        actions = { compare; }
-        const default_action = compare();
+    @hidden table fred_qlen_compare {
+        actions = { qlen_compare; }
+        const default_action = qlen_compare();
         size = 1;
     }
-    Hash<tna_index_t>(HashAlgorithm_t.IDENTITY) slot_hash;
-    action take_slot() {
-        md.base.fred_slot_index = slot_hash.get({ md.base.port_index[5:0],
-                                                  md.fred_signature_masked[11:0] });   // 4096 slots a port
+    action avg_compare() {
+        md.fred_congested_short = md.base.policy.max_th_scaled |-| md.fred_avg;      // avg >= max_th
     }
-    @hidden table fred_slot {
-        actions = { take_slot; }
-        const default_action = take_slot();
+    @hidden table fred_avg_compare {
+        actions = { avg_compare; }
+        const default_action = avg_compare();
         size = 1;
+    }
+    // The per-flow chain (qlen, nactive, the logs, the decision, the strike) is
+    // the longest of the program: its first register is placed first, in the
+    // stage of occupancy's, ahead of tables that have stages to spare.
+    action arrive() {
+        md.fred_qlen_seen = qlen_arrive.execute(md.base.fred_slot_index);
+    }
+    action leave() {
+        md.fred_qlen_before = qlen_leave.execute(md.base.fred_slot_index);
+    }
+    @placement_priority(10)
+    @hidden table fred_qlen_count {
+        key = { md.is_report : exact; }
+        actions = { arrive; leave; }
+        const entries = {
+            false : arrive();
+            true : leave();
+        }
+        size = 2;
+    }
+
+    // nactive: +1 when the arrival found its flow empty, -1 when a report
+    // empties it (fred.p4 A3, D2); what an arrival read is its n
+    action join() { md.fred_nactive_seen = nactive_join.execute(md.base.port_index); }
+    action read() { md.fred_nactive_seen = nactive_read.execute(md.base.port_index); }
+    action part() { nactive_leave.execute(md.base.port_index); }
+    action keep() {}
+    @placement_priority(10)
+    @hidden table fred_nactive_count {
+        key = {
+            md.is_report : exact;
+            md.fred_qlen_seen : ternary;
+            md.fred_qlen_before : ternary;
+        }
+        actions = { join; read; part; keep; }
+        const entries = {
+            (false, 0, _) : join();
+            (false, _, _) : read();
+            (true, _, 1) : part();
+        }
+        const default_action = keep();
+        size = 4;
     }
 
     apply {
         tna_index_t port = md.base.port_index;
-        bool move_avg = false;
-        if (md.is_report) {
-            // D1, D2 for a departure; the undo of A3 for a cancel
-            if (report.fred_admitted == 1) {
-                tna_index_t slot = report.fred_slot_index;
-                bit<16> before = qlen_leave.execute(slot);
-                if (before == 1) {
-                    nactive_leave.execute(port);
-                    if (report.pkt_type == TNA_PKT_DEPARTURE) {
-                        strike_clear.execute(slot);
-                    }
-                }
-                if (report.pkt_type == TNA_PKT_DEPARTURE) {
-                    md.fred_sample_scaled = md.queue_scaled;   // D1
-                    move_avg = true;
-                }
-            }
-        } else {
-            // slot = port * FRED_SLOTS_PER_PORT + (crc32 & fred_slot_mask): the
-            // mask in an action, the concatenation as an identity hash
-            fred_mask_signature.apply();
-            fred_slot.apply();
-            tna_index_t slot = md.base.fred_slot_index;
-            md.base.fred_admitted = md.counted;   // qlen counted: a cancel or D2 undoes it
-            if (md.counted) {
-                md.fred_qlen_seen = qlen_arrive.execute(slot);
-            } else {
-                md.fred_qlen_seen = qlen_read.execute(slot);
-            }
-            if (md.counted && md.fred_qlen_seen == 0) {
-                md.fred_nactive_seen = nactive_join.execute(port);
-            } else {
-                md.fred_nactive_seen = nactive_read.execute(port);
-            }
-            // A1: only an arrival at an empty queue moves the average (sample 0)
-            if (md.queue_scaled == 0) {
-                move_avg = true;
-            }
+        // ---- per-flow counts: A3 at an arrival; D2 (or A3's cancel) at a report
+        // (md.base.fred_slot_index: main.p4's, the report's for a report;
+        // fred_tna.p4 counts every arrival, so every report undoes one)
+        fred_qlen_count.apply();
+        fred_nactive_count.apply();
+        if (!md.is_report) {
+            md.base.fred_admitted = true;   // counted in qlen: a cancel or D2 undoes it
+            // the flow's side of the tests, while the average is computed
+            // (Tofino 1 places tables in the order the control applies them)
+            fred_qlen_scale.apply();
+            lg_qlen.apply(md.fred_qlen_seen, md.lg_qlen);
+            // lg n + lg qlen + 256 (n = 0 counts as 1)
+            lg_share.apply(md.fred_nactive_seen, md.lg_qlen, md.fred_lg_share);
+            fred_qlen_compare.apply();
         }
-        // the one place the filter runs (D1, A1); every other arrival reads its copy
-        if (move_avg) {
-            md.fred_avg = fred_avg.execute(md.fred_sample_scaled, port);
+        // ---- the average: D1 at a departure, A1 at an arrival to an empty
+        // queue (sample: the occupancy register's output, 0 for A1); the one
+        // place the filter runs, every other arrival reads its copy
+        // (one condition, not a flag: a flag would cost a stage; a count is a
+        // multiple of AVG_ONE, so bits 31..16 are 0 for an empty queue)
+        if ((md.is_report && report.pkt_type == TNA_PKT_DEPARTURE)
+                || (!md.is_report && md.queue_scaled[31:16] == 0)) {
+            md.fred_avg = fred_avg.execute(md.queue_scaled, port);
             avg_store.execute(port);
         } else {
             md.fred_avg = avg_load.execute(port);
         }
         if (!md.is_report) {
             md.base.red_avg_scaled = md.fred_avg;
-            md.fred_flows = md.fred_nactive_seen;
-            if (md.fred_nactive_seen == 0) {
-                md.fred_flows = 1;
-            }
-            lg_qlen.apply(md.fred_qlen_seen, md.lg_qlen);
-            lg_flows.apply(md.fred_flows, md.lg_flows);
-            lg_avg.apply(md.fred_avg, md.lg_avg);
-            // qlen * n >= avg / 2^16 and qlen * n > 2 avg / 2^16, in Q4 logs
-            // (16 an octave: 2^16 is 256, a factor 2 is 16). A gateway compares a
-            // field with a constant only: sums and saturating differences first,
-            // one ALU operation per field and action (the tables below).
-            fred_lg_sum.apply();        // share = lg qlen + lg n; qlen, scaled
-            fred_lg_share.apply();      // share + 256; lg avg + 16
-            fred_compare.apply();       // the differences
-            // each test as a bit (a gateway reads 4 bytes at most), then combined
-            bit<1> avg_zero = 0;
-            bit<1> qlen_zero = 0;
-            bit<1> share_reaches_avg = 0;
-            bit<1> share_over_twice = 0;
-            bit<1> avg_at_max_th = 0;
-            bit<1> qlen_at_maxq = 0;
-            bit<1> qlen_at_maxq_congested = 0;
-            if (md.fred_avg == 0) { avg_zero = 1; }
-            if (md.fred_qlen_seen == 0) { qlen_zero = 1; }
-            if (md.fred_avgcq_short == 0) { share_reaches_avg = 1; }
-            if (md.fred_over_twice != 0) { share_over_twice = 1; }
-            if (md.fred_congested_short == 0) { avg_at_max_th = 1; }
-            if (md.fred_maxq_short == 0) { qlen_at_maxq = 1; }
-            if (md.fred_maxq_congested_short == 0) { qlen_at_maxq_congested = 1; }
-            if (md.fred_minq_short == 0) { md.fred_qlen_at_minq = 1; }
-            bool at_avgcq = avg_zero == 1 || (qlen_zero == 0 && share_reaches_avg == 1);
-            bool over_twice = qlen_zero == 0 && share_over_twice == 1;
-            bool congested = avg_at_max_th == 1;                  // avg >= max_th
-            bool r1 = (!congested && qlen_at_maxq == 1)                                  // A2
-                      || (congested && qlen_at_maxq_congested == 1);
-            bool r2 = congested && over_twice;
-            md.fred_code = 0;
-            md.fred_r3_threshold = 255;
-            if (r1 || r2) {
-                md.fred_code = 2;
-            } else if (at_avgcq) {
-                md.fred_code = 1;
-                md.fred_r3_threshold = FRED_STRIKE_LIMIT;
-            }
-            md.fred_robust = 0;
-            if (md.fred_qlen_at_minq == 1 && at_avgcq) {     // qlen >= minq
-                md.fred_robust = 1;
-            }
             md.red_rand_q16 = (bit<32>)rand16.get();
+            // qlen * n >= avg / 2^16 and qlen * n > 2 avg / 2^16, in Q4 logs (16
+            // an octave; the share carries the 2^16 as + 256)
+            lg_avg_compare.apply(md.fred_avg, md.fred_lg_share,
+                                 md.fred_avgcq_short, md.fred_over_twice_short);
+            fred_avg_compare.apply();
             zone.apply(md, md.fred_avg);
-            if (strike_arrive.execute(md.base.fred_slot_index) == 1) {                                  // R1-R3
-                md.base.aqm_drop = true;
-                if (r1) {
-                    md.base.drop_reason = drop_reason_t.FRED_MAXQ;
-                } else if (r2) {
-                    md.base.drop_reason = drop_reason_t.FRED_TWICE_AVGCQ;
+            decision.apply(md);    // fred_code, fred_r3_threshold, fred_strike_reason, fred_robust
+            md.fred_struck = strike_arrive.execute(md.base.fred_slot_index);    // R1-R3
+            // R4-R6, beside the strike (skipped when R1 or R2 strikes for sure)
+            md.red_early_hit = 0;
+            if (md.fred_code != 2) {
+                if (md.red_zone == RED_ZONE_EARLY) {                                    // R4
+                    if (md.fred_robust == 0) {
+                        red_spend.execute(port);
+                    } else {
+                        md.red_early_hit = red_early.execute(port);
+                    }
                 } else {
-                    md.base.drop_reason = drop_reason_t.FRED_STRIKE;
-                }
-            } else if (md.red_zone == RED_ZONE_EARLY) {                              // R4
-                if (md.fred_robust == 0) {
-                    red_spend.execute(port);
-                } else if (red_early.execute(port) == 1) {
-                    md.base.aqm_drop = true;
-                    md.base.drop_reason = drop_reason_t.RED_EARLY;
-                }
-            } else {
-                red_restart.execute(port);                                           // R5
-                if (md.red_zone == RED_ZONE_FORCED) {                                // R6
-                    md.base.aqm_drop = true;
-                    md.base.drop_reason = drop_reason_t.RED_FORCED;
+                    red_restart.execute(port);                                          // R5
                 }
             }
+            if (md.fred_struck == 1) {
+                md.base.aqm_drop = true;
+                md.base.drop_reason = md.fred_strike_reason;
+            } else if (md.red_early_hit == 1) {
+                md.base.aqm_drop = true;
+                md.base.drop_reason = drop_reason_t.RED_EARLY;
+            } else if (md.red_zone == RED_ZONE_FORCED) {                                // R6
+                md.base.aqm_drop = true;
+                md.base.drop_reason = drop_reason_t.RED_FORCED;
+            }
+        } else if (md.fred_qlen_before == 1 && report.pkt_type == TNA_PKT_DEPARTURE) {
+            // D2: the flow's last packet left (here, beside strike_arrive: a
+            // register's actions share its stage, and Tofino 1 places tables in
+            // the control's order)
+            strike_clear.execute(md.base.fred_slot_index);
         }
     }
 }

@@ -39,10 +39,7 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         md.ttl_expired = false;
         md.excess = 0;
         md.chips_sample_q16 = 0;
-        md.fred_sample_scaled = 0;
-        md.fred_qlen_at_minq = 0;
         md.one_bit = 1;
-        md.counted = false;
         md.base.routed = false;
         md.base.aqm_applied = false;
         md.base.aqm_drop = false;
@@ -180,6 +177,42 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
     Hash<bit<12>>(HashAlgorithm_t.IDENTITY) ecn_index_hash;
     Hash<tna_index_t>(HashAlgorithm_t.IDENTITY) discard_index_hash;
 
+    // The parser-decided half of ingress_checks' pass entry, in stage 0: one
+    // flag for the AQM's gateway (with routed, the port and aqm_applied), so
+    // that the AQM does not wait for ingress_checks' own stage.
+    action set_forwardable() { md.ipv4_forwardable = true; }
+    action not_forwardable() { md.ipv4_forwardable = false; }
+    @hidden table ipv4_forwardable {
+        key = {
+            ig_prsr_md.parser_err : ternary;
+            hdr.pkt.ipv4.isValid() : ternary;
+            hdr.pkt.ipv4.version : ternary;
+            hdr.pkt.ipv4.ihl : ternary;
+            md.checksum_error : ternary;
+            md.ipv4_too_short : ternary;
+            md.ttl_expired : ternary;
+        }
+        actions = { set_forwardable; not_forwardable; }
+        const entries = {
+            (0, true, 4, IPV4_MIN_IHL, false, false, false) : set_forwardable();
+        }
+        const default_action = not_forwardable();
+        size = 2;
+    }
+#ifdef MMAQM_TNA_FRED
+    // fred_tna.p4's slot: port * FRED_SLOTS_PER_PORT + (crc32 & 0xFFF), the
+    // concatenation as an identity hash, beside routing's stage
+    Hash<tna_index_t>(HashAlgorithm_t.IDENTITY) fred_slot_hash;
+    action take_fred_slot() {
+        md.base.fred_slot_index = fred_slot_hash.get({ md.base.port_index[5:0],
+                                                       md.flow_signature[11:0] });
+    }
+    @hidden table fred_slot {
+        actions = { take_fred_slot; }
+        const default_action = take_fred_slot();
+        size = 1;
+    }
+#endif
     bit<8> discard_reason = 0;
     bool discarded = false;
 
@@ -188,25 +221,52 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
         discarded = true;
         discard_reason = reason;
     }
+    action pass() {}
+
+    // parser.p4's verify()s and main.p4's ingress discards, in v1model's order,
+    // as one decision list (the first entry that matches wins; each entry
+    // tests what the ones above it let through): a chain of gateways would
+    // hold the stages that the AQM's tables come after.
+    @hidden table ingress_checks {
+        key = {
+            ig_prsr_md.parser_err : ternary;
+            hdr.pkt.ipv4.isValid() : ternary;
+            hdr.pkt.ipv4.version : ternary;
+            hdr.pkt.ipv4.ihl : ternary;
+            md.checksum_error : ternary;
+            md.ipv4_too_short : ternary;     // total_len < IPV4_MIN_HEADER_BYTES (parser)
+            md.ttl_expired : ternary;        // ttl <= 1 (parser)
+            md.base.routed : ternary;
+            md.base.port_index[8:6] : ternary;   // port_index < NUM_PORTS (a 9-bit port)
+            md.base.aqm_applied : ternary;
+        }
+        actions = { discard; pass; }
+        const entries = {
+            (0, true, 4, IPV4_MIN_IHL, false, false, false, true, 0, true) : pass();
+            (0, true, 4, IPV4_MIN_IHL, false, false, false, true, _, _) : discard(DISCARD_NO_POLICY);
+            (0, true, 4, IPV4_MIN_IHL, false, false, false, _, _, _) : discard(DISCARD_NO_ROUTE);
+            (0, true, 4, IPV4_MIN_IHL, false, false, _, _, _, _) : discard(DISCARD_TTL_EXPIRED);
+            // The frame-length half of v1model's test needs the packet length,
+            // which Tofino's ingress does not have: egress checks it.
+            (0, true, 4, IPV4_MIN_IHL, false, _, _, _, _, _) : discard(DISCARD_MALFORMED);
+            (0, true, 4, IPV4_MIN_IHL, _, _, _, _, _, _) : discard(DISCARD_BAD_CHECKSUM);
+            (0, true, 4, 4w0x6 &&& 4w0xE, _, _, _, _, _, _) : discard(DISCARD_IPV4_OPTIONS);  // 6, 7
+            (0, true, 4, 4w0x8 &&& 4w0x8, _, _, _, _, _, _) : discard(DISCARD_IPV4_OPTIONS);  // 8..15
+            (0, true, _, _, _, _, _, _, _, _) : discard(DISCARD_MALFORMED);  // version, ihl < 5
+            (0, _, _, _, _, _, _, _, _, _) : discard(DISCARD_NOT_IPV4);
+        }
+        const default_action = discard(DISCARD_MALFORMED);                  // a parser error
+        size = 16;
+    }
 
     apply {
         // TnaAqm is applied at one place only: Tofino places each table once, so
         // a second apply (one for reports, one for packets) cannot compile.
-        bool to_aqm = false;
         // The classifier reads headers only: applied to every packet, it shares a
         // stage with routing instead of following it (Tofino stages, README).
         classifier.apply(hdr.pkt, md.base);
+        ipv4_forwardable.apply();
         flow_signature.apply(hdr.pkt, md, ig_prsr_md.global_tstamp);
-        // Routing and the port's policy for every IPv4 packet, beside the discard
-        // tests rather than after them (each test is a stage's gateway; the
-        // tables would otherwise wait for all of them). A packet the tests
-        // discard is dropped whatever routing wrote.
-        if (hdr.pkt.ipv4.isValid()) {
-            routing.apply(hdr.pkt, md.base, ig_tm_md);
-        }
-        if (md.base.routed && md.base.port_index[31:6] == 0) {   // port_index < NUM_PORTS
-            policy.apply(md);
-        }
         if (md.is_report) {
             // A cancel (resubmitted) or a departure report (recirculation port).
             md.base.port_index = (tna_index_t)hdr.report.port_index;
@@ -214,29 +274,30 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             md.base.class_index = report_class_index_hash.get({ hdr.report.port_index,
                                                                 hdr.report.class_id });
             ig_dprsr_md.drop_ctl = 1;
-            to_aqm = true;
-        } else if (ig_prsr_md.parser_err != 0) {
-            discard(DISCARD_MALFORMED);
-        } else if (!hdr.pkt.ipv4.isValid()) {
-            discard(DISCARD_NOT_IPV4);
-        } else if (hdr.pkt.ipv4.version != 4 || hdr.pkt.ipv4.ihl < IPV4_MIN_IHL) {
-            discard(DISCARD_MALFORMED);      // parser.p4's verify()s
-        } else if (hdr.pkt.ipv4.ihl != IPV4_MIN_IHL) {
-            discard(DISCARD_IPV4_OPTIONS);
-        } else if (md.checksum_error) {
-            discard(DISCARD_BAD_CHECKSUM);
-        } else if (md.ipv4_too_short) {   // total_len < IPV4_MIN_HEADER_BYTES (parser)
-            // The frame-length half of v1model's test needs the packet length,
-            // which Tofino's ingress does not have: egress checks it.
-            discard(DISCARD_MALFORMED);
-        } else if (md.ttl_expired) {    // ttl <= 1 (parser)
-            discard(DISCARD_TTL_EXPIRED);
-        } else if (!md.base.routed) {
-            discard(DISCARD_NO_ROUTE);
-        } else if (md.base.port_index[31:6] != 0 || !md.base.aqm_applied) {
-            discard(DISCARD_NO_POLICY);     // port_index >= NUM_PORTS, or no port_policy entry
-        } else {
-            to_aqm = true;
+#ifdef MMAQM_TNA_FRED
+            md.base.fred_slot_index = hdr.report.fred_slot_index;
+#endif
+        } else if (hdr.pkt.ipv4.isValid()) {
+            // Routing and the port's policy for every IPv4 packet, before the
+            // discard tests are decided (ingress_checks): a packet they discard
+            // is dropped whatever routing wrote.
+            routing.apply(hdr.pkt, md.base, ig_tm_md);
+#ifdef MMAQM_TNA_FRED
+            fred_slot.apply();
+#endif
+        }
+        if (md.base.routed && md.base.port_index[8:6] == 0) {   // port_index < NUM_PORTS
+            policy.apply(md);
+        }
+        // The ingress discards and their reasons (a table of its own stage, beside
+        // the AQM's first tables; counted below, after the AQM)
+        if (!md.is_report) {
+            ingress_checks.apply();
+        }
+        // A packet that passes every ingress test (ingress_checks' pass entry, as
+        // one gateway on the stage-0 flag and the two tables' outputs)
+        if (!md.is_report && md.ipv4_forwardable && md.base.routed
+                && md.base.port_index[8:6] == 0 && md.base.aqm_applied) {
             // the accounting record's fixed fields (tna_types.p4), set while
             // the AQM runs; the decision fills in the rest below
             bit<8> class_bits = (bit<8>)md.base.class_id;
@@ -249,42 +310,54 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             hdr.report.chips_on = 0;
             hdr.report.chips_off = 0;
             hdr.report.chips_congested = 0;
+            hdr.report.counted = 0;
             hdr.report._pad = 0;
             hdr.report._pad2 = 0;
+#ifdef MMAQM_TNA_FRED
+            // fred_tna.p4 counts every arrival in its flow's slot: every report
+            // (a departure or a cancel) undoes one
+            hdr.report.fred_admitted = 1;
+            hdr.report.fred_slot_index = md.base.fred_slot_index;
+#else
             hdr.report.fred_slot_index = 0;
+#endif
         }
-        // every ingress discard is decided: counted here, before the AQM's stages
-        if (discarded && ig_intr_md.ingress_port < (PortId_t)NUM_PORTS) {
-            // port * NUM_DISCARD_REASONS (8) + reason, as on v1model
-            ingress_discards.count(discard_index_hash.get({ ig_intr_md.ingress_port[5:0],
-                                                            discard_reason[2:0] }));
-        }
-        if (to_aqm) {
+        if (md.is_report || (md.ipv4_forwardable && md.base.routed
+                             && md.base.port_index[8:6] == 0 && md.base.aqm_applied)) {
             // (TnaAqm applies the flow report too: see there)
             aqm.apply(hdr.pkt, hdr.report, md, ig_dprsr_md, ig_tm_md);
         }
-        if (to_aqm && !md.is_report) {
+        // The ingress discards, counted as on v1model; after the AQM in the
+        // control (Tofino 1 places tables in its order; nothing of the AQM
+        // reads them)
+        if (!md.is_report) {
+            if (discarded && ig_intr_md.ingress_port < (PortId_t)NUM_PORTS) {
+                // port * NUM_DISCARD_REASONS (8) + reason, as on v1model
+                ingress_discards.count(discard_index_hash.get({ ig_intr_md.ingress_port[5:0],
+                                                                discard_reason[2:0] }));
+            }
+        }
+        if (!md.is_report && hdr.report.isValid()) {   // a packet the AQM decided
             // The accounting record, decided: a cancel, a drop, or the bridged
             // header of an admitted packet (its fixed fields were set above).
-#ifdef MMAQM_TNA_FRED
-            // (other programs never write the slot: reading it would read a
-            // container the compiler shares with live fields)
-            hdr.report.fred_slot_index = md.base.fred_slot_index;
-            if (md.base.fred_admitted) {
-                hdr.report.fred_admitted = 1;
-            }
-#endif
             if (md.base.aqm_drop) {
                 // reason * 256 + class_index (v1model: class_index * NUM_DROP_REASONS
                 // + reason): tna_types.p4 TNA_DROP_REASON_SLOTS
                 queue_drops.count(drop_index_hash.get({ md.base.drop_reason,
                                                         md.base.class_index[7:0] }));
-                if (md.counted) {
+                if (md.queue_scaled[0:0] == 0) {   // occupancy counted it (TNA_NOT_COUNTED)
                     // occupancy_tna.p4: undo the arrival's increments
                     hdr.report.pkt_type = TNA_PKT_CANCEL;
+                    hdr.report.counted = 1;
                     ig_dprsr_md.resubmit_type = TNA_RESUBMIT_CANCEL;
                 } else {
+#ifdef MMAQM_TNA_FRED
+                    // fred_tna.p4 counted the flow's qlen all the same
+                    hdr.report.pkt_type = TNA_PKT_CANCEL;
+                    ig_dprsr_md.resubmit_type = TNA_RESUBMIT_CANCEL;
+#else
                     ig_dprsr_md.drop_ctl = 1;
+#endif
                 }
             } else {
                 queue_admits.count(md.base.class_index);
@@ -339,7 +412,7 @@ control TnaIngressDeparser(packet_out pkt, inout tna_ingress_headers_t hdr,
                 {md.slot_pkt_type, hdr.report.port_index, hdr.report.class_id,
                  hdr.report.admitted, hdr.report.cut_in, hdr.report.fred_admitted,
                  hdr.report.chips_on, hdr.report.chips_off, hdr.report.chips_congested,
-                 hdr.report._pad, hdr.report._pad2, hdr.report.fred_slot_index});
+                 hdr.report.counted, hdr.report._pad, hdr.report._pad2, hdr.report.fred_slot_index});
         }
         if (ig_dprsr_md.resubmit_type == TNA_RESUBMIT_CANCEL) {
             cancel.emit<tna_report_h>(hdr.report);
@@ -447,7 +520,7 @@ control TnaEgressDeparser(packet_out pkt, inout tna_egress_headers_t hdr,
                 {md.report.pkt_type, md.report.port_index, md.report.class_id,
                  md.report.admitted, md.report.cut_in, md.report.fred_admitted,
                  md.report.chips_on, md.report.chips_off, md.report.chips_congested,
-                 md.report._pad, md.report._pad2, md.report.fred_slot_index});
+                 md.report.counted, md.report._pad, md.report._pad2, md.report.fred_slot_index});
         }
         pkt.emit(hdr);
     }

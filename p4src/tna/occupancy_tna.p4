@@ -80,22 +80,26 @@ control TnaOccupancy(inout tna_ingress_metadata_t md, in tna_report_h report) {
 
 
     // Arrival of a data packet: md.base.occupancy, md.virtual_fifo_scaled (D-CBT),
-    // md.counted = below the queue limit (the AQM may still drop: then a cancel).
+    // md.queue_scaled bit 0 (TNA_NOT_COUNTED) 0 = below the queue limit, counted
+    // (the AQM may still drop it: then a cancel).
     apply {
         tna_index_t port = md.base.port_index;
         if (md.is_report) {
             // A departure (D), a cut-in packet's slot (S) or a cancel (C).
             // D: the packet left (its class too, unless it cut in: its slot reports
             // that, S); C: undo an arrival the AQM dropped (occupancy.p4 never counted it).
+            // (a cancel of an arrival occupancy did not count, above the queue
+            // limit, only undoes FRED's qlen: report.counted is 0)
             bool total = report.pkt_type == TNA_PKT_DEPARTURE
-                         || report.pkt_type == TNA_PKT_CANCEL;
+                         || (report.pkt_type == TNA_PKT_CANCEL && report.counted == 1);
             bool per_class = report.pkt_type == TNA_PKT_SLOT
-                             || report.pkt_type == TNA_PKT_CANCEL
+                             || (report.pkt_type == TNA_PKT_CANCEL && report.counted == 1)
                              || (report.pkt_type == TNA_PKT_DEPARTURE
                                  && report.cut_in == 0);
             if (total) {
                 md.queue_scaled = queue_leave.execute(port);
             }
+#ifndef MMAQM_TNA_FRED
             if (per_class) {
                 if (report.class_id == (bit<2>)(bit<8>)traffic_class_t.TCP) {
                     tcp_pkts_leave.execute(port);
@@ -108,19 +112,20 @@ control TnaOccupancy(inout tna_ingress_metadata_t md, in tna_report_h report) {
                 fifo_pkts_leave.execute(port);
 #endif
             }
+#endif
             if (report.pkt_type == TNA_PKT_DEPARTURE) {
                 queue_departures.count(md.base.class_index);
             }
         } else {
             queue_arrivals.count(md.base.class_index);
             md.queue_scaled = queue_arrive.execute(port);
-            // Bit 31 (TNA_NOT_COUNTED) is 0 when the arrival was counted. The AQM's
-            // users of queue_pkts shift it left by AVG_FRAC_BITS, which drops the bit.
-            if (md.queue_scaled[0:0] == 0) {
-                md.counted = true;
-            }
+            // Bit 0 (TNA_NOT_COUNTED) is 0 when the arrival was counted; the
+            // readers test the bit itself (a flag would cost a stage).
             // The class of the packet is counted when the total was (the limit test).
-#ifdef MMAQM_TNA_DCBT
+            // FRED's build counts no class: no FRED rule reads one, and the
+            // stage's stateful ALUs go to its per-flow state (fred_tna.p4).
+#if defined(MMAQM_TNA_FRED)
+#elif defined(MMAQM_TNA_DCBT)
             // D-CBT reads all three classes of the port (its virtual FIFO).
             if (md.base.class_id == traffic_class_t.TCP
                     && md.queue_scaled[0:0] == 0) {

@@ -71,7 +71,8 @@ header tna_report_h {
     bit<1>  chips_on;         // ChIPS (dcbt §3.2) was on / off when the packet was
     bit<1>  chips_off;        // admitted; a tagged one found the queue congested
     bit<1>  chips_congested;  // (cut in) or not: chips_events, counted at departure
-    bit<2>  _pad;
+    bit<1>  counted;          // a cancel: occupancy counted the arrival (undo it)
+    bit<1>  _pad;
     bit<8>  _pad2;
     bit<32> fred_slot_index;   // port * FRED_SLOTS_PER_PORT + slot
 }
@@ -94,7 +95,6 @@ struct tna_ingress_metadata_t {
     MirrorId_t       mirror_session;
     flow_digest_t    digest;
     bit<32>          flow_signature;  // flow_report_tna.p4: CRC32 of the 5-tuple
-    bit<16>          flow_slot;       // its low 16 bits (FLOW_SLOTS = 2^16)
     bit<32>          now_1024ns;      // the ingress timestamp in 1.024 us units
     bit<32>          flow_epoch;
     bit<32>          excess;             // a |-| b of a two-field compare (aqm_tna.p4)
@@ -117,32 +117,30 @@ struct tna_ingress_metadata_t {
     bit<1>           red_mark_early;    // ECN may replace an early drop
     bit<1>           red_mark_forced;   // ... a forced drop (not with harddrop)
     // FRED (fred_tna.p4)
-    bit<32>          fred_signature_masked;  // md.flow_signature & fred_slot_mask
+    bit<16>          fred_qlen_seen;         // the flow's qlen before this arrival
+    bit<16>          fred_qlen_before;       // a report: the flow's qlen before it left
     bit<16>          fred_nactive_seen;      // nactive before this arrival
+    scaled_t         fred_avg;               // the filter's output or its copy
+    bit<16>          lg_qlen;                // log2 in Q4 (log2_tna.p4)
     bit<16>          fred_lg_share;          // lg qlen + lg n + 256 (Q4)
-    bit<16>          fred_lg_avg_twice;      // lg avg + 16
     scaled_t         fred_qlen_scaled;       // the flow's qlen << AVG_FRAC_BITS
-    bit<16>          fred_avgcq_short;       // saturating differences: see fred_tna.p4
-    bit<16>          fred_over_twice;
-    scaled_t         fred_congested_short;
-    scaled_t         fred_maxq_short;
-    scaled_t         fred_maxq_congested_short;
-    scaled_t         fred_minq_short;
     scaled_t         fred_minq_scaled;       // minq_pkts << AVG_FRAC_BITS
-    bit<1>           fred_qlen_at_minq;
-    scaled_t         fred_sample_scaled;     // the filter's sample: 0 (A1) or the queue (D1)
-    bit<16>          fred_qlen_seen;
-    bit<16>          fred_flows;        // max(nactive, 1)
-    scaled_t         fred_avg;
-    bit<16>          lg_qlen;           // log2 in Q4 (log2_tna.p4)
-    bit<16>          lg_flows;
-    bit<16>          lg_avg;
+    // the decision's tests as saturating differences, 0 when the test holds
+    bit<16>          fred_avgcq_short;       // lg avg |-| share: qlen >= avgcq
+    bit<16>          fred_over_twice_short;  // lg 2 avg + 1 |-| share: qlen > 2 avgcq
+    scaled_t         fred_congested_short;   // max_th |-| avg: avg >= max_th
+    scaled_t         fred_maxq_short;        // min_th |-| qlen: qlen >= maxq (A2)
+    scaled_t         fred_maxq_congested_short;  // 2 packets |-| qlen
+    scaled_t         fred_minq_short;        // minq |-| qlen: qlen >= minq
+    // fred_decision_tna.p4's outputs
     bit<8>           fred_code;         // 2: R1 or R2 holds; 1: qlen >= avgcq; 0: neither
     bit<8>           fred_r3_threshold; // strike above it drops (R3); 255: never
+    drop_reason_t    fred_strike_reason;  // FRED_MAXQ (R1), FRED_TWICE_AVGCQ (R2), FRED_STRIKE (R3)
     bit<1>           fred_robust;       // R4: qlen >= max(minq, avgcq)
+    bit<1>           fred_struck;       // the strike register's verdict (R1-R3)
+    bool             ipv4_forwardable;  // the parser: version 4, no options, length and ttl pass
     bool             ttl_expired;     // ttl <= 1 (the parser's test)
     bool             ipv4_too_short;  // total_len < IPV4_MIN_HEADER_BYTES (the parser's test)
-    bool             counted;      // occupancy counted the arrival (below the queue limit)
     // occupancy_tna.p4's counts, in scaled_t (packets * 2^AVG_FRAC_BITS)
     scaled_t         queue_scaled;          // the port's queue (bit 0: TNA_NOT_COUNTED)
     scaled_t         class_scaled;          // the packet's class (not D-CBT)
