@@ -122,7 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", "-c", type=Path, required=True)
     parser.add_argument("--switch", action="append", help="only this switch (repeatable)")
     parser.add_argument("--p4info", type=Path, default=DEFAULT_P4INFO)
-    parser.add_argument("--bmv2-json", type=Path, default=DEFAULT_BMV2_JSON)
+    parser.add_argument("--bmv2-json", "--device-config", dest="bmv2_json", type=Path,
+                        default=DEFAULT_BMV2_JSON,
+                        help="the pipeline to push: BMv2's JSON, or a make build-tna "
+                             "directory (build/tna/<variant>) for a Tofino switch")
     parser.add_argument("--stats-out", type=Path,
                         help="run: append one JSON line of cumulative per-port, per-class "
                              "counters (and active flows, shares) per switch per sample")

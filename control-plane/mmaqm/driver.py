@@ -27,7 +27,9 @@ from google.protobuf.empty_pb2 import Empty
 from . import reconcile as R
 from .algorithms import ALGORITHMS
 from .encoding import PolicyAction, policy_epoch_from_clock
-from .tna_encoding import (TNA_REINDEXED_COUNTERS, tna_drop_counter_index, tna_ts_to_us,
+from .tna_encoding import (CHIPS_COUNTER, TNA_CHIPS_EVENT_COUNTERS, TNA_REINDEXED_COUNTERS,
+                           bf_pipeline_config, is_tna_build_dir, tna_chips_counter,
+                           tna_drop_counter_index, tna_ts_to_us, v1_chips_index,
                            v1_drop_counter_index)
 
 LOG = logging.getLogger(__name__)
@@ -170,9 +172,15 @@ class SwitchDriver:
         for path in (p4info, bmv2_json) if push_pipeline else (p4info,):
             if not Path(path).exists():
                 raise FileNotFoundError(f"{path} not found: run 'make build' first")
+        # the device config: BMv2's JSON file, or a TNA build directory (make
+        # build-tna) packed as Stratum's BfPipelineConfig (tna_encoding)
+        device_config: Path | bytes | None = None
+        if push_pipeline:
+            device_config = (bf_pipeline_config(Path(bmv2_json)) if is_tna_build_dir(bmv2_json)
+                             else Path(bmv2_json))
         options = fy.SwitchOptions(
             p4info=Path(p4info),
-            p4blob=Path(bmv2_json) if push_pipeline else None,
+            p4blob=device_config,
             device_id=device_id,
             initial_election_id=election_id,
             # finsy sends a role name only with a role config: an empty one (the spec's
@@ -482,15 +490,28 @@ class SwitchDriver:
         """Every index of several counters in ONE ReadRequest (one consistent-ish
         snapshot instead of one round trip per counter)."""
         names = list(names)
-        return await self._read_counter_entities(names, [fy.P4CounterEntry(n) for n in names])
+        entities = []
+        for name in names:
+            if self.is_tna and name == CHIPS_COUNTER:    # one counter per event (tna_encoding)
+                entities += [fy.P4CounterEntry(c) for c in TNA_CHIPS_EVENT_COUNTERS]
+            else:
+                entities.append(fy.P4CounterEntry(name))
+        return await self._read_counter_entities(names, entities)
 
     async def read_counter_indexes(
         self, wanted: Mapping[str, Iterable[int]]
     ) -> dict[str, dict[int, CounterValue]]:
         """Selected indexes of several counters in ONE P4Runtime ReadRequest
         (a time series samples a few ports, not all NUM_PORTS)."""
-        entities = [fy.P4CounterEntry(name, index=self._target_counter_index(name, i))
-                    for name, idx in wanted.items() for i in idx]
+        entities = []
+        for name, idx in wanted.items():
+            for i in idx:
+                if self.is_tna and name == CHIPS_COUNTER:
+                    target = tna_chips_counter(i)
+                    if target is not None:          # an event the TNA build counts
+                        entities.append(fy.P4CounterEntry(target[0], index=target[1]))
+                else:
+                    entities.append(fy.P4CounterEntry(name, index=self._target_counter_index(name, i)))
         return await self._read_counter_entities(list(wanted), entities)
 
     def _target_counter_index(self, name: str, index: int) -> int:
@@ -507,7 +528,11 @@ class SwitchDriver:
         if not entities:
             return result
         async for entry in self.switch.read(entities):
-            if entry.index is not None and entry.counter_id in result:
+            if (entry.index is not None and self.is_tna and CHIPS_COUNTER in result
+                    and entry.counter_id in TNA_CHIPS_EVENT_COUNTERS):
+                result[CHIPS_COUNTER][v1_chips_index(entry.counter_id, entry.index)] = \
+                    CounterValue(entry.packet_count, entry.byte_count)
+            elif entry.index is not None and entry.counter_id in result:
                 index = entry.index
                 if self.is_tna and entry.counter_id in TNA_REINDEXED_COUNTERS:
                     index = v1_drop_counter_index(index)   # reported in v1model's layout

@@ -14,8 +14,9 @@ so from the same YAML):
 * the ``Lpf`` time constant that makes Tofino's time-based filter weigh one
   packet like the per-packet EWMA with w = 2^-ewma_shift at a packet time s.
 
-Pure functions; writing the entries (range match, P4Runtime) and the Lpf
-specs (BfRt) is the TNA driver's, which is not written yet.
+Pure functions; writing the range entries over P4Runtime is the driver's
+(driver.write_port_policy), the Lpf specs (BfRt) are not written yet. Also
+here: the P4Runtime device config of a TNA build (bf_pipeline_config).
 """
 
 from __future__ import annotations
@@ -166,6 +167,36 @@ def v1_drop_counter_index(tna_index: int) -> int | None:
     return class_index * C.NUM_DROP_REASONS + reason
 
 
+# chips_events on TNA: one counter per event, indexed by port (aqm_tna.p4, counted
+# when the departure report returns); v1model's single counter has index port *
+# NUM_CHIPS_EVENTS + event. The slot-departure event has no TNA counter (a slot's
+# report is occupancy's only). The driver reads and reports v1model's indexes.
+TNA_CHIPS_EVENT_COUNTERS: Mapping[str, int] = MappingProxyType({
+    "chips_on_admits": C.CHIPS_EVENTS["on_admits"],
+    "chips_off_admits": C.CHIPS_EVENTS["off_admits"],
+    "chips_cut_ins": C.CHIPS_EVENTS["cut_in"],
+    "chips_no_congestion": C.CHIPS_EVENTS["no_congestion"],
+})
+CHIPS_COUNTER = "chips_events"
+
+
+def tna_chips_counter(v1_index: int) -> tuple[str, int] | None:
+    """(TNA counter, port) of v1model's chips_events index; None for an event
+    the TNA build does not count."""
+    if not 0 <= v1_index < C.NUM_PORTS * C.NUM_CHIPS_EVENTS:
+        raise ValueError(f"chips_events index {v1_index} out of range")
+    port, event = divmod(v1_index, C.NUM_CHIPS_EVENTS)
+    for name, counted in TNA_CHIPS_EVENT_COUNTERS.items():
+        if counted == event:
+            return name, port
+    return None
+
+
+def v1_chips_index(tna_counter: str, port: int) -> int:
+    """v1model's chips_events index of a TNA event counter's port."""
+    return C.chips_index(port, TNA_CHIPS_EVENT_COUNTERS[tna_counter])
+
+
 TNA_TS_UNIT_NS = 1024   # flow_report_tna.p4: ingress_ts_us counts bits 41..10 of the ns clock
 
 
@@ -196,3 +227,56 @@ def lookup(entries: list[RangeEntry], avg_scaled: int) -> RangeEntry:
     if len(hits) != 1:
         raise ValueError(f"{len(hits)} entries match {avg_scaled}")
     return hits[0]
+
+
+# ---- the pipeline a TNA switch is given (P4Runtime SetForwardingPipelineConfig)
+# A Tofino switch's P4Runtime server (Stratum's stratum_bfrt) takes as
+# p4_device_config a serialized BfPipelineConfig (Stratum's
+# stratum/hal/lib/barefoot/bf.proto): p4_name = 1 (string), bfruntime_info = 2
+# (bytes: bfrt.json), profiles = 3 (repeated Profile: profile_name = 1, context
+# = 2 (context.json), binary = 3 (tofino.bin), pipe_scope = 4 (repeated uint32;
+# empty: every pipe)). The compiler writes those files into a build directory
+# of make build-tna (build/tna/<variant>/: bfrt.json, pipe/context.json,
+# pipe/tofino.bin); this packs them, protobuf wire format by hand (three
+# length-delimited fields need no generated code).
+TNA_PIPE_NAME = "pipe"      # main.p4's Pipeline instance, the compiler's directory
+
+
+def is_tna_build_dir(path: Path) -> bool:
+    """A make build-tna output directory (rather than a BMv2 JSON file)."""
+    return Path(path).is_dir()
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        low = value & 0x7F
+        value >>= 7
+        out.append(low | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _length_delimited(number: int, payload: bytes) -> bytes:
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def bf_pipeline_config(build_dir: Path, p4_name: str | None = None) -> bytes:
+    """The BfPipelineConfig bytes of a TNA build directory (one pipeline profile
+    for every pipe). p4_name defaults to the directory's name (the variant)."""
+    build_dir = Path(build_dir)
+    parts = {"bfrt": build_dir / "bfrt.json",
+             "context": build_dir / TNA_PIPE_NAME / "context.json",
+             "binary": build_dir / TNA_PIPE_NAME / "tofino.bin"}
+    missing = [str(p) for p in parts.values() if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"{build_dir}: not a compiled TNA build (missing "
+                                f"{', '.join(missing)}): run 'make build-tna'")
+    data = {k: p.read_bytes() for k, p in parts.items()}
+    name = p4_name if p4_name is not None else build_dir.resolve().name
+    profile = (_length_delimited(1, TNA_PIPE_NAME.encode())
+               + _length_delimited(2, data["context"])
+               + _length_delimited(3, data["binary"]))
+    return (_length_delimited(1, name.encode())
+            + _length_delimited(2, data["bfrt"])
+            + _length_delimited(3, profile))

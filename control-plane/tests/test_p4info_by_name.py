@@ -306,3 +306,97 @@ def test_on_tofino_a_fred_policy_writes_its_action_and_red_zone_by_name(
     # R4-R6's zones (fred_tna.p4 shares red_tna.p4's red_zone)
     assert written(server, "red_zone", 2) == expected("red_zone", 2, FRED)
     assert not server.table_entries("dcbt_tagged_threshold")
+
+
+def tna_build_dir(tmp_path: Path) -> Path:
+    """A make build-tna directory's three files (their content is opaque here)."""
+    build = tmp_path / "red"
+    (build / "pipe").mkdir(parents=True)
+    (build / "bfrt.json").write_bytes(b'{"schema_version": "1.0.0", "tables": []}')
+    (build / "pipe" / "context.json").write_bytes(b'{"program_name": "main"}' * 100)
+    (build / "pipe" / "tofino.bin").write_bytes(bytes(range(256)) * 700)   # > 2^14: 3-byte varint
+    return build
+
+
+def bf_pipeline_config_class():
+    """Stratum's BfPipelineConfig (stratum/hal/lib/barefoot/bf.proto), declared
+    here from its field numbers and parsed by the protobuf runtime: an
+    implementation independent of tna_encoding's hand-written encoder."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    F = descriptor_pb2.FieldDescriptorProto
+    fdp = descriptor_pb2.FileDescriptorProto(name="test_bf.proto", package="stratum.hal.barefoot",
+                                             syntax="proto3")
+    msg = fdp.message_type.add(name="BfPipelineConfig")
+    profile = msg.nested_type.add(name="Profile")
+    for name, number, ftype in (("profile_name", 1, F.TYPE_STRING), ("context", 2, F.TYPE_BYTES),
+                                ("binary", 3, F.TYPE_BYTES)):
+        profile.field.add(name=name, number=number, type=ftype, label=F.LABEL_OPTIONAL)
+    profile.field.add(name="pipe_scope", number=4, type=F.TYPE_UINT32, label=F.LABEL_REPEATED)
+    msg.field.add(name="p4_name", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    msg.field.add(name="bfruntime_info", number=2, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
+    msg.field.add(name="profiles", number=3, type=F.TYPE_MESSAGE, label=F.LABEL_REPEATED,
+                  type_name=".stratum.hal.barefoot.BfPipelineConfig.Profile")
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fdp)
+    return message_factory.GetMessageClass(
+        pool.FindMessageTypeByName("stratum.hal.barefoot.BfPipelineConfig"))
+
+
+def test_a_tna_build_directory_is_pushed_as_stratums_bf_pipeline_config(
+        tmp_path: Path) -> None:
+    build = tna_build_dir(tmp_path)
+
+    async def body():
+        server = FakeP4RuntimeServer()
+        async with server.run():
+            async with SwitchDriver("s1", server.address, p4info=TNA_RED_P4INFO,
+                                    bmv2_json=build):
+                pass
+        return server
+
+    server = run_async(body())
+    [push] = server.pipeline_pushes
+    config = bf_pipeline_config_class().FromString(push.config.p4_device_config)
+    assert config.p4_name == "red"
+    assert config.bfruntime_info == (build / "bfrt.json").read_bytes()
+    [profile] = config.profiles
+    assert profile.profile_name == "pipe" and list(profile.pipe_scope) == []   # every pipe
+    assert profile.context == (build / "pipe" / "context.json").read_bytes()
+    assert profile.binary == (build / "pipe" / "tofino.bin").read_bytes()
+    assert push.config.p4info == load_p4info(TNA_RED_P4INFO)
+
+
+def test_an_uncompiled_tna_directory_is_refused_before_connecting(tmp_path: Path) -> None:
+    build = tna_build_dir(tmp_path)
+    (build / "pipe" / "tofino.bin").unlink()
+    with pytest.raises(FileNotFoundError, match="tofino.bin.*make build-tna"):
+        SwitchDriver("s1", "127.0.0.1:1", p4info=TNA_RED_P4INFO, bmv2_json=build)
+
+
+TNA_DCBT_CHIPS_P4INFO = Path(__file__).resolve().parent / "fixtures" / "tna-dcbt-chips.p4info.txtpb"
+
+
+def test_on_tofino_chips_event_counters_are_reported_as_v1models_chips_events(
+        device_config: Path) -> None:
+    async def body():
+        server = FakeP4RuntimeServer()
+        async with server.run():
+            async with SwitchDriver("s1", server.address, p4info=TNA_DCBT_CHIPS_P4INFO,
+                                    bmv2_json=device_config) as d:
+                # port 2: 7 admitted while on, 3 while off, 2 cut in, 5 tagged in order
+                server.counters = {"chips_on_admits": {2: (7, 7000)},
+                                   "chips_off_admits": {2: (3, 3000)},
+                                   "chips_cut_ins": {2: (2, 2000)},
+                                   "chips_no_congestion": {2: (5, 5000)}}
+                every = await d.read_counters(["chips_events"])
+                some = await d.read_counter_indexes(
+                    {"chips_events": [2 * 5 + 2, 2 * 5 + 4, 3 * 5 + 0]})
+        return every, some
+
+    every, some = run_async(body())
+    events = every["chips_events"]
+    # v1model's index port * 5 + event (chips.p4): on 0, off 1, cut-in 2, no congestion 3
+    assert {i: v.packets for i, v in events.items() if v.packets} == {10: 7, 11: 3, 12: 2, 13: 5}
+    # every port's four counted events, nothing for the slot event (4) TNA does not count
+    assert set(events) == {p * 5 + e for p in range(64) for e in range(4)}
+    assert some["chips_events"] == {12: CounterValue(2, 2000), 15: CounterValue(0, 0)}

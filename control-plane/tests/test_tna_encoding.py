@@ -121,3 +121,16 @@ def test_drop_counter_indexes_map_both_ways_over_every_class_and_reason() -> Non
     assert v1_drop_counter_index(9 * 256 + 1) is None     # no reason 9
     with pytest.raises(ValueError):
         tna_drop_counter_index(64 * 4 * 9)
+
+
+def test_chips_events_map_to_the_tna_event_counters_and_back() -> None:
+    from mmaqm.tna_encoding import tna_chips_counter, v1_chips_index
+    assert tna_chips_counter(2 * 5 + 0) == ("chips_on_admits", 2)
+    assert tna_chips_counter(63 * 5 + 3) == ("chips_no_congestion", 63)
+    assert tna_chips_counter(2 * 5 + 4) is None          # slot departures: not counted on TNA
+    for index in range(64 * 5):
+        target = tna_chips_counter(index)
+        if target is not None:
+            assert v1_chips_index(*target) == index
+    with pytest.raises(ValueError):
+        tna_chips_counter(64 * 5)
