@@ -320,13 +320,15 @@ control TnaAqm(inout headers_t hdr, inout tna_report_h report, inout tna_ingress
     apply {
         // Each table and register action is applied at one place: Tofino places
         // it once, in one stage (main.p4 applies TnaAqm once for the same reason).
-        if (!md.is_report) {   // TnaPortPolicy found the port's
+        // main.p4 applies TnaAqm to a report, or to a packet that passed every
+        // ingress test (so its port has a policy: TnaPortPolicy's parameters)
+        if (!md.is_report) {
             scale_policy_counts.apply();
 #ifndef MMAQM_TNA_FRED
             flow_report.apply(hdr, md, ig_dprsr_md);
 #endif
         }
-        {
+        {   // every report and packet
             // A report is main.p4's MmaqmEgress, applied where the registers are:
             // a departure, a cut-in packet's FIFO slot, or a cancel (occupancy_tna.p4).
             occupancy.apply(md, report);
