@@ -187,8 +187,9 @@ class SwitchController:
                     for e in self.driver.tna_range_entries(port, self.policy_action(port))]
         if sw.bfd is not None:      # C-UPTA / BFD (upta.p4, docs/upta-plan.md §1.6-1.7)
             entries += R.bfd_entries(sw.bfd)
-        clones = [R.cut_in_slot_session(port) for port, policy in sorted(sw.policies.items())
-                  if policy.algorithm == "DCBT_CHIPS"]
+        # ChIPS's slot sessions (and on Tofino the departure reports' session)
+        clones = self.driver.clone_sessions(port for port, policy in sorted(sw.policies.items())
+                                            if policy.algorithm == "DCBT_CHIPS")
         return R.SwitchState(digests=(R.flow_digest_config(
             digest=self.driver.flow_digest),), clone_sessions=tuple(clones),
                              entries=tuple(entries))

@@ -363,6 +363,14 @@ class SwitchDriver:
         session CHIPS_CLONE_SESSION_BASE + port replicates to the port itself."""
         await self.switch.write([+to_finsy(R.cut_in_slot_session(port))])
 
+    def clone_sessions(self, cut_in_ports: Iterable[int]) -> list[R.CloneSession]:
+        """The clone sessions this program needs: ChIPS's slot sessions of these
+        ports; on a TNA build also the departure reports' mirror session, and the
+        slot sessions are TNA's (64 + port; tna_encoding)."""
+        if self.is_tna:
+            return [R.tna_report_session()] + [R.tna_cut_in_slot_session(p) for p in cut_in_ports]
+        return [R.cut_in_slot_session(p) for p in cut_in_ports]
+
     # ---- reconciling (install) ---------------------------------------
     async def read_state(self) -> R.SwitchState:
         """Every table entry, clone session and multicast group of the program in ONE

@@ -266,6 +266,20 @@ def cut_in_slot_session(port: int) -> CloneSession:
     return CloneSession(C.CHIPS_CLONE_SESSION_BASE + port, ((port, 1),))
 
 
+def tna_report_session() -> CloneSession:
+    """TNA: the departure reports' mirror session (main.p4's egress; occupancy_tna.p4):
+    to the recirculation port, each copy truncated (tna_encoding)."""
+    return CloneSession(T.TNA_REPORT_SESSION, ((T.TNA_RECIRC_PORT, 1),),
+                        packet_length_bytes=T.TNA_REPORT_COPY_BYTES)
+
+
+def tna_cut_in_slot_session(port: int) -> CloneSession:
+    """TNA: ChIPS's FIFO slot clones of one port (aqm_tna.p4): session
+    TNA_CHIPS_SESSION_BASE + port replicates to the port itself."""
+    check_port(port)
+    return CloneSession(T.TNA_CHIPS_SESSION_BASE + port, ((port, 1),))
+
+
 def flow_digest_config(max_list_size: int = 64, max_timeout_ms: int = 10, *,
                        digest: str = DIGEST_FLOW) -> DigestConfig:
     """The flow digest's configuration; digest: its P4Info alias (driver.flow_digest_alias:

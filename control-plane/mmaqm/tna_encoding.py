@@ -22,6 +22,7 @@ here: the P4Runtime device config of a TNA build (bf_pipeline_config).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -195,6 +196,30 @@ def tna_chips_counter(v1_index: int) -> tuple[str, int] | None:
 def v1_chips_index(tna_counter: str, port: int) -> int:
     """v1model's chips_events index of a TNA event counter's port."""
     return C.chips_index(port, TNA_CHIPS_EVENT_COUNTERS[tna_counter])
+
+
+# The mirror sessions a TNA program uses (tna_types.p4; the switch's
+# configuration, written by the controller as P4Runtime clone sessions):
+# TNA_REPORT_SESSION carries each departure report from egress to the
+# recirculation port, and ChIPS's slot clones of port p use
+# TNA_CHIPS_SESSION_BASE + p, to the port itself.
+_TNA_TYPES_P4 = (REPO_ROOT / "p4src/tna/tna_types.p4").read_text()
+
+
+def _typed_constant(name: str) -> int:
+    match = re.search(rf"^const \w+ {name} = (\d+);", _TNA_TYPES_P4, re.M)
+    if match is None:
+        raise ImportError(f"p4src/tna/tna_types.p4: no constant {name}")
+    return int(match.group(1))
+
+
+TNA_RECIRC_PORT = _typed_constant("TNA_RECIRC_PORT")
+TNA_REPORT_SESSION = _typed_constant("TNA_REPORT_SESSION")
+TNA_CHIPS_SESSION_BASE = _typed_constant("TNA_CHIPS_SESSION_BASE")
+# The report copy is truncated: the 8-byte report leads it and ingress reads
+# nothing else. 64 bytes, a minimum Ethernet frame, is an assumption (not
+# checked on a switch) that the recirculation path wants a full minimum frame.
+TNA_REPORT_COPY_BYTES = 64
 
 
 TNA_TS_UNIT_NS = 1024   # flow_report_tna.p4: ingress_ts_us counts bits 41..10 of the ns clock

@@ -80,6 +80,9 @@ class FakeDriver:
     """Records every call; serves flow reports and counter values from lists."""
 
     flow_digest = R.DIGEST_FLOW
+    def clone_sessions(self, cut_in_ports) -> list:      # a v1model program
+        return [R.cut_in_slot_session(p) for p in cut_in_ports]
+
     def tna_range_entries(self, port, action) -> list:   # a v1model program
         return []
 

@@ -400,3 +400,17 @@ def test_on_tofino_chips_event_counters_are_reported_as_v1models_chips_events(
     # every port's four counted events, nothing for the slot event (4) TNA does not count
     assert set(events) == {p * 5 + e for p in range(64) for e in range(4)}
     assert some["chips_events"] == {12: CounterValue(2, 2000), 15: CounterValue(0, 0)}
+
+
+def test_on_tofino_the_clone_sessions_are_the_report_session_and_tnas_slot_sessions(
+        p4info_path: Path, device_config: Path) -> None:
+    from mmaqm import tna_encoding as T
+    tna = SwitchDriver("s1", "127.0.0.1:1", p4info=TNA_DCBT_CHIPS_P4INFO, bmv2_json=device_config)
+    v1 = SwitchDriver("s1", "127.0.0.1:1", p4info=p4info_path, bmv2_json=device_config)
+    # tna_types.p4: report session 1 to dev port 68 (recirculation), slot sessions 64 + port
+    assert (T.TNA_REPORT_SESSION, T.TNA_RECIRC_PORT, T.TNA_CHIPS_SESSION_BASE) == (1, 68, 64)
+    assert tna.clone_sessions([2, 5]) == [
+        R.CloneSession(1, ((68, 1),), packet_length_bytes=T.TNA_REPORT_COPY_BYTES),
+        R.CloneSession(66, ((2, 1),)), R.CloneSession(69, ((5, 1),))]
+    assert tna.clone_sessions([]) == [R.tna_report_session()]     # every algorithm needs it
+    assert v1.clone_sessions([2]) == [R.cut_in_slot_session(2)]   # 100 + port, no report session

@@ -33,7 +33,8 @@ const bit<32> TNA_DROP_REASON_SLOTS = 16;
 // back through it (occupancy_tna.p4). Reports from any other port are discarded.
 const PortId_t TNA_RECIRC_PORT = 68;
 // Mirror session that carries departure reports to TNA_RECIRC_PORT (the controller
-// creates it, with truncation to the report's size).
+// creates it as a P4Runtime clone session, each copy truncated:
+// tna_encoding.TNA_REPORT_COPY_BYTES).
 const MirrorId_t TNA_REPORT_SESSION = 1;
 // ChIPS slot clones of port p use mirror session TNA_CHIPS_SESSION_BASE + p
 // (aqm_tna.p4; v1model's clone sessions: CHIPS_CLONE_SESSION_BASE + p)
