@@ -197,6 +197,8 @@ class SwitchDriver:
             self.switch = fy.Switch(name, address, options)     # reads the P4Info
         except (text_format.ParseError, UnicodeDecodeError) as err:
             raise RuntimeError(f"{p4info}: not a P4Info text file ({err})") from None
+        self._counter_names = ({c.alias for c in self.switch.p4info.counters}
+                               | {c.name for c in self.switch.p4info.counters})
         # the flow digest's P4Info alias (v1model: its struct's name; TNA: the instance's);
         # the bench's minimal router has none, and the controller then enables no reports
         self.flow_digest = (flow_digest_alias(self.switch.p4info)
@@ -501,10 +503,17 @@ class SwitchDriver:
         entities = []
         for name in names:
             if self.is_tna and name == CHIPS_COUNTER:    # one counter per event (tna_encoding)
-                entities += [fy.P4CounterEntry(c) for c in TNA_CHIPS_EVENT_COUNTERS]
-            else:
+                entities += [fy.P4CounterEntry(c) for c in TNA_CHIPS_EVENT_COUNTERS
+                             if self._has_counter(c)]
+            elif self._has_counter(name):
                 entities.append(fy.P4CounterEntry(name))
         return await self._read_counter_entities(names, entities)
+
+    def _has_counter(self, name: str) -> bool:
+        """The program has this counter. A TNA build has one algorithm's counters
+        only (no chips_events without ChIPS, no upta_events): a counter it lacks
+        reads as no values."""
+        return name in self._counter_names
 
     async def read_counter_indexes(
         self, wanted: Mapping[str, Iterable[int]]
@@ -516,8 +525,10 @@ class SwitchDriver:
             for i in idx:
                 if self.is_tna and name == CHIPS_COUNTER:
                     target = tna_chips_counter(i)
-                    if target is not None:          # an event the TNA build counts
+                    if target is not None and self._has_counter(target[0]):
                         entities.append(fy.P4CounterEntry(target[0], index=target[1]))
+                elif not self._has_counter(name):
+                    break
                 else:
                     entities.append(fy.P4CounterEntry(name, index=self._target_counter_index(name, i)))
         return await self._read_counter_entities(list(wanted), entities)

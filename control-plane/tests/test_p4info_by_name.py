@@ -414,3 +414,22 @@ def test_on_tofino_the_clone_sessions_are_the_report_session_and_tnas_slot_sessi
         R.CloneSession(66, ((2, 1),)), R.CloneSession(69, ((5, 1),))]
     assert tna.clone_sessions([]) == [R.tna_report_session()]     # every algorithm needs it
     assert v1.clone_sessions([2]) == [R.cut_in_slot_session(2)]   # 100 + port, no report session
+
+
+def test_a_counter_the_tna_build_lacks_reads_as_no_values(device_config: Path) -> None:
+    """A RED build has no ChIPS and no UPTA counters: the stats sample that asks
+    for them gets nothing for them, and its other counters as usual."""
+    async def body():
+        server = FakeP4RuntimeServer()
+        async with server.run():
+            async with SwitchDriver("s1", server.address, p4info=TNA_RED_P4INFO,
+                                    bmv2_json=device_config) as d:
+                server.counters = {"queue_arrivals": {9: (4, 400)}}
+                some = await d.read_counter_indexes({"chips_events": [10, 12], "upta_events": [5],
+                                                     "queue_arrivals": [9]})
+                every = await d.read_counters(["chips_events", "upta_events"])
+        return some, every
+
+    some, every = run_async(body())
+    assert some == {"chips_events": {}, "upta_events": {}, "queue_arrivals": {9: CounterValue(4, 400)}}
+    assert every == {"chips_events": {}, "upta_events": {}}
