@@ -27,7 +27,8 @@ from google.protobuf.empty_pb2 import Empty
 from . import reconcile as R
 from .algorithms import ALGORITHMS
 from .encoding import PolicyAction, policy_epoch_from_clock
-from .tna_encoding import (CHIPS_COUNTER, TNA_CHIPS_EVENT_COUNTERS, TNA_REINDEXED_COUNTERS,
+from .stats import CHIPS_COUNTER
+from .tna_encoding import (TNA_CHIPS_EVENT_COUNTERS, TNA_REINDEXED_COUNTERS,
                            bf_pipeline_config, is_tna_build_dir, tna_chips_counter,
                            tna_drop_counter_index, tna_ts_to_us, v1_chips_index,
                            v1_drop_counter_index)

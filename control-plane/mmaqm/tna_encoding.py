@@ -178,7 +178,6 @@ TNA_CHIPS_EVENT_COUNTERS: Mapping[str, int] = MappingProxyType({
     "chips_cut_ins": C.CHIPS_EVENTS["cut_in"],
     "chips_no_congestion": C.CHIPS_EVENTS["no_congestion"],
 })
-CHIPS_COUNTER = "chips_events"
 
 
 def tna_chips_counter(v1_index: int) -> tuple[str, int] | None:
