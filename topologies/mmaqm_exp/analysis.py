@@ -39,7 +39,7 @@ import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Collection, Mapping, Optional, Sequence, Union
 
 from mmaqm import p4constants as C
 
@@ -573,12 +573,17 @@ def icmp_streams(icmp_out: Mapping[str, int], scenario: Scenario, hosts: Sequenc
     return out
 
 
-def udp_expected_arrivals(streams: Sequence[UdpStream]) -> dict[tuple[str, int, str], dict[str, Any]]:
+def udp_expected_arrivals(streams: Sequence[UdpStream],
+                          bfd_ports: Collection[tuple[str, int]] = ()
+                          ) -> dict[tuple[str, int, str], dict[str, Any]]:
     """{(switch, port, class): {"sent_pkts", "send_errors_pkts", "streams"}} for every first hop
     whose arrivals of that class can only be these streams' packets: no stream of the
     class reaches it from further away, and every stream there has an exact count
-    for it (one first hop, a known count)."""
+    for it (one first hop, a known count). bfd_ports: the (switch, port)s that C-UPTA's
+    QoS Probes and Reports cross (ICMP from the routers, counted UNTAGGED, in numbers no
+    host counts): their UNTAGGED arrivals are not these streams' alone either."""
     later = {(sw, port, s.cls) for s in streams for sw, port in s.later_hops}
+    later |= {(sw, port, "UNTAGGED") for sw, port in bfd_ports}
     out: dict[tuple[str, int, str], dict[str, Any]] = {}
     unknown: set[tuple[str, int, str]] = set()
     for s in streams:

@@ -165,18 +165,22 @@ def _wait_sample_after(ctl: subprocess.Popen, counters: Path, t_ns: int,
 
 def _delivery_checks(summary: dict[str, Any], result, topo, scenario, counters: Path,
                      window_ns: tuple[int, int], delay: tuple[dict, dict],
-                     snmp: tuple[dict, dict]) -> list[str]:
+                     snmp: tuple[dict, dict], bfd: bool = False) -> list[str]:
     """summary["udp_arrivals"] (non-TCP packets sent against the first switch's arrivals)
     and summary["delay_elements"] (kernel queue drops of each delay element); their
-    warnings. snmp: the hosts' Udp/Icmp counters before and after the traffic."""
+    warnings. snmp: the hosts' Udp/Icmp counters before and after the traffic. bfd: the
+    policy runs C-UPTA's BFD, whose probes and reports cross every router-facing port."""
     hosts = analysis.counter_deltas(*snmp)
     sndbuf = {h: d.get("Udp.SndbufErrors", 0) for h, d in hosts.items()}
     icmp = {h: d.get("Icmp.OutMsgs", 0) for h, d in hosts.items()}
     streams = (analysis.udp_streams(result, topo.switch_hops, scenario.tagged_dscp,
                                     mmapp.DEFAULT_FB_DSCP)
                + analysis.icmp_streams(icmp, scenario, list(topo.hosts), topo.switch_hops))
-    check = analysis.udp_arrival_check(analysis.udp_expected_arrivals(streams),
+    bfd_ports = sorted((sw.name, p.number) for sw in topo.switches.values()
+                       for p in sw.ports.values() if p.peer in topo.switches) if bfd else []
+    check = analysis.udp_arrival_check(analysis.udp_expected_arrivals(streams, bfd_ports),
                                        analysis.read_counters(counters), *window_ns)
+    check["bfd_ports_untagged_not_checked"] = [list(p) for p in bfd_ports]
     summary["udp_arrivals"] = {**check, "host_sndbuf_errors": sndbuf, "host_icmp_out": icmp}
     summary["delay_elements"] = analysis.counter_deltas(*delay)
     return (analysis.udp_arrival_warnings(check, sndbuf)
@@ -261,7 +265,7 @@ def run_algorithm(net: Network, topo, scenario, algorithm: str, policy: dict[str
     summary["cpu"] = sampler.summary()
     validity = analysis.validity_warnings(summary, os.cpu_count()) + _delivery_checks(
         summary, result, topo, scenario, counters, (t_before_ns, drained_ns),
-        (delay_before, delay_after), (snmp_before, snmp_after))
+        (delay_before, delay_after), (snmp_before, snmp_after), bfd=uses_bfd(policy))
     summary["warnings"] = list(summary.get("warnings", [])) + validity
     for w in validity:
         print(f"mmaqm-exp: WARNING, {algorithm}: {w}", file=stream, flush=True)

@@ -222,3 +222,19 @@ def test_icmp_is_an_untagged_stream_toward_the_hosts_udp_peers():
         ("r1", 4, "UNTAGGED"): {"sent_pkts": 104, "send_errors_pkts": 0,
                                 "streams": ["flow 1", "ICMP of mm1"]}}
     assert analysis.udp_expected_arrivals([data, *streams]) == {}
+
+
+def test_c_uptas_bfd_ports_leave_the_untagged_class_unchecked_and_the_tagged_checked():
+    """C-UPTA's probes and reports (ICMP from the routers, UNTAGGED) cross the
+    router-facing ports in numbers no host counts: the UNTAGGED arrivals there are
+    not the streams' alone (a C_UPTA run used to warn of 32-40 packets too many)."""
+    streams = [
+        _stream("video", "TAGGED", 150, [("r2", 3)], [("r3", 2)]),
+        _stream("background", "UNTAGGED", 700, [("r2", 3)], [("r3", 2)]),
+        _stream("local", "UNTAGGED", 50, [("r2", 1)]),
+    ]
+    assert analysis.udp_expected_arrivals(streams, [("r2", 3), ("r3", 2)]) == {
+        ("r2", 1, "UNTAGGED"): {"sent_pkts": 50, "send_errors_pkts": 0, "streams": ["local"]},
+        ("r2", 3, "TAGGED"): {"sent_pkts": 150, "send_errors_pkts": 0, "streams": ["video"]},
+    }
+    assert ("r2", 3, "UNTAGGED") in analysis.udp_expected_arrivals(streams)
