@@ -19,6 +19,7 @@ the table's action), so that FRED's test takes one stage a table.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 import sys
 
 WIDTHS = (16, 32)
@@ -55,27 +56,37 @@ def lg_of(width: int, x: int) -> int:
     return 0
 
 
+def _table_control(signature: list[str], action: list[str], table: str, width: int,
+                   args: Callable[[int], str], default_args: str) -> str:
+    """A control of one ternary const table on x (bit<width>): an entry per
+    mantissa pattern (entries()), its action called with args(lg)."""
+    call = action[0].split("action ")[1].split("(")[0]
+    lines = [*signature, *action,
+             "    @hidden",
+             f"    table {table} {{",
+             "        key = { x : ternary; }",
+             f"        actions = {{ {call}; }}",
+             "        const entries = {"]
+    for value, mask, lg in entries(width):
+        lines.append(f"            {width}w{value:#x} &&& {width}w{mask:#x} : {call}({args(lg)});")
+    lines += ["        }",
+              f"        const default_action = {call}({default_args});",
+              f"        size = {len(entries(width))};",
+              "    }",
+              f"    apply {{ {table}.apply(); }}",
+              "}",
+              ""]
+    return "\n".join(lines)
+
+
 def share_control() -> str:
     """lg x + addend + SHARE_OFFSET for bit<16> x, as one table: the add is the
     action's (action data + a PHV field), so the sum costs no stage of its own.
     x = 0 gets lg 1 (FRED: a port with no active flow counts one)."""
-    lines = ["control TnaLog2Q4W16Share(in bit<16> x, in bit<16> addend, out bit<16> sum) {",
-             "    action add_lg(bit<16> value) { sum = addend + value; }",
-             "    @hidden",
-             "    table log2_q4_share {",
-             "        key = { x : ternary; }",
-             "        actions = { add_lg; }",
-             "        const entries = {"]
-    for value, mask, lg in entries(16):
-        lines.append(f"            16w{value:#x} &&& 16w{mask:#x} : add_lg({lg + SHARE_OFFSET});")
-    lines += ["        }",
-              f"        const default_action = add_lg({SHARE_OFFSET});",
-              f"        size = {len(entries(16))};",
-              "    }",
-              "    apply { log2_q4_share.apply(); }",
-              "}",
-              ""]
-    return "\n".join(lines)
+    return _table_control(
+        ["control TnaLog2Q4W16Share(in bit<16> x, in bit<16> addend, out bit<16> sum) {"],
+        ["    action add_lg(bit<16> value) { sum = addend + value; }"],
+        "log2_q4_share", 16, lambda lg: f"{lg + SHARE_OFFSET}", f"{SHARE_OFFSET}")
 
 
 def compare_control() -> str:
@@ -84,47 +95,23 @@ def compare_control() -> str:
     of their own: avgcq_short = lg x |-| share (0: share >= lg x) and
     over_twice_short = (lg x + TWICE_OFFSET + 1) |-| share (0: share > lg 2x;
     the action data must be the first operand of a subtraction)."""
-    lines = ["control TnaLog2Q4W32Compare(in bit<32> x, in bit<16> share,",
-             "                              out bit<16> avgcq_short, out bit<16> over_twice_short) {",
-             "    action compare_lg(bit<16> value, bit<16> value_twice) {",
-             "        avgcq_short = value |-| share;",
-             "        over_twice_short = value_twice |-| share;",
-             "    }",
-             "    @hidden",
-             "    table log2_q4_compare {",
-             "        key = { x : ternary; }",
-             "        actions = { compare_lg; }",
-             "        const entries = {"]
-    for value, mask, lg in entries(32):
-        lines.append(f"            32w{value:#x} &&& 32w{mask:#x} : compare_lg({lg}, {lg + TWICE_OFFSET + 1});")
-    lines += ["        }",
-              f"        const default_action = compare_lg(0, {TWICE_OFFSET + 1});",
-              f"        size = {len(entries(32))};",
-              "    }",
-              "    apply { log2_q4_compare.apply(); }",
-              "}",
-              ""]
-    return "\n".join(lines)
+    return _table_control(
+        ["control TnaLog2Q4W32Compare(in bit<32> x, in bit<16> share,",
+         "                              out bit<16> avgcq_short, out bit<16> over_twice_short) {"],
+        ["    action compare_lg(bit<16> value, bit<16> value_twice) {",
+         "        avgcq_short = value |-| share;",
+         "        over_twice_short = value_twice |-| share;",
+         "    }"],
+        "log2_q4_compare", 32, lambda lg: f"{lg}, {lg + TWICE_OFFSET + 1}",
+        f"0, {TWICE_OFFSET + 1}")
 
 
 def control(width: int) -> str:
-    lines = [f"control TnaLog2Q4W{width}(in bit<{width}> x, out bit<16> lg) {{",
-             "    action set_lg(bit<16> value) { lg = value; }",
-             "    @hidden",
-             "    table log2_q4 {",
-             "        key = { x : ternary; }",
-             "        actions = { set_lg; }",
-             "        const entries = {"]
-    for value, mask, lg in entries(width):
-        lines.append(f"            {width}w{value:#x} &&& {width}w{mask:#x} : set_lg({lg});")
-    lines += ["        }",
-              "        const default_action = set_lg(0);",
-              f"        size = {len(entries(width))};",
-              "    }",
-              "    apply { log2_q4.apply(); }",
-              "}",
-              ""]
-    return "\n".join(lines)
+    """Plain lg x for bit<width> x."""
+    return _table_control(
+        [f"control TnaLog2Q4W{width}(in bit<{width}> x, out bit<16> lg) {{"],
+        ["    action set_lg(bit<16> value) { lg = value; }"],
+        "log2_q4", width, lambda lg: f"{lg}", "0")
 
 
 def main() -> int:

@@ -225,6 +225,21 @@ def write_policies(p4info: Path, device_config: Path, *writes: tuple[int, Policy
     return run_async(body())
 
 
+def read_counters_from(p4info: Path, device_config: Path, counters: dict,
+                       names: list[str], wanted: dict[str, list[int]]):
+    """Through a driver on the fake switch holding these counters: read_counters(names)
+    and read_counter_indexes(wanted)."""
+    async def body():
+        server = FakeP4RuntimeServer()
+        async with server.run():
+            async with SwitchDriver("s1", server.address, p4info=p4info,
+                                    bmv2_json=device_config) as d:
+                server.counters = counters
+                return await d.read_counters(names), await d.read_counter_indexes(wanted)
+
+    return run_async(body())
+
+
 def range_entries(server, table: str, port: int) -> list:
     return sorted((e for e in server.table_entries(table) if e.match["port"] == port),
                   key=lambda e: e.match["avg_key"])
@@ -266,20 +281,12 @@ def test_on_tofino_a_dcbt_policy_writes_both_range_tables(device_config: Path) -
 
 def test_on_tofino_drop_counters_are_read_and_reported_in_v1models_layout(
         device_config: Path) -> None:
-    async def body():
-        server = FakeP4RuntimeServer()
-        async with server.run():
-            async with SwitchDriver("s1", server.address, p4info=TNA_RED_P4INFO,
-                                    bmv2_json=device_config) as d:
-                # class_index 9 (port 2, class 1): RED_EARLY-like reason 4 and reason 0;
-                # a slot no reason uses (reason 12) is not reported
-                server.counters = {"queue_drops": {4 * 256 + 9: (5, 5000), 0 * 256 + 9: (2, 2000),
-                                                   12 * 256 + 9: (7, 7000)}}
-                every = await d.read_counters(["queue_drops"])
-                some = await d.read_counter_indexes({"queue_drops": [9 * 9 + 4]})
-        return every, some
-
-    every, some = run_async(body())
+    # class_index 9 (port 2, class 1): RED_EARLY-like reason 4 and reason 0;
+    # a slot no reason uses (reason 12) is not reported
+    every, some = read_counters_from(
+        TNA_RED_P4INFO, device_config,
+        {"queue_drops": {4 * 256 + 9: (5, 5000), 0 * 256 + 9: (2, 2000), 12 * 256 + 9: (7, 7000)}},
+        ["queue_drops"], {"queue_drops": [9 * 9 + 4]})
     drops = every["queue_drops"]
     assert drops[9 * 9 + 4] == CounterValue(5, 5000) and drops[9 * 9] == CounterValue(2, 2000)
     # every v1model index once (64 ports * 4 classes * 9 reasons), nothing else: the
@@ -378,22 +385,12 @@ TNA_DCBT_CHIPS_P4INFO = Path(__file__).resolve().parent / "fixtures" / "tna-dcbt
 
 def test_on_tofino_chips_event_counters_are_reported_as_v1models_chips_events(
         device_config: Path) -> None:
-    async def body():
-        server = FakeP4RuntimeServer()
-        async with server.run():
-            async with SwitchDriver("s1", server.address, p4info=TNA_DCBT_CHIPS_P4INFO,
-                                    bmv2_json=device_config) as d:
-                # port 2: 7 admitted while on, 3 while off, 2 cut in, 5 tagged in order
-                server.counters = {"chips_on_admits": {2: (7, 7000)},
-                                   "chips_off_admits": {2: (3, 3000)},
-                                   "chips_cut_ins": {2: (2, 2000)},
-                                   "chips_no_congestion": {2: (5, 5000)}}
-                every = await d.read_counters(["chips_events"])
-                some = await d.read_counter_indexes(
-                    {"chips_events": [2 * 5 + 2, 2 * 5 + 4, 3 * 5 + 0]})
-        return every, some
-
-    every, some = run_async(body())
+    # port 2: 7 admitted while on, 3 while off, 2 cut in, 5 tagged in order
+    every, some = read_counters_from(
+        TNA_DCBT_CHIPS_P4INFO, device_config,
+        {"chips_on_admits": {2: (7, 7000)}, "chips_off_admits": {2: (3, 3000)},
+         "chips_cut_ins": {2: (2, 2000)}, "chips_no_congestion": {2: (5, 5000)}},
+        ["chips_events"], {"chips_events": [2 * 5 + 2, 2 * 5 + 4, 3 * 5 + 0]})
     events = every["chips_events"]
     # v1model's index port * 5 + event (chips.p4): on 0, off 1, cut-in 2, no congestion 3
     assert {i: v.packets for i, v in events.items() if v.packets} == {10: 7, 11: 3, 12: 2, 13: 5}
@@ -419,17 +416,9 @@ def test_on_tofino_the_clone_sessions_are_the_report_session_and_tnas_slot_sessi
 def test_a_counter_the_tna_build_lacks_reads_as_no_values(device_config: Path) -> None:
     """A RED build has no ChIPS and no UPTA counters: the stats sample that asks
     for them gets nothing for them, and its other counters as usual."""
-    async def body():
-        server = FakeP4RuntimeServer()
-        async with server.run():
-            async with SwitchDriver("s1", server.address, p4info=TNA_RED_P4INFO,
-                                    bmv2_json=device_config) as d:
-                server.counters = {"queue_arrivals": {9: (4, 400)}}
-                some = await d.read_counter_indexes({"chips_events": [10, 12], "upta_events": [5],
-                                                     "queue_arrivals": [9]})
-                every = await d.read_counters(["chips_events", "upta_events"])
-        return some, every
-
-    some, every = run_async(body())
+    every, some = read_counters_from(
+        TNA_RED_P4INFO, device_config, {"queue_arrivals": {9: (4, 400)}},
+        ["chips_events", "upta_events"],
+        {"chips_events": [10, 12], "upta_events": [5], "queue_arrivals": [9]})
     assert some == {"chips_events": {}, "upta_events": {}, "queue_arrivals": {9: CounterValue(4, 400)}}
     assert every == {"chips_events": {}, "upta_events": {}}

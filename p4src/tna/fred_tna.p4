@@ -201,7 +201,6 @@ control TnaFred(in headers_t hdr, in tna_report_h report, inout tna_ingress_meta
         fred_qlen_count.apply();
         fred_nactive_count.apply();
         if (!md.is_report) {
-            md.base.fred_admitted = true;   // counted in qlen: a cancel or D2 undoes it
             // the flow's side of the tests, while the average is computed
             // (Tofino 1 places tables in the order the control applies them)
             fred_qlen_scale.apply();

@@ -46,7 +46,6 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         md.base.ecn_mark = false;
         md.base.admitted = false;
         md.base.cut_in = false;
-        md.base.fred_admitted = false;
         md.base.flow_epoch_shift = 0;
         md.base.l4_src_port = 0;
         md.base.l4_dst_port = 0;

@@ -20,11 +20,14 @@
 
 control TnaOccupancy(inout tna_ingress_metadata_t md, in tna_report_h report) {
     Register<scaled_t, tna_index_t>(NUM_PORTS, 0) queue_pkts;
+#ifndef MMAQM_TNA_FRED
     // Per class, on the virtual FIFO (chips.p4): one register per class, so
-    // that D-CBT reads the three classes of a port in one pass.
+    // that D-CBT reads the three classes of a port in one pass. (FRED's build
+    // keeps none: below.)
     Register<scaled_t, tna_index_t>(NUM_PORTS, 0) tcp_pkts;
     Register<scaled_t, tna_index_t>(NUM_PORTS, 0) tagged_pkts;
     Register<scaled_t, tna_index_t>(NUM_PORTS, 0) untagged_pkts;
+#endif
 
     // The registers count in units of 2^-AVG_FRAC_BITS packet (+AVG_ONE a
     // packet): what they return is already an average's sample (scaled_t), with
@@ -56,6 +59,7 @@ control TnaOccupancy(inout tna_ingress_metadata_t md, in tna_report_h report) {
         }
     };
 
+#ifndef MMAQM_TNA_FRED
 #define MMAQM_CLASS_ACTIONS(R) \
     RegisterAction<scaled_t, tna_index_t, scaled_t>(R) R##_arrive = { \
         void apply(inout scaled_t value, out scaled_t seen) { seen = value; value = value + AVG_ONE; } }; \
@@ -73,6 +77,7 @@ control TnaOccupancy(inout tna_ingress_metadata_t md, in tna_report_h report) {
     MMAQM_CLASS_ACTIONS(fifo_pkts)
 #endif
 #undef MMAQM_CLASS_ACTIONS
+#endif
 
     // Per egress port and class (index port * CLASS_SLOTS + class), as occupancy.p4.
     Counter<bit<64>, tna_index_t>(NUM_PORTS * CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) queue_arrivals;

@@ -83,13 +83,18 @@ exit 1
     return env
 
 
-def test_after_the_drivers_assembler_bug_it_runs_bfas_itself(tmp_path: Path) -> None:
-    env = fake_driver_that_stops_before_the_assembler(
-        tmp_path, 'while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done\n'
-                  'echo binary > "$out/tofino.bin"\n')
+def build_red_after_the_drivers_bug(tmp_path: Path, bfas_body: str):
+    """make build-tna of RED into tmp_path/tna with that driver and this bfas."""
+    env = fake_driver_that_stops_before_the_assembler(tmp_path, bfas_body)
     out = tmp_path / "tna"
     env.update(TNA_VARIANTS="RED", TNA_BUILD_DIR=str(out))
-    result = run(env=env)
+    return run(env=env), out
+
+
+def test_after_the_drivers_assembler_bug_it_runs_bfas_itself(tmp_path: Path) -> None:
+    result, out = build_red_after_the_drivers_bug(
+        tmp_path, 'while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done\n'
+                  'echo binary > "$out/tofino.bin"\n')
     assert result.returncode == 0, result.stderr
     assert "ok: RED compiled" in result.stdout
     assert "running" in (out / "red.compile.log").read_text()
@@ -97,12 +102,9 @@ def test_after_the_drivers_assembler_bug_it_runs_bfas_itself(tmp_path: Path) -> 
 
 
 def test_a_program_over_the_stages_fails_with_the_assemblers_reason(tmp_path: Path) -> None:
-    env = fake_driver_that_stops_before_the_assembler(
+    result, out = build_red_after_the_drivers_bug(
         tmp_path, 'echo "pipe/main.bfa:3966: error: tofino supports up to 12 stages, using 13" >&2\n'
                   'exit 1\n')
-    out = tmp_path / "tna"
-    env.update(TNA_VARIANTS="RED", TNA_BUILD_DIR=str(out))
-    result = run(env=env)
     assert result.returncode == 1
     assert "FAIL: RED does not compile for Tofino" in result.stderr
     assert "supports up to 12 stages, using 13" in result.stderr
