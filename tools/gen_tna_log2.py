@@ -57,9 +57,11 @@ def lg_of(width: int, x: int) -> int:
 
 
 def _table_control(signature: list[str], action: list[str], table: str, width: int,
-                   args: Callable[[int], str], default_args: str) -> str:
+                   args: Callable[[int], str], default_args: str,
+                   first: tuple[int, str] | None = None) -> str:
     """A control of one ternary const table on x (bit<width>): an entry per
-    mantissa pattern (entries()), its action called with args(lg)."""
+    mantissa pattern (entries()), its action called with args(lg); first: an
+    exact (x, args) entry placed before them (it wins: the first match does)."""
     call = action[0].split("action ")[1].split("(")[0]
     lines = [*signature, *action,
              "    @hidden",
@@ -67,11 +69,14 @@ def _table_control(signature: list[str], action: list[str], table: str, width: i
              "        key = { x : ternary; }",
              f"        actions = {{ {call}; }}",
              "        const entries = {"]
+    if first is not None:
+        ones = (1 << width) - 1
+        lines.append(f"            {width}w{first[0]:#x} &&& {width}w{ones:#x} : {call}({first[1]});")
     for value, mask, lg in entries(width):
         lines.append(f"            {width}w{value:#x} &&& {width}w{mask:#x} : {call}({args(lg)});")
     lines += ["        }",
               f"        const default_action = {call}({default_args});",
-              f"        size = {len(entries(width))};",
+              f"        size = {len(entries(width)) + (first is not None)};",
               "    }",
               f"    apply {{ {table}.apply(); }}",
               "}",
@@ -106,6 +111,73 @@ def compare_control() -> str:
         f"0, {TWICE_OFFSET + 1}")
 
 
+# UPTA (upta_tna.p4): Fig. 7's R (2^16 - x) > fs 2^16 as lg R + lg(2^16 - x) >
+# lg fs + FS_OFFSET (lg 2^16 in Q4); UPTA_FS_NONE (2^32 - 1, "no fair share")
+# gets LG_NEVER, above any lg R + lg(2^16 - x) (at most 16 * 32 + 16 * 16).
+FS_OFFSET = 16 * 16
+UPTA_FS_NONE = 0xFFFFFFFF
+LG_NEVER = 0x3FF
+
+
+def fair_share_control() -> str:
+    """lg fs + FS_OFFSET for a fair share fs (bit<32>), LG_NEVER for
+    UPTA_FS_NONE; fs = 0 gets 0, which every packet exceeds (as R (2^16 - x) >
+    0 on v1model)."""
+    return _table_control(
+        ["control TnaLog2Q4W32FairShare(in bit<32> x, out bit<16> lg_plus) {"],
+        ["    action set_lg_plus(bit<16> value) { lg_plus = value; }"],
+        "log2_q4_fair_share", 32, lambda lg: f"{lg + FS_OFFSET}", "0",
+        first=(UPTA_FS_NONE, f"{LG_NEVER}"))
+
+
+def sums_control() -> str:
+    """lg x + add_a and lg x + add_b for bit<32> x (UPTA: lg R plus lg(2^16 - q)
+    and lg(2^16 - u)), both adds in the table's action."""
+    return _table_control(
+        ["control TnaLog2Q4W32Sums(in bit<32> x, in bit<16> add_a, in bit<16> add_b,",
+         "                         out bit<16> sum_a, out bit<16> sum_b) {"],
+        ["    action add_lg(bit<16> value) {",
+         "        sum_a = add_a + value;",
+         "        sum_b = add_b + value;",
+         "    }"],
+        "log2_q4_sums", 32, lambda lg: f"{lg}", "0")
+
+
+# P-UPTA's eq. 17 from UPTA's headroom h = (lg fs + FS_OFFSET) - (lg R + lg(2^16 - q)),
+# saturating: the new margin 2^16 - q' = (2^16 - q) R / fs is 2^((FS_OFFSET - h) / 16).
+ANTILOG_ENTRIES = FS_OFFSET
+
+
+def rewritten_q16(h: int) -> int:
+    """q' for headroom h: 2^16 - margin, 0 when the margin reaches 2^16 (h = 0),
+    UPTA_Q16_ONE - 1 once the margin is below 1 (h >= FS_OFFSET)."""
+    if h >= ANTILOG_ENTRIES:
+        return 0xFFFF
+    margin = round(2 ** ((FS_OFFSET - h) / 16))
+    return max(0, 65536 - margin)
+
+
+def antilog_control() -> str:
+    """q' = rewritten_q16(h) by an exact const table on the headroom h."""
+    lines = ["control TnaUptaAntilog(in bit<16> h, out bit<16> q16) {",
+             "    action set_q16(bit<16> value) { q16 = value; }",
+             "    @hidden",
+             "    table upta_antilog {",
+             "        key = { h : exact; }",
+             "        actions = { set_q16; }",
+             "        const entries = {"]
+    for h in range(ANTILOG_ENTRIES):
+        lines.append(f"            {h} : set_q16({rewritten_q16(h)});")
+    lines += ["        }",
+              f"        const default_action = set_q16({rewritten_q16(ANTILOG_ENTRIES)});",
+              f"        size = {ANTILOG_ENTRIES};",
+              "    }",
+              "    apply { upta_antilog.apply(); }",
+              "}",
+              ""]
+    return "\n".join(lines)
+
+
 def control(width: int) -> str:
     """Plain lg x for bit<width> x."""
     return _table_control(
@@ -121,6 +193,9 @@ def main() -> int:
     sys.stdout.write(control(16) + "\n")
     sys.stdout.write(share_control() + "\n")
     sys.stdout.write(compare_control() + "\n")
+    sys.stdout.write(fair_share_control() + "\n")
+    sys.stdout.write(sums_control() + "\n")
+    sys.stdout.write(antilog_control() + "\n")
     sys.stdout.write("#endif\n")
     return 0
 

@@ -176,6 +176,10 @@ struct local_metadata_t {
     // BFD (upta.p4): every flow spec the IPv4 length announces was parsed (so the
     // ICMP checksum can be verified); the message was consumed here (dropped).
     bool            bfd_complete;
+    // Tofino's UPTA build routes on this address: the parser sets the
+    // destination, or the source of a probe to this router (its answer's);
+    // v1model routes on hdr.ipv4.dst_addr (routing.p4 MMAQM_ROUTE_DST).
+    ipv4_addr_t     route_dst_addr;
     bool            bfd_consumed;
 }
 

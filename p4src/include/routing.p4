@@ -14,6 +14,13 @@
 #define MMAQM_EGRESS_PORT(md) md.egress_spec
 #endif
 
+// The address routed on: the IPv4 destination, unless the top file says
+// otherwise (p4src/tna/main.p4's UPTA build: meta.route_dst_addr, so that the
+// BFD endpoint's answer, decided after routing's stage, goes back to the probe's source).
+#ifndef MMAQM_ROUTE_DST
+#define MMAQM_ROUTE_DST(hdr, meta) hdr.ipv4.dst_addr
+#endif
+
 // Sets meta.routed on a match. (A flag in metadata, not an out parameter:
 // p4c turns an assignment of the table's hit bit into a table of its own.)
 control Routing(inout headers_t hdr,
@@ -34,7 +41,7 @@ control Routing(inout headers_t hdr,
     action route_miss() {}
 
     table ipv4_lpm {
-        key = { hdr.ipv4.dst_addr : lpm @name("ipv4_dst"); }
+        key = { MMAQM_ROUTE_DST(hdr, meta) : lpm @name("ipv4_dst"); }
         actions = { route; @defaultonly route_miss; }
         const default_action = route_miss();
         size = ROUTE_TABLE_SIZE;

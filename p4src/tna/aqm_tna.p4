@@ -18,6 +18,9 @@
 #ifdef MMAQM_TNA_FRED
 #include "fred_tna.p4"
 #endif
+#ifdef MMAQM_TNA_UPTA
+#include "upta_tna.p4"
+#endif
 
 #define MMAQM_RED_PARAMS \
     policy_epoch_t policy_epoch, shift_t ewma_shift, \
@@ -148,6 +151,30 @@ control TnaPortPolicy(inout tna_ingress_metadata_t md) {
 #define MMAQM_POLICY_ACTION fred
 #endif
 
+#ifdef MMAQM_TNA_UPTA
+    // upta_tna.p4: the slot mask is applied here (crc32 & mask, the slot's low
+    // bits); the reciprocals of eq. 17 are accepted and not used (the rewrite
+    // is an antilog of the headroom, log2_tna.p4).
+    @name(".upta")
+    action upta(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
+                policy_epoch_t policy_epoch, bit<8> upta_mode, shift_t k_shift,
+                bit<32> slot_mask, bit<32> fs_i_scaled, bit<32> fs_u_scaled,
+                bit<32> inv_fs_i_mant, bit<32> inv_fs_u_mant, shift_t inv_fs_i_shift,
+                shift_t inv_fs_u_shift, bit<16> tagged_q16) {
+        load_policy(queue_limit_pkts, flow_epoch_shift);
+        md.base.policy.policy_epoch = policy_epoch;
+        md.base.policy.upta_mode = upta_mode;
+        md.base.policy.upta_k_shift = k_shift;
+        md.base.policy.upta_fs_i_scaled = fs_i_scaled;
+        md.base.policy.upta_fs_u_scaled = fs_u_scaled;
+        md.base.policy.upta_tagged_q16 = tagged_q16;
+        md.upta_fs_i = fs_i_scaled;
+        md.upta_fs_u = fs_u_scaled;
+        md.upta_slot_low = md.flow_signature[15:0] & slot_mask[15:0];
+    }
+#define MMAQM_POLICY_ACTION upta
+#endif
+
     action no_policy() {}
 
     table port_policy {
@@ -182,6 +209,9 @@ control TnaAqm(inout headers_t hdr, inout tna_report_h report, inout tna_ingress
 #endif
 #ifdef MMAQM_TNA_FRED
     TnaFred() fred_algorithm;
+#endif
+#ifdef MMAQM_TNA_UPTA
+    TnaUpta() upta_algorithm;
 #endif
 #if defined(MMAQM_TNA_CBT_RED_ALL) || defined(MMAQM_TNA_CBT_RED_TCP_ONLY)
     Lpf<scaled_t, tna_index_t>(NUM_PORTS * CLASS_SLOTS) class_avg;   // cbt §3, per class
@@ -324,7 +354,7 @@ control TnaAqm(inout headers_t hdr, inout tna_report_h report, inout tna_ingress
         // ingress test (so its port has a policy: TnaPortPolicy's parameters)
         if (!md.is_report) {
             scale_policy_counts.apply();
-#ifndef MMAQM_TNA_FRED
+#if !defined(MMAQM_TNA_FRED) && !defined(MMAQM_TNA_UPTA)
             flow_report.apply(hdr, md, ig_dprsr_md);
 #endif
         }
@@ -436,6 +466,11 @@ control TnaAqm(inout headers_t hdr, inout tna_report_h report, inout tna_ingress
                 md.base.drop_reason = drop_reason_t.QUEUE_LIMIT;
             }
             red_drop_test.apply(hdr, md);
+#endif
+#ifdef MMAQM_TNA_UPTA
+            upta_algorithm.apply(hdr, md);   // Fig. 7 and eq. 17, or a BFD message in transit
+            // after the algorithm, as FRED's build (see there)
+            flow_report.apply(hdr, md, ig_dprsr_md);
 #endif
             // (md.base.admitted and the clearing of ecn_mark on a drop: main.p4
             // reads aqm_drop first, so neither is needed here)

@@ -14,6 +14,16 @@
 // Routing (p4src/include/routing.p4) writes Tofino's unicast egress port.
 #define MMAQM_FORWARD_MD_T ingress_intrinsic_metadata_for_tm_t
 #define MMAQM_EGRESS_PORT(md) md.ucast_egress_port
+#ifdef MMAQM_TNA_UPTA
+#define MMAQM_AFTER_IPV4_LENGTH parse_ipv4_options
+#else
+#define MMAQM_AFTER_IPV4_LENGTH parse_ipv4_ttl
+#endif
+#ifdef MMAQM_TNA_UPTA
+// The UPTA build routes on the parser's route_dst_addr (routing.p4): the
+// destination, or a probe-to-this-router's source, where its answer goes.
+#define MMAQM_ROUTE_DST(hdr, meta) meta.route_dst_addr
+#endif
 
 #include "../include/defines.p4"
 #include "../include/headers.p4"
@@ -22,6 +32,9 @@
 #include "tna_types.p4"
 #include "aqm_tna.p4"
 #include "flow_report_tna.p4"
+#ifdef MMAQM_TNA_UPTA
+#include "upta_tna.p4"
+#endif
 
 // ---------------------------------------------------------------- ingress
 // The header states of parser.p4; verify() becomes discards in ingress, and
@@ -30,6 +43,13 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
                         out tna_ingress_metadata_t md,
                         out ingress_intrinsic_metadata_t ig_intr_md) {
     Checksum() ipv4_checksum;
+#ifdef MMAQM_TNA_UPTA
+    Checksum() icmp_checksum;
+    // This router's own addresses (upta.p4's upta_local_addr table; the driver
+    // writes the same addresses here): known in the parser, so that a probe
+    // to one is routed on its source, where the answer goes.
+    @name("upta_local_addr") value_set<bit<32>>(4) upta_local_addr;
+#endif
 
     state start {
         pkt.extract(ig_intr_md);
@@ -37,6 +57,10 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         md.checksum_error = false;
         md.ipv4_too_short = false;
         md.ttl_expired = false;
+        md.bfd_event = 0xFF;     // upta_tna.p4 BFD_NO_EVENT
+        md.bfd_to_local = false;
+        md.bfd_checksum_error = false;
+        md.base.bfd_complete = false;
         md.excess = 0;
         md.chips_sample_q16 = 0;
         md.one_bit = 1;
@@ -79,51 +103,154 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
     state parse_ethernet {
         pkt.extract(hdr.pkt.ethernet);
         transition select(hdr.pkt.ethernet.ether_type) {
+#ifdef MMAQM_TNA_UPTA
+            ETHERTYPE_IPV4: parse_ipv4_local_check;
+#else
             ETHERTYPE_IPV4: parse_ipv4;
+#endif
             default: accept;
         }
     }
 
+#ifdef MMAQM_TNA_UPTA
+    // To this router (the BFD endpoint's upta_local_addr)? Looked ahead, before
+    // the IPv4 header is extracted, so that a QoS Probe's extraction (IHL 5: the
+    // ICMP type is the byte after it) can route on its source, where the
+    // answer goes (a Tofino parser writes a field once on a path, and reads a
+    // header's bytes only while extracting it). Lookahead bits: version and
+    // IHL 167:160, protocol 95:88, dst 39:8, the next byte 7:0.
+    state parse_ipv4_local_check {
+        transition select(pkt.lookahead<bit<168>>()[39:8]) {
+            upta_local_addr: ipv4_to_local;
+            default: parse_ipv4;
+        }
+    }
+
+    state ipv4_to_local {
+        md.bfd_to_local = true;
+        // version and IHL (0x45), protocol, the byte after the header (three of
+        // the parser's match registers; a non-first fragment is not told apart)
+        transition select(pkt.lookahead<bit<168>>()[167:160], pkt.lookahead<bit<168>>()[95:88],
+                          pkt.lookahead<bit<168>>()[7:0]) {
+            (0x45, IP_PROTO_ICMP, ICMP_QOS_PROBE): parse_ipv4_local_probe;
+            default: parse_ipv4;
+        }
+    }
+
+    state parse_ipv4_local_probe {
+        pkt.extract(hdr.pkt.ipv4);
+        ipv4_checksum.add(hdr.pkt.ipv4);
+        md.base.route_dst_addr = hdr.pkt.ipv4.src_addr;
+        transition select(hdr.pkt.ipv4.total_len) {
+            0x0000 &&& 0xFFF0: ipv4_too_short;
+            0x0010 &&& 0xFFFC: ipv4_too_short;
+            default: MMAQM_AFTER_IPV4_LENGTH;
+        }
+    }
+#endif
+
     state parse_ipv4 {
         pkt.extract(hdr.pkt.ipv4);
         ipv4_checksum.add(hdr.pkt.ipv4);
-        md.checksum_error = ipv4_checksum.verify();
+#ifdef MMAQM_TNA_UPTA
+        md.base.route_dst_addr = hdr.pkt.ipv4.dst_addr;
+#endif
         // total_len < IPV4_MIN_HEADER_BYTES (20), decided here: the ingress
         // gateways cannot range-compare a 16-bit field (0..15, then 16..19)
         transition select(hdr.pkt.ipv4.total_len) {
             0x0000 &&& 0xFFF0: ipv4_too_short;
             0x0010 &&& 0xFFFC: ipv4_too_short;
-            default: parse_ipv4_ttl;
+            default: MMAQM_AFTER_IPV4_LENGTH;
         }
     }
 
+    state ipv4_too_short {
+        md.ipv4_too_short = true;
+        md.checksum_error = ipv4_checksum.verify();
+        transition accept;
+    }
+
     // ttl <= 1, decided here too: ingress routes before it runs the discard
-    // tests (routing decrements the TTL)
+    // tests (routing decrements the TTL). Not in the UPTA build, whose BFD
+    // parsing keeps the total length in one of Tofino 1's four parser match
+    // registers: there, the first stage's ttl_check table reads the TTL
+    // before routing's stage writes it.
+#ifndef MMAQM_TNA_UPTA
     state parse_ipv4_ttl {
         transition select(hdr.pkt.ipv4.ttl) {
             0: ipv4_ttl_expired;
             1: ipv4_ttl_expired;
-            default: parse_ipv4_l4;
+            default: parse_ipv4_options;
         }
     }
 
     state ipv4_ttl_expired {
         md.ttl_expired = true;
-        transition parse_ipv4_l4;
+        transition parse_ipv4_options;
+    }
+#endif
+
+    // The header checksum is verified once on each path, after the header's
+    // last parsed byte: IHL 5; IHL 6 with exactly P-UPTA's option (parser.p4:
+    // the checksum covers it); any other IHL, left unparsed (discarded in
+    // ingress, ingress_checks).
+    state parse_ipv4_options {
+        transition select(hdr.pkt.ipv4.ihl) {
+            IPV4_MIN_IHL: parse_ipv4_l4;
+            UPTA_OPTION_IHL: parse_ipv4_option;
+            default: ipv4_options_unparsed;
+        }
     }
 
-    state ipv4_too_short {
-        md.ipv4_too_short = true;
+    state parse_ipv4_option {
+#ifdef MMAQM_TNA_UPTA
+        // the type byte only (the match registers, parse_ipv4_l4): the option
+        // fills IHL 6's 4 bytes, so a length other than 4 is malformed anyway
+        transition select(pkt.lookahead<bit<8>>()) {
+            UPTA_OPTION_TYPE: parse_upta_option;
+            default: ipv4_options_unparsed;
+        }
+#else
+        transition select(pkt.lookahead<bit<16>>()) {
+            UPTA_OPTION_TYPE ++ UPTA_OPTION_LEN: parse_upta_option;
+            default: ipv4_options_unparsed;
+        }
+#endif
+    }
+
+    state ipv4_options_unparsed {
+        md.checksum_error = ipv4_checksum.verify();
         transition accept;
     }
 
+    state parse_upta_option {
+        pkt.extract(hdr.pkt.upta_option);
+        ipv4_checksum.add(hdr.pkt.upta_option);
+        transition parse_ipv4_l4;
+    }
+
+    // Non-first fragments carry no L4 header (parser.p4). The UPTA build cannot
+    // test the offset here: Tofino 1's parser has 32 bits of match registers
+    // (one 16-bit, two 8-bit), and its BFD parsing holds the total length in
+    // the 16-bit one until the flow specs; its ingress tests the offset
+    // before the endpoint or a probe's lowering reads the BFD fields.
     state parse_ipv4_l4 {
-        transition select(hdr.pkt.ipv4.ihl, hdr.pkt.ipv4.frag_offset, hdr.pkt.ipv4.protocol) {
-            (IPV4_MIN_IHL, 0, IP_PROTO_TCP): parse_tcp;
-            (IPV4_MIN_IHL, 0, IP_PROTO_UDP): parse_udp;
-            (IPV4_MIN_IHL, 0, IP_PROTO_ICMP): parse_icmp;
+        md.checksum_error = ipv4_checksum.verify();
+#ifdef MMAQM_TNA_UPTA
+        transition select(hdr.pkt.ipv4.protocol) {
+            IP_PROTO_TCP: parse_tcp;
+            IP_PROTO_UDP: parse_udp;
+            IP_PROTO_ICMP: parse_icmp;
             default: accept;
         }
+#else
+        transition select(hdr.pkt.ipv4.frag_offset, hdr.pkt.ipv4.protocol) {
+            (0, IP_PROTO_TCP): parse_tcp;
+            (0, IP_PROTO_UDP): parse_udp;
+            (0, IP_PROTO_ICMP): parse_icmp;
+            default: accept;
+        }
+#endif
     }
 
     state parse_tcp {
@@ -142,8 +269,74 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
 
     state parse_icmp {
         pkt.extract(hdr.pkt.icmp);
+#ifdef MMAQM_TNA_UPTA
+        icmp_checksum.add(hdr.pkt.icmp);
+        transition select(hdr.pkt.icmp.icmp_type) {
+            ICMP_QOS_PROBE: parse_bfd;
+            ICMP_QOS_REPORT: parse_bfd;
+            default: accept;
+        }
+#else
+        transition accept;
+#endif
+    }
+#ifdef MMAQM_TNA_UPTA
+
+    // BFD (parser.p4): the flow specs the IPv4 length announces, each added to
+    // the ICMP checksum, which a complete message verifies
+    state parse_bfd {
+        pkt.extract(hdr.pkt.bfd);
+        icmp_checksum.add(hdr.pkt.bfd);
+        transition select(hdr.pkt.icmp.icmp_type, hdr.pkt.ipv4.total_len) {
+            (ICMP_QOS_REPORT, BFD_IP_LEN): bfd_complete;
+            (ICMP_QOS_PROBE, BFD_IP_LEN): bfd_complete;
+            (ICMP_QOS_PROBE, BFD_IP_LEN + BFD_SPEC_BYTES): parse_bfd_spec0;
+            (ICMP_QOS_PROBE, BFD_IP_LEN + 2 * BFD_SPEC_BYTES): parse_bfd_spec0;
+            (ICMP_QOS_PROBE, BFD_IP_LEN + 3 * BFD_SPEC_BYTES): parse_bfd_spec0;
+            (ICMP_QOS_PROBE, BFD_IP_LEN + 4 * BFD_SPEC_BYTES): parse_bfd_spec0;
+            default: accept;
+        }
+    }
+
+    state parse_bfd_spec0 {
+        pkt.extract(hdr.pkt.bfd_specs[0]);
+        icmp_checksum.add(hdr.pkt.bfd_specs[0]);
+        transition select(hdr.pkt.ipv4.total_len) {
+            BFD_IP_LEN + BFD_SPEC_BYTES: bfd_complete;
+            default: parse_bfd_spec1;
+        }
+    }
+
+    state parse_bfd_spec1 {
+        pkt.extract(hdr.pkt.bfd_specs[1]);
+        icmp_checksum.add(hdr.pkt.bfd_specs[1]);
+        transition select(hdr.pkt.ipv4.total_len) {
+            BFD_IP_LEN + 2 * BFD_SPEC_BYTES: bfd_complete;
+            default: parse_bfd_spec2;
+        }
+    }
+
+    state parse_bfd_spec2 {
+        pkt.extract(hdr.pkt.bfd_specs[2]);
+        icmp_checksum.add(hdr.pkt.bfd_specs[2]);
+        transition select(hdr.pkt.ipv4.total_len) {
+            BFD_IP_LEN + 3 * BFD_SPEC_BYTES: bfd_complete;
+            default: parse_bfd_spec3;
+        }
+    }
+
+    state parse_bfd_spec3 {
+        pkt.extract(hdr.pkt.bfd_specs[3]);
+        icmp_checksum.add(hdr.pkt.bfd_specs[3]);
+        transition bfd_complete;
+    }
+
+    state bfd_complete {
+        md.base.bfd_complete = true;
+        md.bfd_checksum_error = icmp_checksum.verify();
         transition accept;
     }
+#endif
 }
 
 control TnaIngress(inout tna_ingress_headers_t hdr,
@@ -157,6 +350,13 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
     TnaPortPolicy() policy;
     TnaAqm() aqm;
     TnaFlowSignature() flow_signature;
+#ifdef MMAQM_TNA_UPTA
+    TnaUptaLookup() upta_lookup;
+    TnaBfdEndpoint() bfd_endpoint;
+    TnaUptaPath() upta_path;
+    TnaUptaSlot() upta_slot;
+    TnaUptaFlow() upta_flow;
+#endif
 
     // main.p4's counters; indexes as on v1model.
     Counter<bit<64>, tna_index_t>(NUM_PORTS * NUM_DISCARD_REASONS,
@@ -187,17 +387,45 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             hdr.pkt.ipv4.isValid() : ternary;
             hdr.pkt.ipv4.version : ternary;
             hdr.pkt.ipv4.ihl : ternary;
+            hdr.pkt.upta_option.isValid() : ternary;   // IHL 6 with P-UPTA's option only
             md.checksum_error : ternary;
             md.ipv4_too_short : ternary;
+#ifdef MMAQM_TNA_UPTA
+            // the TTL itself, read in routing's stage before its decrement
+            // (ttl_check's flag would cost the AQM's gate a stage)
+            hdr.pkt.ipv4.ttl : ternary;
+#else
             md.ttl_expired : ternary;
+#endif
         }
         actions = { set_forwardable; not_forwardable; }
         const entries = {
-            (0, true, 4, IPV4_MIN_IHL, false, false, false) : set_forwardable();
+#ifdef MMAQM_TNA_UPTA
+            (_, _, _, _, _, _, _, 8w0 &&& 8w0xFE) : not_forwardable();   // ttl <= 1
+            (0, true, 4, IPV4_MIN_IHL, _, false, false, _) : set_forwardable();
+            (0, true, 4, _, true, false, false, _) : set_forwardable();
+#else
+            (0, true, 4, IPV4_MIN_IHL, _, false, false, false) : set_forwardable();
+            (0, true, 4, _, true, false, false, false) : set_forwardable();
+#endif
         }
         const default_action = not_forwardable();
-        size = 2;
+        size = 3;
     }
+#ifdef MMAQM_TNA_UPTA
+    // ttl <= 1 (the other builds' parser test), in routing's stage: a table
+    // reads the stage's input, before routing's decrement
+    action set_ttl_expired() { md.ttl_expired = true; }
+    @hidden table ttl_check {
+        key = { hdr.pkt.ipv4.ttl : ternary; }
+        actions = { set_ttl_expired; NoAction; }
+        const entries = {
+            8w0 &&& 8w0xFE : set_ttl_expired();   // 0, 1
+        }
+        const default_action = NoAction();
+        size = 1;
+    }
+#endif
 #ifdef MMAQM_TNA_FRED
     // fred_tna.p4's slot: port * FRED_SLOTS_PER_PORT + (crc32 & 0xFFF), the
     // concatenation as an identity hash, beside routing's stage
@@ -232,6 +460,7 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             hdr.pkt.ipv4.isValid() : ternary;
             hdr.pkt.ipv4.version : ternary;
             hdr.pkt.ipv4.ihl : ternary;
+            hdr.pkt.upta_option.isValid() : ternary;   // IHL 6 with P-UPTA's option only
             md.checksum_error : ternary;
             md.ipv4_too_short : ternary;     // total_len < IPV4_MIN_HEADER_BYTES (parser)
             md.ttl_expired : ternary;        // ttl <= 1 (parser)
@@ -241,18 +470,24 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
         }
         actions = { discard; pass; }
         const entries = {
-            (0, true, 4, IPV4_MIN_IHL, false, false, false, true, 0, true) : pass();
-            (0, true, 4, IPV4_MIN_IHL, false, false, false, true, _, _) : discard(DISCARD_NO_POLICY);
-            (0, true, 4, IPV4_MIN_IHL, false, false, false, _, _, _) : discard(DISCARD_NO_ROUTE);
-            (0, true, 4, IPV4_MIN_IHL, false, false, _, _, _, _) : discard(DISCARD_TTL_EXPIRED);
+            (0, true, 4, IPV4_MIN_IHL, _, false, false, false, true, 0, true) : pass();
+            (0, true, 4, _, true, false, false, false, true, 0, true) : pass();
+            (0, true, 4, IPV4_MIN_IHL, _, false, false, false, true, _, _) : discard(DISCARD_NO_POLICY);
+            (0, true, 4, _, true, false, false, false, true, _, _) : discard(DISCARD_NO_POLICY);
+            (0, true, 4, IPV4_MIN_IHL, _, false, false, false, _, _, _) : discard(DISCARD_NO_ROUTE);
+            (0, true, 4, _, true, false, false, false, _, _, _) : discard(DISCARD_NO_ROUTE);
+            (0, true, 4, IPV4_MIN_IHL, _, false, false, _, _, _, _) : discard(DISCARD_TTL_EXPIRED);
+            (0, true, 4, _, true, false, false, _, _, _, _) : discard(DISCARD_TTL_EXPIRED);
             // The frame-length half of v1model's test needs the packet length,
             // which Tofino's ingress does not have: egress checks it.
-            (0, true, 4, IPV4_MIN_IHL, false, _, _, _, _, _) : discard(DISCARD_MALFORMED);
-            (0, true, 4, IPV4_MIN_IHL, _, _, _, _, _, _) : discard(DISCARD_BAD_CHECKSUM);
-            (0, true, 4, 4w0x6 &&& 4w0xE, _, _, _, _, _, _) : discard(DISCARD_IPV4_OPTIONS);  // 6, 7
-            (0, true, 4, 4w0x8 &&& 4w0x8, _, _, _, _, _, _) : discard(DISCARD_IPV4_OPTIONS);  // 8..15
-            (0, true, _, _, _, _, _, _, _, _) : discard(DISCARD_MALFORMED);  // version, ihl < 5
-            (0, _, _, _, _, _, _, _, _, _) : discard(DISCARD_NOT_IPV4);
+            (0, true, 4, IPV4_MIN_IHL, _, false, _, _, _, _, _) : discard(DISCARD_MALFORMED);
+            (0, true, 4, _, true, false, _, _, _, _, _) : discard(DISCARD_MALFORMED);
+            (0, true, 4, IPV4_MIN_IHL, _, _, _, _, _, _, _) : discard(DISCARD_BAD_CHECKSUM);
+            (0, true, 4, _, true, _, _, _, _, _, _) : discard(DISCARD_BAD_CHECKSUM);
+            (0, true, 4, 4w0x6 &&& 4w0xE, _, _, _, _, _, _, _) : discard(DISCARD_IPV4_OPTIONS);  // 6, 7
+            (0, true, 4, 4w0x8 &&& 4w0x8, _, _, _, _, _, _, _) : discard(DISCARD_IPV4_OPTIONS);  // 8..15
+            (0, true, _, _, _, _, _, _, _, _, _) : discard(DISCARD_MALFORMED);  // version, ihl < 5
+            (0, _, _, _, _, _, _, _, _, _, _) : discard(DISCARD_NOT_IPV4);
         }
         const default_action = discard(DISCARD_MALFORMED);                  // a parser error
         size = 16;
@@ -264,8 +499,14 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
         // The classifier reads headers only: applied to every packet, it shares a
         // stage with routing instead of following it (Tofino stages, README).
         classifier.apply(hdr.pkt, md.base);
+#ifdef MMAQM_TNA_UPTA
+        ttl_check.apply();
+#endif
         ipv4_forwardable.apply();
         flow_signature.apply(hdr.pkt, md, ig_prsr_md.global_tstamp);
+#ifdef MMAQM_TNA_UPTA
+        upta_lookup.apply(hdr.pkt, md, ig_intr_md.ingress_port);   // C-UPTA and BFD (upta_tna.p4)
+#endif
         if (md.is_report) {
             // A cancel (resubmitted) or a departure report (recirculation port).
             md.base.port_index = (tna_index_t)hdr.report.port_index;
@@ -285,9 +526,35 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             fred_slot.apply();
 #endif
         }
+#ifdef MMAQM_TNA_UPTA
+        // The BFD endpoint's decision (a QoS Probe or Report that passes the
+        // parser's ingress tests; v1model: after the ingress discards, before
+        // routing), beside the policy
+        if (!md.is_report && md.ipv4_forwardable && hdr.pkt.bfd.isValid()
+                && hdr.pkt.ipv4.frag_offset == 0) {
+            bfd_endpoint.apply(hdr.pkt, md, ig_dprsr_md);
+        }
+#endif
         if (md.base.routed && md.base.port_index[8:6] == 0) {   // port_index < NUM_PORTS
             policy.apply(md);
         }
+#ifdef MMAQM_TNA_UPTA
+        // upta_tna.p4's stages before the AQM's: applied here, in the order of
+        // their stages (Tofino 1 keeps the control's order), the AQM's part
+        // under the AQM's gate (below)
+        if (!md.is_report && md.ipv4_forwardable && md.base.routed
+                && md.base.port_index[8:6] == 0 && md.base.aqm_applied) {
+            upta_slot.apply(hdr.pkt, md);
+        }
+        // (after the slot's tables in the control: they share its stage)
+        if (!md.is_report && hdr.pkt.ipv4.isValid()) {
+            upta_path.apply(hdr.pkt, md, ig_intr_md.ingress_port);
+        }
+        if (!md.is_report && md.ipv4_forwardable && md.base.routed
+                && md.base.port_index[8:6] == 0 && md.base.aqm_applied) {
+            upta_flow.apply(hdr.pkt, md);
+        }
+#endif
         // The ingress discards and their reasons (a table of its own stage, beside
         // the AQM's first tables; counted below, after the AQM)
         if (!md.is_report) {
@@ -321,8 +588,10 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             hdr.report.fred_slot_index = 0;
 #endif
         }
+        // (a BFD message the endpoint consumed is dropped there: no AQM)
         if (md.is_report || (md.ipv4_forwardable && md.base.routed
-                             && md.base.port_index[8:6] == 0 && md.base.aqm_applied)) {
+                             && md.base.port_index[8:6] == 0 && md.base.aqm_applied
+                             && !md.base.bfd_consumed)) {
             // (TnaAqm applies the flow report too: see there)
             aqm.apply(hdr.pkt, hdr.report, md, ig_dprsr_md, ig_tm_md);
         }
@@ -330,12 +599,15 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
         // control (Tofino 1 places tables in its order; nothing of the AQM
         // reads them)
         if (!md.is_report) {
-            if (discarded && ig_intr_md.ingress_port < (PortId_t)NUM_PORTS) {
+            // (v1model's endpoint consumes a BFD message before routing)
+            if (discarded && ig_intr_md.ingress_port < (PortId_t)NUM_PORTS
+                    && !md.base.bfd_consumed) {
                 // port * NUM_DISCARD_REASONS (8) + reason, as on v1model
                 ingress_discards.count(discard_index_hash.get({ ig_intr_md.ingress_port[5:0],
                                                                 discard_reason[2:0] }));
             }
         }
+
         if (!md.is_report && hdr.report.isValid()) {   // a packet the AQM decided
             // The accounting record, decided: a cancel, a drop, or the bridged
             // header of an admitted packet (its fixed fields were set above).
@@ -388,6 +660,9 @@ control TnaIngressDeparser(packet_out pkt, inout tna_ingress_headers_t hdr,
                            in tna_ingress_metadata_t md,
                            in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
     Checksum() ipv4_checksum;
+#ifdef MMAQM_TNA_UPTA
+    Checksum() icmp_checksum;
+#endif
     Digest<flow_digest_t>(TNA_DIGEST_FLOW) flow_digest;
     // Mirror() with the mirror_type test in the deparser, and the field list
     // spelled out: bf-p4c (v1.2.5.16) takes a mirror header's fields only from a
@@ -401,8 +676,22 @@ control TnaIngressDeparser(packet_out pkt, inout tna_ingress_headers_t hdr,
                 hdr.pkt.ipv4.version, hdr.pkt.ipv4.ihl, hdr.pkt.ipv4.dscp, hdr.pkt.ipv4.ecn,
                 hdr.pkt.ipv4.total_len, hdr.pkt.ipv4.identification, hdr.pkt.ipv4.flags,
                 hdr.pkt.ipv4.frag_offset, hdr.pkt.ipv4.ttl, hdr.pkt.ipv4.protocol,
-                hdr.pkt.ipv4.src_addr, hdr.pkt.ipv4.dst_addr });
+                hdr.pkt.ipv4.src_addr, hdr.pkt.ipv4.dst_addr,
+                // the P-UPTA option, when parsed (an invalid header adds nothing)
+                hdr.pkt.upta_option.opt_type, hdr.pkt.upta_option.opt_len,
+                hdr.pkt.upta_option.q16 });
         }
+#ifdef MMAQM_TNA_UPTA
+        // BFD: a lowered probe or an answer (upta_tna.p4); the specs an answer
+        // invalidated add nothing
+        if (md.bfd_rewritten) {
+            hdr.pkt.icmp.checksum = icmp_checksum.update({
+                hdr.pkt.icmp.icmp_type, hdr.pkt.icmp.icmp_code,
+                hdr.pkt.bfd.identifier, hdr.pkt.bfd.sequence, hdr.pkt.bfd.fs_u, hdr.pkt.bfd.fs_i,
+                hdr.pkt.bfd_specs[0], hdr.pkt.bfd_specs[1],
+                hdr.pkt.bfd_specs[2], hdr.pkt.bfd_specs[3] });
+        }
+#endif
         if (ig_dprsr_md.digest_type == TNA_DIGEST_FLOW) {
             flow_digest.pack(md.digest);
         }

@@ -20,10 +20,10 @@
 
 control TnaOccupancy(inout tna_ingress_metadata_t md, in tna_report_h report) {
     Register<scaled_t, tna_index_t>(NUM_PORTS, 0) queue_pkts;
-#ifndef MMAQM_TNA_FRED
+#ifndef MMAQM_TNA_NO_CLASS_OCCUPANCY
     // Per class, on the virtual FIFO (chips.p4): one register per class, so
     // that D-CBT reads the three classes of a port in one pass. (FRED's build
-    // keeps none: below.)
+    // keeps none, nor UPTA's: below.)
     Register<scaled_t, tna_index_t>(NUM_PORTS, 0) tcp_pkts;
     Register<scaled_t, tna_index_t>(NUM_PORTS, 0) tagged_pkts;
     Register<scaled_t, tna_index_t>(NUM_PORTS, 0) untagged_pkts;
@@ -59,7 +59,7 @@ control TnaOccupancy(inout tna_ingress_metadata_t md, in tna_report_h report) {
         }
     };
 
-#ifndef MMAQM_TNA_FRED
+#ifndef MMAQM_TNA_NO_CLASS_OCCUPANCY
 #define MMAQM_CLASS_ACTIONS(R) \
     RegisterAction<scaled_t, tna_index_t, scaled_t>(R) R##_arrive = { \
         void apply(inout scaled_t value, out scaled_t seen) { seen = value; value = value + AVG_ONE; } }; \
@@ -104,7 +104,7 @@ control TnaOccupancy(inout tna_ingress_metadata_t md, in tna_report_h report) {
             if (total) {
                 md.queue_scaled = queue_leave.execute(port);
             }
-#ifndef MMAQM_TNA_FRED
+#ifndef MMAQM_TNA_NO_CLASS_OCCUPANCY
             if (per_class) {
                 if (report.class_id == (bit<2>)(bit<8>)traffic_class_t.TCP) {
                     tcp_pkts_leave.execute(port);
@@ -127,9 +127,9 @@ control TnaOccupancy(inout tna_ingress_metadata_t md, in tna_report_h report) {
             // Bit 0 (TNA_NOT_COUNTED) is 0 when the arrival was counted; the
             // readers test the bit itself (a flag would cost a stage).
             // The class of the packet is counted when the total was (the limit test).
-            // FRED's build counts no class: no FRED rule reads one, and the
-            // stage's stateful ALUs go to its per-flow state (fred_tna.p4).
-#if defined(MMAQM_TNA_FRED)
+            // FRED's and UPTA's builds count no class: no rule of theirs reads one, and the
+            // stage's stateful ALUs go to their per-flow state.
+#if defined(MMAQM_TNA_NO_CLASS_OCCUPANCY)
 #elif defined(MMAQM_TNA_DCBT)
             // D-CBT reads all three classes of the port (its virtual FIFO).
             if (md.base.class_id == traffic_class_t.TCP

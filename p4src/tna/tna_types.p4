@@ -9,8 +9,9 @@
 // ---- the algorithm this build carries (README "Tofino (TNA)": one program per algorithm)
 #if !defined(MMAQM_TNA_DROP_TAIL) && !defined(MMAQM_TNA_RED) && !defined(MMAQM_TNA_CBT_RED_ALL) \
     && !defined(MMAQM_TNA_CBT_RED_TCP_ONLY) && !defined(MMAQM_TNA_DCBT) \
-    && !defined(MMAQM_TNA_DCBT_CHIPS) && !defined(MMAQM_TNA_MCDT) && !defined(MMAQM_TNA_FRED)
-#error "define one of MMAQM_TNA_{DROP_TAIL,RED,CBT_RED_ALL,CBT_RED_TCP_ONLY,DCBT,DCBT_CHIPS,MCDT,FRED}"
+    && !defined(MMAQM_TNA_DCBT_CHIPS) && !defined(MMAQM_TNA_MCDT) && !defined(MMAQM_TNA_FRED) \
+    && !defined(MMAQM_TNA_UPTA)
+#error "define one of MMAQM_TNA_{DROP_TAIL,RED,CBT_RED_ALL,CBT_RED_TCP_ONLY,DCBT,DCBT_CHIPS,MCDT,FRED,UPTA}"
 #endif
 #if defined(MMAQM_TNA_DCBT_CHIPS)
 #define MMAQM_TNA_DCBT
@@ -21,6 +22,11 @@
 #define MMAQM_TNA_RED_FAMILY
 #endif
 
+// FRED and UPTA read no per-class occupancy (occupancy_tna.p4 keeps none)
+#if defined(MMAQM_TNA_FRED) || defined(MMAQM_TNA_UPTA)
+#define MMAQM_TNA_NO_CLASS_OCCUPANCY
+#endif
+
 // Register indexes. AQM state exists for NUM_PORTS ports: on Tofino, the dev
 // ports 0..63 of pipe 0 (v1model: ports 0..63).
 typedef bit<32> tna_index_t;
@@ -28,6 +34,14 @@ typedef bit<32> tna_index_t;
 // of an identity hash of {reason, class_index} (v1model: class_index *
 // NUM_DROP_REASONS + reason). 16 reasons' room.
 const bit<32> TNA_DROP_REASON_SLOTS = 16;
+
+// UPTA (upta_tna.p4): flow slots per port, index port * TNA_UPTA_SLOTS_PER_PORT
+// + (crc32 & slot_mask). A quarter of v1model's UPTA_SLOTS_PER_PORT: the
+// per-slot rate filter, registers and counter fit a stage each (README).
+const bit<32> TNA_UPTA_SLOTS_PER_PORT = 512;
+// upta_bfd_events: index ingress port * TNA_BFD_EVENT_SLOTS + event (the BFD
+// endpoint's UPTA_EVENT_* values); the per-flow events have counters of their own.
+const bit<32> TNA_BFD_EVENT_SLOTS = 16;
 
 // Tofino 1 recirculation port of pipe 0 (dev port 68); departure reports come
 // back through it (occupancy_tna.p4). Reports from any other port are discarded.
@@ -139,6 +153,51 @@ struct tna_ingress_metadata_t {
     drop_reason_t    fred_strike_reason;  // FRED_MAXQ (R1), FRED_TWICE_AVGCQ (R2), FRED_STRIKE (R3)
     bit<1>           fred_robust;       // R4: qlen >= max(minq, avgcq)
     bit<1>           fred_struck;       // the strike register's verdict (R1-R3)
+    // UPTA (upta_tna.p4)
+    bit<4>           ipv4_ihl;            // the IHL, or IPV4_MIN_IHL with the P-UPTA option
+    bool             bfd_to_local;        // the parser: to this router (upta_local_addr)
+    bool             bfd_checksum_error;  // the parser: the ICMP checksum of a complete message
+    bool             bfd_rewritten;       // the deparser recomputes the ICMP checksum
+    bit<8>           bfd_event;           // the endpoint's UPTA_EVENT_*, counted when != 0xFF
+    bit<32>          bfd_seq_key;         // BFD_SEQ_VALID | sequence
+    bit<2>           bfd_seq_op;          // BFD_SEQ_STORE or _CHECK (upta_tna.p4)
+    bit<32>          bfd_report_fs_u;     // a report's minima, 0 read as UPTA_FS_NONE
+    bit<32>          bfd_report_fs_i;
+    tna_index_t      upta_path_index;     // C-UPTA: the BFD path (upta_bfd_path), or the report's
+    bool             upta_path_hit;
+    bool             upta_path_read;      // C-UPTA: the path's minima were read
+    bit<16>          upta_lg_path_fs_i_plus;   // lg of the path's minima + 256
+    bit<16>          upta_lg_path_fs_u_plus;
+    bit<16>          upta_slot_low;       // crc32 & slot_mask
+    tna_index_t      upta_slot_index;     // port * TNA_UPTA_SLOTS_PER_PORT + slot
+    bit<32>          upta_sample;         // total length << UPTA_RATE_FRAC_BITS
+    bit<32>          upta_rate;           // R: the slot's filter
+    bit<32>          upta_fs_i;           // fs_I, fs_U: the policy's or C-UPTA's minima
+    bit<32>          upta_fs_u;
+    bool             upta_q_none;         // no loss threshold: never made U
+    bit<16>          upta_q_comp;         // 2^16 - 1 - q
+    bit<16>          upta_draw;           // Random: 2^16 - 1 - u
+    bit<16>          upta_lg_q_comp;
+    bit<16>          upta_lg_draw;
+    bit<16>          upta_lg_fs_i_plus;   // lg fs + 256 (log2_tna.p4 FairShare)
+    bit<16>          upta_lg_fs_u_plus;
+    bit<16>          upta_sum_q;          // lg R + lg(2^16 - q)
+    bit<16>          upta_sum_u;          // lg R + lg(2^16 - u)
+    bit<16>          upta_head_q_i;       // headrooms, 0: exceeded (Fig. 7)
+    bit<16>          upta_head_q_u;
+    bit<16>          upta_head_u_i;
+    bit<32>          upta_rate_over_fs_i; // R |-| fs: != 0, eq. 17 rewrites q
+    bit<32>          upta_rate_over_fs_u;
+    bit<16>          upta_q_new_i;        // eq. 17's q' in state I, U
+    bit<16>          upta_q_new_u;
+    bit<8>           upta_code_if_i;      // the state register's new value, by old state
+    bit<8>           upta_code_if_u;
+    bit<8>           upta_code;           // what it wrote (UPTA_CODE_*)
+    bit<1>           upta_sig_changed;
+    bit<32>          upta_last;           // the slot's last arrival (1.024 us), 0 never
+    bit<32>          upta_age;            // now - last
+    bit<32>          upta_k_units;        // K = 2^k_shift, in the clock's units
+    bit<32>          upta_k_short;        // K |-| age: != 0, within K
     bool             ipv4_forwardable;  // the parser: version 4, no options, length and ttl pass
     bool             ttl_expired;     // ttl <= 1 (the parser's test)
     bool             ipv4_too_short;  // total_len < IPV4_MIN_HEADER_BYTES (the parser's test)
