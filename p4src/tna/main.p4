@@ -203,19 +203,13 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
     }
 
     state parse_ipv4_option {
-#ifdef MMAQM_TNA_UPTA
-        // the type byte only (the match registers, parse_ipv4_l4): the option
-        // fills IHL 6's 4 bytes, so a length other than 4 is malformed anyway
+        // the type byte only (one of Tofino 1's three parser match registers,
+        // parse_ipv4_l4): the option fills IHL 6's 4 bytes, so its length byte
+        // is 4 or the option is malformed (parser.p4 also tests the length)
         transition select(pkt.lookahead<bit<8>>()) {
             UPTA_OPTION_TYPE: parse_upta_option;
             default: ipv4_options_unparsed;
         }
-#else
-        transition select(pkt.lookahead<bit<16>>()) {
-            UPTA_OPTION_TYPE ++ UPTA_OPTION_LEN: parse_upta_option;
-            default: ipv4_options_unparsed;
-        }
-#endif
     }
 
     state ipv4_options_unparsed {
