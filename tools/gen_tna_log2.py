@@ -19,6 +19,7 @@ the table's action), so that FRED's test takes one stage a table.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 import sys
 
@@ -130,6 +131,25 @@ def fair_share_control() -> str:
         first=(UPTA_FS_NONE, f"{LG_NEVER}"))
 
 
+def plus_one_control() -> str:
+    """lg(x + 1) for bit<16> x (UPTA: x = 2^16 - 1 - q, so x + 1 = 2^16 - q):
+    exact below 2^4 (where the +1 is 7 % and more), entries() above it."""
+    def args(lg: int) -> str:
+        return f"{lg}"
+    lines = _table_control(
+        ["control TnaLog2Q4W16PlusOne(in bit<16> x, out bit<16> lg) {"],
+        ["    action set_lg(bit<16> value) { lg = value; }"],
+        "log2_q4_plus_one", 16, args, "0")
+    # the exact entries (no mantissa bits dropped) take lg(x + 1)
+    out = []
+    for line in lines.split("\n"):
+        m = re.match(r"(\s*16w(0x[0-9a-f]+) &&& 16w0xffff : set_lg\()(\d+)(\);)", line)
+        if m:
+            line = f"{m.group(1)}{round(16 * math.log2(int(m.group(2), 16) + 1))}{m.group(4)}"
+        out.append(line)
+    return "\n".join(out)
+
+
 def sums_control() -> str:
     """lg x + add_a and lg x + add_b for bit<32> x (UPTA: lg R plus lg(2^16 - q)
     and lg(2^16 - u)), both adds in the table's action."""
@@ -193,6 +213,7 @@ def main() -> int:
     sys.stdout.write(control(16) + "\n")
     sys.stdout.write(share_control() + "\n")
     sys.stdout.write(compare_control() + "\n")
+    sys.stdout.write(plus_one_control() + "\n")
     sys.stdout.write(fair_share_control() + "\n")
     sys.stdout.write(sums_control() + "\n")
     sys.stdout.write(antilog_control() + "\n")

@@ -395,7 +395,7 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
         actions = { set_forwardable; not_forwardable; }
         const entries = {
 #ifdef MMAQM_TNA_UPTA
-            (_, _, _, _, _, _, _, 8w0 &&& 8w0xFE) : not_forwardable();   // ttl <= 1
+            (_, _, _, _, _, _, _, 8w0x0 &&& 8w0xFE) : not_forwardable();   // ttl <= 1
             (0, true, 4, IPV4_MIN_IHL, _, false, false, _) : set_forwardable();
             (0, true, 4, _, true, false, false, _) : set_forwardable();
 #else

@@ -343,7 +343,7 @@ control TnaUptaPath(in headers_t hdr, inout tna_ingress_metadata_t md,
 // stage after the policy (main.p4, for a packet the AQM takes).
 control TnaUptaSlot(in headers_t hdr, inout tna_ingress_metadata_t md) {
     Hash<tna_index_t>(HashAlgorithm_t.IDENTITY) slot_hash;
-    TnaLog2Q4W16() lg_draw;
+    TnaLog2Q4W16PlusOne() lg_draw;     // lg(2^16 - u)
 
     action take_slot() {
         md.upta_slot_index = slot_hash.get({ md.base.port_index[5:0], md.upta_slot_low[8:0] });
@@ -411,7 +411,7 @@ control TnaUptaSlot(in headers_t hdr, inout tna_ingress_metadata_t md) {
 // filter or the registers, not both).
 control TnaUptaFlow(in headers_t hdr, inout tna_ingress_metadata_t md) {
     Lpf<bit<32>, tna_index_t>(NUM_PORTS * TNA_UPTA_SLOTS_PER_PORT) upta_rate;   // R
-    TnaLog2Q4W16() lg_q_comp;
+    TnaLog2Q4W16PlusOne() lg_q_comp;   // lg(2^16 - q)
 
     apply {
         if (!hdr.bfd.isValid()) {
