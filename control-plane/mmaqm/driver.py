@@ -13,6 +13,7 @@ by id or position (:func:`flow_digest_alias`, :func:`policy_actions_missing`).
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -28,10 +29,13 @@ from . import reconcile as R
 from .algorithms import ALGORITHMS
 from .encoding import PolicyAction, policy_epoch_from_clock
 from .stats import CHIPS_COUNTER
-from .tna_encoding import (TNA_CHIPS_EVENT_COUNTERS, TNA_REINDEXED_COUNTERS,
-                           bf_pipeline_config, is_tna_build_dir, tna_chips_counter,
-                           tna_drop_counter_index, tna_ts_to_us, v1_chips_index,
-                           v1_drop_counter_index)
+from .tna_encoding import (TNA_CHIPS_EVENT_COUNTERS, TNA_LOCAL_ADDR_VALUE_SET,
+                           TNA_REINDEXED_COUNTERS, TNA_UPTA_EVENT_COUNTERS,
+                           UPTA_EVENTS_COUNTER, UPTA_SLOT_COUNTER, bf_pipeline_config,
+                           check_tna_upta_slot_mask, is_tna_build_dir, tna_chips_counter,
+                           tna_drop_counter_index, tna_local_addr_members, tna_ts_to_us,
+                           tna_upta_event_counters, tna_upta_slot_index, v1_chips_index,
+                           v1_drop_counter_index, v1_upta_event_index, v1_upta_slot_index)
 
 LOG = logging.getLogger(__name__)
 
@@ -205,6 +209,7 @@ class SwitchDriver:
         self.flow_digest = (flow_digest_alias(self.switch.p4info)
                             if self.switch.p4info.digests else R.DIGEST_FLOW)
         self._open = False
+        self._tna_local_addrs: set[int] = set()    # TNA: the upta_local_addr value set
         # finsy announces the pipeline ready (CHANNEL_READY) after its arbitration and,
         # when primary, its pipeline check or push (switch.py Switch._ready); it runs
         # that again after a backup connection becomes primary (BECOME_PRIMARY).
@@ -344,7 +349,30 @@ class SwitchDriver:
         await self.switch.write([+to_finsy(R.upta_edge_port_entry(port, cpu=cpu))])
 
     async def install_upta_local_addr(self, addr: str) -> None:
+        """One of this router's addresses (BFD endpoint). On TNA a parser value
+        set: its members are rewritten whole, this driver's addresses so far."""
+        if self.is_tna:
+            self._tna_local_addrs.add(int(ipaddress.IPv4Address(addr)))
+            await self._write_tna_local_addrs(self._tna_local_addrs)
+            return
         await self.switch.write([+to_finsy(R.upta_local_addr_entry(addr))])
+
+    async def _write_tna_local_addrs(self, addrs: Iterable[int]) -> None:
+        """The upta_local_addr value set (tna_encoding), one MODIFY of every member."""
+        members = tna_local_addr_members(addrs)      # validated before any write
+        value_set = self._tna_value_set(TNA_LOCAL_ADDR_VALUE_SET)
+        update = p4r.Update(type=p4r.Update.MODIFY, entity=p4r.Entity(
+            value_set_entry=p4r.ValueSetEntry(value_set_id=value_set.id, members=[
+                p4r.ValueSetMember(match=[p4r.FieldMatch(
+                    field_id=1, exact=p4r.FieldMatch.Exact(value=m))]) for m in members])))
+        await self.switch.write([update])
+
+    def _tna_value_set(self, name: str):
+        """The P4Info value set whose name ends with `name` (a parser's, qualified)."""
+        for value_set in self.switch.p4info.value_sets:
+            if value_set.name.split(".")[-1] == name:
+                return value_set
+        raise ValueError(f"the program has no value set {name}")
 
     async def install_upta_bfd_path(self, prefix: str, path: int) -> None:
         await self.switch.write([+to_finsy(R.upta_bfd_path_entry(prefix, path))])
@@ -405,15 +433,31 @@ class SwitchDriver:
 
     async def apply_writes(self, plan: R.WritePlan) -> None:
         """Send each batch of the plan as one Write RPC, in order (each must succeed
-        before the next is sent). Port policies are checked against the P4Info first."""
+        before the next is sent). Port policies are checked against the P4Info first.
+        On TNA the upta_local_addr entries are the parser value set's members,
+        written last in one MODIFY (tna_encoding)."""
+        local_addrs = []
         for write in plan.writes:
             entity = write.entity
             if write.type != R.DELETE and isinstance(entity, R.TableEntry) \
                     and entity.table == TABLE_POLICY:
-                check_action(self.switch.p4info, TABLE_POLICY,
-                             PolicyAction(entity.action, dict(entity.params)))
+                action = PolicyAction(entity.action, dict(entity.params))
+                check_action(self.switch.p4info, TABLE_POLICY, action)
+                self._check_tna_action(action)
+            if self.is_tna and write.type != R.DELETE and isinstance(entity, R.TableEntry) \
+                    and entity.table == TABLE_UPTA_LOCAL_ADDR:
+                local_addrs.append(dict(entity.match)["addr"])
+        if local_addrs:
+            tna_local_addr_members(local_addrs)           # validated before any write
         for batch in plan.batches:
-            await self.switch.write([_UPDATE[w.type](to_finsy(w.entity)) for w in batch])
+            updates = [_UPDATE[w.type](to_finsy(w.entity)) for w in batch
+                       if not (self.is_tna and isinstance(w.entity, R.TableEntry)
+                               and w.entity.table == TABLE_UPTA_LOCAL_ADDR)]
+            if updates:
+                await self.switch.write(updates)
+        if local_addrs:
+            self._tna_local_addrs = set(local_addrs)
+            await self._write_tna_local_addrs(self._tna_local_addrs)
 
     async def reset_defaults(self) -> int:
         """Reset the default action of every table whose default is not const (P4Info
@@ -449,6 +493,7 @@ class SwitchDriver:
         overlap; meanwhile the tables' defaults hold: no RED drop, no class test)."""
         _check_port(port)
         check_action(self.switch.p4info, TABLE_POLICY, action)
+        self._check_tna_action(action)
         ranges = self.tna_range_entries(port, action)
         exists = await self.read_port_policy(port) is not None
         entry = fy.P4TableEntry(
@@ -459,6 +504,11 @@ class SwitchDriver:
         await self.switch.write([~entry if exists else +entry])
         if self.is_tna:
             await self._write_tna_ranges(port, ranges)
+
+    def _check_tna_action(self, action: PolicyAction) -> None:
+        """What a TNA build holds less of than v1model (tna_encoding): UPTA's slots."""
+        if self.is_tna and action.name == "upta":
+            check_tna_upta_slot_mask(action.params["slot_mask"])
 
     def tna_range_entries(self, port: int, action: PolicyAction) -> list[R.TableEntry]:
         """reconcile.tna_range_entries for the range tables this program has (none
@@ -506,6 +556,9 @@ class SwitchDriver:
             if self.is_tna and name == CHIPS_COUNTER:    # one counter per event (tna_encoding)
                 entities += [fy.P4CounterEntry(c) for c in TNA_CHIPS_EVENT_COUNTERS
                              if self._has_counter(c)]
+            elif self.is_tna and name == UPTA_EVENTS_COUNTER:   # per event, and the endpoint's
+                entities += [fy.P4CounterEntry(c) for c in TNA_UPTA_EVENT_COUNTERS
+                             if self._has_counter(c)]
             elif self._has_counter(name):
                 entities.append(fy.P4CounterEntry(name))
         return await self._read_counter_entities(names, entities)
@@ -528,6 +581,9 @@ class SwitchDriver:
                     target = tna_chips_counter(i)
                     if target is not None and self._has_counter(target[0]):
                         entities.append(fy.P4CounterEntry(target[0], index=target[1]))
+                elif self.is_tna and name == UPTA_EVENTS_COUNTER:
+                    entities += [fy.P4CounterEntry(c, index=j)
+                                 for c, j in tna_upta_event_counters(i) if self._has_counter(c)]
                 elif not self._has_counter(name):
                     break
                 else:
@@ -539,6 +595,8 @@ class SwitchDriver:
         counters differently: tna_encoding)."""
         if self.is_tna and name in TNA_REINDEXED_COUNTERS:
             return tna_drop_counter_index(index)
+        if self.is_tna and name == UPTA_SLOT_COUNTER:
+            return tna_upta_slot_index(index)
         return index
 
     async def _read_counter_entities(
@@ -548,7 +606,14 @@ class SwitchDriver:
         if not entities:
             return result
         async for entry in self.switch.read(entities):
-            if (entry.index is not None and self.is_tna and CHIPS_COUNTER in result
+            if (entry.index is not None and self.is_tna and UPTA_EVENTS_COUNTER in result
+                    and entry.counter_id in TNA_UPTA_EVENT_COUNTERS):
+                index = v1_upta_event_index(entry.counter_id, entry.index)
+                if index is not None:        # two sources of one event add up
+                    old = result[UPTA_EVENTS_COUNTER].get(index, CounterValue(0, 0))
+                    result[UPTA_EVENTS_COUNTER][index] = CounterValue(
+                        old.packets + entry.packet_count, old.bytes + entry.byte_count)
+            elif (entry.index is not None and self.is_tna and CHIPS_COUNTER in result
                     and entry.counter_id in TNA_CHIPS_EVENT_COUNTERS):
                 result[CHIPS_COUNTER][v1_chips_index(entry.counter_id, entry.index)] = \
                     CounterValue(entry.packet_count, entry.byte_count)
@@ -558,6 +623,8 @@ class SwitchDriver:
                     index = v1_drop_counter_index(index)   # reported in v1model's layout
                     if index is None:
                         continue        # a slot no drop reason uses
+                elif self.is_tna and entry.counter_id == UPTA_SLOT_COUNTER:
+                    index = v1_upta_slot_index(index)
                 result[entry.counter_id][index] = CounterValue(
                     entry.packet_count, entry.byte_count)
         return result

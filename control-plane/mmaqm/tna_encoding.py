@@ -206,7 +206,7 @@ _TNA_TYPES_P4 = (REPO_ROOT / "p4src/tna/tna_types.p4").read_text()
 
 
 def _typed_constant(name: str) -> int:
-    match = re.search(rf"^const \w+ {name} = (\d+);", _TNA_TYPES_P4, re.M)
+    match = re.search(rf"^const [\w<>]+ {name} = (\d+);", _TNA_TYPES_P4, re.M)
     if match is None:
         raise ImportError(f"p4src/tna/tna_types.p4: no constant {name}")
     return int(match.group(1))
@@ -304,3 +304,100 @@ def bf_pipeline_config(build_dir: Path, p4_name: str | None = None) -> bytes:
     return (_length_delimited(1, name.encode())
             + _length_delimited(2, data["bfrt"])
             + _length_delimited(3, profile))
+
+
+# ---- UPTA (upta_tna.p4)
+# Flow slots per port: TNA_UPTA_SLOTS_PER_PORT (v1model: UPTA_SLOTS_PER_PORT). The
+# controller keeps v1model's index port * UPTA_SLOTS_PER_PORT + slot; the driver
+# translates for upta_flow_bytes, and a slot mask the TNA build cannot hold is
+# refused before any write.
+TNA_UPTA_SLOTS_PER_PORT = _typed_constant("TNA_UPTA_SLOTS_PER_PORT")
+TNA_BFD_EVENT_SLOTS = _typed_constant("TNA_BFD_EVENT_SLOTS")
+UPTA_SLOT_COUNTER = "upta_flow_bytes"
+UPTA_EVENTS_COUNTER = "upta_events"
+
+
+def check_tna_upta_slot_mask(slot_mask: int) -> None:
+    """A upta action's slot_mask that the TNA build applies in full."""
+    if not 0 <= slot_mask < TNA_UPTA_SLOTS_PER_PORT:
+        raise ValueError(
+            f"upta slot_mask {slot_mask}: a Tofino build has {TNA_UPTA_SLOTS_PER_PORT} flow "
+            f"slots a port (upta_flow_slots <= {TNA_UPTA_SLOTS_PER_PORT}; v1model "
+            f"{C.UPTA_SLOTS_PER_PORT})")
+
+
+def tna_upta_slot_index(v1_index: int) -> int:
+    """upta_flow_bytes: v1model's port * UPTA_SLOTS_PER_PORT + slot -> the TNA index."""
+    if not 0 <= v1_index < C.NUM_PORTS * C.UPTA_SLOTS_PER_PORT:
+        raise ValueError(f"upta_flow_bytes index {v1_index} out of range")
+    port, slot = divmod(v1_index, C.UPTA_SLOTS_PER_PORT)
+    if slot >= TNA_UPTA_SLOTS_PER_PORT:
+        raise ValueError(f"upta_flow_bytes slot {slot} of port {port}: a Tofino build has "
+                         f"{TNA_UPTA_SLOTS_PER_PORT} slots a port")
+    return port * TNA_UPTA_SLOTS_PER_PORT + slot
+
+
+def v1_upta_slot_index(tna_index: int) -> int:
+    port, slot = divmod(tna_index, TNA_UPTA_SLOTS_PER_PORT)
+    return port * C.UPTA_SLOTS_PER_PORT + slot
+
+
+# upta_events on TNA: the per-flow events, a report's outcome and a probe's
+# lowering are per-port counters; the endpoint's decisions one counter indexed
+# port * TNA_BFD_EVENT_SLOTS + event. REPORT_STALE has two sources (an
+# identifier out of range: the decision; an old sequence: the outcome), summed.
+TNA_UPTA_PORT_EVENT_COUNTERS: Mapping[str, int] = MappingProxyType({
+    "upta_flow_collisions": C.UPTA_EVENTS["FLOW_COLLISION"],
+    "upta_i_to_u": C.UPTA_EVENTS["I_TO_U"],
+    "upta_probes_lowered": C.UPTA_EVENTS["PROBE_LOWERED"],
+    "upta_reports_accepted": C.UPTA_EVENTS["REPORT_ACCEPTED"],
+    "upta_reports_stale": C.UPTA_EVENTS["REPORT_STALE"],
+})
+TNA_BFD_EVENTS_COUNTER = "upta_bfd_events"
+# the endpoint decision's events (upta_tna.p4 bfd_endpoint)
+TNA_BFD_DECISION_EVENTS = tuple(C.UPTA_EVENTS[name] for name in (
+    "PROBE_SENT", "PROBE_ANSWERED", "PROBE_FROM_EDGE", "PROBE_MALFORMED",
+    "REPORT_FROM_EDGE", "REPORT_STALE", "REPORT_MALFORMED"))
+TNA_UPTA_EVENT_COUNTERS = (*TNA_UPTA_PORT_EVENT_COUNTERS, TNA_BFD_EVENTS_COUNTER)
+
+
+def tna_upta_event_counters(v1_index: int) -> list[tuple[str, int]]:
+    """(TNA counter, index) of each source of v1model's upta_events index."""
+    if not 0 <= v1_index < C.NUM_PORTS * C.NUM_UPTA_EVENTS:
+        raise ValueError(f"upta_events index {v1_index} out of range")
+    port, event = divmod(v1_index, C.NUM_UPTA_EVENTS)
+    out = [(name, port) for name, counted in TNA_UPTA_PORT_EVENT_COUNTERS.items()
+           if counted == event]
+    if event in TNA_BFD_DECISION_EVENTS:
+        out.append((TNA_BFD_EVENTS_COUNTER, port * TNA_BFD_EVENT_SLOTS + event))
+    return out
+
+
+def v1_upta_event_index(tna_counter: str, index: int) -> int | None:
+    """v1model's upta_events index of a TNA counter's index; None for a slot of
+    upta_bfd_events that no event uses."""
+    if tna_counter == TNA_BFD_EVENTS_COUNTER:
+        port, event = divmod(index, TNA_BFD_EVENT_SLOTS)
+        if event not in TNA_BFD_DECISION_EVENTS or port >= C.NUM_PORTS:
+            return None
+        return C.upta_event_index(port, event)
+    return C.upta_event_index(index, TNA_UPTA_PORT_EVENT_COUNTERS[tna_counter])
+
+
+# BFD: this router's addresses are the parser value set upta_local_addr
+# (v1model: the table of that name), written whole: its members replace the old.
+TNA_LOCAL_ADDR_VALUE_SET = "upta_local_addr"
+TNA_LOCAL_ADDRS_MAX = 4
+
+
+def tna_local_addr_members(addrs) -> list[bytes]:
+    """The value set's members (P4Runtime canonical bytes of each address), sorted,
+    duplicates once; more than the set holds is an error."""
+    unique = sorted({int(a) for a in addrs})
+    for a in unique:
+        if not 0 <= a < 1 << 32:
+            raise ValueError(f"IPv4 address {a} out of range")
+    if len(unique) > TNA_LOCAL_ADDRS_MAX:
+        raise ValueError(f"{len(unique)} router addresses: the Tofino build's "
+                         f"{TNA_LOCAL_ADDR_VALUE_SET} value set holds {TNA_LOCAL_ADDRS_MAX}")
+    return [a.to_bytes(max(1, (a.bit_length() + 7) // 8), "big") for a in unique]

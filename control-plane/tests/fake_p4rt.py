@@ -210,6 +210,7 @@ class FakeP4RuntimeServer(P4RuntimeServer):
         self.digest_acks: list[tuple[int, int]] = []
         self.entries: dict[TableKey, p4r.TableEntry] = {}
         self.digest_configs: dict[int, p4r.DigestEntry] = {}
+        self.value_sets: dict[int, list] = {}      # value set id -> members [(field, bytes)]
         self.counters: dict[str, dict[int, tuple[int, int]]] = {}   # name -> index -> (pkts, bytes)
 
     @property
@@ -461,6 +462,8 @@ class FakeP4RuntimeServer(P4RuntimeServer):
             self._apply_table_entry(update.type, update.entity.table_entry)
         elif kind == "digest_entry":
             self._apply_digest_entry(update.type, update.entity.digest_entry)
+        elif kind == "value_set_entry":
+            self._apply_value_set_entry(update.type, update.entity.value_set_entry)
         else:
             raise _P4Error(rpc_code.UNIMPLEMENTED, f"fake: cannot write {kind}")
 
@@ -509,6 +512,19 @@ class FakeP4RuntimeServer(P4RuntimeServer):
         stored = p4r.TableEntry()
         stored.CopyFrom(entry)
         self.entries[key] = stored
+
+    def _apply_value_set_entry(self, kind: int, entry: p4r.ValueSetEntry) -> None:
+        """P4Runtime: a value set is only MODIFYed, its members replaced whole,
+        at most its size."""
+        sets = {v.preamble.id: v for v in self.p4info.value_sets}
+        if entry.value_set_id not in sets:
+            raise _P4Error(rpc_code.NOT_FOUND, f"no value set id {entry.value_set_id}")
+        if kind != p4r.Update.MODIFY:
+            raise _P4Error(rpc_code.INVALID_ARGUMENT, "value sets are only modified")
+        if len(entry.members) > sets[entry.value_set_id].size:
+            raise _P4Error(rpc_code.RESOURCE_EXHAUSTED, "more members than the set's size")
+        self.value_sets[entry.value_set_id] = [
+            [(fm.field_id, fm.exact.value) for fm in member.match] for member in entry.members]
 
     def _apply_digest_entry(self, kind: int, entry: p4r.DigestEntry) -> None:
         if entry.digest_id not in {d.preamble.id for d in self.p4info.digests}:

@@ -422,3 +422,84 @@ def test_a_counter_the_tna_build_lacks_reads_as_no_values(device_config: Path) -
         {"chips_events": [10, 12], "upta_events": [5], "queue_arrivals": [9]})
     assert some == {"chips_events": {}, "upta_events": {}, "queue_arrivals": {9: CounterValue(4, 400)}}
     assert every == {"chips_events": {}, "upta_events": {}}
+
+
+# The Tofino compiler's P4Info of the UPTA build (make build-tna), as committed.
+TNA_UPTA_P4INFO = Path(__file__).resolve().parent / "fixtures" / "tna-upta.p4info.txtpb"
+UPTA = PolicyAction("upta", {
+    "queue_limit_pkts": 100, "flow_epoch_shift": 20, "policy_epoch": 7, "upta_mode": 1,
+    "k_shift": 16, "slot_mask": 511, "fs_i_scaled": 40000, "fs_u_scaled": 30000,
+    "inv_fs_i_mant": 3435973837, "inv_fs_u_mant": 2290649225, "inv_fs_i_shift": 15,
+    "inv_fs_u_shift": 15, "tagged_q16": 7864})
+
+
+def test_on_tofino_a_upta_policy_writes_its_action_by_name(device_config: Path) -> None:
+    assert load_p4info(TNA_UPTA_P4INFO).pkg_info.arch == "tna"
+    server = write_policies(TNA_UPTA_P4INFO, device_config, (3, UPTA))
+    [policy] = [e for e in server.table_entries("port_policy") if e.match["port"] == 3]
+    assert policy.action == "upta" and dict(policy.params) == UPTA.params
+
+
+def test_on_tofino_a_upta_slot_mask_beyond_the_builds_slots_is_refused_before_writing(
+        device_config: Path) -> None:
+    """upta_tna.p4 has 512 slots a port (v1model 4096): mask 1023 is refused,
+    and nothing is written."""
+    async def body():
+        server = FakeP4RuntimeServer()
+        async with server.run():
+            async with SwitchDriver("s1", server.address, p4info=TNA_UPTA_P4INFO,
+                                    bmv2_json=device_config) as d:
+                with pytest.raises(ValueError, match="512 flow slots a port"):
+                    await d.write_port_policy(3, UPTA.with_params(slot_mask=1023))
+        return server
+
+    assert run_async(body()).table_entries("port_policy") == []
+
+
+def test_on_tofino_upta_counters_are_reported_in_v1models_layout(device_config: Path) -> None:
+    # port 3: 2 collisions, 4 I -> U; a stale report by sequence (1) and by
+    # identifier (2, the endpoint's counter, index 3 * 16 + 9); 5 probes answered
+    # (event 4); slot 17 of port 3 counted 6 packets (TNA index 3 * 512 + 17)
+    counters = {"upta_flow_collisions": {3: (2, 0)}, "upta_i_to_u": {3: (4, 0)},
+                "upta_reports_stale": {3: (1, 0)},
+                "upta_bfd_events": {3 * 16 + 9: (2, 0), 3 * 16 + 4: (5, 0), 3 * 16 + 15: (8, 0)},
+                "upta_flow_bytes": {3 * 512 + 17: (6, 900)}}
+    every, some = read_counters_from(
+        TNA_UPTA_P4INFO, device_config, counters, ["upta_events", "upta_flow_bytes"],
+        {"upta_events": [3 * 11 + 9, 3 * 11 + 1], "upta_flow_bytes": [3 * 4096 + 17]})
+    events = {i: v.packets for i, v in every["upta_events"].items() if v.packets}
+    # v1model's index port * 11 + event: collision 0, I -> U 1, answered 4, stale 9
+    assert events == {33: 2, 34: 4, 37: 5, 42: 3}          # the unused slot 15 is dropped
+    assert every["upta_flow_bytes"][3 * 4096 + 17] == CounterValue(6, 900)
+    assert some["upta_events"] == {42: CounterValue(3, 0), 34: CounterValue(4, 0)}
+    assert some["upta_flow_bytes"] == {3 * 4096 + 17: CounterValue(6, 900)}
+
+
+def test_on_tofino_the_router_addresses_are_the_parser_value_sets_members(
+        device_config: Path) -> None:
+    """upta_local_addr is a parser value set on TNA (a table on v1model): the
+    desired state's entries become its members, in one MODIFY; a fifth address
+    is refused before anything is written."""
+    local = [R.upta_local_addr_entry("10.0.9.1"), R.upta_local_addr_entry("10.0.9.2")]
+    edge = R.upta_edge_port_entry(1)
+
+    async def body():
+        server = FakeP4RuntimeServer()
+        async with server.run():
+            async with SwitchDriver("s1", server.address, p4info=TNA_UPTA_P4INFO,
+                                    bmv2_json=device_config) as d:
+                await d.apply_writes(R.plan_writes(R.SwitchState(), R.SwitchState(
+                    entries=tuple(local + [edge]))))
+                too_many = [R.upta_local_addr_entry(f"10.0.8.{i}") for i in range(1, 6)]
+                with pytest.raises(ValueError, match="holds 4"):
+                    await d.apply_writes(R.plan_writes(R.SwitchState(), R.SwitchState(
+                        entries=tuple(too_many + [R.upta_edge_port_entry(2)]))))
+                await d.install_upta_local_addr("10.0.9.3")
+        return server
+
+    server = run_async(body())
+    [members] = server.value_sets.values()
+    assert members == [[(1, bytes([10, 0, 9, n]))] for n in (1, 2, 3)]
+    # the edge port went to its table; nothing of the refused plan was written
+    assert [e.match["port"] for e in server.table_entries("upta_edge_port")] == [1]
+    assert not server.table_entries("upta_local_addr")
