@@ -3,6 +3,7 @@
 #ifndef MMAQM_LOG2_TNA_P4
 #define MMAQM_LOG2_TNA_P4
 
+#ifdef MMAQM_TNA_FRED
 control TnaLog2Q4W16(in bit<16> x, out bit<16> lg) {
     action set_lg(bit<16> value) { lg = value; }
     @hidden
@@ -925,7 +926,9 @@ control TnaLog2Q4W32Compare(in bit<32> x, in bit<16> share,
     }
     apply { log2_q4_compare.apply(); }
 }
+#endif
 
+#ifdef MMAQM_TNA_UPTA
 control TnaLog2Q4W16PlusOne(in bit<16> x, out bit<16> lg) {
     action set_lg(bit<16> value) { lg = value; }
     @hidden
@@ -2375,5 +2378,6 @@ control TnaUptaAntilog(in bit<16> h, out bit<16> q16) {
     }
     apply { upta_antilog.apply(); }
 }
+#endif
 
 #endif
