@@ -172,9 +172,9 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
 
     // ttl <= 1, decided here too: ingress routes before it runs the discard
     // tests (routing decrements the TTL). Not in the UPTA build, whose BFD
-    // parsing keeps the total length in one of Tofino 1's four parser match
-    // registers: there, the first stage's ttl_check table reads the TTL
-    // before routing's stage writes it.
+    // parsing keeps the total length in the 16-bit one of Tofino 1's three
+    // parser match registers: there, the first stage's ttl_check table and
+    // ipv4_forwardable read the TTL before routing's stage writes it.
 #ifndef MMAQM_TNA_UPTA
     state parse_ipv4_ttl {
         transition select(hdr.pkt.ipv4.ttl) {

@@ -3,7 +3,8 @@
 // stages (README "Tofino (TNA)" lists each difference):
 //  * the slot: port * TNA_UPTA_SLOTS_PER_PORT + (crc32 & slot_mask), the mask
 //    applied in the policy's action, the concatenation an identity hash;
-//    1024 slots a port (v1model 4096);
+//    512 slots a port (v1model 4096: the filter and registers of 1024 slots
+//    a port do not fit a stage's map RAMs);
 //  * the rate R: a per-slot Lpf in rate mode (time constant K, set through
 //    BfRt, not P4Runtime) on the sample total_length << 4, in place of
 //    v1model's first-order step R + 16 l - dt R / K (a product of two run-time
@@ -18,8 +19,10 @@
 //  * eq. 17's q' = 2^16 - (2^16 - q) R / fs from the same headroom, by an
 //    antilog table (log2_tna.p4 TnaUptaAntilog), unchanged when R <= fs
 //    (exact: R |-| fs);
-//  * C-UPTA's path minima: the path registers' RegisterAction returns
-//    min(path, local) itself;
+//  * C-UPTA's path minima: the path's registers read, min(local, path) taken
+//    in the log domain (a stateful ALU's min must write back);
+//  * a report's sequence check and store: one RegisterAction per share on a
+//    {sequence, share} pair (each keeps the probe's sequence);
 //  * BFD: the ICMP checksum is verified by the parser's Checksum and rewritten
 //    by the deparser's; this router's addresses are a parser value set (so
 //    that an answer routes on the probe's source); the answer leaves the
