@@ -482,6 +482,7 @@ def test_on_tofino_the_router_addresses_are_the_parser_value_sets_members(
     is refused before anything is written."""
     local = [R.upta_local_addr_entry("10.0.9.1"), R.upta_local_addr_entry("10.0.9.2")]
     edge = R.upta_edge_port_entry(1)
+    path = R.upta_bfd_path_entry("10.0.2.0/24", 3)
 
     async def body():
         server = FakeP4RuntimeServer()
@@ -489,7 +490,7 @@ def test_on_tofino_the_router_addresses_are_the_parser_value_sets_members(
             async with SwitchDriver("s1", server.address, p4info=TNA_UPTA_P4INFO,
                                     bmv2_json=device_config) as d:
                 await d.apply_writes(R.plan_writes(R.SwitchState(), R.SwitchState(
-                    entries=tuple(local + [edge]))))
+                    entries=tuple(local + [edge, path]))))
                 too_many = [R.upta_local_addr_entry(f"10.0.8.{i}") for i in range(1, 6)]
                 with pytest.raises(ValueError, match="holds 4"):
                     await d.apply_writes(R.plan_writes(R.SwitchState(), R.SwitchState(
@@ -500,6 +501,9 @@ def test_on_tofino_the_router_addresses_are_the_parser_value_sets_members(
     server = run_async(body())
     [members] = server.value_sets.values()
     assert members == [[(1, bytes([10, 0, 9, n]))] for n in (1, 2, 3)]
-    # the edge port went to its table; nothing of the refused plan was written
+    # the edge port and the BFD path went to their tables (v1model's names and
+    # parameters); nothing of the refused plan was written
     assert [e.match["port"] for e in server.table_entries("upta_edge_port")] == [1]
+    [bfd_path] = server.table_entries("upta_bfd_path")
+    assert bfd_path.action == "upta_path" and bfd_path.params == {"path": 3}
     assert not server.table_entries("upta_local_addr")
