@@ -8,10 +8,14 @@ lg(x) = 16 p + round(16 log2(1 + (m + 1/2) / 16)) (the middle of the mantissa
 interval; exact below 2^4): within 1.5 steps of 16 log2(x), i.e. within 7 %
 of x. x = 0 matches nothing and gets the default 0 (= lg 1).
 
-Three controls: TnaLog2Q4W16 (lg qlen), TnaLog2Q4W16Share (lg nactive + lg
-qlen + 256, the add in the table's action) and TnaLog2Q4W32Compare (lg avg
-against that share, for avgcq and R2's 2 avgcq, the saturating differences in
-the table's action), so that FRED's test takes one stage a table.
+FRED's three controls: TnaLog2Q4W16 (lg qlen), TnaLog2Q4W16Share (lg nactive
++ lg qlen + 256, the add in the table's action) and TnaLog2Q4W32Compare (lg
+avg against that share, for avgcq and R2's 2 avgcq, the saturating
+differences in the table's action), so that FRED's test takes one stage a
+table. UPTA's four (upta_tna.p4): TnaLog2Q4W16PlusOne (lg(2^16 - q) from
+~q), TnaLog2Q4W32FairShare (lg fs + 256; UPTA_FS_NONE never exceeded),
+TnaLog2Q4W32Sums (lg R added to both), TnaUptaAntilog (eq. 17's q' from the
+headroom). Each build declares only its own (#ifdef).
 
   tools/gen_tna_log2.py > p4src/tna/log2_tna.p4
 """
