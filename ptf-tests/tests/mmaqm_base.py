@@ -54,7 +54,9 @@ class Bmv2Target:
     """What the suite needs from the switch beyond P4Runtime, on BMv2 (v1model):
     the traffic manager's per-port rate and depth over Thrift (bmv2_tm), and the
     pipeline files of make build. The tests reach the target only through this
-    object (self.target), except the v1model-only register reads of test_fred."""
+    object (self.target), except the v1model-only register reads (over BMv2's
+    Thrift) of test_fred and test_upta: their TNA registers differ (fred_tna.p4,
+    upta_tna.p4) and are not P4Runtime-readable in the same layout."""
 
     name = "bmv2"
     # ChIPS events: one counter on v1model (chips.p4)
@@ -79,10 +81,12 @@ class TnaTarget(Bmv2Target):
     tna_variant=<algorithm>: the build of make build-tna. Not runnable here (no
     open Tofino model); what differs is named so that a port is one class: the
     traffic manager's shaping and queue depth are BfRt tables (tf1.tm.*), not
-    P4Runtime, and ChIPS events are two counters (one Counter access per packet)."""
+    P4Runtime. ChIPS's events are four per-event counters on TNA, which the
+    driver reads and reports as v1model's chips_events (as UPTA's upta_events
+    and upta_flow_bytes): the tests ask for the same name."""
 
     name = "tna"
-    CHIPS_COUNTERS = ("chips_state_events", "chips_events")
+    CHIPS_COUNTERS = ("chips_events",)
 
     def __init__(self, params: dict) -> None:
         self.variant = params.get("tna_variant", "red").lower()
