@@ -28,14 +28,10 @@ from google.protobuf.empty_pb2 import Empty
 from . import reconcile as R
 from .algorithms import ALGORITHMS
 from .encoding import PolicyAction, policy_epoch_from_clock
-from .stats import CHIPS_COUNTER
-from .tna_encoding import (TNA_CHIPS_EVENT_COUNTERS, TNA_LOCAL_ADDR_VALUE_SET,
-                           TNA_REINDEXED_COUNTERS, TNA_UPTA_EVENT_COUNTERS,
-                           UPTA_EVENTS_COUNTER, UPTA_SLOT_COUNTER, bf_pipeline_config,
-                           check_tna_upta_slot_mask, is_tna_build_dir, tna_chips_counter,
-                           tna_drop_counter_index, tna_local_addr_members, tna_ts_to_us,
-                           tna_upta_event_counters, tna_upta_slot_index, v1_chips_index,
-                           v1_drop_counter_index, v1_upta_event_index, v1_upta_slot_index)
+from .tna_encoding import (TNA_EVENT_COUNTERS, TNA_EVENT_SOURCE_OF, TNA_LOCAL_ADDR_VALUE_SET,
+                           TNA_REINDEXED_COUNTERS, bf_pipeline_config,
+                           check_tna_upta_slot_mask, is_tna_build_dir,
+                           tna_local_addr_members, tna_ts_to_us)
 
 LOG = logging.getLogger(__name__)
 
@@ -553,11 +549,8 @@ class SwitchDriver:
         names = list(names)
         entities = []
         for name in names:
-            if self.is_tna and name == CHIPS_COUNTER:    # one counter per event (tna_encoding)
-                entities += [fy.P4CounterEntry(c) for c in TNA_CHIPS_EVENT_COUNTERS
-                             if self._has_counter(c)]
-            elif self.is_tna and name == UPTA_EVENTS_COUNTER:   # per event, and the endpoint's
-                entities += [fy.P4CounterEntry(c) for c in TNA_UPTA_EVENT_COUNTERS
+            if self.is_tna and name in TNA_EVENT_COUNTERS:   # per-event counters (tna_encoding)
+                entities += [fy.P4CounterEntry(c) for c in TNA_EVENT_COUNTERS[name].counters
                              if self._has_counter(c)]
             elif self._has_counter(name):
                 entities.append(fy.P4CounterEntry(name))
@@ -565,8 +558,8 @@ class SwitchDriver:
 
     def _has_counter(self, name: str) -> bool:
         """The program has this counter. A TNA build has one algorithm's counters
-        only (no chips_events without ChIPS, no upta_events): a counter it lacks
-        reads as no values."""
+        only (no chips_events without ChIPS, no upta_events without UPTA): a
+        counter it lacks reads as no values."""
         return name in self._counter_names
 
     async def read_counter_indexes(
@@ -577,13 +570,10 @@ class SwitchDriver:
         entities = []
         for name, idx in wanted.items():
             for i in idx:
-                if self.is_tna and name == CHIPS_COUNTER:
-                    target = tna_chips_counter(i)
-                    if target is not None and self._has_counter(target[0]):
-                        entities.append(fy.P4CounterEntry(target[0], index=target[1]))
-                elif self.is_tna and name == UPTA_EVENTS_COUNTER:
+                if self.is_tna and name in TNA_EVENT_COUNTERS:
                     entities += [fy.P4CounterEntry(c, index=j)
-                                 for c, j in tna_upta_event_counters(i) if self._has_counter(c)]
+                                 for c, j in TNA_EVENT_COUNTERS[name].sources(i)
+                                 if self._has_counter(c)]
                 elif not self._has_counter(name):
                     break
                 else:
@@ -591,42 +581,34 @@ class SwitchDriver:
         return await self._read_counter_entities(list(wanted), entities)
 
     def _target_counter_index(self, name: str, index: int) -> int:
-        """The program's index of v1model's index (a TNA build lays out the drop
+        """The program's index of v1model's index (a TNA build lays out some
         counters differently: tna_encoding)."""
         if self.is_tna and name in TNA_REINDEXED_COUNTERS:
-            return tna_drop_counter_index(index)
-        if self.is_tna and name == UPTA_SLOT_COUNTER:
-            return tna_upta_slot_index(index)
+            return TNA_REINDEXED_COUNTERS[name][0](index)
         return index
 
     async def _read_counter_entities(
         self, names: list[str], entities: list[fy.P4CounterEntry]
     ) -> dict[str, dict[int, CounterValue]]:
+        """The read entries, reported at v1model's names and indexes."""
         result: dict[str, dict[int, CounterValue]] = {name: {} for name in names}
         if not entities:
             return result
         async for entry in self.switch.read(entities):
-            if (entry.index is not None and self.is_tna and UPTA_EVENTS_COUNTER in result
-                    and entry.counter_id in TNA_UPTA_EVENT_COUNTERS):
-                index = v1_upta_event_index(entry.counter_id, entry.index)
-                if index is not None:        # two sources of one event add up
-                    old = result[UPTA_EVENTS_COUNTER].get(index, CounterValue(0, 0))
-                    result[UPTA_EVENTS_COUNTER][index] = CounterValue(
-                        old.packets + entry.packet_count, old.bytes + entry.byte_count)
-            elif (entry.index is not None and self.is_tna and CHIPS_COUNTER in result
-                    and entry.counter_id in TNA_CHIPS_EVENT_COUNTERS):
-                result[CHIPS_COUNTER][v1_chips_index(entry.counter_id, entry.index)] = \
-                    CounterValue(entry.packet_count, entry.byte_count)
-            elif entry.index is not None and entry.counter_id in result:
-                index = entry.index
-                if self.is_tna and entry.counter_id in TNA_REINDEXED_COUNTERS:
-                    index = v1_drop_counter_index(index)   # reported in v1model's layout
-                    if index is None:
-                        continue        # a slot no drop reason uses
-                elif self.is_tna and entry.counter_id == UPTA_SLOT_COUNTER:
-                    index = v1_upta_slot_index(index)
-                result[entry.counter_id][index] = CounterValue(
-                    entry.packet_count, entry.byte_count)
+            if entry.index is None:
+                continue
+            name, index = entry.counter_id, entry.index
+            value = CounterValue(entry.packet_count, entry.byte_count)
+            if self.is_tna and name in TNA_EVENT_SOURCE_OF:
+                name = TNA_EVENT_SOURCE_OF[name]
+                index = TNA_EVENT_COUNTERS[name].v1_index(entry.counter_id, index)
+                old = result.get(name, {}).get(index)
+                if old is not None:          # two sources of one event add up
+                    value = CounterValue(old.packets + value.packets, old.bytes + value.bytes)
+            elif self.is_tna and name in TNA_REINDEXED_COUNTERS:
+                index = TNA_REINDEXED_COUNTERS[name][1](index)
+            if index is not None and name in result:   # None: a slot v1model has no index for
+                result[name][index] = value
         return result
 
     # ---- digests ------------------------------------------------------

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from . import p4constants as C
 from .encoding import PolicyAction
@@ -147,7 +147,6 @@ def dcbt_tagged_threshold_entries(action: PolicyAction,
 # queue_drops / queue_ecn_marks on TNA: index reason * 256 + class_index (an
 # identity hash of {reason, class_index}; main.p4), v1model's class_index *
 # NUM_DROP_REASONS + reason. The driver reads and reports v1model's indexes.
-TNA_REINDEXED_COUNTERS = ("queue_drops", "queue_ecn_marks")
 _TNA_CLASS_INDEX_SLOTS = 256
 
 
@@ -168,33 +167,69 @@ def v1_drop_counter_index(tna_index: int) -> int | None:
     return class_index * C.NUM_DROP_REASONS + reason
 
 
+@dataclass(frozen=True)
+class TnaEventCounters:
+    """A v1model event counter (index port * num_events + event) as a TNA build
+    keeps it: a counter per event indexed by port (per_port: counter -> event),
+    and optionally one counter indexed port * shared_slots + event for
+    shared_events. Two sources of one event add up (the driver sums them)."""
+
+    name: str
+    num_events: int
+    per_port: Mapping[str, int]
+    shared: str | None = None
+    shared_slots: int = 0
+    shared_events: tuple[int, ...] = ()
+
+    @property
+    def counters(self) -> tuple[str, ...]:
+        return (*self.per_port, *((self.shared,) if self.shared else ()))
+
+    def sources(self, v1_index: int) -> list[tuple[str, int]]:
+        """(TNA counter, index) of each source of v1model's index; [] for an
+        event the TNA build does not count."""
+        if not 0 <= v1_index < C.NUM_PORTS * self.num_events:
+            raise ValueError(f"{self.name} index {v1_index} out of range")
+        port, event = divmod(v1_index, self.num_events)
+        out = [(counter, port) for counter, counted in self.per_port.items()
+               if counted == event]
+        if event in self.shared_events:
+            out.append((self.shared, port * self.shared_slots + event))
+        return out
+
+    def v1_index(self, tna_counter: str, index: int) -> int | None:
+        """v1model's index of a TNA counter's index; None for a slot of the
+        shared counter that no event uses."""
+        if tna_counter == self.shared:
+            port, event = divmod(index, self.shared_slots)
+            if event not in self.shared_events or port >= C.NUM_PORTS:
+                return None
+        else:
+            port, event = index, self.per_port[tna_counter]
+        return port * self.num_events + event
+
+
 # chips_events on TNA: one counter per event, indexed by port (aqm_tna.p4, counted
-# when the departure report returns); v1model's single counter has index port *
-# NUM_CHIPS_EVENTS + event. The slot-departure event has no TNA counter (a slot's
-# report is occupancy's only). The driver reads and reports v1model's indexes.
-TNA_CHIPS_EVENT_COUNTERS: Mapping[str, int] = MappingProxyType({
+# when the departure report returns). The slot-departure event has no TNA counter
+# (a slot's report is occupancy's only).
+TNA_CHIPS_EVENTS = TnaEventCounters("chips_events", C.NUM_CHIPS_EVENTS, MappingProxyType({
     "chips_on_admits": C.CHIPS_EVENTS["on_admits"],
     "chips_off_admits": C.CHIPS_EVENTS["off_admits"],
     "chips_cut_ins": C.CHIPS_EVENTS["cut_in"],
     "chips_no_congestion": C.CHIPS_EVENTS["no_congestion"],
-})
+}))
 
 
 def tna_chips_counter(v1_index: int) -> tuple[str, int] | None:
     """(TNA counter, port) of v1model's chips_events index; None for an event
     the TNA build does not count."""
-    if not 0 <= v1_index < C.NUM_PORTS * C.NUM_CHIPS_EVENTS:
-        raise ValueError(f"chips_events index {v1_index} out of range")
-    port, event = divmod(v1_index, C.NUM_CHIPS_EVENTS)
-    for name, counted in TNA_CHIPS_EVENT_COUNTERS.items():
-        if counted == event:
-            return name, port
-    return None
+    sources = TNA_CHIPS_EVENTS.sources(v1_index)
+    return sources[0] if sources else None
 
 
 def v1_chips_index(tna_counter: str, port: int) -> int:
     """v1model's chips_events index of a TNA event counter's port."""
-    return C.chips_index(port, TNA_CHIPS_EVENT_COUNTERS[tna_counter])
+    return TNA_CHIPS_EVENTS.v1_index(tna_counter, port)
 
 
 # The mirror sessions a TNA program uses (tna_types.p4; the switch's
@@ -338,6 +373,7 @@ def tna_upta_slot_index(v1_index: int) -> int:
 
 
 def v1_upta_slot_index(tna_index: int) -> int:
+    """upta_flow_bytes: the TNA index -> v1model's."""
     port, slot = divmod(tna_index, TNA_UPTA_SLOTS_PER_PORT)
     return port * C.UPTA_SLOTS_PER_PORT + slot
 
@@ -345,43 +381,36 @@ def v1_upta_slot_index(tna_index: int) -> int:
 # upta_events on TNA: the per-flow events, a report's outcome and a probe's
 # lowering are per-port counters; the endpoint's decisions one counter indexed
 # port * TNA_BFD_EVENT_SLOTS + event. REPORT_STALE has two sources (an
-# identifier out of range: the decision; an old sequence: the outcome), summed.
-TNA_UPTA_PORT_EVENT_COUNTERS: Mapping[str, int] = MappingProxyType({
-    "upta_flow_collisions": C.UPTA_EVENTS["FLOW_COLLISION"],
-    "upta_i_to_u": C.UPTA_EVENTS["I_TO_U"],
-    "upta_probes_lowered": C.UPTA_EVENTS["PROBE_LOWERED"],
-    "upta_reports_accepted": C.UPTA_EVENTS["REPORT_ACCEPTED"],
-    "upta_reports_stale": C.UPTA_EVENTS["REPORT_STALE"],
+# identifier out of range: the decision; an old sequence: the outcome).
+TNA_UPTA_EVENTS = TnaEventCounters(
+    UPTA_EVENTS_COUNTER, C.NUM_UPTA_EVENTS, MappingProxyType({
+        "upta_flow_collisions": C.UPTA_EVENTS["FLOW_COLLISION"],
+        "upta_i_to_u": C.UPTA_EVENTS["I_TO_U"],
+        "upta_probes_lowered": C.UPTA_EVENTS["PROBE_LOWERED"],
+        "upta_reports_accepted": C.UPTA_EVENTS["REPORT_ACCEPTED"],
+        "upta_reports_stale": C.UPTA_EVENTS["REPORT_STALE"],
+    }),
+    shared="upta_bfd_events", shared_slots=TNA_BFD_EVENT_SLOTS,
+    # the endpoint decision's events (upta_tna.p4 bfd_endpoint)
+    shared_events=tuple(C.UPTA_EVENTS[name] for name in (
+        "PROBE_SENT", "PROBE_ANSWERED", "PROBE_FROM_EDGE", "PROBE_MALFORMED",
+        "REPORT_FROM_EDGE", "REPORT_STALE", "REPORT_MALFORMED")))
+
+# v1model's event counters the driver reads from a TNA build's per-event ones
+TNA_EVENT_COUNTERS: Mapping[str, TnaEventCounters] = MappingProxyType(
+    {events.name: events for events in (TNA_CHIPS_EVENTS, TNA_UPTA_EVENTS)})
+TNA_EVENT_SOURCE_OF: Mapping[str, str] = MappingProxyType(
+    {counter: events.name for events in TNA_EVENT_COUNTERS.values()
+     for counter in events.counters})
+
+# Counters a TNA build lays out differently: v1model's index -> the TNA index,
+# and back (None: a TNA slot v1model has no index for)
+TNA_REINDEXED_COUNTERS: Mapping[str, tuple[Callable[[int], int],
+                                           Callable[[int], int | None]]] = MappingProxyType({
+    "queue_drops": (tna_drop_counter_index, v1_drop_counter_index),
+    "queue_ecn_marks": (tna_drop_counter_index, v1_drop_counter_index),
+    UPTA_SLOT_COUNTER: (tna_upta_slot_index, v1_upta_slot_index),
 })
-TNA_BFD_EVENTS_COUNTER = "upta_bfd_events"
-# the endpoint decision's events (upta_tna.p4 bfd_endpoint)
-TNA_BFD_DECISION_EVENTS = tuple(C.UPTA_EVENTS[name] for name in (
-    "PROBE_SENT", "PROBE_ANSWERED", "PROBE_FROM_EDGE", "PROBE_MALFORMED",
-    "REPORT_FROM_EDGE", "REPORT_STALE", "REPORT_MALFORMED"))
-TNA_UPTA_EVENT_COUNTERS = (*TNA_UPTA_PORT_EVENT_COUNTERS, TNA_BFD_EVENTS_COUNTER)
-
-
-def tna_upta_event_counters(v1_index: int) -> list[tuple[str, int]]:
-    """(TNA counter, index) of each source of v1model's upta_events index."""
-    if not 0 <= v1_index < C.NUM_PORTS * C.NUM_UPTA_EVENTS:
-        raise ValueError(f"upta_events index {v1_index} out of range")
-    port, event = divmod(v1_index, C.NUM_UPTA_EVENTS)
-    out = [(name, port) for name, counted in TNA_UPTA_PORT_EVENT_COUNTERS.items()
-           if counted == event]
-    if event in TNA_BFD_DECISION_EVENTS:
-        out.append((TNA_BFD_EVENTS_COUNTER, port * TNA_BFD_EVENT_SLOTS + event))
-    return out
-
-
-def v1_upta_event_index(tna_counter: str, index: int) -> int | None:
-    """v1model's upta_events index of a TNA counter's index; None for a slot of
-    upta_bfd_events that no event uses."""
-    if tna_counter == TNA_BFD_EVENTS_COUNTER:
-        port, event = divmod(index, TNA_BFD_EVENT_SLOTS)
-        if event not in TNA_BFD_DECISION_EVENTS or port >= C.NUM_PORTS:
-            return None
-        return C.upta_event_index(port, event)
-    return C.upta_event_index(index, TNA_UPTA_PORT_EVENT_COUNTERS[tna_counter])
 
 
 # BFD: this router's addresses are the parser value set upta_local_addr

@@ -154,7 +154,6 @@ struct tna_ingress_metadata_t {
     bit<1>           fred_robust;       // R4: qlen >= max(minq, avgcq)
     bit<1>           fred_struck;       // the strike register's verdict (R1-R3)
     // UPTA (upta_tna.p4)
-    bit<4>           ipv4_ihl;            // the IHL, or IPV4_MIN_IHL with the P-UPTA option
     bool             bfd_to_local;        // the parser: to this router (upta_local_addr)
     bool             bfd_checksum_error;  // the parser: the ICMP checksum of a complete message
     bool             bfd_rewritten;       // the deparser recomputes the ICMP checksum
@@ -174,7 +173,6 @@ struct tna_ingress_metadata_t {
     bit<32>          upta_rate;           // R: the slot's filter
     bit<32>          upta_fs_i;           // fs_I, fs_U: the policy's or C-UPTA's minima
     bit<32>          upta_fs_u;
-    bool             upta_q_none;         // no loss threshold: never made U
     bit<16>          upta_q_comp;         // 2^16 - 1 - q
     bit<16>          upta_draw;           // Random: 2^16 - 1 - u
     bit<16>          upta_lg_q_comp;
