@@ -141,11 +141,7 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         pkt.extract(hdr.pkt.ipv4);
         ipv4_checksum.add(hdr.pkt.ipv4);
         md.base.route_dst_addr = hdr.pkt.ipv4.src_addr;
-        transition select(hdr.pkt.ipv4.total_len) {
-            0x0000 &&& 0xFFF0: ipv4_too_short;
-            0x0010 &&& 0xFFFC: ipv4_too_short;
-            default: MMAQM_AFTER_IPV4_LENGTH;
-        }
+        transition parse_ipv4_length;
     }
 #endif
 
@@ -155,8 +151,12 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
 #ifdef MMAQM_TNA_UPTA
         md.base.route_dst_addr = hdr.pkt.ipv4.dst_addr;
 #endif
-        // total_len < IPV4_MIN_HEADER_BYTES (20), decided here: the ingress
-        // gateways cannot range-compare a 16-bit field (0..15, then 16..19)
+        transition parse_ipv4_length;
+    }
+
+    // total_len < IPV4_MIN_HEADER_BYTES (20), decided here: the ingress
+    // gateways cannot range-compare a 16-bit field (0..15, then 16..19)
+    state parse_ipv4_length {
         transition select(hdr.pkt.ipv4.total_len) {
             0x0000 &&& 0xFFF0: ipv4_too_short;
             0x0010 &&& 0xFFFC: ipv4_too_short;
