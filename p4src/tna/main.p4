@@ -57,10 +57,12 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         md.checksum_error = false;
         md.ipv4_too_short = false;
         md.ttl_expired = false;
-        md.bfd_event = 0xFF;     // upta_tna.p4 BFD_NO_EVENT
+#ifdef MMAQM_TNA_UPTA
+        md.bfd_event = BFD_NO_EVENT;
         md.bfd_to_local = false;
         md.bfd_checksum_error = false;
         md.base.bfd_complete = false;
+#endif
         md.excess = 0;
         md.chips_sample_q16 = 0;
         md.one_bit = 1;
