@@ -69,7 +69,7 @@ NFQ_DELAY   := topologies/delay/nfq_delay
 build: $(BMV2_JSON) $(NFQ_DELAY)
 $(NFQ_DELAY): topologies/delay/nfq_delay.c topologies/delay/Makefile
 	$(MAKE) -C topologies/delay
-$(BMV2_JSON) $(P4INFO) &: $(P4_SOURCES) $(P4INFO_GOLDEN)
+$(BMV2_JSON) $(P4INFO) &: $(P4_SOURCES) $(P4INFO_GOLDEN) | $(VENV)/.installed
 	@mkdir -p $(BUILD)
 	@p4c-bm2-ss --arch v1model --std p4-16 -o $(BMV2_JSON) \
 	    --p4runtime-files $(P4INFO) $(P4_MAIN) 2> $(BUILD)/p4c.log; \
@@ -83,7 +83,7 @@ $(BMV2_JSON) $(P4INFO) &: $(P4_SOURCES) $(P4INFO_GOLDEN)
 	    echo "mmaqm: the P4Info differs from the committed $(P4INFO_GOLDEN) (the controller" >&2; \
 	    echo "  reads its enums there). Review the diff, then run 'make golden-p4info'." >&2; \
 	    rm -f $(BMV2_JSON); exit 1; fi
-	@python3 tools/bmv2_pipeline_stats.py $(BMV2_JSON)
+	@$(PY) -m mmaqm_exp.pipeline_stats $(BMV2_JSON)
 
 # Tofino (TNA): optional, never a dependency of deps/build/test (README "Tofino (TNA)").
 # build-tna exits non-zero, saying what is missing, without the Tofino compiler.

@@ -62,8 +62,7 @@ from mmaqm_exp import lab  # noqa: E402
 from mmaqm.algorithms import ALGORITHMS as POLICY_ACTION_OF  # noqa: E402
 from mmaqm.algorithms import NON_RED_ALGORITHMS  # noqa: E402
 
-sys.path.insert(0, str(REPO / "tools"))
-import bmv2_pipeline_stats  # noqa: E402
+from mmaqm_exp import pipeline_stats as bmv2_pipeline_stats
 
 # Port 1 faces the sender, port 2 the receiver.
 ROUTER_MAC = {1: "02:00:00:00:00:01", 2: "02:00:00:00:00:02"}
@@ -709,7 +708,7 @@ def main() -> int:
     print("offered = median offered pps in the window; loss = offered packets not delivered (the "
           "switch could not keep up);")
     print("us/pkt = 1e6 / pps median; tables, fields = BMv2 tables and PHV fields of the program; "
-          "primitives = in the actions only this variant runs per packet (tools/bmv2_pipeline_stats.py);")
+          "primitives = in the actions only this variant runs per packet (mmaqm_exp/pipeline_stats.py);")
     print("CPU = % of one core (2 cores = 200 %): BMv2 all threads, its busiest thread, the "
           "generator, and everything else on the machine.")
     if unsaturated:

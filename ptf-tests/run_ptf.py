@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "topologies"))   # mmaqm_exp, also without the editable install
 from mmaqm_exp import lab  # noqa: E402
 
 CONFIG = REPO / "ptf-tests" / "ptf-config.yaml"  # the tests' baseline; must match GRPC_PORT

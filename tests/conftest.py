@@ -11,7 +11,7 @@ import pytest
 if TYPE_CHECKING:
     from fake_p4rt import ThreadedServer
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 P4_INCLUDE = REPO_ROOT / "p4src" / "include"
 
 

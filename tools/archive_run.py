@@ -41,7 +41,6 @@ from types import SimpleNamespace
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "topologies"))
 from mmaqm_exp import analysis, report, samples  # noqa: E402
 
 COMMAND_FILE = "COMMAND.txt"

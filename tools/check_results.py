@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "topologies"))
 from mmaqm.algorithms import ALGORITHMS as CONTROLLER_ALGORITHMS  # noqa: E402
 from mmaqm_exp import report  # noqa: E402
 from archive_run import (REQUIRED_ALGORITHM_FILES, REQUIRED_TOP_FILES, has_file,  # noqa: E402

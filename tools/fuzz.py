@@ -58,8 +58,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "topologies"))      # mmaqm_exp.lab
-sys.path.insert(0, str(REPO / "control-plane"))   # mmaqm
 
 NETNS = "mmaqm-fuzz"
 NUM_PORTS = 4

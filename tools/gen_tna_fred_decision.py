@@ -11,7 +11,7 @@ list: entries in priority order, each a set S of tests that must be 0. Built
 from all 2^8 sets, largest first (the first entry an input matches is its own
 set), then every entry whose removal changes no input's result is removed (last
 first, until none is left).
-tools/tests/test_gen_tna_fred_decision.py checks the list against the rules
+tests/tools/test_gen_tna_fred_decision.py checks the list against the rules
 for all 256 inputs.
 
   tools/gen_tna_fred_decision.py > p4src/tna/fred_decision_tna.p4

@@ -49,7 +49,7 @@ class Mutant:
     file: str
     find: str
     replace: str
-    tests: tuple[str, ...]     # "ptf:test_red.RedForcedDropTest" or "unit:control-plane/tests/x.py::t"
+    tests: tuple[str, ...]     # "ptf:test_red.RedForcedDropTest" or "unit:tests/controller/x.py::t"
 
 
 def load_mutants(path: Path = MUTANTS_YAML) -> list[Mutant]:

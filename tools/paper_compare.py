@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from archive_run import read_text  # noqa: E402  (puts topologies/ on sys.path)
+from archive_run import read_text  # noqa: E402
 from mmaqm.config import load_yaml  # noqa: E402
 
 from mmaqm_exp import report  # noqa: E402

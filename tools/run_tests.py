@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run every mmaqm test and print one summary line that counts all of them.
 
-  1. unit tests (pytest): control-plane/tests, topologies/tests
+  1. unit tests (pytest): tests/
   2. the PTF conformance suite on a real BMv2 (ptf-tests/run_ptf.py, root)
 
 Both write JUnit XML under build/test-results; the last line printed is
@@ -19,7 +19,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "build" / "test-results"
-UNIT_DIRS = [d for d in ("control-plane/tests", "topologies/tests", "tools/tests")
+UNIT_DIRS = [d for d in ("tests",)
              if (REPO / d).is_dir()]
 
 

@@ -53,8 +53,6 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "topologies"))
-sys.path.insert(0, str(REPO / "control-plane"))
 
 PREFIX = "mmsoak"
 TOPOLOGY = REPO / "topologies" / "topos" / "dcbt-dumbbell-10mbit.json"

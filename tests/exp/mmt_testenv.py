@@ -1,23 +1,18 @@
 """Test helper imported first by every test module here.
 
-Puts topologies/ on sys.path so ``mmaqm_exp`` imports from source (also when it
-is not pip-installed), and builds the environment for ``python -m mmaqm_exp...``
-child processes. (Not a conftest.py on purpose: control-plane/tests has one and
-its modules import from it by the name ``conftest``; two conftest modules in one
-pytest run would shadow each other.)
+Paths of the experiment tooling (``mmaqm_exp`` is installed into the
+virtualenv by ``make deps``) and the environment for ``python -m mmaqm_exp...``
+child processes.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-TOPO = Path(__file__).resolve().parents[1]
-if str(TOPO) not in sys.path:
-    sys.path.insert(0, str(TOPO))
+TOPO = Path(__file__).resolve().parents[2] / "topologies"
 
 
 def py_env() -> dict[str, str]:

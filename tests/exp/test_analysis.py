@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-import mmt_testenv  # first: puts topologies/ on sys.path
+import mmt_testenv
 
 from mmaqm_exp import analysis, metrics, report
 from mmaqm_exp.analysis import interp_sent, seq_range_sent_in, tcp_ip_bytes, value_at

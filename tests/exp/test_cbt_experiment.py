@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import mmt_testenv  # first: puts topologies/ on sys.path
+import mmt_testenv
 
 from mmaqm_exp import analysis, experiment, report
 from mmaqm_exp.experiments import RegistryError, load_registry, parse_registry

@@ -6,7 +6,6 @@ import subprocess
 import sys
 import time
 
-import mmt_testenv  # noqa: F401  (first: puts topologies/ on sys.path)
 
 from mmaqm_exp.cpu import CpuSampler, process_cpu_s
 

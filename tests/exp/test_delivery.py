@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mmt_testenv import TOPO  # first: puts topologies/ on sys.path
+from mmt_testenv import TOPO
 
 from mmaqm_exp import analysis
 from mmaqm_exp.analysis import UdpStream

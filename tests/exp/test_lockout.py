@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from mmt_testenv import TOPO, require_kept_up  # first: puts topologies/ on sys.path
+from mmt_testenv import TOPO, require_kept_up
 
 from mmaqm_exp import analysis
 from mmaqm_exp.experiment import DEFAULT_BMV2_JSON, DEFAULT_POLICIES, run_experiment

@@ -6,7 +6,6 @@ import math
 
 import pytest
 
-import mmt_testenv  # noqa: F401  (first: puts topologies/ on sys.path)
 
 from mmaqm_exp import metrics as m
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import mmt_testenv  # first: puts topologies/ on sys.path
+import mmt_testenv
 
 from mmaqm_exp import metrics, samples
 from mmaqm_exp.mmapp import (

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-import mmt_testenv  # noqa: F401  (first: puts topologies/ on sys.path)
+import mmt_testenv
 
 from mmaqm_exp import lab
 from mmaqm_exp.netns import missing_prereqs, ns_pair
@@ -199,7 +199,6 @@ def test_ns_pair_cleans_up_on_exception():
 
 _CRASH = """
 import sys, time
-sys.path.insert(0, {topo!r})
 from mmaqm_exp import lab
 bed = lab.Lab({prefix!r})
 bed.open()

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-import mmt_testenv  # first: puts topologies/ on sys.path
+import mmt_testenv
 
 from mmaqm_exp import analysis, lab
 from mmaqm_exp import network as N
@@ -180,7 +180,6 @@ def test_bad_input_creates_nothing(topo, tmp_path):
 
 _CRASH_SCRIPT = """
 import sys, time
-sys.path.insert(0, {topo_dir!r})
 from mmaqm_exp.network import Network
 from mmaqm_exp.topology import load_topology
 net = Network(load_topology({file!r}), {run_dir!r}, None, name_prefix={prefix!r})

@@ -24,13 +24,13 @@ from pathlib import Path
 
 import pytest
 
-import mmt_testenv  # first: puts topologies/ on sys.path
+import mmt_testenv
 
 from mmaqm_exp import metrics, samples
 from mmaqm_exp.netns import NsPair, missing_prereqs, ns_pair
 from mmaqm_exp.network import nfqueue_counters
 
-DELAY_DIR = Path(__file__).resolve().parents[1] / "delay"
+DELAY_DIR = Path(__file__).resolve().parents[2] / "topologies" / "delay"
 QUEUE = 11
 DELAY_MS = 20.0
 

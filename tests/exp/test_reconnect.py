@@ -38,7 +38,7 @@ from typing import Any
 import pytest
 import yaml
 
-import mmt_testenv  # first: puts topologies/ on sys.path
+import mmt_testenv
 
 from mmaqm_exp import lab as L
 

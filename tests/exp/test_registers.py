@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-import mmt_testenv  # noqa: F401  first: puts topologies/ on sys.path
 
 from mmaqm_exp import registers as R
 from mmaqm_exp import report

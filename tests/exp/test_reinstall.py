@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import mmt_testenv  # first: puts topologies/ on sys.path
+import mmt_testenv
 
 from mmaqm_exp import lab
 from mmaqm_exp.network import parse_proc_net_dev_rx_packets

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-import mmt_testenv  # first: puts topologies/ on sys.path
+import mmt_testenv
 
 from mmaqm_exp.scenario import (
     ScenarioError,

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import pytest
 
-import mmt_testenv  # first: puts topologies/ on sys.path
+import mmt_testenv
 
 from mmaqm_exp import topology as T
 from mmaqm_exp.topology import TopologyError, controller_config, load_topology, parse_topology

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import mmt_testenv  # first: puts topologies/ on sys.path
+import mmt_testenv
 
 from mmaqm_exp import analysis, traffic
 from mmaqm_exp.netns import DEFAULT_HOSTS_A, DEFAULT_HOSTS_B, missing_prereqs, ns_pair_net

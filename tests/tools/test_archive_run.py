@@ -9,10 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import archive_run  # noqa: E402
 from archive_run import ArchiveError, keep_times_ns, thin_samples  # noqa: E402
-from mmaqm_exp import analysis  # noqa: E402  (archive_run put topologies/ on sys.path)
+from mmaqm_exp import analysis
 
 REPO = Path(__file__).resolve().parents[2]
 T0 = 1_700_000_000_000_000_000

@@ -5,7 +5,6 @@ import shutil
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import check_results  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tools"))
 import fuzz  # noqa: E402
 
 from scapy.layers.inet import IP, TCP, UDP  # noqa: E402

@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import gen_tna_fred_decision as gen  # noqa: E402
 import gen_tna_log2  # noqa: E402
 

@@ -6,7 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import gen_tna_log2  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]

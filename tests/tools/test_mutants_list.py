@@ -1,11 +1,9 @@
 """The committed mutant list stays applicable: every snippet is in its file exactly once."""
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import mutants  # noqa: E402
 
 

@@ -1,12 +1,10 @@
 """paper_compare: the README's paper/mmaqm tables are rendered from committed runs."""
 
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import paper_compare as pc  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]

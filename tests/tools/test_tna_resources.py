@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import tna_resources  # noqa: E402
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "tna"

@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import random
 import re
-import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "control-plane"))
 from mmaqm.algorithms import upta  # noqa: E402
 
 LOG2 = (REPO / "p4src" / "tna" / "log2_tna.p4").read_text()

@@ -510,7 +510,7 @@ class Network:
         """BMv2 TM depth above the P4 limit on every port; the bottleneck's rate too.
 
         Works before a pipeline is pushed, and a pushed pipeline keeps them (checked by
-        topologies/tests/test_network.py); configure_bottleneck() sets the bottleneck again."""
+        tests/exp/test_network.py); configure_bottleneck() sets the bottleneck again."""
         from mmaqm import bmv2_tm
 
         other = T.tm_queue_depth_pkts(T.OTHER_PORT_QUEUE_LIMIT_PKTS)

@@ -9,7 +9,7 @@ resets and copies every PHV field of every packet, and executes an action one
 primitive at a time (an `if` inside an action is a jump primitive), so the
 field count and the primitives per action are printed too.
 
-  tools/bmv2_pipeline_stats.py build/main.json [--json] [--actions]
+  python -m mmaqm_exp.pipeline_stats build/main.json [--json] [--actions]
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def main() -> int:
     try:
         data = json.loads(args.bmv2_json.read_text())
     except (OSError, ValueError) as exc:
-        print(f"bmv2_pipeline_stats: cannot read {args.bmv2_json}: {exc}", file=sys.stderr)
+        print(f"pipeline_stats: cannot read {args.bmv2_json}: {exc}", file=sys.stderr)
         return 2
     stats = pipeline_stats(data)
     if args.json:
