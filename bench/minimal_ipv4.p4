@@ -6,7 +6,7 @@
 // digests. bench/run_bench.py measures BMv2's packet rate through this
 // program and through the mmaqm program side by side (see bench/README.md).
 //
-// The table, action and parameter names equal those of p4src/include/routing.p4
+// The table, action and parameter names equal those of p4src/shared/routing.p4
 // (ipv4_lpm / ipv4_dst / route(port, src_mac, dst_mac)), so the project's
 // SwitchDriver.install_route writes routes into both programs.
 #include <core.p4>

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from fake_p4rt import ThreadedServer
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-P4_INCLUDE = REPO_ROOT / "p4src" / "include"
+P4_SHARED = REPO_ROOT / "p4src" / "shared"
 
 
 class RandSequence:

@@ -90,7 +90,7 @@ POLICIES = {
         "max_p": 0.1, "ewma_weight": 0.001953125, "fred_minq_pkts": 2, "fred_flow_slots": 4096},
 }
 
-# The program's constants (p4src/include/defines.p4), read as the controller reads them.
+# The program's constants (p4src/shared/defines.p4), read as the controller reads them.
 ETHERTYPE_IPV4 = 0x0800
 IPV4_MIN_IHL = 5
 L4_HEADER_BYTES = {6: 20, 17: 8, 1: 4}      # TCP, UDP, ICMP as parser.p4 extracts them

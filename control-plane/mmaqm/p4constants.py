@@ -2,7 +2,7 @@
 
 Two sources, each the single source of truth for what it holds:
 
-* ``p4src/include/defines.p4``: every line of the form ``const bit<N> NAME = VALUE;``
+* ``p4src/shared/defines.p4``: every line of the form ``const bit<N> NAME = VALUE;``
   (VALUE decimal or 0x hex, ``//`` and ``/* */`` comments ignored) becomes a
   module attribute, e.g. ``p4constants.NUM_PORTS == 64``, and an entry of
   :data:`CONSTANTS`: table and register sizes, fixed-point widths and the
@@ -30,7 +30,7 @@ from typing import Any
 ENV_DEFINES_P4 = "MMAQM_DEFINES_P4"
 ENV_P4INFO = "MMAQM_P4INFO"
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_DEFINES_P4 = REPO_ROOT / "p4src/include/defines.p4"
+DEFAULT_DEFINES_P4 = REPO_ROOT / "p4src/shared/defines.p4"
 GOLDEN_P4INFO = REPO_ROOT / "p4src/v1model/main.p4info.txtpb"
 
 _CONST_RE = re.compile(

@@ -1,5 +1,5 @@
 // mmaqm: multimedia-aware active queue management, Tofino (TNA) top file.
-// Wires the shared controls of p4src/include (Routing, Classifier, the types
+// Wires the shared controls of p4src/shared (Routing, Classifier, the types
 // of defines.p4 and headers.p4) and the TNA-specific ones of this directory
 // where Tofino cannot do what BMv2 does; README.md "Tofino (TNA)" lists every
 // difference. One build carries one algorithm: compile with
@@ -11,7 +11,7 @@
 // v1model's do (the parser sets the flags it tests explicitly anyway).
 @pa_auto_init_metadata
 
-// Routing (p4src/include/routing.p4) writes Tofino's unicast egress port.
+// Routing (p4src/shared/routing.p4) writes Tofino's unicast egress port.
 #define MMAQM_FORWARD_MD_T ingress_intrinsic_metadata_for_tm_t
 #define MMAQM_EGRESS_PORT(md) md.ucast_egress_port
 #ifdef MMAQM_TNA_UPTA
@@ -25,10 +25,10 @@
 #define MMAQM_ROUTE_DST(hdr, meta) meta.route_dst_addr
 #endif
 
-#include "../include/defines.p4"
-#include "../include/headers.p4"
-#include "../include/routing.p4"
-#include "../include/classifier.p4"
+#include "../shared/defines.p4"
+#include "../shared/headers.p4"
+#include "../shared/routing.p4"
+#include "../shared/classifier.p4"
 #include "tna_types.p4"
 #include "aqm_tna.p4"
 #include "flow_report_tna.p4"

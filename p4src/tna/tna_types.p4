@@ -1,10 +1,10 @@
 // TNA-only headers, metadata and constants (p4src/tna). Everything the two
-// targets share stays in p4src/include (defines.p4, headers.p4).
+// targets share stays in p4src/shared (defines.p4, headers.p4).
 #ifndef MMAQM_TNA_TYPES_P4
 #define MMAQM_TNA_TYPES_P4
 
-#include "../include/defines.p4"
-#include "../include/headers.p4"
+#include "../shared/defines.p4"
+#include "../shared/headers.p4"
 
 // ---- the algorithm this build carries (README "Tofino (TNA)": one program per algorithm)
 #if !defined(MMAQM_TNA_DROP_TAIL) && !defined(MMAQM_TNA_RED) && !defined(MMAQM_TNA_CBT_RED_ALL) \

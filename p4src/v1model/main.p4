@@ -1,15 +1,15 @@
 // mmaqm: multimedia-aware active queue management, BMv2 v1model top file.
-// Wires the shared controls of p4src/include; see README.md "Architecture".
+// Wires the shared controls of p4src/shared and the v1model ones here; see README.md "Architecture".
 #include <core.p4>
 #include <v1model.p4>
 
-#include "../include/defines.p4"
-#include "../include/headers.p4"
-#include "../include/parser.p4"
-#include "../include/routing.p4"
-#include "../include/classifier.p4"
-#include "../include/aqm.p4"
-#include "../include/flow_report.p4"
+#include "../shared/defines.p4"
+#include "../shared/headers.p4"
+#include "parser.p4"
+#include "../shared/routing.p4"
+#include "../shared/classifier.p4"
+#include "aqm.p4"
+#include "flow_report.p4"
 
 // Discards before the AQM, index ingress_port * NUM_DISCARD_REASONS + reason.
 counter(NUM_PORTS * NUM_DISCARD_REASONS, CounterType.packets_and_bytes) ingress_discards;

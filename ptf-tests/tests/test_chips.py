@@ -1,4 +1,4 @@
-"""ChIPS (dcbt §3.2) on top of D-CBT, algorithm DCBT_CHIPS (p4src/include/chips.p4).
+"""ChIPS (dcbt §3.2) on top of D-CBT, algorithm DCBT_CHIPS (p4src/v1model/chips.p4).
 
 Every test builds a frozen FIFO (mmaqm_base: one departure per 1/FREEZE_RATE_PPS
 s) and sends the tagged packet under test last, so the decisions before it do

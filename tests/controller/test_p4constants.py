@@ -12,15 +12,15 @@ import pytest
 
 from mmaqm import p4constants as C
 
-from conftest import P4_INCLUDE, REPO_ROOT
+from conftest import P4_SHARED, REPO_ROOT
 
 
 def test_module_reads_the_repository_defines_p4_and_the_golden_p4info() -> None:
-    assert C.DEFINES_P4.resolve() == (P4_INCLUDE / "defines.p4").resolve()
+    assert C.DEFINES_P4.resolve() == (P4_SHARED / "defines.p4").resolve()
     assert C.P4INFO.resolve() == (REPO_ROOT / "p4src/v1model/main.p4info.txtpb").resolve()
 
 
-# Every `const bit<N> NAME = VALUE;` of p4src/include/defines.p4, in file order, as written
+# Every `const bit<N> NAME = VALUE;` of p4src/shared/defines.p4, in file order, as written
 # there (update together with defines.p4).
 DEFINES_P4_CONSTANTS = [
     ("CHIPS_ON_ADMITS", 0), ("CHIPS_OFF_ADMITS", 1), ("CHIPS_CUT_IN", 2),

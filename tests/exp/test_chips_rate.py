@@ -3,7 +3,7 @@
 BMv2's priority queues each have their own rate limiter (no shared port rate),
 so a cut-in queue beside the FIFO could send up to twice the link rate. In
 mmaqm a cut-in packet's clone spends the FIFO departure slot the packet
-would have used (p4src/include/chips.p4), so the port's total departures
+would have used (p4src/v1model/chips.p4), so the port's total departures
 stay at the link rate.
 
 Scenario chips-rate.yaml on the 10 Mbit/s dumbbell (real BMv2, real kernel

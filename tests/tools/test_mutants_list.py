@@ -16,7 +16,7 @@ def test_every_mutant_applies_exactly_once() -> None:
 
 def test_a_stale_snippet_is_an_error(tmp_path: Path) -> None:
     bad = tmp_path / "mutants.yaml"
-    bad.write_text("- {id: x, rule: r, file: p4src/include/red.p4, find: 'no such text',"
+    bad.write_text("- {id: x, rule: r, file: p4src/v1model/red.p4, find: 'no such text',"
                    " replace: y, tests: ['ptf:test_red.RedForcedDropTest']}\n")
     with pytest.raises(ValueError, match="occurs 0 times"):
         mutants.load_mutants(bad)
@@ -24,7 +24,7 @@ def test_a_stale_snippet_is_an_error(tmp_path: Path) -> None:
 
 def test_tests_must_name_their_kind(tmp_path: Path) -> None:
     bad = tmp_path / "mutants.yaml"
-    bad.write_text("- {id: x, rule: r, file: p4src/include/red.p4, find: 'red_count.write',"
+    bad.write_text("- {id: x, rule: r, file: p4src/v1model/red.p4, find: 'red_count.write',"
                    " replace: y, tests: ['test_red.RedForcedDropTest']}\n")
     with pytest.raises(ValueError, match="tests must be"):
         mutants.load_mutants(bad)

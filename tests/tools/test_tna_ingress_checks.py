@@ -42,7 +42,7 @@ def preprocess(text: str, defines: set[str]) -> str:
 
 MAIN = preprocess(MAIN_SOURCE, {"MMAQM_TNA_RED"})
 MAIN_UPTA = preprocess(MAIN_SOURCE, {"MMAQM_TNA_UPTA"})
-DEFINES = (REPO / "p4src" / "include" / "defines.p4").read_text()
+DEFINES = (REPO / "p4src" / "shared" / "defines.p4").read_text()
 CONSTS = {m.group(1): int(m.group(2), 0)
           for m in re.finditer(r"const bit<\d+> (\w+) = (\w+);", DEFINES)}
 REASONS = {name: value for name, value in CONSTS.items() if name.startswith("DISCARD_")}

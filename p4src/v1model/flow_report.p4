@@ -16,7 +16,7 @@
 #define MMAQM_FLOW_REPORT_P4
 
 #include <v1model.p4>
-#include "headers.p4"
+#include "../shared/headers.p4"
 
 // The flow's signature: crc32 over {src, dst, protocol, l4 src, l4 dst} (ports 0
 // without TCP/UDP), taken over 2^32 = zlib.crc32 of the 13 big-endian bytes

@@ -14,7 +14,7 @@
 #define MMAQM_OCCUPANCY_P4
 
 #include <v1model.p4>
-#include "headers.p4"
+#include "../shared/headers.p4"
 
 register<pkts_t>(NUM_PORTS) queue_pkts;
 // Per class, on the virtual FIFO (chips.p4): a packet that cut in is counted

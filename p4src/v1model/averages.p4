@@ -7,7 +7,7 @@
 #define MMAQM_AVERAGES_P4
 
 #include <v1model.p4>
-#include "headers.p4"
+#include "../shared/headers.p4"
 
 register<scaled_t>(NUM_PORTS) red_avg_scaled;
 register<scaled_t>(NUM_PORTS * CLASS_SLOTS) class_avg_scaled;

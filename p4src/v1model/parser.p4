@@ -7,7 +7,7 @@
 
 #include <core.p4>
 #include <v1model.p4>
-#include "headers.p4"
+#include "../shared/headers.p4"
 
 error { IPv4BadVersion, IPv4HeaderTooShort }
 
