@@ -10,22 +10,31 @@ P4_SOURCES  := $(wildcard p4src/shared/*.p4 p4src/v1model/*.p4)
 BMV2_JSON   := $(BUILD)/main.json
 P4INFO      := $(BUILD)/main.p4info.txtpb
 P4INFO_GOLDEN := p4src/v1model/main.p4info.txtpb
+# The controller's P4 constants, generated from the P4 sources (tools/gen_p4constants.py).
+P4_CONSTANTS  := control-plane/mmaqm/p4generated.py
 export PATH := $(if $(P4_TOOLCHAIN_PREFIX),$(P4_TOOLCHAIN_PREFIX)/bin:,)$(PATH)
 
-# Debian/Ubuntu packages the project needs at run time (the P4 toolchain
-# itself is a prerequisite: see README "Install").
-DEB_PACKAGES := python3 python3-venv iproute2 ethtool iptables \
-                iperf3 tcpdump procps gcc make libnetfilter-queue-dev libmnl-dev
+# Debian/Ubuntu packages `make deps` needs on a fresh Debian 12 (the P4 toolchain
+# itself is a prerequisite: see README "Install").  python3-dev, gcc and libc6-dev:
+# pip compiles netifaces 0.11.0 (ptf's; PyPI has no wheel of it) from source;
+# ca-certificates: pip reaches PyPI over HTTPS.
+DEB_PACKAGES := python3 python3-venv python3-dev gcc libc6-dev make ca-certificates \
+                iproute2 ethtool iptables iperf3 tcpdump procps \
+                libnetfilter-queue-dev libmnl-dev
 
-.PHONY: help deps deps-apt deps-venv check-toolchain build test test-unit test-ptf clean
+.PHONY: help deps deps-apt deps-venv lock check-toolchain build test test-unit test-ptf clean
 
 help:
 	@echo "make deps         install Debian packages + .venv, verify the P4 toolchain"
+	@echo "make lock         regenerate requirements.txt (hashed lock) from requirements.in"
+	@echo "                  (upgrade one: make lock LOCK_ARGS='--upgrade-package numpy')"
 	@echo "make build        compile $(P4_MAIN) -> $(BMV2_JSON), $(P4INFO)"
 	@echo "make build-tna    compile p4src/tna/main.p4 for Tofino, one program per algorithm,"
 	@echo "                  + resource table build/tna/resources.md (needs the Tofino compiler)"
 	@echo "make check-tna    type-check every TNA variant with p4test (no Tofino compiler needed)"
-	@echo "make golden-p4info  accept a changed P4Info ($(P4INFO_GOLDEN), read by the controller)"
+	@echo "make golden-p4info  accept a changed P4Info ($(P4INFO_GOLDEN)); regenerates $(P4_CONSTANTS)"
+	@echo "make gen-constants  regenerate $(P4_CONSTANTS) from defines.p4, the golden P4Info"
+	@echo "                  and the TNA constants (make build checks it is current)"
 	@echo "make test         unit tests + PTF conformance suite on BMv2 (needs root)"
 	@echo "make test-unit    unit tests only (no switch)"
 	@echo "make test-ptf     PTF suite only; one test: make test-ptf PTF_TEST=test_red.RedForcedDropTest"
@@ -51,12 +60,13 @@ deps-apt:
 	else DEBIAN_FRONTEND=noninteractive apt-get update -q && \
 	     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; fi
 
+# requirements.txt is the lock: every package, pip included, pinned with its hashes
+# (generated from requirements.in by `make lock`; tests/packaging checks they agree).
 # Re-installs only when requirements.txt or a package's pyproject.toml changes.
 deps-venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt control-plane/pyproject.toml $(wildcard topologies/pyproject.toml)
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --require-hashes -r requirements.txt
 	$(PY) -m pip install -q --no-deps -e control-plane
 	if [ -f topologies/pyproject.toml ]; then $(PY) -m pip install -q --no-deps -e topologies; fi
 	touch $@
@@ -64,9 +74,24 @@ $(VENV)/.installed: requirements.txt control-plane/pyproject.toml $(wildcard top
 check-toolchain: deps-venv
 	@MMAQM_PYTHON=$(PY) tools/check-toolchain.sh
 
+# The lock: pip-compile (pip-tools, its version pinned here) resolves requirements.in
+# and writes requirements.txt with every transitive package pinned and hashed. Pins
+# already in requirements.txt are kept; LOCK_ARGS='--upgrade-package NAME' moves one,
+# LOCK_ARGS=--upgrade all. pip-tools lives in its own venv, never in .venv.
+PIP_TOOLS_VERSION := 7.6.2
+LOCK_PIP_VERSION  := $(shell sed -n 's/^pip==\([0-9.]*\).*/\1/p' requirements.in)
+LOCK_VENV         := $(BUILD)/lock-venv
+lock:
+	test -x $(LOCK_VENV)/bin/python || python3 -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install -q pip==$(LOCK_PIP_VERSION) pip-tools==$(PIP_TOOLS_VERSION)
+	CUSTOM_COMPILE_COMMAND="make lock" $(LOCK_VENV)/bin/pip-compile --quiet \
+	    --generate-hashes --allow-unsafe --strip-extras \
+	    --no-emit-index-url --no-emit-find-links --no-emit-trusted-host \
+	    $(LOCK_ARGS) --output-file requirements.txt requirements.in
+
 NFQ_DELAY   := topologies/delay/nfq_delay
 
-build: $(BMV2_JSON) $(NFQ_DELAY)
+build: $(BMV2_JSON) $(NFQ_DELAY) check-constants
 $(NFQ_DELAY): topologies/delay/nfq_delay.c topologies/delay/Makefile
 	$(MAKE) -C topologies/delay
 $(BMV2_JSON) $(P4INFO) &: $(P4_SOURCES) $(P4INFO_GOLDEN) | $(VENV)/.installed
@@ -93,13 +118,25 @@ build-tna:
 check-tna:
 	@tools/build-tna.sh --frontend
 
-# Accept a changed P4Info: copy the compiler's output over the committed golden copy.
+# Accept a changed P4Info: copy the compiler's output over the committed golden copy,
+# then regenerate the controller's constants (its enums come from the P4Info).
 .PHONY: golden-p4info
-golden-p4info:
+golden-p4info: | $(VENV)/.installed
 	@mkdir -p $(BUILD)
 	p4c-bm2-ss --arch v1model --std p4-16 -o $(BUILD)/golden.json \
 	    --p4runtime-files $(P4INFO_GOLDEN) $(P4_MAIN)
 	rm -f $(BUILD)/golden.json
+	$(PY) tools/gen_p4constants.py
+
+# The controller reads no P4 file at import: tools/gen_p4constants.py writes what it
+# needs (defines.p4's constants and enums, the golden P4Info's enums, red_tna.p4's and
+# tna_types.p4's constants) into $(P4_CONSTANTS), committed. gen-constants rewrites it;
+# check-constants (part of make build, and a unit test) fails when it is stale.
+.PHONY: gen-constants check-constants
+gen-constants: | $(VENV)/.installed
+	$(PY) tools/gen_p4constants.py
+check-constants: | $(VENV)/.installed
+	@$(PY) tools/gen_p4constants.py --check
 
 test: build deps-venv
 	$(PY) tools/run_tests.py
