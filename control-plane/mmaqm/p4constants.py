@@ -8,13 +8,19 @@ Two sources, each the single source of truth for what it holds:
   :data:`CONSTANTS`: table and register sizes, fixed-point widths and the
   ingress discard reasons; and the members of ``enum bit<8> drop_reason_t``
   give :data:`DROP_REASONS`. Both are counter indexes, which no P4Info
-  carries. ``MMAQM_DEFINES_P4`` overrides the path (read at import time).
+  carries.
 * the P4Info of the compiled program: the serializable enum ``traffic_class_t``
   (``type_info.serializable_enums``; the type of the classifier's action
-  parameter) gives :data:`CLASSES`. The P4Info read is the golden copy committed at
+  parameter) gives :data:`CLASSES`. The P4Info is the golden copy committed at
   ``p4src/v1model/main.p4info.txtpb``, which ``make build`` keeps equal to the
   compiler's output, so the controller and its tests need no compiler.
-  ``MMAQM_P4INFO`` overrides the path (read at import time).
+
+Neither file is read at import: ``tools/gen_p4constants.py`` (``make
+gen-constants``) extracts both, with the parsers of this module, into the
+generated module :mod:`mmaqm.p4generated`, and a test fails when that module
+and the P4 sources differ. So an installed package works outside the checkout.
+``MMAQM_DEFINES_P4`` and ``MMAQM_P4INFO`` name another defines.p4 or P4Info to
+parse instead, at import time.
 
 Counter index helpers mirror the index arithmetic of aqm.p4, occupancy.p4 and
 main.p4, so that no other module repeats it.
@@ -27,11 +33,16 @@ import re
 from pathlib import Path
 from typing import Any
 
+from . import p4generated as _generated
+
 ENV_DEFINES_P4 = "MMAQM_DEFINES_P4"
 ENV_P4INFO = "MMAQM_P4INFO"
+# The checkout this module sits in when it is not installed elsewhere. The two paths
+# below name the generated values' sources there (messages, tests reading the golden
+# P4Info); nothing is read from them at import.
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_DEFINES_P4 = REPO_ROOT / "p4src/shared/defines.p4"
-GOLDEN_P4INFO = REPO_ROOT / "p4src/v1model/main.p4info.txtpb"
+DEFAULT_DEFINES_P4 = REPO_ROOT / _generated.SOURCES["defines"]
+GOLDEN_P4INFO = REPO_ROOT / _generated.SOURCES["p4info"]
 
 _CONST_RE = re.compile(
     r"^const\s+bit\s*<\s*(?P<width>\d+)\s*>\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*=\s*"
@@ -97,7 +108,8 @@ def parse_enums(text: str, *, source: str = "<text>") -> dict[str, dict[str, int
 
 
 def defines_path() -> Path:
-    """defines.p4 to read: $MMAQM_DEFINES_P4 or the repository's copy."""
+    """defines.p4 the constants come from: $MMAQM_DEFINES_P4 (parsed at import) or
+    the repository's copy (its values generated into mmaqm.p4generated)."""
     override = os.environ.get(ENV_DEFINES_P4)
     return Path(override) if override else DEFAULT_DEFINES_P4
 
@@ -113,8 +125,14 @@ def _with_prefix(constants: dict[str, int], prefix: str) -> dict[str, int]:
 
 
 DEFINES_P4: Path = defines_path()
-CONSTANTS: dict[str, int] = load_constants(DEFINES_P4)
-DEFINES_ENUMS: dict[str, dict[str, int]] = parse_enums(DEFINES_P4.read_text(), source=str(DEFINES_P4))
+CONSTANTS: dict[str, int]
+DEFINES_ENUMS: dict[str, dict[str, int]]
+if os.environ.get(ENV_DEFINES_P4):
+    CONSTANTS = load_constants(DEFINES_P4)
+    DEFINES_ENUMS = parse_enums(DEFINES_P4.read_text(), source=str(DEFINES_P4))
+else:
+    CONSTANTS = dict(_generated.DEFINES_CONSTANTS)
+    DEFINES_ENUMS = {name: dict(members) for name, members in _generated.DEFINES_ENUMS.items()}
 globals().update(CONSTANTS)
 
 # Names the rest of the package relies on; a missing one is a broken defines.p4.
@@ -141,7 +159,8 @@ DISCARD_REASON_NAMES: dict[int, str] = {v: k for k, v in DISCARD_REASONS.items()
 
 
 def p4info_path() -> Path:
-    """P4Info to read the enums from: $MMAQM_P4INFO or the golden copy."""
+    """P4Info the enums come from: $MMAQM_P4INFO (parsed at import) or the golden
+    copy (its enums generated into mmaqm.p4generated)."""
     override = os.environ.get(ENV_P4INFO)
     return Path(override) if override else GOLDEN_P4INFO
 
@@ -163,7 +182,11 @@ def load_serializable_enums(path: Path) -> dict[str, dict[str, int]]:
 
 
 P4INFO: Path = p4info_path()
-ENUMS: dict[str, dict[str, int]] = load_serializable_enums(P4INFO)
+ENUMS: dict[str, dict[str, int]]
+if os.environ.get(ENV_P4INFO):
+    ENUMS = load_serializable_enums(P4INFO)
+else:
+    ENUMS = {name: dict(members) for name, members in _generated.P4INFO_ENUMS.items()}
 if "traffic_class_t" not in ENUMS:
     raise ImportError(f"{P4INFO}: no serializable enum traffic_class_t")
 if "drop_reason_t" not in DEFINES_ENUMS:

@@ -22,19 +22,17 @@ here: the P4Runtime device config of a TNA build (bf_pipeline_config).
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from collections.abc import Callable, Mapping
 
 from . import p4constants as C
+from . import p4generated
 from .encoding import PolicyAction
-from .p4constants import parse_constants
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-_TNA_CONSTANTS = parse_constants((REPO_ROOT / "p4src/tna/red_tna.p4").read_text(),
-                                 source="p4src/tna/red_tna.p4")
+# red_tna.p4's constants, generated at build time (tools/gen_p4constants.py)
+_TNA_CONSTANTS = p4generated.TNA_RED_CONSTANTS
 RED_ZONE_SEGMENTS = _TNA_CONSTANTS["RED_ZONE_SEGMENTS"]   # entries a port, each table
 AVG_MAX = (1 << 32) - 1                                   # scaled_t
 # A Tofino range key fits in 5 PHV nibbles: the tables match avg_scaled[27:8]
@@ -236,15 +234,12 @@ def v1_chips_index(tna_counter: str, port: int) -> int:
 # configuration, written by the controller as P4Runtime clone sessions):
 # TNA_REPORT_SESSION carries each departure report from egress to the
 # recirculation port, and ChIPS's slot clones of port p use
-# TNA_CHIPS_SESSION_BASE + p, to the port itself.
-_TNA_TYPES_P4 = (REPO_ROOT / "p4src/tna/tna_types.p4").read_text()
-
-
+# TNA_CHIPS_SESSION_BASE + p, to the port itself. The values: tna_types.p4's,
+# generated at build time into p4generated (tools/gen_p4constants.py).
 def _typed_constant(name: str) -> int:
-    match = re.search(rf"^const [\w<>]+ {name} = (\d+);", _TNA_TYPES_P4, re.M)
-    if match is None:
-        raise ImportError(f"p4src/tna/tna_types.p4: no constant {name}")
-    return int(match.group(1))
+    if name not in p4generated.TNA_TYPES_CONSTANTS:
+        raise ImportError(f"{p4generated.SOURCES['tna_types']}: no constant {name}")
+    return p4generated.TNA_TYPES_CONSTANTS[name]
 
 
 TNA_RECIRC_PORT = _typed_constant("TNA_RECIRC_PORT")

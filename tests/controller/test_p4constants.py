@@ -1,4 +1,7 @@
-"""p4constants: parsing defines.p4 and the P4Info enums, and the counter index helpers."""
+"""p4constants: the generated P4 constants (mmaqm.p4generated), the parsers that
+generate them (also used for $MMAQM_DEFINES_P4 / $MMAQM_P4INFO), and the counter
+index helpers. tests/tools/test_gen_p4constants.py checks the generated module
+against the P4 sources."""
 
 from __future__ import annotations
 
@@ -11,17 +14,52 @@ import textwrap
 import pytest
 
 from mmaqm import p4constants as C
+from mmaqm import p4generated
 
 from conftest import P4_SHARED, REPO_ROOT
 
 
-def test_module_reads_the_repository_defines_p4_and_the_golden_p4info() -> None:
+def test_module_takes_the_generated_values_of_the_repository_sources() -> None:
+    # the default paths name the generated values' sources (nothing is read at import)
     assert C.DEFINES_P4.resolve() == (P4_SHARED / "defines.p4").resolve()
     assert C.P4INFO.resolve() == (REPO_ROOT / "p4src/v1model/main.p4info.txtpb").resolve()
+    assert C.CONSTANTS == p4generated.DEFINES_CONSTANTS
+    assert C.DEFINES_ENUMS == p4generated.DEFINES_ENUMS
+    assert C.ENUMS == p4generated.P4INFO_ENUMS
+    # copies: a caller that changes them does not change the generated module
+    assert C.CONSTANTS is not p4generated.DEFINES_CONSTANTS
+    assert C.ENUMS["traffic_class_t"] is not p4generated.P4INFO_ENUMS["traffic_class_t"]
+
+
+def test_the_parsers_read_the_real_sources_as_the_generated_module_holds_them() -> None:
+    defines = (P4_SHARED / "defines.p4").read_text()
+    assert C.parse_constants(defines) == C.CONSTANTS
+    assert C.parse_enums(defines) == C.DEFINES_ENUMS
+    assert C.load_serializable_enums(C.GOLDEN_P4INFO) == C.ENUMS
+
+
+IMPORT_WITHOUT_FILES = textwrap.dedent("""\
+    import builtins, io, pathlib
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"file read at import: {args[:1]}")
+    builtins.open = io.open = refuse
+    pathlib.Path.read_text = pathlib.Path.read_bytes = pathlib.Path.open = refuse
+    from mmaqm import p4constants as C, tna_encoding as T
+    print(C.NUM_PORTS, C.CLASSES["UNTAGGED"], T.RED_ZONE_SEGMENTS, T.TNA_RECIRC_PORT)
+    """)
+
+
+def test_importing_reads_no_file() -> None:
+    # Python's own imports use io.open_code, not open(): only the package's reads fail.
+    env = {k: v for k, v in os.environ.items() if k not in ("MMAQM_DEFINES_P4", "MMAQM_P4INFO")}
+    proc = subprocess.run([sys.executable, "-c", IMPORT_WITHOUT_FILES], env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "64 2 32 68\n"
 
 
 # Every `const bit<N> NAME = VALUE;` of p4src/shared/defines.p4, in file order, as written
-# there (update together with defines.p4).
+# there (update together with defines.p4 and `make gen-constants`).
 DEFINES_P4_CONSTANTS = [
     ("CHIPS_ON_ADMITS", 0), ("CHIPS_OFF_ADMITS", 1), ("CHIPS_CUT_IN", 2),
     ("CHIPS_NO_CONGESTION", 3), ("CHIPS_SLOT_DEPARTED", 4), ("NUM_CHIPS_EVENTS", 5),
