@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Recompute the README's result tables from the run data committed under docs/results.
+"""Recompute the documented result tables from the run data committed under docs/results.
 
 A run is a folder docs/results/<run>/ with <ALGORITHM>/summary.json files (what
 `make run` / mmaqm-exp writes per algorithm). For every run:
@@ -8,22 +8,28 @@ A run is a folder docs/results/<run>/ with <ALGORITHM>/summary.json files (what
      comparison table and the dcbt Tables 1-2 packet accounting) is recomputed
      from the summaries with the experiment's own report code
      (mmaqm_exp.report) and must be the same row;
-  2. each README table row in a section that links the run (a row of a fenced
-     block that starts with an algorithm name, or a markdown row
+  2. each table row of the documentation (README.md and docs/**/*.md but the
+     run data under docs/results) in a section that links the run (a row of a
+     fenced block that starts with an algorithm name, or a markdown row
      "| mmaqm <ALGORITHM> | ..." of Tables 1-2) must equal a recomputed row of
-     one of the runs its section links.
+     one of the runs its section links. A section runs from one '## ' or '### '
+     heading to the next; a run is linked by a relative link into docs/results
+     (resolved from the page's folder) or by the text docs/results/<run>/;
+  3. every run folder a page links must hold the archive tools/archive_run.py
+     writes (LEGACY_RUNS: older runs only reported).
 
-Exit status 1 on any mismatch (each is printed). README rows in sections that
-link no run with data are printed as "unbacked" (exit status 0: older results
-the README quotes from table files only).
+Exit status 1 on any mismatch (each is printed). Rows in sections that link no
+run with data are printed as "unbacked" (exit status 0: older results quoted
+from table files only).
 
-  python tools/check_results.py [--readme README.md] [--results docs/results]
+  python tools/check_results.py [--docs PAGE ...] [--results docs/results]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -37,8 +43,9 @@ from archive_run import (REQUIRED_ALGORITHM_FILES, REQUIRED_TOP_FILES, has_file,
 
 ALGORITHMS = tuple(CONTROLLER_ALGORITHMS)   # every algorithm the controller knows
 ACCOUNTING_TITLE = "Packet accounting at the bottleneck"
-RUN_LINK = re.compile(r"docs/results/([A-Za-z0-9._-]+)/")
-# Runs the README links that were committed before tools/archive_run.py existed: their
+RUN_LINK = re.compile(r"docs/results/([A-Za-z0-9._-]+)/")   # a run named in text
+LINK_TARGET = re.compile(r"\]\(\s*<?([^)\s>]+)>?")            # a markdown link's target
+# Runs the documentation links that were committed before tools/archive_run.py existed: their
 # summaries and tables are checked, but they lack the counter series, the input files and
 # the recorded command and commit (the raw data is gone). Replace each by an archived
 # re-run and delete it here; a listed run that is complete is an error (stale entry).
@@ -99,13 +106,43 @@ def check_table_files(results: Path, runs: dict[str, Run]) -> list[str]:
     return errors
 
 
-def _sections(readme: str) -> list[tuple[str, str]]:
+def default_pages(root: Path = REPO) -> list[Path]:
+    """README.md and docs/**/*.md, without the run data under docs/results."""
+    docs = root / "docs"
+    pages = [root / "README.md"] + sorted(p for p in docs.rglob("*.md")
+                                         if (docs / "results") not in p.parents)
+    return [p for p in pages if p.is_file()]
+
+
+def linked_runs(text: str, page: Path, results: Path) -> list[str]:
+    """The docs/results folders a page's text links, in order of appearance: the first
+    folder under results of each relative link (resolved from the page's folder), and
+    every docs/results/<name>/ written out. Links to files directly under results
+    (docs/results/mutants.md) name no folder."""
+    names = []
+    base = Path(os.path.abspath(results))
+    folder = Path(os.path.abspath(page)).parent
+    for target in LINK_TARGET.findall(text):
+        path = target.split("#", 1)[0]
+        if not path or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", path):
+            continue
+        try:
+            rel = Path(os.path.normpath(folder / path)).relative_to(base)
+        except ValueError:
+            continue
+        if rel.parts and not (base / rel.parts[0]).is_file():
+            names.append(rel.parts[0])
+    names += RUN_LINK.findall(text)
+    return list(dict.fromkeys(names))
+
+
+def _sections(text: str) -> list[tuple[str, str]]:
     """(heading, body) per '## '/'### ' section."""
-    parts = re.split(r"^(#{2,3} .*)$", readme, flags=re.M)
+    parts = re.split(r"^(#{2,3} .*)$", text, flags=re.M)
     return [(parts[i].strip(), parts[i + 1]) for i in range(1, len(parts) - 1, 2)]
 
 
-def _readme_rows(body: str) -> list[tuple[str, str, str]]:
+def _result_rows(body: str) -> list[tuple[str, str, str]]:
     """(kind, algorithm, normalised row) of the result rows of one section."""
     rows, fenced = [], False
     for line in body.splitlines():
@@ -122,20 +159,33 @@ def _readme_rows(body: str) -> list[tuple[str, str, str]]:
     return rows
 
 
-def check_readme(readme: str, runs: dict[str, Run]) -> tuple[list[str], list[str], int]:
-    """-> (mismatches, unbacked rows, number of README rows checked)."""
+def _pages(pages: "list[tuple[Path, str]] | str") -> list[tuple[Path, str]]:
+    """(path, text) pairs; a bare text is README.md's."""
+    return [(REPO / "README.md", pages)] if isinstance(pages, str) else pages
+
+
+def _name(page: Path) -> str:
+    return page.resolve().relative_to(REPO).as_posix() if page.resolve().is_relative_to(REPO) \
+        else str(page)
+
+
+def check_docs(pages: "list[tuple[Path, str]] | str", runs: dict[str, Run],
+               results: Path) -> tuple[list[str], list[str], int]:
+    """-> (mismatches, unbacked rows, number of documented rows checked)."""
     errors, unbacked, checked = [], [], 0
-    for heading, body in _sections(readme):
-        linked = [runs[n] for n in dict.fromkeys(RUN_LINK.findall(body)) if n in runs]
-        for kind, algorithm, row in _readme_rows(body):
-            if not linked:
-                unbacked.append(f"{heading}: {row}")
-                continue
-            checked += 1
-            candidates = [getattr(r, kind).get(algorithm) for r in linked]
-            if row not in candidates:
-                errors.append(f"README {heading}: {kind} row {row!r} matches no recomputed row of "
-                              f"{[r.name for r in linked]}: {[c for c in candidates if c]}")
+    for page, text in _pages(pages):
+        for heading, body in _sections(text):
+            linked = [runs[n] for n in linked_runs(body, page, results) if n in runs]
+            for kind, algorithm, row in _result_rows(body):
+                if not linked:
+                    unbacked.append(f"{_name(page)} {heading}: {row}")
+                    continue
+                checked += 1
+                candidates = [getattr(r, kind).get(algorithm) for r in linked]
+                if row not in candidates:
+                    errors.append(f"{_name(page)} {heading}: {kind} row {row!r} matches no "
+                                  f"recomputed row of {[r.name for r in linked]}: "
+                                  f"{[c for c in candidates if c]}")
     return errors, unbacked, checked
 
 
@@ -157,14 +207,18 @@ def missing_evidence(run_dir: Path) -> list[str]:
     return missing
 
 
-def check_evidence(readme: str, results: Path, runs: dict[str, Run],
+def check_evidence(pages: "list[tuple[Path, str]] | str", results: Path, runs: dict[str, Run],
                    legacy: dict[str, str] = LEGACY_RUNS) -> tuple[list[str], list[str]]:
-    """Every run folder the README links must hold the archive (tools/archive_run.py).
+    """Every run folder the pages link must hold the archive (tools/archive_run.py).
     -> (errors, notes on the LEGACY_RUNS that still lack files)."""
     errors, notes = [], []
-    for name in dict.fromkeys(RUN_LINK.findall(readme)):
+    linked: dict[str, Path] = {}
+    for page, text in _pages(pages):
+        for name in linked_runs(text, page, results):
+            linked.setdefault(name, page)
+    for name, page in linked.items():
         if not (results / name).is_dir():
-            errors.append(f"README links docs/results/{name}/, which does not exist")
+            errors.append(f"{_name(page)} links docs/results/{name}/, which does not exist")
             continue
         if name not in runs:
             continue                     # not a run (e.g. bench/)
@@ -182,14 +236,16 @@ def check_evidence(readme: str, results: Path, runs: dict[str, Run],
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--readme", type=Path, default=REPO / "README.md")
+    p.add_argument("--docs", type=Path, nargs="+",
+                   help="pages to check (default: README.md and docs/**/*.md but docs/results)")
     p.add_argument("--results", type=Path, default=REPO / "docs" / "results")
     a = p.parse_args(argv)
+    pages = [(page, page.read_text()) for page in (a.docs or default_pages())]
     runs = load_runs(a.results)
     errors = check_table_files(a.results, runs)
-    readme_errors, unbacked, readme_checked = check_readme(a.readme.read_text(), runs)
-    errors += readme_errors
-    evidence_errors, legacy_notes = check_evidence(a.readme.read_text(), a.results, runs)
+    doc_errors, unbacked, doc_checked = check_docs(pages, runs, a.results)
+    errors += doc_errors
+    evidence_errors, legacy_notes = check_evidence(pages, a.results, runs)
     errors += evidence_errors
     for line in legacy_notes:
         print(f"legacy run, incomplete evidence: {line}")
@@ -198,8 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     for line in errors:
         print(f"MISMATCH {line}")
     checked = sum(len(r.comparison) + len(r.accounting) for r in runs.values())
-    print(f"check-results: {len(runs)} runs, {checked} recomputed rows, {readme_checked} README "
-          f"rows checked, {len(errors)} mismatches, {len(unbacked)} unbacked README rows, "
+    print(f"check-results: {len(runs)} runs, {checked} recomputed rows, {len(pages)} pages, "
+          f"{doc_checked} documentation rows checked, {len(errors)} mismatches, "
+          f"{len(unbacked)} unbacked documentation rows, "
           f"{len(legacy_notes)} legacy runs with incomplete evidence")
     return 1 if errors else 0
 

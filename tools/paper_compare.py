@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
-"""The README's "paper value / mmaqm value / why they differ" tables, from committed data.
+"""The docs' "paper value / mmaqm value / why they differ" tables, from committed data.
 
 docs/paper-comparison.yaml lists, per paper, the committed run the comparison
 uses (docs/results/<run>/) and one row per number the paper reports: what it
 is, the paper's value, how to compute mmaqm's value from the run's
-summary.json files (a metric below), and why they differ. The README holds
-each paper's table between the markers
+summary.json files (a metric below), and why they differ. Each paper's table
+sits in one documentation page (README.md or docs/**/*.md, usually the paper's
+experiment page docs/experiments/<paper>.md) between the markers
 
     <!-- paper-compare:NAME -->  ...  <!-- /paper-compare:NAME -->
 
-  python tools/paper_compare.py            # check: each README table equals its rendering
-  python tools/paper_compare.py --write    # rewrite the README tables from the data
+The tool finds the page that holds each NAME's markers; the table's "Data:"
+links are relative to that page.
+
+  python tools/paper_compare.py            # check: each table equals its rendering
+  python tools/paper_compare.py --write    # rewrite the tables from the data
 
 A changed number in a summary, a row added to the YAML, or a hand edit of a
 table makes the check fail (it is part of `make check-results`, hence `make test`).
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -354,11 +359,18 @@ def _cell(text: Any) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def render(paper: Mapping[str, Any], results: Path = RESULTS) -> str:
-    """One paper's markdown table (without the markers)."""
+def link_base(page: Path, results: Path = RESULTS) -> str:
+    """The relative path from a page's folder to the results folder, for its links."""
+    return Path(os.path.relpath(os.path.abspath(results),
+                                os.path.dirname(os.path.abspath(page)))).as_posix()
+
+
+def render(paper: Mapping[str, Any], results: Path = RESULTS, base: str = "docs/results") -> str:
+    """One paper's markdown table (without the markers); its run links start with base
+    (the results folder as seen from the page that holds the table)."""
     loaded = {paper["run"]: load_run(results, paper["run"])}
     names = [paper["run"]] + sorted({r["run"] for r in paper["rows"] if "run" in r} - {paper["run"]})
-    lines = ["Data: " + ", ".join(f"[docs/results/{n}/](docs/results/{n}/)" for n in names), "",
+    lines = ["Data: " + ", ".join(f"[docs/results/{n}/]({base}/{n}/)" for n in names), "",
              "| what the paper reports | paper | mmaqm | why they differ |",
              "|---|---|---|---|"]
     for row in paper["rows"]:
@@ -375,46 +387,84 @@ def _marker_re(name: str) -> re.Pattern[str]:
                       rf"{re.escape(name)} -->)", re.S)
 
 
-def process(readme: str, spec: Mapping[str, Any], results: Path, write: bool) -> tuple[str, list[str]]:
-    """(the README with every table re-rendered, problems). A problem: a paper in
-    the spec whose markers the README lacks, a table that differs, a metric error."""
+def process(text: str, spec: Mapping[str, Any], results: Path, write: bool,
+            base: str = "docs/results", page: str = "README.md") -> tuple[str, list[str]]:
+    """(the page's text with every table of the spec re-rendered, problems). A problem:
+    a paper in the spec whose markers the page lacks, a table that differs, a metric
+    error. base: the results folder as the page's links see it (link_base)."""
     problems = []
     for name, paper in spec.items():
         try:
-            table = render(paper, results)
+            table = render(paper, results, base)
         except (CompareError, OSError, ValueError) as e:
             problems.append(f"{name}: {e}")
             continue
-        m = _marker_re(name).search(readme)
+        m = _marker_re(name).search(text)
         if not m:
-            problems.append(f"{name}: README has no <!-- paper-compare:{name} --> block")
+            problems.append(f"{name}: {page} has no <!-- paper-compare:{name} --> block")
             continue
         if m.group(2) != table:
             if write:
-                readme = readme[:m.start(2)] + table + readme[m.end(2):]
+                text = text[:m.start(2)] + table + text[m.end(2):]
             else:
-                problems.append(f"{name}: README table differs from its data; run "
+                problems.append(f"{name}: the table in {page} differs from its data; run "
                                 f"'python tools/paper_compare.py --write' and review the diff")
-    return readme, problems
+    return text, problems
+
+
+def default_pages(root: Path = REPO) -> list[Path]:
+    """README.md and docs/**/*.md, without the run data under docs/results."""
+    docs = root / "docs"
+    pages = [root / "README.md"] + sorted(p for p in docs.rglob("*.md")
+                                         if (docs / "results") not in p.parents)
+    return [p for p in pages if p.is_file()]
+
+
+def locate(spec: Mapping[str, Any], texts: Mapping[Path, str]) -> tuple[dict[Path, dict[str, Any]],
+                                                                       list[str]]:
+    """-> ({page: the part of the spec whose markers it holds}, problems): a paper whose
+    markers no page holds, or more than one page holds, is a problem."""
+    by_page: dict[Path, dict[str, Any]] = {}
+    problems = []
+    for name, paper in spec.items():
+        holders = [p for p, t in texts.items() if f"<!-- paper-compare:{name} -->" in t]
+        if len(holders) != 1:
+            where = ", ".join(_page_name(p) for p in holders) or "no page"
+            problems.append(f"{name}: <!-- paper-compare:{name} --> must be in exactly one "
+                            f"page, found in {where}")
+            continue
+        by_page.setdefault(holders[0], {})[name] = paper
+    return by_page, problems
+
+
+def _page_name(page: Path) -> str:
+    p = page.resolve()
+    return p.relative_to(REPO).as_posix() if p.is_relative_to(REPO) else str(page)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--readme", type=Path, default=REPO / "README.md")
+    ap.add_argument("--pages", type=Path, nargs="+",
+                    help="pages holding the tables (default: README.md and docs/**/*.md "
+                         "but docs/results)")
     ap.add_argument("--spec", type=Path, default=SPEC)
     ap.add_argument("--results", type=Path, default=RESULTS)
-    ap.add_argument("--write", action="store_true", help="rewrite the README tables")
+    ap.add_argument("--write", action="store_true", help="rewrite the tables in their pages")
     a = ap.parse_args(argv)
     try:   # the controller's strict loader: a duplicated key is an error, not "last wins"
         spec = load_yaml(a.spec.read_text(), source=str(a.spec)) or {}
     except ValueError as err:
         print(f"paper_compare: {err}", file=sys.stderr)
         return 2
-    readme = a.readme.read_text()
-    new, problems = process(readme, spec, a.results, a.write)
-    if a.write and new != readme:
-        a.readme.write_text(new)
-        print(f"paper_compare: rewrote {a.readme}")
+    texts = {page: page.read_text() for page in (a.pages or default_pages())}
+    by_page, problems = locate(spec, texts)
+    for page, part in by_page.items():
+        new, page_problems = process(texts[page], part, a.results, a.write,
+                                     base=link_base(page, a.results), page=_page_name(page))
+        problems += page_problems
+        if a.write and new != texts[page]:
+            page.write_text(new)
+            print(f"paper_compare: rewrote {_page_name(page)}")
     for p in problems:
         print(f"paper_compare: {p}", file=sys.stderr)
     if not problems:

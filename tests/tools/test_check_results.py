@@ -1,47 +1,68 @@
-"""check_results: the README's result tables are recomputed from committed run data."""
+"""check_results: the documented result tables are recomputed from committed run data."""
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import check_results  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-README = REPO / "README.md"
 RESULTS = REPO / "docs" / "results"
+DCBT_PAGE = REPO / "docs" / "experiments" / "dcbt.md"   # holds the D-CBT run's tables
 LATEST = "dcbt-fig7-20261124-2117"
 
 
-def run(capsys, readme: Path = README, results: Path = RESULTS) -> tuple[int, str]:
-    rc = check_results.main(["--readme", str(readme), "--results", str(results)])
+def run(capsys, pages: "list[Path] | None" = None, results: Path = RESULTS) -> tuple[int, str]:
+    args = ["--results", str(results)] + (["--docs", *map(str, pages)] if pages else [])
+    rc = check_results.main(args)
     return rc, capsys.readouterr().out
 
 
-def test_the_committed_readme_and_tables_match_their_data(capsys) -> None:
+def _checked(out: str) -> int:
+    return int(out.split(" documentation rows checked")[0].rsplit(", ", 1)[1])
+
+
+def _edited_copy(tmp_path: Path, old: str, new: str) -> tuple[Path, Path]:
+    """(docs/experiments/dcbt.md with one edit, its results folder): the copy sits at the
+    same depth in a tree whose docs/results is the committed data, so its relative run
+    links resolve as they do in the repository."""
+    page = tmp_path / "docs" / "experiments" / "dcbt.md"
+    page.parent.mkdir(parents=True)
+    results = tmp_path / "docs" / "results"
+    results.symlink_to(RESULTS)
+    text = DCBT_PAGE.read_text()
+    assert old in text, old
+    page.write_text(text.replace(old, new, 1))
+    return page, results
+
+
+def test_the_committed_docs_and_tables_match_their_data(capsys) -> None:
     rc, out = run(capsys)
     assert rc == 0, out
-    # the five-algorithm table and the two Tables 1-2 rows of "Latest results" at least
-    readme_checked = int(out.split(" README rows checked")[0].rsplit(", ", 1)[1])
-    assert readme_checked >= 7, out
+    # every table the README held before the docs were split: 43 rows
+    assert _checked(out) >= 43, out
     assert LATEST in check_results.load_runs(RESULTS)
 
 
-def test_a_changed_readme_number_is_a_mismatch(tmp_path, capsys) -> None:
-    text = README.read_text()
-    row = next(line for line in text.splitlines() if line.startswith("DCBT_CHIPS     659"))
-    changed = tmp_path / "README.md"
-    changed.write_text(text.replace(row, row.replace(" 659 ", " 660 ", 1)))
-    rc, out = run(capsys, readme=changed)
-    assert rc == 1 and "MISMATCH README" in out and "DCBT_CHIPS" in out, out
+def test_the_tables_live_on_the_experiment_pages(capsys) -> None:
+    rc, out = run(capsys, pages=[DCBT_PAGE])
+    assert rc == 0 and _checked(out) >= 7, out     # the five-algorithm table and Tables 1-2
+    rc, out = run(capsys, pages=[REPO / "README.md"])
+    assert rc == 0 and _checked(out) == 0, out
+
+
+def test_a_changed_documented_number_is_a_mismatch(tmp_path, capsys) -> None:
+    row = next(line for line in DCBT_PAGE.read_text().splitlines()
+               if line.startswith("DCBT_CHIPS     659"))
+    page, results = _edited_copy(tmp_path, row, row.replace(" 659 ", " 660 ", 1))
+    rc, out = run(capsys, pages=[page], results=results)
+    assert rc == 1 and "MISMATCH" in out and "DCBT_CHIPS" in out, out
+    assert "Five algorithms" in out, out
 
 
 def test_a_changed_tables_1_2_cell_is_a_mismatch(tmp_path, capsys) -> None:
-    text = README.read_text()
-    changed = tmp_path / "README.md"
-    changed.write_text(text.replace("| mmaqm DCBT | 62 326 |", "| mmaqm DCBT | 62 327 |"))
-    assert changed.read_text() != text
-    rc, out = run(capsys, readme=changed)
+    page, results = _edited_copy(tmp_path, "| mmaqm DCBT | 62 326 |", "| mmaqm DCBT | 62 327 |")
+    rc, out = run(capsys, pages=[page], results=results)
     assert rc == 1 and "accounting row 'DCBT 62327" in out, out
 
 
@@ -57,8 +78,19 @@ def test_a_table_file_that_disagrees_with_its_summaries_is_a_mismatch(tmp_path, 
 def test_a_section_without_linked_data_is_reported_unbacked(tmp_path, capsys) -> None:
     readme = tmp_path / "README.md"
     readme.write_text("## Results\n\n```\nRED  1 2 3 4 5 6\n```\n")
-    rc, out = run(capsys, readme=readme)
+    rc, out = run(capsys, pages=[readme])
     assert rc == 0 and "unbacked" in out and "RED 1 2 3 4 5 6" in out, out
+
+
+def test_runs_are_linked_relative_to_their_page(tmp_path) -> None:
+    results = tmp_path / "docs" / "results"
+    for name in ("a", "b", "c"):
+        (results / name).mkdir(parents=True)
+    (results / "notes.md").write_text("x")
+    page = tmp_path / "docs" / "experiments" / "p.md"
+    text = ("[a](../results/a/) [b table](../results/b/table.txt#x) [notes](../results/notes.md) "
+            "[elsewhere](../../other/c/) `docs/results/c/` [web](https://example.org/results/x/)")
+    assert check_results.linked_runs(text, page, results) == ["a", "b", "c"]
 
 
 # ------------------------------------------------------------ the evidence of linked runs
@@ -93,6 +125,10 @@ def test_a_linked_run_must_hold_its_evidence(tmp_path) -> None:
     runs = {"new-run": check_results.Run("new-run")}
     readme = "see docs/results/new-run/ and docs/results/bench/ and docs/results/new-run/table.txt"
     assert check_results.check_evidence(readme, results, runs, legacy={}) == ([], [])
+    # the same runs linked from a page below docs/, relative to it
+    page = results.parent / "experiments" / "p.md"
+    linked = [(page, "[run](../results/new-run/) [bench](../results/bench/x.txt)")]
+    assert check_results.check_evidence(linked, results, runs, legacy={}) == ([], [])
     (d / "RED" / "counters.jsonl").unlink()
     (d / "COMMAND.txt").unlink()
     errors, _ = check_results.check_evidence(readme, results, runs, legacy={})
@@ -106,7 +142,7 @@ def test_a_linked_run_must_hold_its_evidence(tmp_path) -> None:
                                              {"done": check_results.Run("done")},
                                              legacy={"done": "old"})
     assert errors == ["done is complete: remove it from LEGACY_RUNS",
-                      "README links docs/results/gone/, which does not exist"]
+                      "README.md links docs/results/gone/, which does not exist"]
 
 
 def test_counters_that_do_not_back_the_summary_are_an_error(tmp_path) -> None:
@@ -118,7 +154,8 @@ def test_counters_that_do_not_back_the_summary_are_an_error(tmp_path) -> None:
 
 
 def test_the_legacy_list_names_only_linked_runs_that_are_still_incomplete() -> None:
-    linked = set(check_results.RUN_LINK.findall(README.read_text()))
+    linked = {n for page in check_results.default_pages()
+              for n in check_results.linked_runs(page.read_text(), page, RESULTS)}
     for name in check_results.LEGACY_RUNS:
-        assert name in linked, f"{name}: no longer linked from the README; drop it from LEGACY_RUNS"
+        assert name in linked, f"{name}: no longer linked from the docs; drop it from LEGACY_RUNS"
         assert check_results.missing_evidence(RESULTS / name), name

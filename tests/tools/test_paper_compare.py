@@ -1,4 +1,4 @@
-"""paper_compare: the README's paper/mmaqm tables are rendered from committed runs."""
+"""paper_compare: the docs' paper/mmaqm tables are rendered from committed runs."""
 
 from pathlib import Path
 
@@ -8,44 +8,96 @@ import yaml
 import paper_compare as pc  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-README = REPO / "README.md"
+EXPERIMENTS = REPO / "docs" / "experiments"
 
 
 def spec() -> dict:
     return yaml.safe_load(pc.SPEC.read_text())
 
 
-def test_every_committed_paper_table_matches_its_data() -> None:
-    _, problems = pc.process(README.read_text(), spec(), pc.RESULTS, write=False)
+def page_of(name: str) -> Path:
+    by_page, problems = pc.locate({name: spec()[name]},
+                                  {p: p.read_text() for p in pc.default_pages()})
     assert problems == []
+    return next(iter(by_page))
 
 
-def test_a_hand_edited_mmaqm_cell_is_caught_and_write_restores_it() -> None:
-    text = README.read_text()
+def test_every_committed_paper_table_matches_its_data() -> None:
+    assert pc.main([]) == 0
+    by_page, problems = pc.locate(spec(), {p: p.read_text() for p in pc.default_pages()})
+    assert problems == []
+    for page, part in by_page.items():
+        _, problems = pc.process(page.read_text(), part, pc.RESULTS, write=False,
+                                 base=pc.link_base(page))
+        assert problems == [], page
+
+
+def test_each_paper_table_is_on_its_experiment_page() -> None:
+    for name in spec():
+        page = page_of(name)
+        assert page.parent == EXPERIMENTS, (name, page)
+        assert page.stem == name.split("-")[0], (name, page)
+    assert "paper-compare:" not in (REPO / "README.md").read_text()
+
+
+def test_data_links_are_relative_to_the_page() -> None:
     name, paper = next(iter(spec().items()))
-    table = pc.render(paper)
+    table = pc.render(paper, base=pc.link_base(page_of(name)))
+    assert table.startswith(f"Data: [docs/results/{paper['run']}/](../results/{paper['run']}/)")
+    assert pc.link_base(REPO / "README.md") == "docs/results"
+
+
+def test_a_hand_edited_mmaqm_cell_is_caught_and_write_restores_it(tmp_path) -> None:
+    name, paper = next(iter(spec().items()))
+    page = page_of(name)
+    text = page.read_text()
+    base = pc.link_base(page)
+    table = pc.render(paper, base=base)
     row = next(line for line in table.splitlines()[4:] if "{" not in line)
     cells = row.split(" | ")
     cells[2] = cells[2] + "0"                      # the mmaqm column
     edited = text.replace(row, " | ".join(cells), 1)
     assert edited != text
-    _, problems = pc.process(edited, {name: paper}, pc.RESULTS, write=False)
+    _, problems = pc.process(edited, {name: paper}, pc.RESULTS, write=False, base=base)
     assert len(problems) == 1 and "differs from its data" in problems[0]
-    fixed, problems = pc.process(edited, {name: paper}, pc.RESULTS, write=True)
+    fixed, problems = pc.process(edited, {name: paper}, pc.RESULTS, write=True, base=base)
     assert problems == [] and fixed == text
+    # the same through main(), on a copy of the page at the same depth
+    copy = tmp_path / "docs" / "experiments" / page.name
+    copy.parent.mkdir(parents=True)
+    (tmp_path / "docs" / "results").symlink_to(pc.RESULTS)
+    copy.write_text(edited)
+    args = ["--pages", str(copy), "--results", str(tmp_path / "docs" / "results")]
+    assert pc.main(args + ["--spec", str(_spec_file(tmp_path, name))]) == 1
+    assert pc.main(args + ["--spec", str(_spec_file(tmp_path, name)), "--write"]) == 0
+    assert copy.read_text() == text
+
+
+def _spec_file(tmp_path: Path, name: str) -> Path:
+    f = tmp_path / "spec.yaml"
+    f.write_text(yaml.safe_dump({name: spec()[name]}, allow_unicode=True))
+    return f
 
 
 def test_a_missing_block_and_a_bad_metric_are_problems() -> None:
     name, paper = next(iter(spec().items()))
-    _, problems = pc.process("no markers here", {name: paper}, pc.RESULTS, write=False)
-    assert problems == [f"{name}: README has no <!-- paper-compare:{name} --> block"]
+    text = page_of(name).read_text()
+    _, problems = pc.process("no markers here", {name: paper}, pc.RESULTS, write=False,
+                             page="p.md")
+    assert problems == [f"{name}: p.md has no <!-- paper-compare:{name} --> block"]
+    _, problems = pc.locate({name: paper}, {Path("a.md"): "none", Path("b.md"): "none"})
+    assert problems == [f"{name}: <!-- paper-compare:{name} --> must be in exactly one page, "
+                        f"found in no page"]
+    marker = f"<!-- paper-compare:{name} -->"
+    _, problems = pc.locate({name: paper}, {Path("/x/a.md"): marker, Path("/x/b.md"): marker})
+    assert len(problems) == 1 and "/x/a.md, /x/b.md" in problems[0]
     bad = {**paper, "rows": [{"quantity": "q", "paper": "1", "mmaqm": {"fn": "nope"}}]}
-    _, problems = pc.process(README.read_text(), {name: bad}, pc.RESULTS, write=False)
+    _, problems = pc.process(text, {name: bad}, pc.RESULTS, write=False)
     assert "unknown metric 'nope'" in problems[0]
     bad = {**paper, "rows": [{"quantity": "q", "paper": "1",
                               "mmaqm": {"fn": "class_kbps", "algorithm": "NOPE",
                                         "phase": "blast", "cls": "TCP"}}]}
-    _, problems = pc.process(README.read_text(), {name: bad}, pc.RESULTS, write=False)
+    _, problems = pc.process(text, {name: bad}, pc.RESULTS, write=False)
     assert "no summary for NOPE" in problems[0]
 
 
