@@ -23,6 +23,7 @@ Only the standard library: the experiment tooling (topologies/) imports this.
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import math
 import re
@@ -172,11 +173,26 @@ def mapping(value: object, path: str, errs: Errors, *, allowed: Sequence[str] | 
 
 
 def check_keys(raw: Mapping[Any, Any], path: str, errs: Errors, allowed: Sequence[str]) -> None:
-    """Every key not in allowed is an error (a typo, usually)."""
+    """Every key not in allowed is an error (a typo, usually): "unknown key (allowed:
+    ...)", and "; did you mean 'min_th_pkts'?" when an allowed key is close to it."""
     hint = f"allowed: {', '.join(allowed)}" if allowed else "no keys are allowed"
     for key in raw:
         if key not in allowed:
-            errs.add(join(path, key), f"unknown key ({hint})")
+            errs.add(join(path, key), f"unknown key ({hint}){did_you_mean(key, allowed)}")
+
+
+def did_you_mean(word: object, choices: Sequence[str]) -> str:
+    """"; did you mean 'x'?" naming the choice closest to word (difflib, ignoring
+    case; a choice that word begins, as max_th begins max_th_pkts, comes first), or ""
+    when none is close or word is not a string."""
+    if not isinstance(word, str) or not word:
+        return ""
+    word = word.lower()
+    by_lower = {choice.lower(): choice for choice in reversed(choices)}
+    extended = [choice for choice in by_lower if choice.startswith(word)]
+    close = (difflib.get_close_matches(word, extended, n=1, cutoff=0.6)
+             or difflib.get_close_matches(word, list(by_lower), n=1, cutoff=0.6))
+    return f"; did you mean {by_lower[close[0]]!r}?" if close else ""
 
 
 def sequence(value: object, path: str, errs: Errors, *, at_least_one: str = "",

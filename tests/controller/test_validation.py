@@ -90,6 +90,35 @@ def test_unknown_keys_at_the_top_level_have_no_leading_dot() -> None:
     assert errs.items == ["x: unknown key (allowed: y)"]
 
 
+POLICY_LIKE = ("algorithm", "queue_limit_pkts", "min_th_pkts", "max_th_pkts", "max_p")
+
+
+@pytest.mark.parametrize("key, meant", [
+    ("min_th", "min_th_pkts"),            # the unit suffix forgotten
+    ("max_th", "max_th_pkts"),            # begins max_th_pkts: before max_p, though closer
+    ("queue_limit", "queue_limit_pkts"),
+    ("maxp", "max_p"),
+    ("algoritm", "algorithm"),            # a typo
+    ("Algorithm", "algorithm"),           # case
+])
+def test_an_unknown_key_names_the_allowed_key_meant(key: str, meant: str) -> None:
+    assert read(V.mapping, {key: 1}, allowed=POLICY_LIKE)[1] == [
+        f"f.{key}: unknown key (allowed: {', '.join(POLICY_LIKE)}); did you mean {meant!r}?"]
+
+
+@pytest.mark.parametrize("key", ["colour", "x", 2, None, ""])
+def test_an_unknown_key_close_to_none_gets_no_suggestion(key: object) -> None:
+    assert read(V.mapping, {key: 1}, allowed=POLICY_LIKE)[1] == [
+        f"f.{key}: unknown key (allowed: {', '.join(POLICY_LIKE)})"]
+
+
+def test_did_you_mean() -> None:
+    assert V.did_you_mean("instal", ("check", "install", "run")) == "; did you mean 'install'?"
+    assert V.did_you_mean("zzz", ("check", "install", "run")) == ""
+    assert V.did_you_mean(3, ("check",)) == ""
+    assert V.did_you_mean("check", ()) == ""
+
+
 def test_sequence() -> None:
     assert read(V.sequence, [1, 2]) == ([1, 2], [])
     assert read(V.sequence, "1, 2") == (None, ["f: must be a list, got string '1, 2'"])
