@@ -1,22 +1,30 @@
 """mmaqm-ctl: drive mmaqm switches from a YAML config.
 
-  mmaqm-ctl --config cfg.yaml [run]   install every switch, then keep D-CBT shares and
-                                      MCDT thresholds current
+  mmaqm-ctl check   -c cfg.yaml [--json]  validate the config only; contacts no switch
+  mmaqm-ctl install -c cfg.yaml           install every switch (pipeline, tables,
+                                          policies) and exit
+  mmaqm-ctl run     -c cfg.yaml           install, then keep D-CBT shares and MCDT
+                                          thresholds current until Ctrl-C/SIGTERM
       [--stats-out FILE.jsonl [--stats-interval-ms 100]]   and log counter samples
-      [--events-out FILE.jsonl]       and log each D-CBT share push with its flow counts
-                                      and each MCDT threshold push with its inputs,
-                                      and each connection step (installed, connection_lost,
-                                      reconnected, backup_waiting, became_primary, primary_lost)
-  mmaqm-ctl --config cfg.yaml install install and exit
-  mmaqm-ctl --config cfg.yaml check   validate the config only; writes nothing
-  mmaqm-ctl --config cfg.yaml stats   per-port, per-class counters as a table
-      [--json]                        or one JSON line per switch (with ingress discards);
-                                      a backup reader: works beside a running controller
-  [--election-id N] [--role NAME]     P4Runtime arbitration (defaults: run/install 10,
-                                      stats 1: a backup of the controller)
-  [--timeout-s 20]                    deadline of each connection step
-  [--reconnect-timeout-s S]           run: give a lost switch up after S s without a
-                                      connection [never: retry forever]
+      [--events-out FILE.jsonl]           and log each D-CBT share push with its flow
+                                          counts, each MCDT threshold push with its
+                                          inputs, and each connection step (installed,
+                                          connection_lost, reconnected, backup_waiting,
+                                          became_primary, primary_lost)
+      [--reconnect-timeout-s S]           give a lost switch up after S s without a
+                                          connection [never: retry forever]
+  mmaqm-ctl stats   -c cfg.yaml [--json]  per-port, per-class counters as a table, or
+                                          one JSON line per switch (with ingress
+                                          discards); a backup reader: works beside a
+                                          running controller
+  install, run, stats: [--switch NAME]... [--p4info FILE] [--timeout-s 20]
+                       [--election-id N] [--role NAME]  (P4Runtime arbitration; defaults:
+                       run/install 10, stats 1: a backup of the controller)
+  install, run:        [--bmv2-json FILE|DIR]  the pipeline to push
+
+A subcommand is required: a bare `mmaqm-ctl` prints the help and exits 2. Options
+may also come before the subcommand (`mmaqm-ctl --config cfg.yaml --p4info P
+install`); one that does not apply to the subcommand is an error there too.
 
 The config is validated completely before any switch is contacted; an invalid
 config (or flag) prints every error with its field path and exits 2. A switch
@@ -35,13 +43,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import difflib
+import importlib.metadata
 import json
 import logging
 import math
 import signal
 import sys
+import textwrap
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import finsy as fy
@@ -117,54 +129,290 @@ def _print_config_errors(path: Path, errors: list[str]) -> None:
         print(f"  ... and {len(errors) - MAX_REPORTED_ERRORS} more", file=sys.stderr)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="mmaqm-ctl", description=__doc__.splitlines()[0])
-    parser.add_argument("--config", "-c", type=Path, required=True)
-    parser.add_argument("--switch", action="append", help="only this switch (repeatable)")
-    parser.add_argument("--p4info", type=Path, default=DEFAULT_P4INFO)
-    parser.add_argument("--bmv2-json", "--device-config", dest="bmv2_json", type=Path,
-                        default=DEFAULT_BMV2_JSON,
-                        help="the pipeline to push: BMv2's JSON, or a make build-tna "
-                             "directory (build/tna/<variant>) for a Tofino switch")
-    parser.add_argument("--stats-out", type=Path,
-                        help="run: append one JSON line of cumulative per-port, per-class "
-                             "counters (and active flows, shares) per switch per sample")
-    parser.add_argument("--stats-interval-ms", type=_number_flag(MIN_LOOP_INTERVAL_MS),
-                        default=100.0,
-                        help=f"run: sampling interval of --stats-out, >= "
-                             f"{MIN_LOOP_INTERVAL_MS:g} [100]")
-    parser.add_argument("--events-out", type=Path,
-                        help="run: append one JSON line per D-CBT share push (time, port, "
-                             "active-flow counts, shares): the active-flow lag's data; and "
-                             "per MCDT threshold push (arrivals, queue, thresholds); and per "
-                             "connection step (installed, connection_lost, reconnected, "
-                             "backup_waiting, became_primary, primary_lost)")
-    parser.add_argument("--json", action="store_true",
-                        help="stats: one JSON line per switch instead of a table")
-    parser.add_argument("--election-id", type=_election_id_flag,
-                        help=f"P4Runtime election id [run, install: {CONTROLLER_ELECTION_ID}; "
-                             f"stats: {READER_ELECTION_ID}, below the controller's so that it "
-                             f"reads as a backup]; the highest connected id is primary")
-    parser.add_argument("--role", default="",
-                        help="P4Runtime role name [the default role], sent with an empty "
-                             "role config; simple_switch_grpc ignores roles")
-    parser.add_argument("--timeout-s", type=_number_flag(MIN_TIMEOUT_S), default=CONNECT_TIMEOUT_S,
-                        help=f"deadline of each connection step: the switch listening, then "
-                             f"the P4Runtime connection with arbitration and pipeline "
-                             f"[{CONNECT_TIMEOUT_S:g}]")
-    parser.add_argument("--reconnect-timeout-s", type=_number_flag(MIN_TIMEOUT_S),
-                        help="run: give a switch up after this long without a P4Runtime "
-                             "connection once it was lost (exit 1 when no switch is "
-                             "left) [never: reconnect forever]")
-    parser.add_argument("-v", "--verbose", action="store_true")
-    parser.add_argument("command", nargs="?", default="run",
-                        choices=("run", "install", "check", "stats"))
+def package_version() -> str:
+    """The installed mmaqm distribution's version, else the package's __version__."""
     try:
-        args = parser.parse_args(argv)
+        return importlib.metadata.version("mmaqm")
+    except importlib.metadata.PackageNotFoundError:
+        import mmaqm
+        return str(getattr(mmaqm, "__version__", "unknown"))
+
+
+# ------------------------------------------------------------ the command line
+@dataclass(frozen=True)
+class Command:
+    summary: str                       # one line: the subcommand's description
+    examples: tuple[str, ...]
+    exit_status: str
+
+
+COMMANDS: dict[str, Command] = {
+    "check": Command(
+        "Validate the config completely and print every error with its field path; "
+        "contacts no switch.",
+        ("mmaqm-ctl check -c examples/dumbbell.yaml",
+         "mmaqm-ctl check -c examples/dumbbell.yaml --json"),
+        "0 valid, 2 invalid (or unreadable)"),
+    "install": Command(
+        "Install every switch (pipeline, routes, classifier, port policies), then exit.",
+        ("mmaqm-ctl install -c examples/dumbbell.yaml --bmv2-json build/main.json",),
+        "0 installed, 1 a switch unreachable or a request failed (or another controller "
+        "is primary), 2 invalid config or flags (no switch contacted)"),
+    "run": Command(
+        "Install every switch, then keep D-CBT shares and MCDT thresholds current until "
+        "Ctrl-C or SIGTERM.",
+        ("mmaqm-ctl run -c examples/dumbbell.yaml --stats-out counters.jsonl "
+         "--events-out events.jsonl",),
+        "130 stopped by Ctrl-C or SIGTERM, 1 a switch unreachable (or given up after "
+        "--reconnect-timeout-s) or a request failed, 2 invalid config or flags (no switch "
+        "contacted). A switch that goes away is reconnected: its pipeline, tables and "
+        "policies are reinstalled"),
+    "stats": Command(
+        "Print per-port, per-class counters of each switch; reads as a backup, so it "
+        "works beside a running controller.",
+        ("mmaqm-ctl stats -c examples/dumbbell.yaml",
+         "mmaqm-ctl stats -c examples/dumbbell.yaml --switch s1 --json"),
+        "0 printed, 1 a switch unreachable or a request failed, 2 invalid config or flags"),
+}
+CONNECTED = ("install", "run", "stats")
+
+
+@dataclass(frozen=True)
+class Option:
+    """A flag, the subcommands it works on, and its help (per subcommand if a dict)."""
+    flags: tuple[str, ...]
+    commands: tuple[str, ...]
+    help: str | dict[str, str]
+    default: object = None
+    kwargs: dict[str, object] = field(default_factory=dict)
+    top_level_help: bool = False       # listed in the global help too (not only accepted)
+
+    @property
+    def name(self) -> str:
+        """The long flag: --config for -c, --config."""
+        return next(flag for flag in self.flags if flag.startswith("--"))
+
+    @property
+    def dest(self) -> str:
+        return str(self.kwargs.get("dest") or self.name[2:].replace("-", "_"))
+
+    def help_for(self, command: str) -> str:
+        return self.help[command] if isinstance(self.help, dict) else self.help
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(("-c", "--config"), tuple(COMMANDS),
+           "the controller config, a YAML file (see examples/dumbbell.yaml); required",
+           kwargs={"type": Path, "metavar": "FILE"}, top_level_help=True),
+    Option(("--switch",), CONNECTED, "only this switch (repeatable) [every switch]",
+           kwargs={"action": "append", "metavar": "NAME"}),
+    Option(("--p4info",), CONNECTED, f"the P4Info [{DEFAULT_P4INFO}]", DEFAULT_P4INFO,
+           kwargs={"type": Path, "metavar": "FILE"}),
+    Option(("--bmv2-json", "--device-config"), ("install", "run"),
+           f"the pipeline to push: BMv2's JSON, or a make build-tna directory "
+           f"(build/tna/<variant>) for a Tofino switch [{DEFAULT_BMV2_JSON}]",
+           DEFAULT_BMV2_JSON, kwargs={"type": Path, "metavar": "PATH", "dest": "bmv2_json"}),
+    Option(("--stats-out",), ("run",),
+           "append one JSON line of cumulative per-port, per-class counters (and active "
+           "flows, shares) per switch per sample",
+           kwargs={"type": Path, "metavar": "FILE.jsonl"}),
+    Option(("--stats-interval-ms",), ("run",),
+           f"sampling interval of --stats-out, >= {MIN_LOOP_INTERVAL_MS:g} [100]", 100.0,
+           kwargs={"type": _number_flag(MIN_LOOP_INTERVAL_MS), "metavar": "MS"}),
+    Option(("--events-out",), ("run",),
+           "append one JSON line per D-CBT share push (time, port, active-flow counts, "
+           "shares): the active-flow lag's data; and per MCDT threshold push (arrivals, "
+           "queue, thresholds); and per connection step (installed, connection_lost, "
+           "reconnected, backup_waiting, became_primary, primary_lost)",
+           kwargs={"type": Path, "metavar": "FILE.jsonl"}),
+    Option(("--reconnect-timeout-s",), ("run",),
+           "give a switch up after this long without a P4Runtime connection once it was "
+           "lost (exit 1 when no switch is left) [never: reconnect forever]",
+           kwargs={"type": _number_flag(MIN_TIMEOUT_S), "metavar": "S"}),
+    Option(("--json",), ("check", "stats"),
+           {"check": 'print the result as one JSON object on stdout: {"config", "valid", '
+                     '"switches", "errors"} (every error, not only the first '
+                     f'{MAX_REPORTED_ERRORS}); the exit status is the same',
+            "stats": "one JSON line per switch (a --stats-out sample, with ingress "
+                     "discards) instead of a table"},
+           False, kwargs={"action": "store_true"}),
+    Option(("--election-id",), CONNECTED,
+           {command: f"P4Runtime election id [{default}]; the highest connected id is "
+                     f"primary" + extra
+            for command, default, extra in (
+                ("install", CONTROLLER_ELECTION_ID, ""),
+                ("run", CONTROLLER_ELECTION_ID,
+                 "; below another controller's, run waits as its backup"),
+                ("stats", READER_ELECTION_ID,
+                 ": below the controller's, so that stats reads as a backup"))},
+           kwargs={"type": _election_id_flag, "metavar": "N"}),
+    Option(("--role",), CONNECTED,
+           "P4Runtime role name [the default role], sent with an empty role config; "
+           "simple_switch_grpc ignores roles", "", kwargs={"metavar": "NAME"}),
+    Option(("--timeout-s",), CONNECTED,
+           f"deadline of each connection step: the switch listening, then the P4Runtime "
+           f"connection with arbitration and pipeline [{CONNECT_TIMEOUT_S:g}]",
+           CONNECT_TIMEOUT_S, kwargs={"type": _number_flag(MIN_TIMEOUT_S), "metavar": "S"}),
+    Option(("-v", "--verbose"), tuple(COMMANDS), "log debug messages too", False,
+           kwargs={"action": "store_true"}, top_level_help=True),
+)
+HELP_WIDTH = 79                        # descriptions and epilogs (argparse wraps the rest)
+BEFORE = "before_"                     # dest prefix of an option given before the subcommand
+_ABSENT = object()
+
+
+def _commands_text(commands: Sequence[str]) -> str:
+    quoted = [f"'{c}'" for c in commands]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
+
+
+class _Parser(argparse.ArgumentParser):
+    """An unknown subcommand is named with the closest one: "did you mean 'install'?"."""
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        if (action.dest == "command" and action.choices is not None
+                and value not in action.choices):
+            names = ", ".join(action.choices)
+            close = difflib.get_close_matches(str(value), list(action.choices), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise argparse.ArgumentError(
+                None, f"unknown subcommand {value!r} (choose from {names}){hint}")
+        super()._check_value(action, value)
+
+
+GLOBAL_EPILOG = """\
+examples:
+  mmaqm-ctl check -c examples/dumbbell.yaml
+  mmaqm-ctl run -c examples/dumbbell.yaml --stats-out counters.jsonl
+  mmaqm-ctl run --help
+
+Each subcommand's options are in its --help. They may also come before the
+subcommand (mmaqm-ctl -c cfg.yaml --p4info FILE install). The config is
+validated completely before any switch is contacted.
+
+exit status: 0 ok; 1 a switch unreachable or a request failed; 2 invalid
+config or flags (no switch contacted); 130 run stopped by Ctrl-C or SIGTERM."""
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The global parser and one per subcommand. Every option's value is absent
+    unless given (default SUPPRESS); given before the subcommand it lands under
+    BEFORE + dest: :func:`_merge` tells the two apart and fills in defaults."""
+    raw = argparse.RawDescriptionHelpFormatter
+    top = _Parser(prog="mmaqm-ctl", description=__doc__.splitlines()[0],
+                  epilog=GLOBAL_EPILOG, formatter_class=raw)
+    top.add_argument("--version", action="version", version=f"mmaqm-ctl {package_version()}",
+                     help="print the version and exit")
+    for option in OPTIONS:
+        top.add_argument(*option.flags, **{
+            **option.kwargs, "dest": BEFORE + option.dest, "default": argparse.SUPPRESS,
+            "help": option.help_for("run") if option.top_level_help else argparse.SUPPRESS})
+    subparsers = top.add_subparsers(dest="command", title="subcommands",
+                                    metavar="{check,install,run,stats}")
+    parsers: dict[str, argparse.ArgumentParser] = {}
+    for name, command in COMMANDS.items():
+        epilog = ("example" + "s" * (len(command.examples) > 1) + ":\n"
+                  + "".join(f"  {line}\n" for line in command.examples) + "\n"
+                  + textwrap.fill(f"exit status: {command.exit_status}.", HELP_WIDTH))
+        sub = subparsers.add_parser(name, help=command.summary,
+                                    description=textwrap.fill(command.summary, HELP_WIDTH),
+                                    epilog=epilog, formatter_class=raw)
+        for option in OPTIONS:
+            if name in option.commands:
+                sub.add_argument(*option.flags, **{
+                    **option.kwargs, "dest": option.dest, "default": argparse.SUPPRESS,
+                    "help": option.help_for(name)})
+        parsers[name] = sub
+    return top, parsers
+
+
+def _merge(args: argparse.Namespace, parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """One value per option: given after the subcommand, else before it, else the
+    default; --switch given in both places is both lists. An option given before the
+    subcommand that does not apply to it is an error (parser.error: exit 2)."""
+    merged = argparse.Namespace(command=args.command)
+    for option in OPTIONS:
+        before = getattr(args, BEFORE + option.dest, _ABSENT)
+        after = getattr(args, option.dest, _ABSENT)
+        if args.command not in option.commands:
+            if before is not _ABSENT:
+                parser.error(f"{option.name} only applies to {_commands_text(option.commands)}")
+            setattr(merged, option.dest, option.default)
+            continue
+        if option.kwargs.get("action") == "append" and before is not _ABSENT \
+                and after is not _ABSENT:
+            value = [*before, *after]
+        else:
+            value = next((v for v in (after, before) if v is not _ABSENT), option.default)
+        setattr(merged, option.dest, value)
+    return merged
+
+
+def _reject_extras(extras: list[str], parser: argparse.ArgumentParser, command: str) -> None:
+    """Arguments the subcommand does not take: a flag of another subcommand is named
+    as such ("--stats-out only applies to 'run'"), anything else is unrecognized."""
+    for arg in extras:
+        flag = arg.split("=", 1)[0]
+        for option in OPTIONS:
+            if flag in option.flags and command not in option.commands:
+                parser.error(f"{flag} only applies to {_commands_text(option.commands)}")
+    parser.error(f"unrecognized arguments: {' '.join(extras)}")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The merged arguments; SystemExit as argparse's (2 for an error, 0 for --help
+    and --version), and 2 after printing the help when no subcommand is named."""
+    top, parsers = build_parser()
+    args, extras = top.parse_known_args(argv)
+    if args.command is None:
+        if extras:
+            top.error(f"unrecognized arguments: {' '.join(extras)}")
+        top.print_help(sys.stderr)
+        print("\nmmaqm-ctl: name a subcommand (check, install, run, stats); to run the "
+              "controller: mmaqm-ctl run -c CONFIG", file=sys.stderr)
+        raise SystemExit(EXIT_CONFIG)
+    parser = parsers[args.command]
+    if extras:
+        _reject_extras(extras, parser, args.command)
+    merged = _merge(args, parser)
+    if merged.config is None:
+        parser.error("the following arguments are required: -c/--config")
+    return merged
+
+
+def _check(path: Path, as_json: bool) -> int:
+    """check: load and validate; a line (or a JSON object) saying so. Exit 0 or 2."""
+    switches: list[str] = []
+    errors: list[str] = []
+    unreadable = ""
+    try:
+        switches = sorted(load_config(path).switches)
+    except ConfigError as err:
+        errors = list(err.errors)
+    except OSError as err:
+        unreadable = str(err)
+        errors = [unreadable]
+    if as_json:
+        print(json.dumps({"config": str(path), "valid": not errors, "switches": switches,
+                          "errors": errors}))
+    elif unreadable:
+        print(f"mmaqm-ctl: {unreadable}", file=sys.stderr)
+    elif errors:
+        _print_config_errors(path, errors)
+    else:
+        print(f"{path}: ok ({len(switches)} switches)")
+    return EXIT_CONFIG if errors else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = parse_args(argv)
     except SystemExit as exit_:        # argparse printed the error; its status is 2 as ours
         return int(exit_.code or 0)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "check":
+        return _check(args.config, args.json)
 
     try:
         cfg = load_config(args.config)
@@ -181,15 +429,6 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return EXIT_CONFIG
 
-    for flag, value in (("--stats-out", args.stats_out), ("--events-out", args.events_out),
-                        ("--reconnect-timeout-s", args.reconnect_timeout_s)):
-        if value is not None and args.command != "run":
-            print(f"mmaqm-ctl: {flag} only applies to 'run'", file=sys.stderr)
-            return EXIT_CONFIG
-
-    if args.command == "check":
-        print(f"{args.config}: ok ({len(cfg.switches)} switches)")
-        return 0
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         if args.command == "stats":

@@ -323,6 +323,11 @@ def test_run_gives_a_lost_switch_up_after_the_reconnect_timeout_and_exits_1(
     assert "Traceback" not in stderr
 
 
+def pipeline_flags(command: str, device_config: Path) -> list[str]:
+    """--bmv2-json for the subcommands that push a pipeline (stats rejects it)."""
+    return ["--bmv2-json", str(device_config)] if command in ("install", "run") else []
+
+
 def run_cli(args: list[str], timeout_s: float = SUBPROCESS_TIMEOUT_S
             ) -> subprocess.CompletedProcess[str]:
     """mmaqm-ctl as a process: a hang fails the test at timeout_s (TimeoutExpired)."""
@@ -365,8 +370,9 @@ def test_a_switch_address_that_drops_syns_fails_within_the_deadline(
     with blackhole_address() as address:
         path = write_config(tmp_path, config(address))
         started = time.monotonic()
-        result = run_cli(["-c", str(path), "--p4info", str(p4info_path), "--bmv2-json",
-                          str(device_config), "--timeout-s", "0.5", command], timeout_s=5)
+        result = run_cli([command, "-c", str(path), "--p4info", str(p4info_path),
+                          *pipeline_flags(command, device_config), "--timeout-s", "0.5"],
+                         timeout_s=5)
     assert time.monotonic() - started < 4
     assert result.returncode == 1, result.stderr
     expected = (f"mmaqm-ctl: no P4Runtime server at {address} after 0.5 s\n"
@@ -388,8 +394,9 @@ def test_a_tcp_listener_that_is_not_grpc_is_a_clear_error(
     P4ClientError traceback (or a hang)."""
     with listener() as address:
         path = write_config(tmp_path, config(address))
-        result = run_cli(["-c", str(path), "--p4info", str(p4info_path), "--bmv2-json",
-                          str(device_config), "--timeout-s", "0.5", command], timeout_s=5)
+        result = run_cli([command, "-c", str(path), "--p4info", str(p4info_path),
+                          *pipeline_flags(command, device_config), "--timeout-s", "0.5"],
+                         timeout_s=5)
     assert result.returncode == 1, result.stderr
     last = result.stderr.splitlines()[-1]             # after finsy's log lines
     assert last.startswith("mmaqm-ctl: s1: ") and cause in last, result.stderr
@@ -524,3 +531,260 @@ def test_a_long_error_list_is_cut(tmp_path: Path, capsys: pytest.CaptureFixture[
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 + cli.MAX_REPORTED_ERRORS + 1
     assert lines[-1] == f"  ... and {64 - cli.MAX_REPORTED_ERRORS} more"
+
+
+# ------------------------------------------------ the command line: subcommands, help
+REPO_ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO_ROOT / "examples"
+# flags each subcommand's --help must list, and flags it must not (they do not work there)
+SUBCOMMAND_FLAGS = {
+    "check": (["--config", "--json", "--verbose"],
+              ["--p4info", "--bmv2-json", "--switch", "--stats-out", "--election-id"]),
+    "install": (["--config", "--switch", "--p4info", "--bmv2-json", "--election-id", "--role",
+                 "--timeout-s"],
+                ["--json", "--stats-out", "--events-out", "--reconnect-timeout-s"]),
+    "run": (["--config", "--switch", "--p4info", "--bmv2-json", "--stats-out",
+             "--stats-interval-ms", "--events-out", "--reconnect-timeout-s", "--election-id",
+             "--role", "--timeout-s"],
+            ["--json"]),
+    "stats": (["--config", "--switch", "--p4info", "--json", "--election-id", "--role",
+               "--timeout-s"],
+              ["--bmv2-json", "--stats-out", "--reconnect-timeout-s"]),
+}
+
+
+def usage(help_text: str) -> str:
+    return help_text.split("\n\n", 1)[0]
+
+
+@pytest.mark.parametrize("command", sorted(SUBCOMMAND_FLAGS))
+def test_each_subcommand_has_its_own_help_with_its_flags_and_an_example(
+        command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: mmaqm-ctl {command} ")
+    assert cli.COMMANDS[command].summary in " ".join(out.split())     # the description
+    present, absent = SUBCOMMAND_FLAGS[command]
+    assert set(present) <= set(re.findall(r"--[a-z0-9-]+", out)), out
+    assert not set(absent) & set(re.findall(r"^  (--[a-z0-9-]+)", out, re.MULTILINE)), out
+    assert not set(absent) & set(re.findall(r"--[a-z0-9-]+", usage(out))), out
+    assert "example" in out and f"  mmaqm-ctl {command} -c examples/dumbbell.yaml" in out
+
+
+def test_global_help_lists_the_subcommands_and_exits_0(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: mmaqm-ctl ")
+    for command in cli.COMMANDS:
+        assert re.search(rf"^    {command} +\S", out, re.MULTILINE), out
+    assert "--stats-out" not in usage(out)     # a subcommand's flag: in that one's help
+
+
+def test_help_texts_name_no_tracker_issues(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["--help"], *([command, "--help"] for command in cli.COMMANDS)):
+        assert cli.main(argv) == 0
+        out = capsys.readouterr().out
+        assert not re.search(r"(?i)\bissues?\b|#\d|\bgh-\d", out), (argv, out)
+
+
+def test_a_bare_invocation_prints_the_help_and_exits_2_contacting_no_switch(
+        tmp_path: Path, fake_switch: ThreadedServer,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`run` must be named: a config alone (once the old default `run`) does nothing."""
+    server = fake_switch.server
+    path = write_config(tmp_path, config(server.address))
+    for argv in ([], ["-c", str(path)], ["--config", str(path), "-v"]):
+        assert cli.main(argv) == 2, argv
+        out, err = capsys.readouterr()
+        assert out == "" and err.startswith("usage: mmaqm-ctl "), err
+        assert "{check,install,run,stats}" in err
+        assert err.rstrip().endswith("to run the controller: mmaqm-ctl run -c CONFIG")
+    assert server.arbitrations == [] and server.pipeline_pushes == []
+
+
+def test_a_bare_process_exits_2() -> None:
+    result = run_cli([])
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("usage: mmaqm-ctl ")
+
+
+def test_version_is_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.metadata
+
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out == f"mmaqm-ctl {importlib.metadata.version('mmaqm')}\n"
+
+
+def test_version_falls_back_to_the_package_attribute(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata
+
+    import mmaqm
+
+    def not_installed(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    monkeypatch.setattr(mmaqm, "__version__", "9.8.7", raising=False)
+    assert cli.package_version() == "9.8.7"
+
+
+@pytest.mark.parametrize("typed, suggestion", [
+    ("instal", "; did you mean 'install'?"), ("stat", "; did you mean 'stats'?"),
+    ("chek", "; did you mean 'check'?"), ("rn", "; did you mean 'run'?"), ("zzz", ""),
+])
+def test_an_unknown_subcommand_is_an_error_with_the_closest_one(
+        valid_config: Path, typed: str, suggestion: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["-c", str(valid_config), typed]) == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last == (f"mmaqm-ctl: error: unknown subcommand {typed!r} (choose from check, "
+                    f"install, run, stats){suggestion}")
+
+
+def test_config_is_accepted_before_and_after_the_subcommand(
+        valid_config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["check", "-c", str(valid_config)], ["-c", str(valid_config), "check"],
+                 ["check", f"--config={valid_config}"]):
+        assert cli.main(argv) == 0, argv
+        assert capsys.readouterr().out == f"{valid_config}: ok (1 switches)\n"
+
+
+def test_a_subcommand_without_a_config_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["check"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: mmaqm-ctl check ")
+    assert "mmaqm-ctl check: error: the following arguments are required: -c/--config" in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["install", "--stats-out", "x.jsonl"], "--stats-out only applies to 'run'"),
+    (["check", "--p4info", "p4info.txtpb"],
+     "--p4info only applies to 'install', 'run' and 'stats'"),
+    (["--p4info", "p4info.txtpb", "check"],
+     "--p4info only applies to 'install', 'run' and 'stats'"),
+    (["stats", "--bmv2-json", "main.json"], "--bmv2-json only applies to 'install' and 'run'"),
+    (["--device-config", "main.json", "stats"],
+     "--bmv2-json only applies to 'install' and 'run'"),
+    (["install", "--json"], "--json only applies to 'check' and 'stats'"),
+    (["run", "--json"], "--json only applies to 'check' and 'stats'"),
+    (["check", "--switch", "s1"], "--switch only applies to 'install', 'run' and 'stats'"),
+    (["install", "--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_a_flag_is_accepted_only_by_the_subcommands_it_works_on(
+        valid_config: Path, argv: list[str], message: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([*argv, "-c", str(valid_config)]) == 2
+    err = capsys.readouterr().err
+    command = next(a for a in argv if a in cli.COMMANDS)
+    assert err.splitlines()[-1] == f"mmaqm-ctl {command}: error: {message}", err
+
+
+def test_switch_given_before_and_after_the_subcommand_are_both_used(
+        valid_config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--switch", "s8", "install", "-c", str(valid_config),
+                     "--switch", "s9"]) == 2
+    assert "unknown switch ['s8', 's9']; config has ['s1']" in capsys.readouterr().err
+
+
+def test_a_flag_after_the_subcommand_wins(valid_config: Path) -> None:
+    top, parsers = cli.build_parser()
+    args = cli.parse_args(["--timeout-s", "3", "--role", "a", "stats", "-c",
+                           str(valid_config), "--timeout-s", "4"])
+    assert (args.command, args.timeout_s, args.role, args.json) == ("stats", 4.0, "a", False)
+    assert args.config == valid_config and args.switch is None
+    assert args.p4info == cli.DEFAULT_P4INFO and args.election_id is None
+
+
+# ------------------------------------------------------------ check --json
+def test_check_json_of_a_valid_config(valid_config: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["check", "-c", str(valid_config), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"config": str(valid_config), "valid": True,
+                               "switches": ["s1"], "errors": []}
+    assert out.count("\n") == 1 and err == ""
+
+
+def test_check_json_of_an_invalid_config_lists_every_error_on_stdout(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = config("127.0.0.1:1", min_th_pkts=30)
+    data["classifier"] = {"tagged_dscp": ["x"] * 64}
+    path = write_config(tmp_path, data)
+    assert cli.main(["check", "-c", str(path), "--json"]) == 2
+    out, err = capsys.readouterr()
+    result = json.loads(out)
+    assert err == ""
+    assert (result["config"], result["valid"], result["switches"]) == (str(path), False, [])
+    assert len(result["errors"]) == 65                     # not cut at MAX_REPORTED_ERRORS
+    assert "switches.s1.policies.2.min_th_pkts: must be < max_th_pkts (15), got 30" \
+        in result["errors"]
+
+
+def test_check_json_of_a_missing_file(tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "absent.yaml"
+    assert cli.main(["check", "-c", str(path), "--json"]) == 2
+    result = json.loads(capsys.readouterr().out)
+    assert result["valid"] is False and len(result["errors"]) == 1
+    assert "absent.yaml" in result["errors"][0]
+
+
+def test_check_json_as_a_process(tmp_path: Path) -> None:
+    path = write_config(tmp_path, config("127.0.0.1:1", algorithm="FOO"))
+    result = run_cli(["check", "--json", "-c", str(path)])
+    assert result.returncode == 2 and result.stderr == ""
+    [error] = json.loads(result.stdout)["errors"]
+    assert error.startswith("switches.s1.policies.2.algorithm: must be one of")
+
+
+# ------------------------------------------------ did-you-mean for config keys
+def test_check_suggests_the_key_meant(tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    data = config("127.0.0.1:1")
+    policy = data["switches"]["s1"]["policies"]["default"] = {
+        "algorithm": "RED", "min_th": 5, "max_th_pkts": 15, "max_p": 0.1}
+    data["switches"]["s1"]["p4runtime_adr"] = data["switches"]["s1"].pop("p4runtime_addr")
+    path = write_config(tmp_path, data)
+    assert cli.main(["check", "-c", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(r"^  switches\.s1\.policies\.default\.min_th: unknown key \(allowed: "
+                     r"[^)]*\); did you mean 'min_th_pkts'\?$", err, re.MULTILINE), err
+    assert re.search(r"^  switches\.s1\.p4runtime_adr: unknown key \(allowed: [^)]*\); "
+                     r"did you mean 'p4runtime_addr'\?$", err, re.MULTILINE), err
+    assert policy["min_th"] == 5
+
+
+# ------------------------------------------------------------ examples/
+def example_configs() -> list[Path]:
+    return sorted(EXAMPLES.glob("*.yaml")) + sorted(EXAMPLES.glob("*.yml"))
+
+
+def test_the_dumbbell_example_checks_as_the_readme_says() -> None:
+    """`mmaqm-ctl check -c examples/dumbbell.yaml` from the repository root: exit 0."""
+    result = subprocess.run([sys.executable, "-m", "mmaqm.cli", "check", "-c",
+                             "examples/dumbbell.yaml"], cwd=REPO_ROOT, capture_output=True,
+                            text=True, timeout=SUBPROCESS_TIMEOUT_S)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "examples/dumbbell.yaml: ok (1 switches)\n"
+
+
+def test_there_are_examples() -> None:
+    assert EXAMPLES / "dumbbell.yaml" in example_configs()
+
+
+@pytest.mark.parametrize("path", example_configs(), ids=lambda p: p.name)
+def test_every_example_config_validates(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["check", "-c", str(path), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["valid"] and result["errors"] == [] and result["switches"]
+
+
+def test_the_dumbbell_example_is_what_the_walkthrough_needs() -> None:
+    data = yaml.safe_load((EXAMPLES / "dumbbell.yaml").read_text())
+    [(name, switch)] = data["switches"].items()
+    assert (switch["p4runtime_addr"], switch["device_id"]) == ("127.0.0.1:9559", 1)
+    assert sorted(switch["ports"]) == [1, 2] and all(p["mac"] for p in switch["ports"].values())
+    assert sorted((r["prefix"], r["port"]) for r in switch["routes"]) == [
+        ("10.0.1.0/24", 1), ("10.0.2.0/24", 2)]
+    assert switch["policies"]["default"]["algorithm"] == "DCBT"
