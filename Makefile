@@ -15,7 +15,7 @@ P4_CONSTANTS  := control-plane/mmaqm/p4generated.py
 export PATH := $(if $(P4_TOOLCHAIN_PREFIX),$(P4_TOOLCHAIN_PREFIX)/bin:,)$(PATH)
 
 # Debian/Ubuntu packages `make deps` needs on a fresh Debian 12 (the P4 toolchain
-# itself is a prerequisite: see README "Install").  python3-dev, gcc and libc6-dev:
+# itself is a prerequisite: see docs/install.md).  python3-dev, gcc and libc6-dev:
 # pip compiles netifaces 0.11.0 (ptf's; PyPI has no wheel of it) from source;
 # ca-certificates: pip reaches PyPI over HTTPS.
 DEB_PACKAGES := python3 python3-venv python3-dev gcc libc6-dev make ca-certificates \
@@ -42,7 +42,7 @@ help:
 	@echo "                  (options: make run RUN_ARGS='--algorithms RED,DCBT --duration 15')"
 	@echo "                  (named experiments: make run RUN_ARGS='--experiment cbt-fig4'; mmaqm-exp --help)"
 	@echo "make bench        BMv2 packet rate: AQM program vs minimal IPv4 forwarder (needs root)"
-	@echo "make check-results  recompute the README's result and paper-comparison tables from docs/results (also in make test)"
+	@echo "make check-results  recompute the documented result and paper-comparison tables from docs/results (also in make test)"
 	@echo "make fuzz         100 000 malformed/random frames through BMv2, all accounted for (needs root)"
 	@echo "                  (options: make fuzz FUZZ_COUNT=5000 FUZZ_SEED=7 FUZZ_ARGS='--rate-pps 3000')"
 	@echo "make soak         10 min of mixed traffic, policy changes every 30 s; queues end empty (needs root)"
@@ -110,7 +110,7 @@ $(BMV2_JSON) $(P4INFO) &: $(P4_SOURCES) $(P4INFO_GOLDEN) | $(VENV)/.installed
 	    rm -f $(BMV2_JSON); exit 1; fi
 	@$(PY) -m mmaqm_exp.pipeline_stats $(BMV2_JSON)
 
-# Tofino (TNA): optional, never a dependency of deps/build/test (README "Tofino (TNA)").
+# Tofino (TNA): optional, never a dependency of deps/build/test (docs/tofino.md).
 # build-tna exits non-zero, saying what is missing, without the Tofino compiler.
 .PHONY: build-tna check-tna
 build-tna:
@@ -171,13 +171,13 @@ bench: build deps-venv
 digest-capacity: build deps-venv
 	$(PY) bench/digest_capacity.py $(DIGEST_ARGS)
 
-# The README's result tables against the run data committed under docs/results.
+# The documented result tables (docs/experiments) against the run data committed under docs/results.
 .PHONY: check-results
 check-results: deps-venv
 	$(PY) tools/check_results.py
 	$(PY) tools/paper_compare.py
 
-# Fuzzing (issue 9): malformed and random frames through a real BMv2, every frame
+# Fuzzing: malformed and random frames through a real BMv2, every frame
 # accounted for (tools/fuzz.py; a 5 000-frame run is part of make test).
 FUZZ_COUNT ?= 100000
 FUZZ_SEED  ?= 1
@@ -185,7 +185,7 @@ FUZZ_SEED  ?= 1
 fuzz: build deps-venv
 	$(PY) tools/fuzz.py --count $(FUZZ_COUNT) --seed $(FUZZ_SEED) $(FUZZ_ARGS)
 
-# Soak (issue 9): 10 minutes of TCP + tagged/untagged UDP on the dumbbell, a policy
+# Soak: 10 minutes of TCP + tagged/untagged UDP on the dumbbell, a policy
 # change every 30 s, then every queue must be empty and nothing left (tools/soak.py).
 # SOAK_ARGS='--restart-switch' adds one kill -9 and restart of r1 in the middle.
 .PHONY: soak

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Flow-report (digest) capacity of the controller, with real BMv2 and the real
-controller (issue 9 "Digest floods").
+controller: can it keep up with a flood of flow reports?
 
 For each number of distinct flows N (default 10 000, 30 000, 100 000) and each
 expiry interval (default the paper's 300 ms, and one long enough that all N

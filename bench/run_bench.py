@@ -573,7 +573,7 @@ def main() -> int:
         return 2
     why = lab.missing_prereqs(("simple_switch_grpc", "simple_switch_CLI", "p4c-bm2-ss", "gcc"))
     if why:
-        print(f"run_bench: {why} (see README 'Install')", file=sys.stderr)
+        print(f"run_bench: {why} (see docs/install.md)", file=sys.stderr)
         return 2
     try:
         import finsy  # noqa: F401  (only checked here; used by bench_ctl.py)

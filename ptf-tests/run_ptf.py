@@ -105,7 +105,7 @@ def main() -> int:
 
     why = lab.missing_prereqs(("simple_switch_grpc", "simple_switch_CLI"))
     if why:
-        print(f"run_ptf: {why}; see README 'Install' ('make deps')", file=sys.stderr)
+        print(f"run_ptf: {why}; see docs/install.md ('make deps')", file=sys.stderr)
         return 2
     if not (Path(sys.executable).parent / "ptf").exists():
         print("run_ptf: ptf not found next to this Python; run 'make deps'", file=sys.stderr)

@@ -5,8 +5,8 @@
         docs/results/dcbt-fig7-20261124
 
 RESULTS_DIR is what mmaqm-exp wrote (results/<run>/); DEST (docs/results/<name>/) must
-not exist yet. DEST gets, and tools/check_results.py requires of every run the README
-links:
+not exist yet. DEST gets, and tools/check_results.py requires of every run the docs
+link:
 
   COMMAND.txt                 the exact command line, its working directory, the git
                               commit (and how many files were uncommitted), the inputs
@@ -21,7 +21,7 @@ links:
   <ALGORITHM>/share_events.jsonl   if present, whole (events, not samples)
 
 The raw per-packet and per-flow logs stay behind (tens of MB): summary.json and flows.csv
-hold what the README quotes, and tools/check_results.py recomputes the README's tables from
+hold what the docs quote, and tools/check_results.py recomputes the documented tables from
 them. Before anything is written the thinned counters are checked: the per-port, per-class
 deltas over the run and each phase recomputed from them must equal summary.json's. Then the
 total size is printed. Bad input: a clear error and nothing written.

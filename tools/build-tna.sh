@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compile p4src/tna/main.p4 for Tofino, one program per algorithm, and write
-# the compiler's resource report (make build-tna; README "Tofino (TNA)").
+# the compiler's resource report (make build-tna; docs/tofino.md).
 #   tools/build-tna.sh            compile every variant, then tools/tna_resources.py
 #   tools/build-tna.sh --check    only report whether the Tofino compiler is present
 #   tools/build-tna.sh --frontend type-check every variant with p4test (p4c's

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fuzz the mmaqm pipeline on a real BMv2 with malformed and random frames (issue 9).
+"""Fuzz the mmaqm pipeline on a real BMv2 with malformed and random frames.
 
 A bounded, seeded run (`make fuzz`; a short one is in `make test`):
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Generate p4src/tna/log2_tna.p4: log2 in Q4 (16 steps an octave) by ternary
-const entries, for FRED on Tofino (README "Tofino (TNA)": no multiplies, so
+const entries, for FRED on Tofino (docs/tofino.md: no multiplies, so
 qlen * nactive >= avg is compared as lg qlen + lg nactive >= lg avg).
 
 For x >= 1 with its leading one at bit p and the next (up to) four bits m,

@@ -1,5 +1,5 @@
 // AQM admission on Tofino: the port_policy table of aqm.p4, for the one
-// algorithm this build carries (README "Tofino (TNA)": a program per
+// algorithm this build carries (docs/tofino.md: a program per
 // algorithm), and that algorithm's per-packet work, rewritten for a
 // pipeline of stages (see occupancy_tna.p4 and red_tna.p4 for the why).
 // The policy actions keep aqm.p4's names and parameters, so the controller

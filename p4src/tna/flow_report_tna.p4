@@ -125,7 +125,7 @@ control TnaFlowReport(in headers_t hdr, inout tna_ingress_metadata_t md,
             md.digest.dst_port = md.base.l4_dst_port;
             // v1model reports microseconds; Tofino's timestamp is in ns and a
             // divide by 1000 is not available: units of 1.024 us (the driver
-            // must scale by 1.024 on TNA; README "Tofino (TNA)")
+            // must scale by 1.024 on TNA; docs/tofino.md)
             md.digest.ingress_ts_us = (bit<48>)md.now_1024ns;
         }
     }

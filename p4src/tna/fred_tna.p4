@@ -1,6 +1,6 @@
 // FRED on Tofino (fred.p4 on v1model; Lin & Morris 1997; the rule numbers are
 // fred.p4's). What fred.p4 does that a Tofino stage cannot, and what this does
-// (README "Tofino (TNA)" lists each as a difference):
+// (docs/tofino.md lists each as a difference):
 //  * qlen * n >= avg (avgcq tests of R2-R4) multiplies two run-time values:
 //    compared as lg qlen + lg n >= lg avg with log2 in Q4 from ternary const
 //    tables (log2_tna.p4, each within 7 %), so a flow near avgcq may be

@@ -1,7 +1,7 @@
 // mmaqm: multimedia-aware active queue management, Tofino (TNA) top file.
 // Wires the shared controls of p4src/shared (Routing, Classifier, the types
 // of defines.p4 and headers.p4) and the TNA-specific ones of this directory
-// where Tofino cannot do what BMv2 does; README.md "Tofino (TNA)" lists every
+// where Tofino cannot do what BMv2 does; docs/tofino.md lists every
 // difference. One build carries one algorithm: compile with
 // -DMMAQM_TNA_<ALGORITHM> (make build-tna builds them all).
 #include <core.p4>
@@ -365,7 +365,7 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
                               CounterType_t.PACKETS_AND_BYTES) queue_ecn_marks;
 
     // A counter or register index must be a PHV field or a hash unit's output:
-    // the concatenations below are identity hashes (README "Tofino (TNA)").
+    // the concatenations below are identity hashes (docs/tofino.md).
     Hash<tna_index_t>(HashAlgorithm_t.IDENTITY) report_class_index_hash;
     // reason * 256 + class_index: the 12 low bits of {reason, class_index[7:0]}
     Hash<bit<12>>(HashAlgorithm_t.IDENTITY) drop_index_hash;
@@ -493,7 +493,7 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
         // TnaAqm is applied at one place only: Tofino places each table once, so
         // a second apply (one for reports, one for packets) cannot compile.
         // The classifier reads headers only: applied to every packet, it shares a
-        // stage with routing instead of following it (Tofino stages, README).
+        // stage with routing instead of following it (Tofino stages, docs/tofino.md).
         classifier.apply(hdr.pkt, md.base);
 #ifdef MMAQM_TNA_UPTA
         ttl_check.apply();

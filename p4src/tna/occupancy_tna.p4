@@ -1,4 +1,4 @@
-// Queue occupancy on Tofino: the departure-report design (README "Tofino (TNA)").
+// Queue occupancy on Tofino: the departure-report design (docs/tofino.md).
 // v1model (occupancy.p4) shares one register between ingress (+1 on admit) and
 // egress (-1 on departure). A Tofino register belongs to one stage of one
 // gress, so here ingress owns every occupancy register and egress reports each

@@ -6,7 +6,7 @@
 #include "../shared/defines.p4"
 #include "../shared/headers.p4"
 
-// ---- the algorithm this build carries (README "Tofino (TNA)": one program per algorithm)
+// ---- the algorithm this build carries (docs/tofino.md: one program per algorithm)
 #if !defined(MMAQM_TNA_DROP_TAIL) && !defined(MMAQM_TNA_RED) && !defined(MMAQM_TNA_CBT_RED_ALL) \
     && !defined(MMAQM_TNA_CBT_RED_TCP_ONLY) && !defined(MMAQM_TNA_DCBT) \
     && !defined(MMAQM_TNA_DCBT_CHIPS) && !defined(MMAQM_TNA_MCDT) && !defined(MMAQM_TNA_FRED) \
@@ -37,7 +37,7 @@ const bit<32> TNA_DROP_REASON_SLOTS = 16;
 
 // UPTA (upta_tna.p4): flow slots per port, index port * TNA_UPTA_SLOTS_PER_PORT
 // + (crc32 & slot_mask). A quarter of v1model's UPTA_SLOTS_PER_PORT: the
-// per-slot rate filter, registers and counter fit a stage each (README).
+// per-slot rate filter, registers and counter fit a stage each (docs/tofino.md).
 const bit<32> TNA_UPTA_SLOTS_PER_PORT = 512;
 // upta_bfd_events: index ingress port * TNA_BFD_EVENT_SLOTS + event (the BFD
 // endpoint's UPTA_EVENT_* values); the per-flow events have counters of their own.

@@ -1,6 +1,6 @@
 // UPTA and the BFD endpoint on Tofino (upta.p4 on v1model; Wu & Hassan 2002,
 // Fig. 7, eq. 17, §5.3). The same decisions, reshaped for a pipeline of
-// stages (README "Tofino (TNA)" lists each difference):
+// stages (docs/tofino.md lists each difference):
 //  * the slot: port * TNA_UPTA_SLOTS_PER_PORT + (crc32 & slot_mask), the mask
 //    applied in the policy's action, the concatenation an identity hash;
 //    512 slots a port (v1model 4096: the filter and registers of 1024 slots

@@ -13,7 +13,7 @@
 //   * the cut-in: BMv2 has no insert at a queue position. The packet goes to
 //     the traffic manager's higher-priority queue (PRIORITY_CUT_IN), so it
 //     leaves before every queued FIFO packet, not after avg of them: it
-//     overtakes more than the paper's insert does (README "ChIPS on BMv2").
+//     overtakes more than the paper's insert does (docs/algorithms/chips.md).
 //   * the link rate stays the link rate: BMv2's priority queues each have their
 //     own rate limiter, which fixes a packet's departure time when it is queued.
 //     A clone of the cut-in packet (CHIPS_CLONE_SESSION_BASE + port, to the same

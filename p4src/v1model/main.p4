@@ -1,5 +1,5 @@
 // mmaqm: multimedia-aware active queue management, BMv2 v1model top file.
-// Wires the shared controls of p4src/shared and the v1model ones here; see README.md "Architecture".
+// Wires the shared controls of p4src/shared and the v1model ones here; see docs/architecture.md.
 #include <core.p4>
 #include <v1model.p4>
 

@@ -77,7 +77,7 @@ class Bmv2Target:
 
 
 class TnaTarget(Bmv2Target):
-    """Tofino (p4src/tna, README "Tofino (TNA)"), test param target=tna and
+    """Tofino (p4src/tna, docs/tofino.md), test param target=tna and
     tna_variant=<algorithm>: the build of make build-tna. Not runnable here (no
     open Tofino model); what differs is named so that a port is one class: the
     traffic manager's shaping and queue depth are BfRt tables (tf1.tm.*), not

@@ -69,7 +69,7 @@ class StarvedClassStaysActiveTest(QueueTest):
 
 
 class ReportCarriesItsPacketsArrivalTimeTest(QueueTest):
-    """Issue 9: a report carries when its packet arrived (ingress_global_timestamp,
+    """A report carries when its packet arrived (ingress_global_timestamp,
     us since the switch started), so the controller counts the flow from then.
 
     Flow 0, then flow 1, then flow 0 again 0.3 s later (more than one 2^17 us epoch):

@@ -36,8 +36,8 @@ def nfq_delay_build_missing() -> str | None:
 def require_kept_up(keepups: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:
     """{run label: analysis.switch_keepup(...)}. Fails when a switch could not be checked
     (the check's plumbing broke); skips, as a missed precondition, when a switch lost
-    packets before its AQM: the run then measured BMv2, not the AQM (README, "Did the
-    switch keep up?")."""
+    packets before its AQM: the run then measured BMv2, not the AQM (docs/experiments/README.md,
+    "Did the switch keep up?")."""
     import pytest
     from mmaqm_exp import analysis
 
@@ -47,5 +47,5 @@ def require_kept_up(keepups: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> N
     behind = {run: analysis.keepup_problem(keepup) for run, keepup in keepups.items()
               if analysis.fell_behind(keepup)}
     if behind:
-        pytest.skip(f"PRECONDITION MISSED (the switch did not keep up; see README 'Install' "
+        pytest.skip(f"PRECONDITION MISSED (the switch did not keep up; see docs/install.md "
                     f"for BMv2's build options): {behind}")

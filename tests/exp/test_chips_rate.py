@@ -1,4 +1,4 @@
-"""ChIPS keeps the link rate honest, on a real network (issue 7).
+"""ChIPS keeps the link rate honest, on a real network.
 
 BMv2's priority queues each have their own rate limiter (no shared port rate),
 so a cut-in queue beside the FIFO could send up to twice the link rate. In
@@ -34,7 +34,7 @@ SCENARIO = TOPO / "scenarios" / "chips-rate.yaml"
 TOPOLOGY = TOPO / "topos" / "dcbt-dumbbell-10mbit.json"
 START_S, END_S = 3.0, 23.0          # the saturated phase
 WINDOW_S = 1.0
-MAX_OVER_LINK_RATE = 1.02           # issue 7: within +2 % of the link rate
+MAX_OVER_LINK_RATE = 1.02           # within +2 % of the link rate
 MIN_UTILISATION = 0.90              # mean over the 20 windows
 MIN_WINDOW_UTILISATION = 0.85       # every window (RED keeps Reno a little below 100 %)
 

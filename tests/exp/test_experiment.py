@@ -1,4 +1,4 @@
-"""The short real experiment of `make test` (issue 3 §5): the smoke scenario on the
+"""The short real experiment of `make test`: the smoke scenario on the
 D-CBT dumbbell (real BMv2, real kernel TCP, MM_APP, CBR), under RED and D-CBT.
 
 What the papers claim and this test asserts (dcbt §6.1, Fig. 8 and 11): with an

@@ -1,4 +1,4 @@
-"""The lockout, on a real network (issue 6): an unresponsive tagged CBR joins two
+"""The lockout, on a real network: an unresponsive tagged CBR joins two
 responsive tagged MM_APP flows under D-CBT (scenario tagged-blast.yaml, the
 10 Mbit/s dumbbell, real BMv2, real kernel TCP).
 

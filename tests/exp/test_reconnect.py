@@ -1,4 +1,4 @@
-"""Issue 9 on a real BMv2: the controller survives switch restarts; a backup takes over.
+"""On a real BMv2: the controller survives switch restarts; a backup takes over.
 
 The bed (mmaqm_exp.lab, removed on leaving, also on a failure): a switch namespace
 running simple_switch_grpc (started without a pipeline, as the experiments do) with
@@ -49,7 +49,7 @@ VENV_BIN = Path(sys.executable).parent
 PROBE = Path(__file__).with_name("p4rt_probe.py")
 
 RESTARTS = 5
-# Bounds, about 3x what was measured (README "Reliability", 15 restarts with the
+# Bounds, about 3x what was measured (docs/reliability.md, 15 restarts with the
 # build paused; each run prints its times): after the restarted switch listens, the
 # controller has noticed the loss (within update_interval_ms, 50 ms) and retries at
 # most 1 s apart; pipeline push and install take about 0.25 s. Measured: forwarding

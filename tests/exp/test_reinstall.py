@@ -1,4 +1,4 @@
-"""Issue 9, the reinstall gap, on a real BMv2 with real packets.
+"""The reinstall gap, on a real BMv2 with real packets.
 
 h1 (10.0.1.1) -- port 1 [BMv2 running the mmaqm program] port 2 -- h2 (10.0.2.1).
 A UDP flow h1 -> h2 at a steady SEND_PPS; while it runs, the unchanged controller
@@ -11,8 +11,7 @@ config is installed REINSTALLS more times (each by a new SwitchController, as an
 * an unchanged config writes nothing (0 updates, 0 Write RPCs);
 * the changed next hop is exactly one MODIFY.
 
-The old install (clear, then insert everything) lost packets here: see the README,
-"Reliability". Needs root and build/main.json; the test holds nothing else.
+The old install (clear, then insert everything) lost packets here: see docs/reliability.md. Needs root and build/main.json; the test holds nothing else.
 """
 
 from __future__ import annotations

@@ -548,7 +548,7 @@ def test_bfd_plan_of_the_upta_chain():
 
 
 def test_controller_config_of_c_upta_has_bfd_settings_and_router_routes():
-    """A C-UPTA policy (issue 12) adds every switch's `bfd` section from bfd_plan: its
+    """A C-UPTA policy adds every switch's `bfd` section from bfd_plan: its
     address, edge ports, the CPU port (PacketOut probes), and BFD paths only at ingress
     edges (routers with edge ports); every switch gets routes to the other routers'
     addresses; parse_config accepts it. Other policies get none of it."""

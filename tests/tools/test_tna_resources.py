@@ -2,7 +2,7 @@
 
 The fixture under fixtures/tna is hand-written from the schemas of p4c's
 backends/tofino/compiler_interfaces/schemas (resources_schema.py, metrics_schema.py);
-README "Tofino (TNA)" says when it was last checked against real compiler output.
+docs/tofino.md says when it was last checked against real compiler output.
 """
 
 import copy

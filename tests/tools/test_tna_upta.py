@@ -9,7 +9,7 @@ codes), and the pipeline's arithmetic is replayed in Python:
 Each lg is within 1.5 Q4 steps (gen_tna_log2), so three of them are within
 4.5 steps: a factor 2^(4.5/16) = 1.22. Away from that band (and its
 rounding) the TNA decision must equal the exact one; inside it either is
-allowed (README "Tofino (TNA)")."""
+allowed (docs/tofino.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Per-phase metrics of one run: summary.json + flows.csv (issue 3 section 4).
+"""Per-phase metrics of one run: summary.json + flows.csv.
 
     summary = analyze("results/red", counters_jsonl="results/red/counters.jsonl")
     write_outputs(summary, "results/red")      # summary.json, flows.csv
@@ -386,7 +386,7 @@ CPU_SATURATED_FRACTION = 0.95     # machine CPU, mean over the traffic, of nproc
 
 
 def validity_warnings(summary: Mapping[str, Any], nproc: Optional[int] = None) -> list[str]:
-    """The reasons a finished run's numbers may not measure the AQM (issue 11):
+    """The reasons a finished run's numbers may not measure the AQM:
     a phase with TCP flows whose bottleneck utilisation is below
     MIN_PHASE_UTILISATION (TCP should fill the link); the
     machine's CPU saturated (mean over the traffic >= CPU_SATURATED_FRACTION of

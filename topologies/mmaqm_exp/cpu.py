@@ -1,6 +1,6 @@
 """CPU use of processes and of the whole machine, sampled from /proc.
 
-issue 3 §1: BMv2 on 2 cores must never be the bottleneck itself, so every
+BMv2 on 2 cores must never be the bottleneck itself, so every
 experiment records each switch's CPU (and the delay elements' and the
 machine's) while traffic runs. Percent of ONE core: a process using both
 cores fully reads 200 %.

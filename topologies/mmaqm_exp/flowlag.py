@@ -10,8 +10,8 @@ compares those counts with the scenario's schedule of flows.
 For each change of a class's true flow count at the bottleneck port (flows that
 start or stop within GROUP_S of each other form one change), the lag is the time
 from the change's last start (or stop) to the first share push whose count for
-that class has reached the new truth. Expected bounds (README "Active-flow
-counting"): a start is seen after the digest's max_timeout (10 ms), any wait for
+that class has reached the new truth. Expected bounds (docs/experiments/dcbt.md,
+"Active-flow counting"): a start is seen after the digest's max_timeout (10 ms), any wait for
 the previous digest list's ack, the controller's next update tick (<= 50 ms) and
 the write; a stop only after the flow's last report has aged past the expiry
 interval (300 ms): between expiry - epoch and expiry after the last packet, plus

@@ -9,7 +9,7 @@ experiment samples the registers that hold the averages (averages.p4:
 packets x 2^AVG_FRAC_BITS) and the exact occupancy (occupancy.p4:
 ``queue_pkts``, ``class_queue_pkts``).
 
-BMv2's P4Runtime server cannot read registers (README "Architecture"), so the
+BMv2's P4Runtime server cannot read registers (docs/design.md §1.1), so the
 channel is BMv2's Thrift debug interface: one ``simple_switch_CLI`` process per
 run, started in the switch namespace (the only place its Thrift port is
 reachable), fed ``register_read <name> <index>`` lines on stdin; ``greet``
@@ -121,7 +121,7 @@ def cli_argv(thrift_port: int) -> list[str]:
     """simple_switch_CLI under this interpreter, unbuffered (its output is read per sample)."""
     cli = shutil.which("simple_switch_CLI")
     if cli is None:
-        raise FileNotFoundError("simple_switch_CLI not found: see README 'Install'")
+        raise FileNotFoundError("simple_switch_CLI not found: see docs/install.md")
     return [sys.executable, "-u", cli, "--thrift-port", str(thrift_port)]
 
 

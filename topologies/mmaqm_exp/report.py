@@ -11,7 +11,7 @@ Plots (matplotlib, Agg, PNG):
   queue_occupancy.png        bottleneck queue per class over time (from the counters)
   mm_delay.png               dcbt Fig. 12-13: one MM_APP flow's one-way delay per packet
   mm_delay_cdf.png           the tagged class's one-way delay distribution (CDF), per
-                             algorithm (issue 7: D-CBT with and without ChIPS)
+                             algorithm (D-CBT with and without ChIPS, dcbt Fig. 12)
   bandwidth_variation.png    feng Fig. 3: per class, bandwidth variation against the
                              smoothing window, one line per algorithm
   class_averages.png         dcbt Fig. 10: per RED-based algorithm, RED's and the UDP

@@ -11,7 +11,7 @@ dcbt-fig7.yaml``): 25 TCP + 10 MM_APP flows for 0-10 s, 2 CBR blasts join at
 
 A flow group ``{kind, count, src, dst, start_s, stop_s, ...params}`` expands
 to ``count`` flows. The class is what the switch's classifier will decide
-(README "Architecture": (proto, DSCP) -> class): tcp -> TCP; a UDP kind
+(docs/algorithms/cbt.md: (proto, DSCP) -> class): tcp -> TCP; a UDP kind
 (mmapp, cbr) -> TAGGED if its DSCP is in ``tagged_dscp`` (default 46, 34, the
 classifier's default), else UNTAGGED. An optional ``class`` key states the
 intended class and must agree. Every validation error names its field, e.g.
@@ -40,7 +40,7 @@ KINDS = ("tcp", "mmapp", "cbr")
 CLASSES = ("TCP", "TAGGED", "UNTAGGED")
 #: dcbt section 5: every packet in the network is 1 KB; we make it the IPv4 datagram.
 PACKET_BYTES = 1000
-#: The switch classifier's default tagged DSCPs (README "Configuration reference").
+#: The switch classifier's default tagged DSCPs (docs/configuration.md).
 DEFAULT_TAGGED_DSCP = (46, 34)
 #: TCP/IP header bytes of a data segment: 20 IPv4 + 20 TCP + 12 timestamp option.
 TCP_IP_HDR_BYTES = 40

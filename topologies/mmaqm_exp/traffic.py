@@ -1,4 +1,4 @@
-"""Run a scenario's traffic on a network and collect the raw files (issue 3 section 3).
+"""Run a scenario's traffic on a network and collect the raw files.
 
     with network_up(...) as net:                       # anything implementing Net
         res = run_scenario(net, scenario, "results/red", bottleneck_rate_kbps=25000)
