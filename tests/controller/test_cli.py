@@ -415,7 +415,7 @@ def test_invalid_mcdt_policy_exits_2_before_any_write(
     assert cli.main(["--config", str(path), "--p4info", str(p4info_path),
                      "--bmv2-json", str(device_config), "install"]) == 2
     err = capsys.readouterr().err
-    assert "  switches.s1.policies.2.max_p: not used by MCDT\n" in err
+    assert "\n  switches.s1.policies.2.max_p: not used by MCDT" in err
     assert "  switches.s1.policies.2.mcdt_period_ms: must be >= 1, got 0\n" in err
     assert server.pipeline_pushes == []
     assert server.table_entries("port_policy") == []
