@@ -688,12 +688,32 @@ def test_switch_given_before_and_after_the_subcommand_are_both_used(
 
 
 def test_a_flag_after_the_subcommand_wins(valid_config: Path) -> None:
-    top, parsers = cli.build_parser()
     args = cli.parse_args(["--timeout-s", "3", "--role", "a", "stats", "-c",
                            str(valid_config), "--timeout-s", "4"])
     assert (args.command, args.timeout_s, args.role, args.json) == ("stats", 4.0, "a", False)
     assert args.config == valid_config and args.switch is None
     assert args.p4info == cli.DEFAULT_P4INFO and args.election_id is None
+
+
+@pytest.mark.parametrize("argv, command, given", [
+    # the shapes the repository's scripts use (tests/exp, topologies, tools, bench, ptf-tests)
+    (["-c", "c", "--p4info", "P", "--bmv2-json", "B", "--events-out", "E", "--election-id",
+      "5", "run"], "run", {"p4info": "P", "bmv2_json": "B", "events_out": "E", "election_id": 5}),
+    (["--config", "c", "--p4info", "P", "--bmv2-json", "B", "run", "--stats-out", "S",
+      "--stats-interval-ms", "50", "--events-out", "E"],
+     "run", {"p4info": "P", "stats_out": "S", "stats_interval_ms": 50.0, "events_out": "E"}),
+    (["--config", "c", "--bmv2-json", "B", "install"], "install", {"bmv2_json": "B"}),
+    (["--config", "c", "stats", "--switch", "r1"], "stats", {"switch": ["r1"]}),
+    (["--config", "c", "stats", "--json"], "stats", {"json": True}),
+    (["--config", "c", "install"], "install", {}),
+])
+def test_the_repositorys_invocations_still_parse(argv: list[str], command: str,
+                                                 given: dict[str, Any]) -> None:
+    args = cli.parse_args(argv)
+    assert (args.command, args.config) == (command, Path("c"))
+    assert {key: getattr(args, key) for key in given} == {
+        key: Path(value) if key in ("p4info", "bmv2_json", "stats_out", "events_out")
+        else value for key, value in given.items()}
 
 
 # ------------------------------------------------------------ check --json
