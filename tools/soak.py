@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Soak: mixed traffic through a real topology for minutes, policy changes, a switch
-restart; afterwards every queue is empty and nothing is left behind (issue 9).
+restart; afterwards every queue is empty and nothing is left behind.
 
   sudo tools/soak.py [--duration-s 600] [--policy-interval-s 30] [--restart-switch]
   (`make soak`; under the shared BMv2 lock)

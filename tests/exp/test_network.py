@@ -130,7 +130,7 @@ def test_layout_and_teardown(topo, tmp_path):
         assert lab.namespace_pids([net.switch_ns])[net.switch_ns]
         cmd = Path(f"/proc/{pids['r1']}/cmdline").read_bytes().split(b"\0")
         assert b"--no-p4" in cmd and b"--device-id" in cmd and b"1@r1-p1" in cmd
-        # Issue 9, the shared notification socket: BMv2's default nanomsg address is
+        # The shared notification socket: BMv2's default nanomsg address is
         # ipc:///tmp/bmv2-<device id>-notifications.ipc, one filesystem path for every
         # switch of device id 1 in any namespace (plain simple_switch binds it, checked
         # by hand). simple_switch_grpc captures notifications itself and binds no such
@@ -282,7 +282,7 @@ def bmv2_json() -> Path:
     if not fresh:
         if shutil.which("p4c-bm2-ss") is None:
             pytest.skip("p4c-bm2-ss is not installed yet, so build/main.json cannot be built "
-                        "(README 'Install'); the no-pipeline tests above still ran")
+                        "(docs/install.md); the no-pipeline tests above still ran")
         r = subprocess.run(["make", "-C", str(REPO), "build"], capture_output=True, text=True,
                            timeout=900)
         assert r.returncode == 0, r.stdout + r.stderr

@@ -1,4 +1,4 @@
-"""mmaqm-exp: one scenario on one topology under a list of AQM algorithms (issue 3 §4).
+"""mmaqm-exp: one scenario on one topology under a list of AQM algorithms.
 
     mmaqm-exp --topology topologies/topos/dcbt-dumbbell.json \\
               --scenario topologies/scenarios/dcbt-fig7.yaml \\
@@ -63,7 +63,7 @@ DEFAULT_TOPOLOGY = REPO / "topologies" / "topos" / "dcbt-dumbbell.json"
 DEFAULT_SCENARIO = REPO / "topologies" / "scenarios" / "dcbt-fig7.yaml"
 DEFAULT_POLICIES = REPO / "topologies" / "policies" / "dcbt-fig7.yaml"
 # Every single-switch algorithm the controller implements. UPTA needs the multi-router
-# chain and the controller's fair-share loop (issue 12): not a D-CBT dumbbell algorithm.
+# chain and the controller's fair-share loop: not a D-CBT dumbbell algorithm.
 DEFAULT_ALGORITHMS = tuple(a for a in ALGORITHMS if a != "UPTA")
 STATS_INTERVAL_MS = 100
 CONTROLLER_READY_TIMEOUT_S = 60.0
@@ -246,7 +246,7 @@ def run_algorithm(net: Network, topo, scenario, algorithm: str, policy: dict[str
     if problem:
         print(f"mmaqm-exp: WARNING, {algorithm}: PRECONDITION MISSED, the results measure BMv2, "
               f"not the AQM: {problem}. Lower the scenario's rate or use a faster BMv2 build "
-              f"(README 'Install').", file=stream, flush=True)
+              f"(docs/install.md).", file=stream, flush=True)
     else:
         kept = ", ".join(f"{sw} {k['processed_pps']:.0f} pps (busiest second "
                          f"{k['peak_processed_pps'] or 0:.0f})"
