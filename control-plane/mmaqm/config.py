@@ -53,76 +53,19 @@ Schema (defaults in brackets)::
           - {id: 0, port: 3, egress_addr: 10.255.0.7, prefixes: [10.0.4.1/32]}
                                    #   id < BFD_PATHS unique, port in ports
 
-Policy keys:
-
-  algorithm           required: DROP_TAIL | RED | CBT_RED_ALL | CBT_RED_TCP_ONLY | DCBT |
-                      DCBT_CHIPS | MCDT | FRED | UPTA
-  queue_limit_pkts    [64] int 1..65535 (the P4 queue limit; see MAX_QUEUE_LIMIT_PKTS)
-  min_th_pkts         RED thresholds, numbers, 0 <= min_th_pkts < max_th_pkts <= queue_limit_pkts;
-  max_th_pkts         required unless DROP_TAIL or MCDT, not allowed for those
-  max_p               RED max_p in (0, 1]; required unless DROP_TAIL or MCDT, not allowed for those
-  ewma_weight         [2^-9 = 0.001953125] must be 2^-k, k in 0..31 (the data plane
-                      shifts); not allowed for DROP_TAIL or MCDT
-  tagged_th_pkts      CBT static class thresholds (cbt §3), numbers in 0..queue_limit_pkts;
-  untagged_th_pkts    required for CBT_RED_ALL / CBT_RED_TCP_ONLY, not allowed otherwise
-
-RED options, every algorithm but DROP_TAIL and MCDT (README "RED options" maps them to tc-red;
-FRED takes burst_pkts and bandwidth_pps only):
-
-  burst_pkts          tc-red burst: derive the weight as tc does (instead of ewma_weight;
-                      not both); a number >= min_th_pkts
-  bandwidth_pps       tc-red bandwidth (in packets/s): turns on idle-time decay of the
-                      average (F&J §11); > 0. Absent: the average does not decay while idle
-  gentle              [false] gentle RED: a p_b ramp max_p..1 between max_th and 2 * max_th
-  ecn                 [false] tc-red ecn: mark ECN-capable packets CE instead of dropping
-  harddrop            [false] tc-red harddrop: with ecn, drop in the forced zone anyway
-  wait                [false] ns-2 wait_ (true there, as in dcbt's simulations): no early
-                      drop while count * p_b <= 1, so the gap between early drops is
-                      uniform on 1/p_b + 1..2/p_b packets instead of 1..1/p_b
-  adaptive            [false] tc-red adaptive: not implemented; true is an error
-
-ChIPS keys (dcbt §3.2), DCBT_CHIPS only:
-
-  chips_max_tagged_ratio  [0.5] ChIPS is on while tagged / other enqueues <= this; > 0
-  chips_ewma_weight       [2^-9] weight of that average per enqueue, 2^-k
-
-MCDT keys (mcdt §II.2), MCDT only; the buffer B of eqs. 5 and 9 is queue_limit_pkts:
-
-  mcdt_period_ms      [100] how often the controller recomputes the class thresholds
-                      from the period's arrivals (eqs. 5-10); >= 1 (the paper gives no period)
-
-FRED keys (Lin & Morris 1997; cbt §2.3), FRED only (it also takes the RED keys):
-
-  fred_minq_pkts      [2] int 0..65535: a flow holding fewer packets than max(minq, avgcq)
-                      is never dropped early (FRED's minq: 2 for small buffers, 4 for large)
-  fred_flow_slots     [4096] per-flow slots of the port, a power of two 1..FRED_SLOTS_PER_PORT
-                      (4096, defines.p4); flows that hash to one slot share its state
-
-UPTA keys (Wu & Hassan 2002, upta.p4; docs/upta-plan.md), UPTA only (it takes no RED key);
-the fair shares fs_I, fs_U are not configuration: the controller computes them (eqs. 18-19)
-and writes them into the port's entry; until then there is none (nothing is dropped for
-fairness):
-
-  upta_mode           [B] B (every router decides alone), P (P-UPTA: the loss threshold
-                      travels in an IPv4 option, rewritten per eq. 17), C (C-UPTA: the
-                      ingress edge decides with the path minima BFD discovers)
-  upta_flow_slots     [4096] per-flow slots of the port, a power of two 1..UPTA_SLOTS_PER_PORT
-                      (4096, defines.p4); flows that hash to one slot share its state
-  upta_k_shift        [17] the rate estimator's K = 2^k microseconds, 0..24 (2^17 us =
-                      131 ms, CSFQ's 100 ms to the nearest power of two; plan §1.3)
-  capacity_mbps       C of eqs. 18-19 in Mbit/s (the port's link rate): the controller's
-                      fair-share loop (upta_loop) computes the port's shares from it every
-                      T = K; absent: no loop, the entry keeps "none" (PTF tests set shares)
-  upta_tagged_loss_threshold  [none] loss threshold q in [0, 1] of tagged packets that
-                      carry no UPTA option (the paper's video: 0.12); absent: such
-                      packets have none and are never made U
+Policy keys: ``algorithm`` (required; one of ``mmaqm.algorithms.REGISTRY``),
+``queue_limit_pkts`` (every algorithm; the P4 queue limit), and the keys of the
+algorithm's plug-in, each declared there with its type, unit, range and default
+(docs/configuration.md is generated from those declarations). A key that
+another algorithm takes is an error naming who takes it; an unknown key is an
+error with a suggestion.
 
 The BMv2 traffic manager's queue depth and rate are not controller settings:
 whoever starts simple_switch sets them (topologies: mmaqm_exp.network, from
 the topology file). Every port that a route uses must end up with a policy
 (its own or default). In the result every port's effective policy is
 resolved; :func:`mmaqm.encoding.policy_action` turns a policy into its P4
-action of table ``port_policy`` (aqm.p4). Code that builds a policy from a
+action of table ``port_policy`` (aqm.p4) through the algorithm's plug-in. Code that builds a policy from a
 mapping (tests, PTF) uses :func:`parse_policy`, the same checks.
 """
 
@@ -141,9 +84,9 @@ import yaml
 
 from . import p4constants as C
 from . import validation as V
-from .algorithms import (ALGORITHMS, CBT_ALGORITHMS, FRED_UNSUPPORTED_RED_OPTIONS,
-                         NON_RED_ALGORITHMS, chips, fred, mcdt, red, upta)
-from .fixedpoint import MASK32, ewma_shift_from_weight
+from . import algorithms as A
+from .algorithms import (DEFAULT_QUEUE_LIMIT_PKTS, MAX_QUEUE_LIMIT_PKTS, MIN_LOOP_INTERVAL_MS,
+                         PortPolicy, Settings)
 from .flows import DEFAULT_MAX_FLOWS
 
 DEFAULT_TAGGED_DSCP: tuple[int, ...] = (46, 34)      # EF, AF41
@@ -151,11 +94,6 @@ DEFAULT_EXPIRY_INTERVAL_MS = 300.0                   # dcbt §3.1
 DEFAULT_UPDATE_INTERVAL_MS = 50.0
 MAX_MAX_FLOWS = 1 << 24          # active_flows.max_flows: ~5 GB of flow entries at most
 DEFAULT_DEVICE_ID = 1
-DEFAULT_QUEUE_LIMIT_PKTS = 64
-DEFAULT_EWMA_WEIGHT = 2.0**-9                        # cbt §2.1 "typical weighting of 1/512"
-# to_scaled() in averages.p4 is pkts << 16 in bit<32>: occupancies of 65536
-# packets and more wrap, so the queue (and every threshold) stays below that.
-MAX_QUEUE_LIMIT_PKTS = MASK32 >> C.AVG_FRAC_BITS     # 65535
 MAX_FLOW_EPOCH_SHIFT = 40
 MIN_EXPIRY_INTERVAL_MS = 2 * 2**1 / 1000             # flow_epoch_shift_for() >= 1
 MAX_DEVICE_ID = 2**64 - 1
@@ -168,9 +106,6 @@ MAX_YAML_NODES = 100_000                             # scalars, lists and mappin
 MAX_YAML_DEPTH = 32                                  # a config nests 6 levels
 MAX_YAML_INT_BITS = 128                              # device_id is the largest: 64 bits
 MAX_SWITCHES = 64                                    # switches in one config (one process)
-# The fastest controller loop (update_interval_ms, mcdt_period_ms, --stats-interval-ms):
-# shorter than a P4Runtime read + write round trip, a loop only spins (and starves the rest).
-MIN_LOOP_INTERVAL_MS = 1.0
 
 LOCALHOST_ADDRESSES = ("127.0.0.1", "::1")
 
@@ -186,51 +121,6 @@ class ConfigError(ValueError):
 
 
 # ------------------------------------------------------------- result types
-@dataclass(frozen=True)
-class PortPolicy:
-    """One port's validated AQM policy (build it with :func:`parse_policy`).
-
-    Fields not used by the algorithm are None. ``ewma_weight`` is None only
-    for DROP_TAIL and MCDT, which keep no average; ``ewma_shift`` is derived
-    from it (w = 2^-ewma_shift; 0 for those two).
-    """
-
-    algorithm: str
-    queue_limit_pkts: int
-    min_th_pkts: float | None = None
-    max_th_pkts: float | None = None
-    max_p: float | None = None
-    ewma_weight: float | None = None
-    tagged_th_pkts: float | None = None
-    untagged_th_pkts: float | None = None
-    # RED options (README "RED options"); ewma_weight is derived from burst_pkts when given
-    burst_pkts: float | None = None
-    bandwidth_pps: float | None = None
-    gentle: bool = False
-    ecn: bool = False
-    harddrop: bool = False
-    wait: bool = False
-    # ChIPS (DCBT_CHIPS only)
-    chips_max_tagged_ratio: float | None = None
-    chips_ewma_weight: float | None = None
-    # MCDT only
-    mcdt_period_ms: float | None = None
-    # FRED only
-    fred_minq_pkts: int | None = None
-    fred_flow_slots: int | None = None
-    # UPTA only
-    upta_mode: str | None = None
-    upta_flow_slots: int | None = None
-    upta_k_shift: int | None = None
-    upta_tagged_loss_threshold: float | None = None
-    capacity_mbps: float | None = None     # UPTA's C (eqs. 18-19); None: no fair-share loop
-    ewma_shift: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        shift = 0 if self.ewma_weight is None else ewma_shift_from_weight(self.ewma_weight)
-        object.__setattr__(self, "ewma_shift", shift)
-
-
 @dataclass(frozen=True)
 class PortConfig:
     port: int
@@ -339,24 +229,8 @@ def _section(raw: Mapping[Any, Any], key: str, default: Any) -> Any:
 
 
 # --- policy
-_RED_KEYS = ("min_th_pkts", "max_th_pkts", "max_p")
-_CBT_KEYS = ("tagged_th_pkts", "untagged_th_pkts")
-_RED_OPTION_NUMBERS = ("burst_pkts", "bandwidth_pps")
-_RED_OPTION_FLAGS = ("gentle", "ecn", "harddrop", "wait", "adaptive")
-_CHIPS_KEYS = ("chips_max_tagged_ratio", "chips_ewma_weight")
-_MCDT_KEYS = ("mcdt_period_ms",)
-_FRED_KEYS = ("fred_minq_pkts", "fred_flow_slots")
-_UPTA_KEYS = ("upta_mode", "upta_flow_slots", "upta_k_shift", "upta_tagged_loss_threshold",
-              "capacity_mbps")
-UPTA_MODES = upta.MODE_NAMES
-MIN_MCDT_PERIOD_MS = MIN_LOOP_INTERVAL_MS
-_NUMBER_KEYS = (*_RED_KEYS, "ewma_weight", *_CBT_KEYS, *_RED_OPTION_NUMBERS, *_CHIPS_KEYS,
-                *_MCDT_KEYS)
-_NON_NEGATIVE_KEYS = ("min_th_pkts", *_CBT_KEYS)
-_POSITIVE_KEYS = ("bandwidth_pps", "chips_max_tagged_ratio")
-_POLICY_KEYS = ("algorithm", "queue_limit_pkts", *_RED_KEYS, "ewma_weight", *_CBT_KEYS,
-                *_RED_OPTION_NUMBERS, *_RED_OPTION_FLAGS, *_CHIPS_KEYS, *_MCDT_KEYS,
-                *_FRED_KEYS, *_UPTA_KEYS)
+_COMMON_POLICY_KEYS = ("algorithm", "queue_limit_pkts")
+_POLICY_KEYS = (*_COMMON_POLICY_KEYS, *A.all_keys())
 
 
 def parse_policy(value: object, path: str = "policy") -> PortPolicy:
@@ -373,214 +247,44 @@ def parse_policy(value: object, path: str = "policy") -> PortPolicy:
 
 
 def _read_policy(value: object, path: str, errs: V.Errors) -> PortPolicy | None:
+    """A policy through its algorithm's plug-in: the common keys, keys of other
+    plug-ins refused, then each of the plug-in's parameters (its default when
+    absent), then the plug-in's rules between its parameters."""
     raw = V.mapping(value, path, errs, allowed=_POLICY_KEYS)
     if raw is None:
         return None
     before = len(errs)
-    algorithm = V.one_of(V.require(raw, "algorithm", path, errs), V.join(path, "algorithm"),
-                         errs, tuple(ALGORITHMS))
+    name = V.one_of(V.require(raw, "algorithm", path, errs), V.join(path, "algorithm"),
+                    errs, tuple(A.REGISTRY))
     limit = V.integer(raw.get("queue_limit_pkts", DEFAULT_QUEUE_LIMIT_PKTS),
                       V.join(path, "queue_limit_pkts"), errs, lo=1, hi=MAX_QUEUE_LIMIT_PKTS,
                       note=f"averages are bit<32> packets * 2^{C.AVG_FRAC_BITS}")
-    given = [key for key in (*_NUMBER_KEYS, *_RED_OPTION_FLAGS, *_FRED_KEYS, *_UPTA_KEYS)
-             if raw.get(key) is not None]                                   # null = absent
-    v: dict[str, Any] = dict.fromkeys(_NUMBER_KEYS)
-    for key in given:
-        if key in _RED_OPTION_FLAGS or key in _FRED_KEYS or key in _UPTA_KEYS:
-            continue
-        v[key] = V.number(raw[key], V.join(path, key), errs,
-                          ge=MIN_MCDT_PERIOD_MS if key == "mcdt_period_ms"
-                          else 0 if key in _NON_NEGATIVE_KEYS else None,
-                          gt=0 if key in _POSITIVE_KEYS else None)
-    flags = {key: V.boolean(raw[key], V.join(path, key), errs) if key in given else False
-             for key in _RED_OPTION_FLAGS}
-    if algorithm is not None:
-        _check_policy_keys(algorithm, given, path, errs)
-    _check_policy_values(v, limit, path, errs)
-    weight = _check_red_options(v, flags, path, errs)
-    fred_v = _read_fred_keys(raw, given, limit, path, errs)
-    upta_v = _read_upta_keys(raw, given, path, errs)
-    if len(errs) > before or algorithm is None or limit is None:
+    given = frozenset(key for key in A.all_keys() if raw.get(key) is not None)  # null = absent
+    if name is None:
         return None
-    if weight is None and algorithm not in NON_RED_ALGORITHMS:
-        weight = DEFAULT_EWMA_WEIGHT
-    period_ms = v["mcdt_period_ms"]
-    if algorithm == "MCDT" and period_ms is None:
-        period_ms = mcdt.DEFAULT_PERIOD_MS
-    chips_ratio, chips_weight = v["chips_max_tagged_ratio"], v["chips_ewma_weight"]
-    if algorithm == "DCBT_CHIPS":
-        chips_ratio = chips.DEFAULT_MAX_TAGGED_RATIO if chips_ratio is None else chips_ratio
-        chips_weight = chips.DEFAULT_EWMA_WEIGHT if chips_weight is None else chips_weight
-    return PortPolicy(algorithm=algorithm, queue_limit_pkts=limit, min_th_pkts=v["min_th_pkts"],
-                      max_th_pkts=v["max_th_pkts"], max_p=v["max_p"], ewma_weight=weight,
-                      tagged_th_pkts=v["tagged_th_pkts"],
-                      untagged_th_pkts=v["untagged_th_pkts"],
-                      burst_pkts=v["burst_pkts"], bandwidth_pps=v["bandwidth_pps"],
-                      gentle=bool(flags["gentle"]), ecn=bool(flags["ecn"]),
-                      harddrop=bool(flags["harddrop"]), wait=bool(flags["wait"]),
-                      chips_max_tagged_ratio=chips_ratio, chips_ewma_weight=chips_weight,
-                      mcdt_period_ms=period_ms, **(fred_v if algorithm == "FRED" else {}),
-                      **(upta_v if algorithm == "UPTA" else {}))
-
-
-def _read_upta_keys(raw: Mapping[str, Any], given: list[str], path: str,
-                    errs: V.Errors) -> dict[str, Any]:
-    """The UPTA keys, with their defaults."""
-    mode = "B"
-    if "upta_mode" in given:
-        mode = V.one_of(raw["upta_mode"], V.join(path, "upta_mode"), errs, tuple(UPTA_MODES))
-    slots = upta.UPTA_SLOTS_PER_PORT
-    if "upta_flow_slots" in given:
-        slots = V.integer(raw["upta_flow_slots"], V.join(path, "upta_flow_slots"), errs, lo=1,
-                          hi=upta.UPTA_SLOTS_PER_PORT,
-                          note="UPTA_SLOTS_PER_PORT slots per port (defines.p4)")
-        if slots is not None and slots & (slots - 1):
-            errs.add(V.join(path, "upta_flow_slots"), f"must be a power of two, got {slots}")
-    k_shift = upta.DEFAULT_K_SHIFT
-    if "upta_k_shift" in given:
-        k_shift = V.integer(raw["upta_k_shift"], V.join(path, "upta_k_shift"), errs, lo=0,
-                            hi=upta.MAX_K_SHIFT)
-    q = None
-    if "upta_tagged_loss_threshold" in given:
-        q = V.number(raw["upta_tagged_loss_threshold"],
-                     V.join(path, "upta_tagged_loss_threshold"), errs, ge=0)
-        if q is not None and q > 1:
-            errs.add(V.join(path, "upta_tagged_loss_threshold"), f"must be <= 1, got {V.fmt(q)}")
-    capacity = None
-    if "capacity_mbps" in given:
-        capacity = V.number(raw["capacity_mbps"], V.join(path, "capacity_mbps"), errs, gt=0)
-    return {"upta_mode": mode, "upta_flow_slots": slots, "upta_k_shift": k_shift,
-            "upta_tagged_loss_threshold": q,
-            "capacity_mbps": capacity}
-
-
-def _read_fred_keys(raw: Mapping[str, Any], given: list[str], limit: int | None, path: str,
-                    errs: V.Errors) -> dict[str, int]:
-    """fred_minq_pkts and fred_flow_slots, with their defaults."""
-    minq = fred.DEFAULT_MINQ_PKTS
-    if "fred_minq_pkts" in given:
-        minq = V.integer(raw["fred_minq_pkts"], V.join(path, "fred_minq_pkts"), errs, lo=0,
-                         hi=(1 << fred.QLEN_BITS) - 1, note="fred_qlen is bit<16>")
-    slots = fred.DEFAULT_TABLE_SLOTS
-    if "fred_flow_slots" in given:
-        slots = V.integer(raw["fred_flow_slots"], V.join(path, "fred_flow_slots"), errs, lo=1,
-                          hi=fred.MAX_TABLE_SLOTS,
-                          note="FRED_SLOTS_PER_PORT slots per port (defines.p4)")
-        if slots is not None and slots & (slots - 1):
-            errs.add(V.join(path, "fred_flow_slots"), f"must be a power of two, got {slots}")
-    return {"fred_minq_pkts": minq, "fred_flow_slots": slots}
-
-
-def _check_red_options(v: Mapping[str, Any], flags: Mapping[str, bool | None], path: str,
-                       errs: V.Errors) -> float | None:
-    """The RED options' own rules; returns the EWMA weight (from burst_pkts or ewma_weight)."""
-    weight = v["ewma_weight"]
-    if v["burst_pkts"] is not None:
-        if weight is not None:
-            errs.add(V.join(path, "burst_pkts"),
-                     "give burst_pkts or ewma_weight, not both (tc-red derives the weight "
-                     "from burst)")
-        elif v["min_th_pkts"] is not None:
-            try:
-                weight = red.ewma_weight_from_burst(v["burst_pkts"], v["min_th_pkts"])
-            except ValueError as exc:
-                errs.add(V.join(path, "burst_pkts"), str(exc))
-    if flags["adaptive"]:
-        errs.add(V.join(path, "adaptive"),
-                 "adaptive RED (tc-red adaptive) is not implemented; remove it or set false")
-    if flags["harddrop"] and not flags["ecn"]:
-        errs.add(V.join(path, "harddrop"), "only with ecn: true (without ecn RED drops anyway)")
-    max_th, max_p = v["max_th_pkts"], v["max_p"]
-    if flags["gentle"] and max_th is not None and max_p is not None and 0 < max_p <= 1:
-        try:
-            red.gentle_slope_q24(max_th, max_p)
-        except ValueError as exc:
-            errs.add(V.join(path, "gentle"), str(exc))
-    if v["bandwidth_pps"] is not None:
-        try:
-            red.idle_decay_q32(DEFAULT_EWMA_WEIGHT if weight is None else weight,
-                               v["bandwidth_pps"])
-        except ValueError as exc:
-            errs.add(V.join(path, "bandwidth_pps"), str(exc))
-    if v["chips_ewma_weight"] is not None:
-        try:
-            ewma_shift_from_weight(v["chips_ewma_weight"])
-        except ValueError as exc:
-            errs.add(V.join(path, "chips_ewma_weight"), str(exc))
-    return weight
-
-
-def _check_policy_keys(algorithm: str, given: list[str], path: str, errs: V.Errors) -> None:
-    """Which keys the algorithm needs and which it does not use."""
-    uses_red = algorithm not in NON_RED_ALGORITHMS
-    for key in _RED_KEYS:
-        if uses_red and key not in given:
-            errs.add(V.join(path, key), f"required for {algorithm}")
-        elif not uses_red and key in given:
-            errs.add(V.join(path, key), f"not used by {algorithm}")
-    for key in ("ewma_weight", *_RED_OPTION_NUMBERS, *_RED_OPTION_FLAGS):
-        if not uses_red and key in given:
-            errs.add(V.join(path, key), f"not used by {algorithm}")
-    for key in _MCDT_KEYS:
-        if algorithm != "MCDT" and key in given:
-            errs.add(V.join(path, key), "only for MCDT")
-    for key in _FRED_KEYS:
-        if algorithm != "FRED" and key in given:
-            errs.add(V.join(path, key), "only for FRED")
-    for key in _UPTA_KEYS:
-        if algorithm != "UPTA" and key in given:
-            errs.add(V.join(path, key), "only for UPTA")
-    if algorithm == "FRED":
-        for key in FRED_UNSUPPORTED_RED_OPTIONS:
-            if key in given:
-                errs.add(V.join(path, key), "not used by FRED (its rules have no gentle ramp, "
-                         "ECN marking or wait; burst_pkts and bandwidth_pps apply)")
-    for key in _CHIPS_KEYS:
-        if algorithm != "DCBT_CHIPS" and key in given:
-            errs.add(V.join(path, key), "only for DCBT_CHIPS")
-    for key in _CBT_KEYS:
-        if algorithm in CBT_ALGORITHMS and key not in given:
-            errs.add(V.join(path, key), f"required for {algorithm}")
-        elif algorithm not in CBT_ALGORITHMS and key in given:
-            errs.add(V.join(path, key), "only for CBT_RED_ALL and CBT_RED_TCP_ONLY")
-
-
-def _check_policy_values(v: Mapping[str, Any], limit: int | None, path: str,
-                         errs: V.Errors) -> None:
-    """Relations between the numbers that passed their own checks (None: absent or invalid)."""
-    min_th, max_th, max_p = v["min_th_pkts"], v["max_th_pkts"], v["max_p"]
-    one_pkt_scaled = 1 << C.AVG_FRAC_BITS
-    thresholds_ok = False
-    if max_th is not None and max_th > (MAX_QUEUE_LIMIT_PKTS if limit is None else limit):
-        errs.add(V.join(path, "max_th_pkts"), f"must be <= queue_limit_pkts "
-                 f"({MAX_QUEUE_LIMIT_PKTS if limit is None else limit}), got {V.fmt(max_th)}")
-    elif min_th is not None and max_th is not None:   # both in 0..65535 now: no overflow
-        if min_th >= max_th:
-            errs.add(V.join(path, "min_th_pkts"),
-                     f"must be < max_th_pkts ({V.fmt(max_th)}), got {V.fmt(min_th)}")
-        elif round(max_th * one_pkt_scaled) - round(min_th * one_pkt_scaled) < 1:
-            errs.add(V.join(path, "max_th_pkts"),
-                     f"must exceed min_th_pkts by at least 2^-{C.AVG_FRAC_BITS} packets, "
-                     f"got {V.fmt(max_th)} vs {V.fmt(min_th)}")
+    plugin = A.get(name)
+    for key in sorted(given - set(plugin.keys), key=_POLICY_KEYS.index):
+        note, users = plugin.unused_key_notes.get(key), A.users_of(key)
+        if note:
+            errs.add(V.join(path, key), f"not used by {name} ({note})")
+        elif len(users) <= 2:            # a key of one algorithm (family)
+            errs.add(V.join(path, key), f"only for {' and '.join(users)}")
+        else:                            # a RED key
+            errs.add(V.join(path, key), f"not used by {name}")
+    values: dict[str, Any] = {}
+    for param in plugin.params:
+        key_path = V.join(path, param.key)
+        if param.key in given:
+            values[param.key] = param.read(raw[param.key], key_path, errs)
+        elif param.required:
+            errs.add(key_path, f"required for {name}")
+            values[param.key] = None
         else:
-            thresholds_ok = True
-    if max_p is not None and not 0 < max_p <= 1:
-        errs.add(V.join(path, "max_p"), f"must be in (0, 1], got {V.fmt(max_p)}")
-    elif max_p is not None and thresholds_ok:
-        slope = max_p / (max_th - min_th) * (1 << C.SLOPE_FRAC_BITS)   # red.p4's red_slope_q24
-        if round(slope) < 1 or round(slope) > MASK32:
-            errs.add(V.join(path, "max_p"),
-                     f"max_p / (max_th_pkts - min_th_pkts) = {slope:.6g} * 2^-"
-                     f"{C.SLOPE_FRAC_BITS} does not fit red_slope_q24 (1..2^32-1)")
-    if v["ewma_weight"] is not None:
-        try:
-            ewma_shift_from_weight(v["ewma_weight"])
-        except ValueError as exc:
-            errs.add(V.join(path, "ewma_weight"), str(exc))
-    for key in _CBT_KEYS:
-        th = v[key]
-        if th is not None and limit is not None and th > limit:
-            errs.add(V.join(path, key), f"must be <= queue_limit_pkts ({limit}), got {V.fmt(th)}")
+            values[param.key] = param.default
+    plugin.check(values, given, limit, path, errs)
+    if len(errs) > before or limit is None:
+        return None
+    return PortPolicy(algorithm=name, queue_limit_pkts=limit, settings=Settings(values))
 
 
 # --- switch

@@ -23,7 +23,8 @@ import finsy as fy
 
 from . import p4constants as C
 from . import reconcile as R
-from .algorithms import DCBT_ALGORITHMS, dcbt, fred, mcdt, upta_control
+from . import algorithms as A
+from .algorithms import dcbt, mcdt, upta_control
 from .config import Config, SwitchConfig
 from .encoding import PolicyAction, policy_action
 from .driver import (CONNECT_TIMEOUT_S, CONTROLLER_ELECTION_ID, DEFAULT_BMV2_JSON,
@@ -104,13 +105,13 @@ class SwitchController:
         self.mcdt_arrivals: dict[int, dict[int, int]] = {}
         # UPTA (upta §5.1, eqs. 18-19): the fair-share loop of this switch's upta ports
         self.upta: UptaLoop | None = None
-        if switch.bfd is not None or any(p.algorithm == "UPTA" and p.capacity_mbps is not None
+        if switch.bfd is not None or any(p.plugin.fair_share_loop(p) is not None
                                          for p in switch.policies.values()):
             # (a switch with BFD settings but no upta port, e.g. an egress edge, runs the
             # loop for its BFD event log only)
             bfd = switch.bfd
             c_ports = {port for port, p in switch.policies.items()
-                       if p.algorithm == "UPTA" and p.upta_mode == "C"}
+                       if p.plugin.probes_bfd_paths(p)}
             # C-UPTA ingress edge: probes on the paths that leave through a mode-C port
             paths = [] if bfd is None else [
                 upta_control.BfdPath(p.path_id, p.port, p.egress_addr)
@@ -139,7 +140,7 @@ class SwitchController:
         new_mcdt_periods = []
         for port, policy in sorted(self.switch.policies.items()):
             self._prepare_policy(port, installed.get(port))
-            if policy.algorithm == "MCDT" and port not in self.mcdt_arrivals:
+            if policy.plugin.period_ms(policy) is not None and port not in self.mcdt_arrivals:
                 new_mcdt_periods.append(port)
         desired = self.desired_state()
         plan = R.plan_writes(current, desired)
@@ -166,11 +167,12 @@ class SwitchController:
             self.epochs[port] = self.driver.new_policy_epoch(port, kept)
         # MCDT: eq. 10's memory and the running period go on only where the switch
         # still holds the policy this controller has been updating
-        if not (policy.algorithm == "MCDT" and continues and port in self.mcdt_th_scaled
+        periodic = policy.plugin.period_ms(policy) is not None
+        if not (periodic and continues and port in self.mcdt_th_scaled
                 and R.same_policy(self.pushed.get(port), template)):
             self.mcdt_th_scaled.pop(port, None)
             self.mcdt_arrivals.pop(port, None)
-            if policy.algorithm == "MCDT":
+            if periodic:
                 self.mcdt_th_scaled[port] = mcdt.initial_th_scaled(policy.queue_limit_pkts)
 
     def desired_state(self) -> R.SwitchState:
@@ -189,7 +191,7 @@ class SwitchController:
             entries += R.bfd_entries(sw.bfd)
         # ChIPS's slot sessions (and on Tofino the departure reports' session)
         clones = self.driver.clone_sessions(port for port, policy in sorted(sw.policies.items())
-                                            if policy.algorithm == "DCBT_CHIPS")
+                                            if policy.plugin.needs_cut_in_sessions)
         return R.SwitchState(digests=(R.flow_digest_config(
             digest=self.driver.flow_digest),), clone_sessions=tuple(clones),
                              entries=tuple(entries))
@@ -234,7 +236,7 @@ class SwitchController:
                           self.config.active_flows.expiry_interval_ms)
         changed = []
         for port, policy in sorted(self.switch.policies.items()):
-            if policy.algorithm not in DCBT_ALGORITHMS:
+            if not policy.plugin.follows_flow_shares:
                 continue
             action = self.policy_action(port)
             if action != self.pushed.get(port):
@@ -303,7 +305,8 @@ class SwitchController:
         return True
 
     async def _mcdt_loop(self, port: int) -> None:
-        period_ms = self.switch.policies[port].mcdt_period_ms
+        policy = self.switch.policies[port]
+        period_ms = policy.plugin.period_ms(policy)
         assert period_ms is not None
         while True:
             await asyncio.sleep(period_ms / 1000)
@@ -378,15 +381,17 @@ class SwitchController:
                                 "stats": self.stats_lateness.take()}}
 
     def fred_slot_sample(self) -> dict[str, Any]:
-        """For FRED ports: the active flows (from the flow reports) and how many of them
-        share a flow slot in the data plane, {"fred_slots": {port: {flows, sharing}}}."""
-        out = {}
+        """For ports whose algorithm keeps per-flow slots (FRED): the active flows (from
+        the flow reports) and how many of them share a flow slot in the data plane,
+        {"fred_slots": {port: {flows, sharing}}}."""
+        out: dict[str, dict[str, Any]] = {}
         for port, action in sorted(self.pushed.items()):
-            if action.algorithm == "FRED":
-                flows, sharing = fred.shared_slot_flows(
-                    self.flows.flow_keys(port), action.params["fred_slot_mask"] + 1)
-                out[str(port)] = {"flows": flows, "sharing": sharing}
-        return {"fred_slots": out} if out else {}
+            sample = A.of_action(action.name).slot_sample(action.params,
+                                                          self.flows.flow_keys(port))
+            if sample is not None:
+                key, value = sample
+                out.setdefault(key, {})[str(port)] = value
+        return out
 
     async def _stats_loop(self) -> None:
         assert self.stats_sink is not None
@@ -407,7 +412,7 @@ class SwitchController:
         tasks = [asyncio.create_task(self.receive_flow_reports())]
         tasks += [asyncio.create_task(self._mcdt_loop(port))
                   for port, policy in sorted(self.switch.policies.items())
-                  if policy.algorithm == "MCDT"]
+                  if policy.plugin.period_ms(policy) is not None]
         if self.stats_sink is not None:
             tasks.append(asyncio.create_task(self._stats_loop()))
         tasks += [asyncio.create_task(c) for c in self.extra_tasks()]

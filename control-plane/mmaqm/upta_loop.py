@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 from . import p4constants as C
 from .algorithms import upta, upta_control
-from .encoding import PolicyAction, upta_port_settings
+from .encoding import PolicyAction
 
 LOG = logging.getLogger(__name__)
 COUNTER = "upta_flow_bytes"
@@ -92,9 +92,8 @@ class UptaLoop:
         self.host = host
         self.clock_s = clock_s
         self.settings: dict[int, upta_control.PortSettings] = {
-            port: upta_port_settings(policy)
-            for port, policy in sorted(host.switch.policies.items())
-            if policy.algorithm == "UPTA" and policy.capacity_mbps is not None}
+            port: settings for port, policy in sorted(host.switch.policies.items())
+            if (settings := policy.plugin.fair_share_loop(policy)) is not None}
         # per port: (packets, bytes) per slot at the last read, and when it was
         self.counts: dict[int, dict[int, tuple[int, int]]] = {p: {} for p in self.settings}
         self.read_at: dict[int, float] = {}

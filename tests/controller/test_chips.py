@@ -28,7 +28,7 @@ def test_share_limit_from_the_papers_ratio() -> None:
 
 def test_defaults_and_params() -> None:
     policy = parse_policy(DCBT_CHIPS)
-    assert (policy.chips_max_tagged_ratio, policy.chips_ewma_weight) == (0.5, 2**-9)
+    assert (policy.settings.chips_max_tagged_ratio, policy.settings.chips_ewma_weight) == (0.5, 2**-9)
     action = policy_action(policy, policy_epoch=1, flow_epoch_shift=0)
     assert action.name == "dcbt_chips"
     assert (action.params["chips_ewma_shift"], action.params["chips_tagged_share_limit_q16"]) \

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from mmaqm.fixedpoint import ewma_shift_from_weight
 from mmaqm.config import (
     ConfigError,
     flow_epoch_shift_for,
@@ -80,9 +81,9 @@ def test_valid_config_and_defaults() -> None:
     assert switch.policies[3].algorithm == "DROP_TAIL"
     red = switch.policies[2]
     assert red.queue_limit_pkts == 60
-    assert red.ewma_weight == 2**-9 and red.ewma_shift == 9     # default weight 1/512
+    assert red.settings.ewma_weight == 2**-9 and ewma_shift_from_weight(red.settings.ewma_weight) == 9     # default weight 1/512
     assert switch.policies[1].queue_limit_pkts == 64             # default queue limit
-    assert switch.policies[1].ewma_shift == 0
+    assert dict(switch.policies[1].settings) == {}                # DROP_TAIL keeps no average
 
 
 def test_valid_boundaries_are_accepted() -> None:
@@ -96,7 +97,7 @@ def test_valid_boundaries_are_accepted() -> None:
     s1(cfg)["device_id"] = 0
     config = parse_config(cfg)
     policy = config.switches["s1"].policies[2]
-    assert (policy.min_th_pkts, policy.max_th_pkts, policy.ewma_shift) == (0, 60, 0)
+    assert (policy.settings.min_th_pkts, policy.settings.max_th_pkts, ewma_shift_from_weight(policy.settings.ewma_weight)) == (0, 60, 0)
     assert config.classifier.tagged_dscp == (0, 63)
     assert config.switches["s1"].device_id == 0
 
@@ -314,10 +315,11 @@ def test_unknown_policy_key_lists_the_allowed_keys() -> None:
     s1(cfg)["policies"][2]["max_th"] = 30
     assert errors_of(cfg) == [
         "switches.s1.policies.2.max_th: unknown key (allowed: algorithm, queue_limit_pkts, "
-        "min_th_pkts, max_th_pkts, max_p, ewma_weight, tagged_th_pkts, untagged_th_pkts, "
-        "burst_pkts, bandwidth_pps, gentle, ecn, harddrop, wait, adaptive, chips_max_tagged_ratio, "
+        "min_th_pkts, max_th_pkts, max_p, ewma_weight, burst_pkts, bandwidth_pps, gentle, ecn, "
+        "harddrop, wait, adaptive, tagged_th_pkts, untagged_th_pkts, chips_max_tagged_ratio, "
         "chips_ewma_weight, mcdt_period_ms, fred_minq_pkts, fred_flow_slots, upta_mode, "
-        "upta_flow_slots, upta_k_shift, upta_tagged_loss_threshold, capacity_mbps)"]
+        "upta_flow_slots, upta_k_shift, upta_tagged_loss_threshold, capacity_mbps); "
+        "did you mean 'max_th_pkts'?"]
 
 
 @pytest.mark.parametrize("remove, path", [
@@ -393,7 +395,7 @@ def test_ewma_weight_must_be_a_power_of_two() -> None:
 def test_ewma_weight_power_of_two_gives_shift() -> None:
     cfg = base()
     s1(cfg)["policies"][2]["ewma_weight"] = 0.0078125   # 2^-7
-    assert parse_config(cfg).switches["s1"].policies[2].ewma_shift == 7
+    assert ewma_shift_from_weight(parse_config(cfg).switches["s1"].policies[2].settings.ewma_weight) == 7
 
 
 @pytest.mark.parametrize("key", ["tm_queue_depth_pkts", "link_rate_pps"])
@@ -567,11 +569,10 @@ def test_parse_policy_checks_like_a_config_entry() -> None:
 
 def test_parse_policy_fills_defaults_and_derives_the_shift() -> None:
     red = parse_policy({"algorithm": "RED", "min_th_pkts": 4, "max_th_pkts": 5, "max_p": 0.1})
-    assert (red.queue_limit_pkts, red.ewma_weight, red.ewma_shift) == (64, 2**-9, 9)
-    assert (red.tagged_th_pkts, red.untagged_th_pkts) == (None, None)
+    assert (red.queue_limit_pkts, red.settings.ewma_weight, ewma_shift_from_weight(red.settings.ewma_weight)) == (64, 2**-9, 9)
+    assert "tagged_th_pkts" not in red.settings and "untagged_th_pkts" not in red.settings
     drop_tail = parse_policy({"algorithm": "DROP_TAIL", "queue_limit_pkts": 100})
-    assert (drop_tail.queue_limit_pkts, drop_tail.ewma_weight, drop_tail.ewma_shift) == (100, None, 0)
-    assert (drop_tail.min_th_pkts, drop_tail.max_th_pkts, drop_tail.max_p) == (None, None, None)
+    assert (drop_tail.queue_limit_pkts, dict(drop_tail.settings)) == (100, {})   # no average
 
 
 def test_huge_threshold_is_an_error_not_a_crash() -> None:
@@ -716,8 +717,8 @@ def test_red_slope_must_fit_its_register(update: dict, slope: str) -> None:
 def test_fred_keys_defaults_and_errors() -> None:
     red_keys = {"min_th_pkts": 5, "max_th_pkts": 15, "max_p": 0.1}
     policy = parse_policy({"algorithm": "FRED", **red_keys})
-    assert (policy.fred_minq_pkts, policy.fred_flow_slots, policy.ewma_shift) == (2, 4096, 9)
-    assert parse_policy({"algorithm": "RED", **red_keys}).fred_flow_slots is None
+    assert (policy.settings.fred_minq_pkts, policy.settings.fred_flow_slots, ewma_shift_from_weight(policy.settings.ewma_weight)) == (2, 4096, 9)
+    assert "fred_flow_slots" not in parse_policy({"algorithm": "RED", **red_keys}).settings
     with pytest.raises(ConfigError) as info:
         parse_policy({"algorithm": "FRED", **red_keys, "fred_flow_slots": 6000,
                       "fred_minq_pkts": -1, "gentle": True, "ecn": True})
@@ -877,8 +878,8 @@ def test_upta_capacity_is_optional_and_positive():
     """capacity_mbps (C of eqs. 18-19) turns on the controller's fair-share loop for the
     port; without it the entry keeps "none" (as the PTF tests use it)."""
     from mmaqm.config import parse_policy
-    assert parse_policy({"algorithm": "UPTA"}).capacity_mbps is None
-    assert parse_policy({"algorithm": "UPTA", "capacity_mbps": 3.5}).capacity_mbps == 3.5
+    assert parse_policy({"algorithm": "UPTA"}).settings.capacity_mbps is None
+    assert parse_policy({"algorithm": "UPTA", "capacity_mbps": 3.5}).settings.capacity_mbps == 3.5
     with pytest.raises(ConfigError) as info:
         parse_policy({"algorithm": "UPTA", "capacity_mbps": 0})
     assert info.value.errors == ["policy.capacity_mbps: must be > 0, got 0"]

@@ -803,7 +803,7 @@ def test_mcdt_period_defaults_to_100_ms() -> None:
     cfg = copy.deepcopy(MCDT_CONFIG)
     del cfg["switches"]["s1"]["policies"][2]["mcdt_period_ms"]
     policy = parse_config(cfg).switches["s1"].policies[2]
-    assert policy.mcdt_period_ms == 100.0 and policy.ewma_weight is None
+    assert policy.settings.mcdt_period_ms == 100.0 and "ewma_weight" not in policy.settings
 
 
 def test_stats_samples_carry_the_pushed_mcdt_thresholds() -> None:

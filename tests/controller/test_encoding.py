@@ -119,7 +119,7 @@ def test_policy_epoch_from_clock_is_ms_mod_2_32_never_0_nor_installed() -> None:
 
 def test_mcdt_carries_the_epoch_and_whole_packet_thresholds() -> None:
     policy = parse_policy({"algorithm": "MCDT", "queue_limit_pkts": 100})
-    assert policy.ewma_weight is None and policy.mcdt_period_ms == 100.0
+    assert "ewma_weight" not in policy.settings and policy.settings.mcdt_period_ms == 100.0
     first = policy_action(policy, policy_epoch=7, flow_epoch_shift=3)
     assert first == PolicyAction("mcdt", {
         "queue_limit_pkts": 100, "flow_epoch_shift": 3, "policy_epoch": 7,

@@ -10,6 +10,7 @@ import pytest
 
 from mmaqm import fixedpoint as F
 from mmaqm.algorithms import red
+from mmaqm.fixedpoint import ewma_shift_from_weight
 from mmaqm.config import ConfigError, parse_policy
 from mmaqm.encoding import policy_action
 
@@ -30,7 +31,7 @@ def test_burst_gives_the_weight_tc_computes() -> None:
     # a = 4.33; W = 1/4 gives 3.59 < a, W = 1/8 gives (1 - (7/8)^8.33) / (1/8) = 5.37 -> 1/8.
     assert red.ewma_weight_from_burst((2 * 5 + 15) / 3, 5) == 0.125
     policy = parse_policy({**RED, "burst_pkts": 7})
-    assert (policy.ewma_weight, policy.ewma_shift) == (0.25, 2)
+    assert (policy.settings.ewma_weight, ewma_shift_from_weight(policy.settings.ewma_weight)) == (0.25, 2)
 
 
 def test_burst_errors_like_tc() -> None:
@@ -175,7 +176,7 @@ def test_red_options_are_not_for_drop_tail(key: str) -> None:
 
 
 def test_adaptive_false_is_accepted() -> None:
-    assert parse_policy({**RED, "adaptive": False}).ecn is False
+    assert parse_policy({**RED, "adaptive": False}).settings.ecn is False
 
 
 # ------------------------------------------------------------ wait (ns-2 wait_)
@@ -184,7 +185,7 @@ CONSTANT_P_B = {"min_th_scaled": 0, "max_th_scaled": 1 << 16, "red_slope_q24": 1
 
 
 def test_wait_is_off_by_default_and_sent_as_a_flag() -> None:
-    assert parse_policy(RED).wait is False
+    assert parse_policy(RED).settings.wait is False
     assert encode(RED).params["wait"] == 0
     assert encode({**RED, "wait": True}).params["wait"] == 1
     for algorithm, extra in (("CBT_RED_ALL", {"tagged_th_pkts": 3, "untagged_th_pkts": 3}),

@@ -711,7 +711,7 @@ def test_config_keys_defaults_and_encoding() -> None:
     from mmaqm.config import ConfigError, parse_policy
     from mmaqm.encoding import policy_action
     p = parse_policy({"algorithm": "UPTA"})
-    assert (p.upta_mode, p.upta_flow_slots, p.upta_k_shift, p.upta_tagged_loss_threshold) == \
+    assert (p.settings.upta_mode, p.settings.upta_flow_slots, p.settings.upta_k_shift, p.settings.upta_tagged_loss_threshold) == \
         ("B", 4096, 17, None)
     a = policy_action(p, policy_epoch=5, flow_epoch_shift=0)
     # no interval yet: no fair share, no reciprocal, no threshold for tagged packets

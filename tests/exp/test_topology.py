@@ -373,7 +373,7 @@ def test_controller_config_bandwidth_link_is_the_bottleneck_rate():
     for given, expected in (("link", 3125), (1000, 1000), (None, None)):
         cfg = controller_config(t, {**DCBT_POLICY, "bandwidth_pps": given})
         assert cfg["switches"]["r1"]["policies"][4]["bandwidth_pps"] == expected
-        assert _parse(cfg).switches["r1"].policies[4].bandwidth_pps == expected
+        assert _parse(cfg).switches["r1"].policies[4].settings.bandwidth_pps == expected
 
 
 def test_controller_config_routes_and_macs():

@@ -44,7 +44,8 @@ from typing import Any, Callable, Optional, Sequence
 
 import yaml
 
-from mmaqm.algorithms import ALGORITHMS, DCBT_ALGORITHMS
+from mmaqm import algorithms as mmaqm_algorithms
+from mmaqm.algorithms import ALGORITHMS
 
 from . import analysis, flowlag, mmapp, registers, report
 from .cpu import CpuSampler
@@ -258,7 +259,7 @@ def run_algorithm(net: Network, topo, scenario, algorithm: str, policy: dict[str
     summary["red_queue_limit"] = analysis.red_queue_limit_block(policy, summary)  # cbt §4.2
     summary["registers"] = (registers.summary_block(out / registers.REGISTERS_FILE, summary, counters)
                             if regs is not None else None)
-    if algorithm in DCBT_ALGORITHMS:
+    if mmaqm_algorithms.get(algorithm).follows_flow_shares:
         lags = flowlag.class_lags(flowlag.read_events(share_events), summary["flows"],
                                   summary["t0_ns"], bn.switch, bn.port)
         summary["active_flow_lag"] = {"changes": lags, **flowlag.lag_summary(lags)}

@@ -1,35 +1,59 @@
-"""Per-algorithm arithmetic (pure functions, no switch): configuration -> action parameters.
+"""The algorithm plug-ins and their registry.
 
-One module per algorithm family; each cites its paper section. ``ALGORITHMS``
-maps the configuration name of every algorithm the controller supports to the
-name of its action in the P4 table ``port_policy`` (aqm.p4). The driver checks
-at connect time that the switch's P4Info has every one of those actions, with
-the parameters the encoding sends, by name.
+Each algorithm is one plug-in (``base.Algorithm``) in its own module: its name,
+its P4 action of the table ``port_policy`` (aqm.p4), its parameters, their
+validation, the action's encoding and what the controller runs for it. Nothing
+outside this package names an algorithm: code asks ``get(name)`` for the plug-in
+and uses what it declares. The driver checks at connect time that the switch's
+P4Info has each plug-in's action with the parameters the encoding sends.
+
+Adding an algorithm: its P4 control(s) and dispatch entry, a module here with
+one ``Algorithm`` subclass, its entry in ``REGISTRY`` below, its tests and its
+doc page.
 """
 
-from . import cbt, chips, dcbt, fred, mcdt, red, upta
+from __future__ import annotations
 
+from . import cbt, chips, dcbt, droptail, fred, mcdt, red, upta
+from .base import (DEFAULT_QUEUE_LIMIT_PKTS, MAX_QUEUE_LIMIT_PKTS, MIN_LOOP_INTERVAL_MS,
+                   REQUIRED, Algorithm, Param, PortInputs, PortPolicy, Settings)
+
+# In the order of the documentation and of the status table.
+REGISTRY: dict[str, Algorithm] = {plugin.name: plugin for plugin in (
+    droptail.PLUGIN, red.PLUGIN, cbt.RED_ALL, cbt.RED_TCP_ONLY, dcbt.PLUGIN, chips.PLUGIN,
+    mcdt.PLUGIN, fred.PLUGIN, upta.PLUGIN)}
 # config name -> P4 action of table port_policy
-ALGORITHMS: dict[str, str] = {
-    "DROP_TAIL": "drop_tail",
-    "RED": "red",
-    "CBT_RED_ALL": "cbt_red_all",          # cbt §3 "CBT with RED for all"
-    "CBT_RED_TCP_ONLY": "cbt_red_tcp_only",  # cbt §3 "CBT with RED only for TCP"
-    "DCBT": "dcbt",                        # dcbt §3.1
-    "DCBT_CHIPS": "dcbt_chips",            # dcbt §3.1 + §3.2 (ChIPS)
-    "MCDT": "mcdt",                        # mcdt §II.2, mode A
-    "FRED": "fred",                        # Lin & Morris 1997; cbt §2.3
-    "UPTA": "upta",                        # upta Fig. 7, §4 (P-UPTA), §5 (C-UPTA); modes B, P, C
-}
-CBT_ALGORITHMS = frozenset({"CBT_RED_ALL", "CBT_RED_TCP_ONLY"})
-# Algorithms whose class thresholds follow the active-flow shares (dcbt §3.1).
-DCBT_ALGORITHMS = frozenset({"DCBT", "DCBT_CHIPS"})
-# Algorithms without RED (no RED thresholds, average or options).
-NON_RED_ALGORITHMS = frozenset({"DROP_TAIL", "MCDT", "UPTA"})
-# RED options FRED's rules do not include (fred.p4 has no gentle ramp, ECN or wait).
-FRED_UNSUPPORTED_RED_OPTIONS = ("gentle", "ecn", "harddrop", "wait")
+ALGORITHMS: dict[str, str] = {name: plugin.p4_action for name, plugin in REGISTRY.items()}
 ALGORITHM_OF_ACTION: dict[str, str] = {action: name for name, action in ALGORITHMS.items()}
 
-__all__ = ["ALGORITHMS", "ALGORITHM_OF_ACTION", "CBT_ALGORITHMS", "DCBT_ALGORITHMS",
-           "FRED_UNSUPPORTED_RED_OPTIONS", "NON_RED_ALGORITHMS", "cbt", "chips", "dcbt", "fred",
-           "mcdt", "red", "upta"]
+
+def get(name: str) -> Algorithm:
+    """The plug-in of an algorithm name; KeyError naming the known ones."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown algorithm {name!r}; known: {', '.join(REGISTRY)}") from None
+
+
+def of_action(action: str) -> Algorithm:
+    """The plug-in whose port_policy action is ``action``."""
+    return REGISTRY[ALGORITHM_OF_ACTION[action]]
+
+
+def all_keys() -> tuple[str, ...]:
+    """Every policy key of every plug-in, in first-use order."""
+    seen: dict[str, None] = {}
+    for plugin in REGISTRY.values():
+        seen.update(dict.fromkeys(plugin.keys))
+    return tuple(seen)
+
+
+def users_of(key: str) -> tuple[str, ...]:
+    """The algorithms that take a policy key."""
+    return tuple(name for name, plugin in REGISTRY.items() if key in plugin.keys)
+
+
+__all__ = ["ALGORITHMS", "ALGORITHM_OF_ACTION", "DEFAULT_QUEUE_LIMIT_PKTS", "MAX_QUEUE_LIMIT_PKTS",
+           "MIN_LOOP_INTERVAL_MS", "REGISTRY", "REQUIRED", "Algorithm", "Param", "PortInputs",
+           "PortPolicy", "Settings", "all_keys", "cbt", "chips", "dcbt", "droptail", "fred",
+           "get", "mcdt", "of_action", "red", "upta", "users_of"]

@@ -10,8 +10,12 @@ paper's 50 % is a share of 1/3. The controller sends that limit in Q16.
 from __future__ import annotations
 
 import math
+from typing import Any, ClassVar
 
+from .. import validation as V
 from ..fixedpoint import PROB_ONE, ewma_shift_from_weight
+from .base import Param, PortInputs, PortPolicy
+from .dcbt import Dcbt
 
 DEFAULT_MAX_TAGGED_RATIO = 0.5     # dcbt §5: "turn off ... when the ratio ... is greater than 50%"
 DEFAULT_EWMA_WEIGHT = 2.0**-9      # about 512 enqueues of memory
@@ -45,3 +49,38 @@ def action_params(max_tagged_ratio: float, ewma_weight: float) -> dict[str, int]
         "chips_ewma_shift": ewma_shift_from_weight(ewma_weight),
         "chips_tagged_share_limit_q16": tagged_share_limit_q16(max_tagged_ratio),
     }
+
+
+# ------------------------------------------------------------------ the plug-in
+class DcbtChips(Dcbt):
+    """D-CBT with ChIPS cut-in scheduling of tagged packets (dcbt §3.1 + §3.2)."""
+
+    name: ClassVar[str] = "DCBT_CHIPS"
+    p4_action: ClassVar[str] = "dcbt_chips"
+    summary: ClassVar[str] = "D-CBT with Cut-In Packet Scheduling (dcbt §3.2)"
+    doc_page: ClassVar[str] = "docs/algorithms/chips.md"
+    needs_cut_in_sessions: ClassVar[bool] = True
+    params: ClassVar[tuple[Param, ...]] = Dcbt.params + (
+        Param("chips_max_tagged_ratio", "number", "", "ChIPS is on while tagged / other "
+              "enqueues <= this (dcbt §5: 50 %)", DEFAULT_MAX_TAGGED_RATIO, gt=0),
+        Param("chips_ewma_weight", "number", "", "weight of that average per enqueue, 2^-k",
+              DEFAULT_EWMA_WEIGHT),
+    )
+
+    def check(self, values: dict[str, Any], given: frozenset[str], queue_limit_pkts: int | None,
+              path: str, errs: V.Errors) -> None:
+        super().check(values, given, queue_limit_pkts, path, errs)
+        if values["chips_ewma_weight"] is not None:
+            try:
+                ewma_shift_from_weight(values["chips_ewma_weight"])
+            except ValueError as exc:
+                errs.add(V.join(path, "chips_ewma_weight"), str(exc))
+
+    def action_params(self, policy: PortPolicy, inputs: PortInputs,
+                      policy_epoch: int) -> dict[str, int]:
+        s = policy.settings
+        return {**super().action_params(policy, inputs, policy_epoch),
+                **action_params(s["chips_max_tagged_ratio"], s["chips_ewma_weight"])}
+
+
+PLUGIN = DcbtChips()

@@ -11,8 +11,11 @@ computes it; the tagged share goes to the switch as a Q16 fraction.
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 from ..fixedpoint import PROB_ONE, to_scaled
+from .base import PortInputs, PortPolicy
+from .red import Red, red_action_params
 
 
 def class_shares(n_tcp: int, n_tagged: int, n_untagged: int) -> tuple[float, float]:
@@ -72,3 +75,24 @@ def action_params(share_tagged: float, share_untagged: float, min_th_pkts: float
         "untagged_th_scaled": untagged_threshold_scaled(share_untagged, min_th_pkts,
                                                         max_th_pkts, max_p),
     }
+
+
+# ------------------------------------------------------------------ the plug-in
+class Dcbt(Red):
+    """D-CBT: class thresholds that follow the active-flow shares (dcbt §3.1)."""
+
+    name: ClassVar[str] = "DCBT"
+    p4_action: ClassVar[str] = "dcbt"
+    summary: ClassVar[str] = "Dynamic Class-Based Thresholds (dcbt §3.1)"
+    doc_page: ClassVar[str] = "docs/algorithms/dcbt.md"
+    follows_flow_shares: ClassVar[bool] = True
+
+    def action_params(self, policy: PortPolicy, inputs: PortInputs,
+                      policy_epoch: int) -> dict[str, int]:
+        s = policy.settings
+        return {**red_action_params(s, policy_epoch),
+                **action_params(inputs.share_tagged, inputs.share_untagged, s["min_th_pkts"],
+                                s["max_th_pkts"], s["max_p"])}
+
+
+PLUGIN = Dcbt()

@@ -73,13 +73,16 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
 
 from .. import p4constants as C
 from ..fixedpoint import (FRED_MAXQ, FRED_STRIKE, FRED_TWICE_AVGCQ, MASK32, MASK64, QUEUE_LIMIT,
                           RED_EARLY, RED_FORCED, check_int, ewma,
                           ewma_shift_from_weight, idle_decay, idle_halvings_q32, p4_to_scaled,
                           red_p_b_q16)
+from .. import validation as V
 from . import red
+from .base import Algorithm, Param, PortInputs, PortPolicy
 
 ADMIT = "ADMIT"
 DROP = "DROP"
@@ -549,3 +552,48 @@ def reference_depart(state: FredFloatState, slot: int, queue_pkts_after: int,
         new_flow = flow
     return replace(state, avg_pkts=avg, nactive=nactive,
                    slots=_with_slot(state.slots, slot, new_flow))
+
+
+# ------------------------------------------------------------------ the plug-in
+class Fred(Algorithm):
+    """FRED (Lin & Morris 1997; cbt §2.3): RED's average plus per-flow state in
+    hashed slots, with the RED keys burst_pkts and bandwidth_pps."""
+
+    name: ClassVar[str] = "FRED"
+    p4_action: ClassVar[str] = "fred"
+    summary: ClassVar[str] = "Flow Random Early Drop (Lin & Morris 1997; cbt §2.3)"
+    doc_page: ClassVar[str] = "docs/algorithms/fred.md"
+    params: ClassVar[tuple[Param, ...]] = red.THRESHOLD_PARAMS + (
+        Param("fred_minq_pkts", "int", "packets", "a flow holding fewer packets than "
+              "max(minq, avgcq) is never dropped early (2 for small buffers, 4 for large)",
+              DEFAULT_MINQ_PKTS, lo=0, hi=(1 << QLEN_BITS) - 1, note="fred_qlen is bit<16>"),
+        Param("fred_flow_slots", "int", "slots", "per-flow slots of the port; flows that hash "
+              "to one slot share its state", DEFAULT_TABLE_SLOTS, lo=1, hi=MAX_TABLE_SLOTS,
+              power_of_two=True, note="FRED_SLOTS_PER_PORT slots per port (defines.p4)"),
+    )
+    unused_key_notes = {key: "its rules have no gentle ramp, ECN marking or wait; burst_pkts "
+                        "and bandwidth_pps apply" for key in ("gentle", "ecn", "harddrop", "wait")}
+
+    def check(self, values: dict[str, Any], given: frozenset[str], queue_limit_pkts: int | None,
+              path: str, errs: V.Errors) -> None:
+        red.check_thresholds(values, given, queue_limit_pkts, path, errs)
+
+    def action_params(self, policy: PortPolicy, inputs: PortInputs,
+                      policy_epoch: int) -> dict[str, int]:
+        s = policy.settings
+        decay = 0 if s["bandwidth_pps"] is None else red.idle_decay_q32(s["ewma_weight"],
+                                                                         s["bandwidth_pps"])
+        return {"policy_epoch": policy_epoch,
+                **action_params(s["min_th_pkts"], s["max_th_pkts"], s["max_p"],
+                                minq_pkts=s["fred_minq_pkts"], ewma_weight=s["ewma_weight"],
+                                table_slots=s["fred_flow_slots"]),
+                "idle_decay_q32": decay}
+
+
+    def slot_sample(self, params: Mapping[str, int], flow_keys: Any
+                    ) -> tuple[str, dict[str, int]] | None:
+        flows, sharing = shared_slot_flows(flow_keys, params["fred_slot_mask"] + 1)
+        return "fred_slots", {"flows": flows, "sharing": sharing}
+
+
+PLUGIN = Fred()

@@ -52,9 +52,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from fractions import Fraction
-from typing import Union
+from typing import Any, ClassVar, Union
 
 from .. import p4constants as C
+from .base import MIN_LOOP_INTERVAL_MS, Algorithm, Param, PortInputs, PortPolicy
 from ..fixedpoint import (ADMIT, CLASS_THRESHOLD, QUEUE_LIMIT, OccupancyLike, as_occupancy,
                           check_int)
 
@@ -300,3 +301,33 @@ def decide(class_id: int, occupancy: OccupancyLike, th_pkts: Mapping[int, int],
     if occ.queue_pkts >= queue_limit_pkts:
         return QUEUE_LIMIT
     return ADMIT
+
+
+# ------------------------------------------------------------------ the plug-in
+class Mcdt(Algorithm):
+    """MCDT mode A: per-class thresholds on the instantaneous queue, recomputed by
+    the controller every period from the period's arrivals (mcdt §II.2)."""
+
+    name: ClassVar[str] = "MCDT"
+    p4_action: ClassVar[str] = "mcdt"
+    summary: ClassVar[str] = "Multi-Class Dynamic Thresholds, mode A (mcdt §II.2)"
+    doc_page: ClassVar[str] = "docs/algorithms/mcdt.md"
+    params: ClassVar[tuple[Param, ...]] = (
+        Param("mcdt_period_ms", "number", "ms", "how often the controller recomputes the "
+              "class thresholds from the period's arrivals (eqs. 5-10; the paper gives no "
+              "period); the buffer B of eqs. 5 and 9 is queue_limit_pkts",
+              DEFAULT_PERIOD_MS, lo=MIN_LOOP_INTERVAL_MS),
+    )
+
+    def action_params(self, policy: PortPolicy, inputs: PortInputs,
+                      policy_epoch: int) -> dict[str, int]:
+        limit = policy.queue_limit_pkts
+        th_pkts = inputs.mcdt_th_pkts if inputs.mcdt_th_pkts is not None else \
+            dict.fromkeys(MCDT_CLASSES, limit)              # T_c = B at first
+        return {"policy_epoch": policy_epoch, **action_params(th_pkts, limit)}
+
+    def period_ms(self, policy: PortPolicy) -> float | None:
+        return policy.settings["mcdt_period_ms"]
+
+
+PLUGIN = Mcdt()

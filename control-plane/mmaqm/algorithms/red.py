@@ -16,16 +16,18 @@ from __future__ import annotations
 
 import math
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
-from ..fixedpoint import MASK32, PROB_ONE, red_slope_q24, to_scaled
-
-if TYPE_CHECKING:
-    from ..config import PortPolicy
+from .. import p4constants as C
+from .. import validation as V
+from ..fixedpoint import MASK32, PROB_ONE, ewma_shift_from_weight, red_slope_q24, to_scaled
+from .base import MAX_QUEUE_LIMIT_PKTS, REQUIRED, Algorithm, Param, PortInputs, PortPolicy
 
 SLOPE_ONE = 1 << 24          # SLOPE_FRAC_BITS
 Q32_ONE = 1 << 32
 MAX_TC_WLOG = 31             # tc_red_eval_ewma tries W = 2^-1 .. 2^-31
+DEFAULT_EWMA_WEIGHT = 2.0**-9   # cbt §2.1 "typical weighting of 1/512"
 
 
 def thresholds_scaled(min_th_pkts: float, max_th_pkts: float) -> tuple[int, int]:
@@ -141,21 +143,153 @@ def idle_decay_factor(idle_us: float, ewma_weight: float, bandwidth_pps: float) 
     return (1 - ewma_weight) ** (idle_us * bandwidth_pps / 1e6)
 
 
-def option_params(policy: "PortPolicy") -> dict[str, int]:
-    """The RED options of every RED-based port_policy action (red.p4), for a
-    validated policy: idle_decay_q32 (0 = no bandwidth_pps: no idle decay),
+def option_params(settings: Mapping[str, Any]) -> dict[str, int]:
+    """The RED options of every RED-based port_policy action (red.p4), for
+    validated RED settings: idle_decay_q32 (0 = no bandwidth_pps: no idle decay),
     gentle, max_p_q16, gentle_slope_q24 (0 unless gentle), ecn, harddrop, wait."""
-    assert policy.max_th_pkts is not None and policy.max_p is not None
-    assert policy.ewma_weight is not None
-    decay = 0 if policy.bandwidth_pps is None else idle_decay_q32(policy.ewma_weight,
-                                                                   policy.bandwidth_pps)
+    bandwidth_pps = settings["bandwidth_pps"]
+    decay = 0 if bandwidth_pps is None else idle_decay_q32(settings["ewma_weight"],
+                                                            bandwidth_pps)
+    gentle = bool(settings.get("gentle", False))
     return {
         "idle_decay_q32": decay,
-        "gentle": int(policy.gentle),
-        "max_p_q16": max_p_q16(policy.max_p) if policy.gentle else 0,
-        "gentle_slope_q24": gentle_slope_q24(policy.max_th_pkts, policy.max_p)
-        if policy.gentle else 0,
-        "ecn": int(policy.ecn),
-        "harddrop": int(policy.harddrop),
-        "wait": int(policy.wait),
+        "gentle": int(gentle),
+        "max_p_q16": max_p_q16(settings["max_p"]) if gentle else 0,
+        "gentle_slope_q24": gentle_slope_q24(settings["max_th_pkts"], settings["max_p"])
+        if gentle else 0,
+        "ecn": int(settings.get("ecn", False)),
+        "harddrop": int(settings.get("harddrop", False)),
+        "wait": int(settings.get("wait", False)),
     }
+
+
+# ------------------------------------------------------------------ the plug-in
+# The parameters every RED-based algorithm takes (F&J 1993 §4; tc-red's options).
+THRESHOLD_PARAMS = (
+    Param("min_th_pkts", "number", "packets", "RED's min_th: no early drop while the "
+          "average is below it (F&J §4)", REQUIRED, lo=0),
+    Param("max_th_pkts", "number", "packets", "RED's max_th: at and above it every packet "
+          "is dropped; min_th_pkts < max_th_pkts <= queue_limit_pkts", REQUIRED),
+    Param("max_p", "number", "", "the early-drop probability p_b at max_th, in (0, 1]",
+          REQUIRED),
+    Param("ewma_weight", "number", "", "weight w of the average queue, 2^-k with k in 0..31 "
+          "(the data plane shifts); not with burst_pkts", DEFAULT_EWMA_WEIGHT),
+    Param("burst_pkts", "number", "packets", "tc-red burst: derive ewma_weight as tc does "
+          "(not with ewma_weight); >= min_th_pkts"),
+    Param("bandwidth_pps", "number", "packets/s", "tc-red bandwidth: the average decays "
+          "while the queue is idle (F&J §11); absent: no idle decay", gt=0),
+)
+OPTION_PARAMS = (
+    Param("gentle", "bool", "", "gentle RED: p_b ramps max_p..1 between max_th and "
+          "2 * max_th instead of jumping to 1", False),
+    Param("ecn", "bool", "", "tc-red ecn: mark ECN-capable packets CE instead of dropping "
+          "them early", False),
+    Param("harddrop", "bool", "", "tc-red harddrop: with ecn, drop in the forced zone "
+          "anyway", False),
+    Param("wait", "bool", "", "ns-2 wait_: no early drop while count * p_b <= 1, so drops "
+          "are spaced 1/p_b + 1..2/p_b packets apart", False),
+    Param("adaptive", "bool", "", "tc-red adaptive: not implemented; true is an error",
+          False),
+)
+RED_PARAMS = THRESHOLD_PARAMS + OPTION_PARAMS
+
+
+def check_thresholds(values: dict[str, Any], given: frozenset[str], limit: int | None,
+                     path: str, errs: V.Errors) -> None:
+    """min_th < max_th <= queue_limit_pkts, max_p in (0, 1] with a slope that fits
+    red_slope_q24, a power-of-two weight (or one derived from burst_pkts as tc-red
+    does), a representable idle decay."""
+    min_th, max_th, max_p = values["min_th_pkts"], values["max_th_pkts"], values["max_p"]
+    one_pkt_scaled = 1 << C.AVG_FRAC_BITS
+    bound = MAX_QUEUE_LIMIT_PKTS if limit is None else limit
+    thresholds_ok = False
+    if max_th is not None and max_th > bound:
+        errs.add(V.join(path, "max_th_pkts"),
+                 f"must be <= queue_limit_pkts ({bound}), got {V.fmt(max_th)}")
+    elif min_th is not None and max_th is not None:   # both in 0..65535 now: no overflow
+        if min_th >= max_th:
+            errs.add(V.join(path, "min_th_pkts"),
+                     f"must be < max_th_pkts ({V.fmt(max_th)}), got {V.fmt(min_th)}")
+        elif round(max_th * one_pkt_scaled) - round(min_th * one_pkt_scaled) < 1:
+            errs.add(V.join(path, "max_th_pkts"),
+                     f"must exceed min_th_pkts by at least 2^-{C.AVG_FRAC_BITS} packets, "
+                     f"got {V.fmt(max_th)} vs {V.fmt(min_th)}")
+        else:
+            thresholds_ok = True
+    if max_p is not None and not 0 < max_p <= 1:
+        errs.add(V.join(path, "max_p"), f"must be in (0, 1], got {V.fmt(max_p)}")
+    elif max_p is not None and thresholds_ok:
+        slope = max_p / (max_th - min_th) * (1 << C.SLOPE_FRAC_BITS)   # red.p4's red_slope_q24
+        if round(slope) < 1 or round(slope) > MASK32:
+            errs.add(V.join(path, "max_p"),
+                     f"max_p / (max_th_pkts - min_th_pkts) = {slope:.6g} * 2^-"
+                     f"{C.SLOPE_FRAC_BITS} does not fit red_slope_q24 (1..2^32-1)")
+    weight = values["ewma_weight"] if "ewma_weight" in given else None
+    if weight is not None:
+        try:
+            ewma_shift_from_weight(weight)
+        except ValueError as exc:
+            errs.add(V.join(path, "ewma_weight"), str(exc))
+            weight = None
+    if "burst_pkts" in given and values["burst_pkts"] is not None:
+        if "ewma_weight" in given:
+            errs.add(V.join(path, "burst_pkts"),
+                     "give burst_pkts or ewma_weight, not both (tc-red derives the weight "
+                     "from burst)")
+        elif min_th is not None:
+            try:
+                weight = ewma_weight_from_burst(values["burst_pkts"], min_th)
+            except ValueError as exc:
+                errs.add(V.join(path, "burst_pkts"), str(exc))
+    values["ewma_weight"] = DEFAULT_EWMA_WEIGHT if weight is None else weight
+    if values["bandwidth_pps"] is not None:
+        try:
+            idle_decay_q32(values["ewma_weight"], values["bandwidth_pps"])
+        except ValueError as exc:
+            errs.add(V.join(path, "bandwidth_pps"), str(exc))
+
+
+def check_options(values: dict[str, Any], path: str, errs: V.Errors) -> None:
+    """The RED options' own rules (tc-red's)."""
+    if values["adaptive"]:
+        errs.add(V.join(path, "adaptive"),
+                 "adaptive RED (tc-red adaptive) is not implemented; remove it or set false")
+    if values["harddrop"] and not values["ecn"]:
+        errs.add(V.join(path, "harddrop"), "only with ecn: true (without ecn RED drops anyway)")
+    max_th, max_p = values["max_th_pkts"], values["max_p"]
+    if values["gentle"] and max_th is not None and max_p is not None and 0 < max_p <= 1:
+        try:
+            gentle_slope_q24(max_th, max_p)
+        except ValueError as exc:
+            errs.add(V.join(path, "gentle"), str(exc))
+
+
+def red_action_params(settings: Mapping[str, Any], policy_epoch: int) -> dict[str, int]:
+    """The parameters every RED-based action shares: the epoch, the average's
+    shift, the thresholds and slope, the options."""
+    return {"policy_epoch": policy_epoch,
+            "ewma_shift": ewma_shift_from_weight(settings["ewma_weight"]),
+            **action_params(settings["min_th_pkts"], settings["max_th_pkts"], settings["max_p"]),
+            **option_params(settings)}
+
+
+class Red(Algorithm):
+    """RED with tc-red's options; the base of the class-based algorithms."""
+
+    name: ClassVar[str] = "RED"
+    p4_action: ClassVar[str] = "red"
+    summary: ClassVar[str] = "Random Early Detection (Floyd & Jacobson 1993), with tc-red's options"
+    doc_page: ClassVar[str] = "docs/algorithms/red.md"
+    params: ClassVar[tuple[Param, ...]] = RED_PARAMS
+
+    def check(self, values: dict[str, Any], given: frozenset[str], queue_limit_pkts: int | None,
+              path: str, errs: V.Errors) -> None:
+        check_thresholds(values, given, queue_limit_pkts, path, errs)
+        check_options(values, path, errs)
+
+    def action_params(self, policy: PortPolicy, inputs: PortInputs,
+                      policy_epoch: int) -> dict[str, int]:
+        return red_action_params(policy.settings, policy_epoch)
+
+
+PLUGIN = Red()

@@ -44,11 +44,13 @@ import math
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from .. import p4constants as C
 from ..fixedpoint import (MASK32, MASK64, QUEUE_LIMIT, UPTA_FAIR_SHARE, UPTA_USELESS,
                           check_int)
 # The same crc32 of the 5-tuple (flow_report.p4's field list) and slot sharing as FRED.
+from .base import Algorithm, Param, PortInputs, PortPolicy
 from .fred import flow_hash, shared_slot_flows
 
 # ---------------------------------------------------------------- constants
@@ -898,3 +900,65 @@ class FloatFlow:
         self.state = d.state
         self.history.append(d)
         return d
+
+
+# ------------------------------------------------------------------ the plug-in
+class Upta(Algorithm):
+    """UPTA (Wu & Hassan 2002): per-flow rate estimates against the port's fair
+    shares, which the controller computes (eqs. 18-19) and writes into the action;
+    until then there is none (nothing is dropped for fairness)."""
+
+    name: ClassVar[str] = "UPTA"
+    p4_action: ClassVar[str] = "upta"
+    summary: ClassVar[str] = "Useless Packet Transmission Avoidance, modes B, P, C (upta Fig. 7, §4, §5)"
+    doc_page: ClassVar[str] = "docs/algorithms/upta.md"
+    params: ClassVar[tuple[Param, ...]] = (
+        Param("upta_mode", "choice", "", "B: every router decides alone; P: the loss "
+              "threshold travels in an IPv4 option, rewritten per eq. 17; C: the ingress edge "
+              "decides with the path minima BFD discovers", "B", choices=tuple(MODE_NAMES)),
+        Param("upta_flow_slots", "int", "slots", "per-flow slots of the port; flows that hash "
+              "to one slot share its state", UPTA_SLOTS_PER_PORT, lo=1, hi=UPTA_SLOTS_PER_PORT,
+              power_of_two=True, note="UPTA_SLOTS_PER_PORT slots per port (defines.p4)"),
+        Param("upta_k_shift", "int", "", "the rate estimator's K = 2^k microseconds (2^17 us = "
+              "131 ms, CSFQ's 100 ms to the nearest power of two)", DEFAULT_K_SHIFT, lo=0,
+              hi=MAX_K_SHIFT),
+        Param("upta_tagged_loss_threshold", "number", "", "loss threshold q of tagged packets "
+              "that carry no UPTA option (the paper's video: 0.12); absent: never made U",
+              lo=0, hi=1),
+        Param("capacity_mbps", "number", "Mbit/s", "C of eqs. 18-19, the port's link rate: "
+              "the controller's fair-share loop runs every T = K; absent: no loop, the "
+              "shares stay none", gt=0),
+    )
+
+    def action_params(self, policy: PortPolicy, inputs: PortInputs,
+                      policy_epoch: int) -> dict[str, int]:
+        s = policy.settings
+        fs_i, fs_u = inputs.upta_shares_bps if inputs.upta_shares_bps is not None \
+            else (math.inf, math.inf)
+        q = s["upta_tagged_loss_threshold"]
+        return {"policy_epoch": policy_epoch,
+                **action_params(MODE_NAMES[s["upta_mode"]], fs_i, fs_u,
+                                table_slots=s["upta_flow_slots"], k_shift=s["upta_k_shift"],
+                                tagged_q=1.0 if q is None else q,
+                                queue_limit_pkts=policy.queue_limit_pkts)}
+
+    def fair_share_loop(self, policy: PortPolicy) -> Any:
+        """The fair-share loop's settings of the port (upta_control.PortSettings), or
+        None without capacity_mbps."""
+        from . import upta_control
+        s = policy.settings
+        if s["capacity_mbps"] is None:
+            return None
+        q = s["upta_tagged_loss_threshold"]
+        return upta_control.PortSettings(capacity_bps=s["capacity_mbps"] * 1e6,
+                                         mode=MODE_NAMES[s["upta_mode"]],
+                                         table_slots=s["upta_flow_slots"],
+                                         k_shift=s["upta_k_shift"],
+                                         tagged_q=1.0 if q is None else q,
+                                         queue_limit_pkts=policy.queue_limit_pkts)
+
+    def probes_bfd_paths(self, policy: PortPolicy) -> bool:
+        return policy.settings["upta_mode"] == "C"        # C-UPTA (upta §5.3)
+
+
+PLUGIN = Upta()
