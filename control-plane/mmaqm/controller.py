@@ -184,9 +184,9 @@ class SwitchController:
                     for r in sw.routes]
         entries += [R.policy_entry(port, self.policy_action(port))
                     for port in sorted(sw.policies)]
-        # on Tofino, the range tables that encode each policy (none on v1model)
+        # the range tables that encode each policy on a target that has them
         entries += [e for port in sorted(sw.policies)
-                    for e in self.driver.tna_range_entries(port, self.policy_action(port))]
+                    for e in self.driver.range_entries(port, self.policy_action(port))]
         if sw.bfd is not None:      # C-UPTA / BFD (upta.p4, docs/upta-plan.md §1.6-1.7)
             entries += R.bfd_entries(sw.bfd)
         # ChIPS's slot sessions (and on Tofino the departure reports' session)

@@ -26,12 +26,9 @@ from finsy.proto import p4r
 from google.protobuf.empty_pb2 import Empty
 
 from . import reconcile as R
+from . import targets
 from .algorithms import ALGORITHMS
 from .encoding import PolicyAction, policy_epoch_from_clock
-from .tna_encoding import (TNA_EVENT_COUNTERS, TNA_EVENT_SOURCE_OF, TNA_LOCAL_ADDR_VALUE_SET,
-                           TNA_REINDEXED_COUNTERS, bf_pipeline_config,
-                           check_tna_upta_slot_mask, is_tna_build_dir,
-                           tna_local_addr_members, tna_ts_to_us)
 
 LOG = logging.getLogger(__name__)
 
@@ -105,15 +102,15 @@ def flow_digest_alias(schema: fy.P4Schema) -> str:
 
 
 def policy_actions_missing(schema: fy.P4Schema) -> list[str]:
-    """Algorithm actions port_policy lacks. A v1model program carries every
-    algorithm; a TNA program (P4Info pkg_info.arch "tna") one, which is enough
-    (a policy of another algorithm then fails check_action, naming it)."""
+    """Algorithm actions port_policy lacks. A target whose one program carries every
+    algorithm must have them all; a program per algorithm needs one (a policy of
+    another algorithm then fails check_action, naming it)."""
     table = schema.tables.get(TABLE_POLICY)
     if table is None:
         return []
     refs = {ref.alias for ref in table.actions}
     algorithms = set(ALGORITHMS.values())
-    if schema.p4info.pkg_info.arch == "tna":
+    if not targets.for_p4info(schema).every_algorithm_in_one_program:
         return [] if refs & algorithms else sorted(algorithms)
     return sorted(algorithms - refs)
 
@@ -173,12 +170,11 @@ class SwitchDriver:
         for path in (p4info, bmv2_json) if push_pipeline else (p4info,):
             if not Path(path).exists():
                 raise FileNotFoundError(f"{path} not found: run 'make build' first")
-        # the device config: BMv2's JSON file, or a TNA build directory (make
-        # build-tna) packed as Stratum's BfPipelineConfig (tna_encoding)
+        # the device config: BMv2's JSON file, or a Tofino build directory (make
+        # build-tna) packed as Stratum's BfPipelineConfig (targets.device_config)
         device_config: Path | bytes | None = None
         if push_pipeline:
-            device_config = (bf_pipeline_config(Path(bmv2_json)) if is_tna_build_dir(bmv2_json)
-                             else Path(bmv2_json))
+            device_config = targets.device_config(Path(bmv2_json))
         options = fy.SwitchOptions(
             p4info=Path(p4info),
             p4blob=device_config,
@@ -198,14 +194,15 @@ class SwitchDriver:
             self.switch = fy.Switch(name, address, options)     # reads the P4Info
         except (text_format.ParseError, UnicodeDecodeError) as err:
             raise RuntimeError(f"{p4info}: not a P4Info text file ({err})") from None
-        self._counter_names = ({c.alias for c in self.switch.p4info.counters}
-                               | {c.name for c in self.switch.p4info.counters})
+        self.target = targets.for_p4info(self.switch.p4info)
+        self._counter_names = frozenset({c.alias for c in self.switch.p4info.counters}
+                                        | {c.name for c in self.switch.p4info.counters})
         # the flow digest's P4Info alias (v1model: its struct's name; TNA: the instance's);
         # the bench's minimal router has none, and the controller then enables no reports
         self.flow_digest = (flow_digest_alias(self.switch.p4info)
                             if self.switch.p4info.digests else R.DIGEST_FLOW)
         self._open = False
-        self._tna_local_addrs: set[int] = set()    # TNA: the upta_local_addr value set
+        self._local_addrs: set[int] = set()     # a target's upta_local_addr value set
         # finsy announces the pipeline ready (CHANNEL_READY) after its arbitration and,
         # when primary, its pipeline check or push (switch.py Switch._ready); it runs
         # that again after a backup connection becomes primary (BECOME_PRIMARY).
@@ -345,25 +342,28 @@ class SwitchDriver:
         await self.switch.write([+to_finsy(R.upta_edge_port_entry(port, cpu=cpu))])
 
     async def install_upta_local_addr(self, addr: str) -> None:
-        """One of this router's addresses (BFD endpoint). On TNA a parser value
-        set: its members are rewritten whole, this driver's addresses so far."""
-        if self.is_tna:
-            self._tna_local_addrs.add(int(ipaddress.IPv4Address(addr)))
-            await self._write_tna_local_addrs(self._tna_local_addrs)
+        """One of this router's addresses (BFD endpoint). Where the target keeps them
+        in a parser value set, its members are rewritten whole: this driver's
+        addresses so far."""
+        if self.target.local_addr_value_set is not None:
+            self._local_addrs.add(int(ipaddress.IPv4Address(addr)))
+            await self._write_local_addrs(self._local_addrs)
             return
         await self.switch.write([+to_finsy(R.upta_local_addr_entry(addr))])
 
-    async def _write_tna_local_addrs(self, addrs: Iterable[int]) -> None:
-        """The upta_local_addr value set (tna_encoding), one MODIFY of every member."""
-        members = tna_local_addr_members(addrs)      # validated before any write
-        value_set = self._tna_value_set(TNA_LOCAL_ADDR_VALUE_SET)
+    async def _write_local_addrs(self, addrs: Iterable[int]) -> None:
+        """The target's value set of this router's addresses, one MODIFY of every member."""
+        name = self.target.local_addr_value_set
+        assert name is not None
+        members = self.target.local_addr_members(addrs)      # validated before any write
+        value_set = self._value_set(name)
         update = p4r.Update(type=p4r.Update.MODIFY, entity=p4r.Entity(
             value_set_entry=p4r.ValueSetEntry(value_set_id=value_set.id, members=[
                 p4r.ValueSetMember(match=[p4r.FieldMatch(
                     field_id=1, exact=p4r.FieldMatch.Exact(value=m))]) for m in members])))
         await self.switch.write([update])
 
-    def _tna_value_set(self, name: str):
+    def _value_set(self, name: str):
         """The P4Info value set whose name ends with `name` (a parser's, qualified)."""
         for value_set in self.switch.p4info.value_sets:
             if value_set.name.split(".")[-1] == name:
@@ -391,12 +391,9 @@ class SwitchDriver:
         await self.switch.write([+to_finsy(R.cut_in_slot_session(port))])
 
     def clone_sessions(self, cut_in_ports: Iterable[int]) -> list[R.CloneSession]:
-        """The clone sessions this program needs: ChIPS's slot sessions of these
-        ports; on a TNA build also the departure reports' mirror session, and the
-        slot sessions are TNA's (64 + port; tna_encoding)."""
-        if self.is_tna:
-            return [R.tna_report_session()] + [R.tna_cut_in_slot_session(p) for p in cut_in_ports]
-        return [R.cut_in_slot_session(p) for p in cut_in_ports]
+        """The clone sessions this program needs (ChIPS's slot sessions of these
+        ports, and whatever else the target needs: targets)."""
+        return self.target.clone_sessions(cut_in_ports)
 
     # ---- reconciling (install) ---------------------------------------
     async def read_state(self) -> R.SwitchState:
@@ -430,8 +427,9 @@ class SwitchDriver:
     async def apply_writes(self, plan: R.WritePlan) -> None:
         """Send each batch of the plan as one Write RPC, in order (each must succeed
         before the next is sent). Port policies are checked against the P4Info first.
-        On TNA the upta_local_addr entries are the parser value set's members,
-        written last in one MODIFY (tna_encoding)."""
+        Where the target keeps this router's addresses in a parser value set, the
+        upta_local_addr entries are its members, written last in one MODIFY."""
+        value_set = self.target.local_addr_value_set is not None
         local_addrs = []
         for write in plan.writes:
             entity = write.entity
@@ -439,21 +437,21 @@ class SwitchDriver:
                     and entity.table == TABLE_POLICY:
                 action = PolicyAction(entity.action, dict(entity.params))
                 check_action(self.switch.p4info, TABLE_POLICY, action)
-                self._check_tna_action(action)
-            if self.is_tna and write.type != R.DELETE and isinstance(entity, R.TableEntry) \
+                self.target.check_action(action)
+            if value_set and write.type != R.DELETE and isinstance(entity, R.TableEntry) \
                     and entity.table == TABLE_UPTA_LOCAL_ADDR:
                 local_addrs.append(dict(entity.match)["addr"])
         if local_addrs:
-            tna_local_addr_members(local_addrs)           # validated before any write
+            self.target.local_addr_members(local_addrs)    # validated before any write
         for batch in plan.batches:
             updates = [_UPDATE[w.type](to_finsy(w.entity)) for w in batch
-                       if not (self.is_tna and isinstance(w.entity, R.TableEntry)
+                       if not (value_set and isinstance(w.entity, R.TableEntry)
                                and w.entity.table == TABLE_UPTA_LOCAL_ADDR)]
             if updates:
                 await self.switch.write(updates)
         if local_addrs:
-            self._tna_local_addrs = set(local_addrs)
-            await self._write_tna_local_addrs(self._tna_local_addrs)
+            self._local_addrs = set(local_addrs)
+            await self._write_local_addrs(self._local_addrs)
 
     async def reset_defaults(self) -> int:
         """Reset the default action of every table whose default is not const (P4Info
@@ -477,20 +475,15 @@ class SwitchDriver:
             return PolicyAction(action.name, {k: int(v) for k, v in (action.args or {}).items()})
         return None
 
-    @property
-    def is_tna(self) -> bool:
-        """A Tofino (TNA) build (P4Info pkg_info.arch "tna")."""
-        return self.switch.p4info.pkg_info.arch == "tna"
-
     async def write_port_policy(self, port: int, action: PolicyAction) -> None:
-        """Insert or modify the port's policy entry (one atomic table write); on a
-        TNA build, then the port's range-table entries that encode it
-        (reconcile.tna_range_entries: old ones deleted first, so that no two
-        overlap; meanwhile the tables' defaults hold: no RED drop, no class test)."""
+        """Insert or modify the port's policy entry (one atomic table write); then,
+        on a target with range tables, the port's entries that encode it
+        (targets: old ones deleted first, so that no two overlap; meanwhile the
+        tables' defaults hold: no RED drop, no class test)."""
         _check_port(port)
         check_action(self.switch.p4info, TABLE_POLICY, action)
-        self._check_tna_action(action)
-        ranges = self.tna_range_entries(port, action)
+        self.target.check_action(action)
+        ranges = self.range_entries(port, action)
         exists = await self.read_port_policy(port) is not None
         entry = fy.P4TableEntry(
             TABLE_POLICY,
@@ -498,25 +491,18 @@ class SwitchDriver:
             action=fy.Action(action.name, **dict(action.params)),
         )
         await self.switch.write([~entry if exists else +entry])
-        if self.is_tna:
-            await self._write_tna_ranges(port, ranges)
+        if self.target.range_tables:
+            await self._write_range_entries(port, ranges)
 
-    def _check_tna_action(self, action: PolicyAction) -> None:
-        """What a TNA build holds less of than v1model (tna_encoding): UPTA's slots."""
-        if self.is_tna and action.name == "upta":
-            check_tna_upta_slot_mask(action.params["slot_mask"])
-
-    def tna_range_entries(self, port: int, action: PolicyAction) -> list[R.TableEntry]:
-        """reconcile.tna_range_entries for the range tables this program has (none
-        on v1model)."""
-        if not self.is_tna:
-            return []
+    def range_entries(self, port: int, action: PolicyAction) -> list[R.TableEntry]:
+        """The target's range-table entries of the port's policy, for the range
+        tables this program has (none on v1model)."""
         have = {t.alias for t in self.switch.p4info.tables}
-        return [e for e in R.tna_range_entries(port, action) if e.table in have]
+        return [e for e in self.target.range_entries(port, action) if e.table in have]
 
-    async def _write_tna_ranges(self, port: int, desired: list[R.TableEntry]) -> None:
+    async def _write_range_entries(self, port: int, desired: list[R.TableEntry]) -> None:
         have = {t.alias for t in self.switch.p4info.tables}
-        tables = [t for t in R.TNA_RANGE_TABLES if t in have]
+        tables = [t for t in self.target.range_tables if t in have]
         current = []
         async for entity in self.switch.read([fy.P4TableEntry(t) for t in tables]):
             entry = from_finsy_entry(entity)
@@ -545,70 +531,41 @@ class SwitchDriver:
     # ---- counters -----------------------------------------------------
     async def read_counters(self, names: Iterable[str]) -> dict[str, dict[int, CounterValue]]:
         """Every index of several counters in ONE ReadRequest (one consistent-ish
-        snapshot instead of one round trip per counter)."""
+        snapshot instead of one round trip per counter), at v1model's names and
+        indexes; a counter the program lacks reads as no values."""
         names = list(names)
-        entities = []
-        for name in names:
-            if self.is_tna and name in TNA_EVENT_COUNTERS:   # per-event counters (tna_encoding)
-                entities += [fy.P4CounterEntry(c) for c in TNA_EVENT_COUNTERS[name].counters
-                             if self._has_counter(c)]
-            elif self._has_counter(name):
-                entities.append(fy.P4CounterEntry(name))
+        entities = [fy.P4CounterEntry(c) for name in names
+                    for c, _ in self.target.counter_reads(name, None, self._counter_names)]
         return await self._read_counter_entities(names, entities)
-
-    def _has_counter(self, name: str) -> bool:
-        """The program has this counter. A TNA build has one algorithm's counters
-        only (no chips_events without ChIPS, no upta_events without UPTA): a
-        counter it lacks reads as no values."""
-        return name in self._counter_names
 
     async def read_counter_indexes(
         self, wanted: Mapping[str, Iterable[int]]
     ) -> dict[str, dict[int, CounterValue]]:
         """Selected indexes of several counters in ONE P4Runtime ReadRequest
         (a time series samples a few ports, not all NUM_PORTS)."""
-        entities = []
-        for name, idx in wanted.items():
-            for i in idx:
-                if self.is_tna and name in TNA_EVENT_COUNTERS:
-                    entities += [fy.P4CounterEntry(c, index=j)
-                                 for c, j in TNA_EVENT_COUNTERS[name].sources(i)
-                                 if self._has_counter(c)]
-                elif not self._has_counter(name):
-                    break
-                else:
-                    entities.append(fy.P4CounterEntry(name, index=self._target_counter_index(name, i)))
+        entities = [fy.P4CounterEntry(c, index=j) for name, idx in wanted.items() for i in idx
+                    for c, j in self.target.counter_reads(name, i, self._counter_names)]
         return await self._read_counter_entities(list(wanted), entities)
-
-    def _target_counter_index(self, name: str, index: int) -> int:
-        """The program's index of v1model's index (a TNA build lays out some
-        counters differently: tna_encoding)."""
-        if self.is_tna and name in TNA_REINDEXED_COUNTERS:
-            return TNA_REINDEXED_COUNTERS[name][0](index)
-        return index
 
     async def _read_counter_entities(
         self, names: list[str], entities: list[fy.P4CounterEntry]
     ) -> dict[str, dict[int, CounterValue]]:
-        """The read entries, reported at v1model's names and indexes."""
+        """The read entries, reported at v1model's names and indexes (the target
+        translates; entries of one position add up)."""
         result: dict[str, dict[int, CounterValue]] = {name: {} for name in names}
         if not entities:
             return result
         async for entry in self.switch.read(entities):
             if entry.index is None:
                 continue
-            name, index = entry.counter_id, entry.index
+            name, index = self.target.counter_position(entry.counter_id, entry.index)
+            if index is None or name not in result:   # a slot v1model has no index for
+                continue
             value = CounterValue(entry.packet_count, entry.byte_count)
-            if self.is_tna and name in TNA_EVENT_SOURCE_OF:
-                name = TNA_EVENT_SOURCE_OF[name]
-                index = TNA_EVENT_COUNTERS[name].v1_index(entry.counter_id, index)
-                old = result.get(name, {}).get(index)
-                if old is not None:          # two sources of one event add up
-                    value = CounterValue(old.packets + value.packets, old.bytes + value.bytes)
-            elif self.is_tna and name in TNA_REINDEXED_COUNTERS:
-                index = TNA_REINDEXED_COUNTERS[name][1](index)
-            if index is not None and name in result:   # None: a slot v1model has no index for
-                result[name][index] = value
+            old = result[name].get(index)
+            if old is not None:
+                value = CounterValue(old.packets + value.packets, old.bytes + value.bytes)
+            result[name][index] = value
         return result
 
     # ---- digests ------------------------------------------------------
@@ -643,8 +600,7 @@ class SwitchDriver:
             "egress_port", "class_id", "src_addr", "dst_addr", "protocol", "src_port",
             "dst_port")}
         ts_index = names.index("ingress_ts_us") if "ingress_ts_us" in names else None
-        # a TNA build reports its clock in 1.024 us units (flow_report_tna.p4)
-        to_us = tna_ts_to_us if schema.p4info.pkg_info.arch == "tna" else (lambda ts: ts)
+        to_us = self.target.ts_to_us          # the target's clock unit -> us
         queue: asyncio.Queue = asyncio.Queue(DIGEST_QUEUE_LISTS)
         switch = self.switch
         finsy_handler = switch._stream_digest_message

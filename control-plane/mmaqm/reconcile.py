@@ -1,8 +1,8 @@
-"""Reconciling a switch with its configuration: the diff, as pure functions (issue 9).
+"""Reconciling a switch with its configuration: the diff, as pure functions.
 
-install() used to delete every entry and insert them again, which left a window with
-no route and no port policy (packets discarded as DISCARD_NO_ROUTE / NO_POLICY). Now
-the controller reads what the switch has (one ReadRequest, driver.read_state), builds
+Deleting every entry and inserting it again would leave a window with no route
+and no port policy (packets discarded as DISCARD_NO_ROUTE / NO_POLICY). The
+controller reads what the switch has (one ReadRequest, driver.read_state), builds
 what the configuration wants (desired_state) and writes only the difference
 (plan_writes). An unchanged configuration is zero writes.
 
@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import Union
 
 from . import p4constants as C
-from . import tna_encoding as T
 from .encoding import PolicyAction
 
 TABLE_ROUTES = "ipv4_lpm"
@@ -193,34 +192,6 @@ def policy_entry(port: int, action: PolicyAction) -> TableEntry:
     return TableEntry.make(TABLE_POLICY, {"port": port}, action.name, action.params)
 
 
-# Tofino (TNA) builds: what the data plane reads from range tables instead of
-# multiplying (tna_encoding.py), per port, from the same PolicyAction.
-TABLE_RED_ZONE = "red_zone"
-TABLE_DCBT_THRESHOLDS = "dcbt_tagged_threshold"
-TNA_RANGE_TABLES = (TABLE_RED_ZONE, TABLE_DCBT_THRESHOLDS)
-_RED_ZONE_ACTIONS = frozenset({"red", "cbt_red_all", "cbt_red_tcp_only", "dcbt", "dcbt_chips",
-                               "fred"})
-_DCBT_ACTIONS = frozenset({"dcbt", "dcbt_chips"})
-
-
-def tna_range_entries(port: int, action: PolicyAction) -> list[TableEntry]:
-    """red_zone (and for D-CBT dcbt_tagged_threshold) entries of one port on a TNA
-    build: key (port, avg_key range), priority 1 (a range table's entries need
-    one; they do not overlap). Empty for an algorithm without the tables."""
-    check_port(port)
-    entries = []
-    if action.name in _RED_ZONE_ACTIONS:
-        entries += [TableEntry.make(TABLE_RED_ZONE, {"port": port, "avg_key": (e.low, e.high)},
-                                    e.action, e.params, priority=1)
-                    for e in T.red_zone_entries(action)]
-    if action.name in _DCBT_ACTIONS:
-        entries += [TableEntry.make(TABLE_DCBT_THRESHOLDS,
-                                    {"port": port, "avg_key": (e.low, e.high)},
-                                    e.action, e.params, priority=1)
-                    for e in T.dcbt_tagged_threshold_entries(action)]
-    return entries
-
-
 def upta_edge_port_entry(port: int, *, cpu: bool = False) -> TableEntry:
     """UPTA/BFD (upta.p4): `port` faces hosts or another domain (an edge port: QoS
     Probes and Reports arriving on it are dropped and counted; C-UPTA's ingress
@@ -266,24 +237,11 @@ def cut_in_slot_session(port: int) -> CloneSession:
     return CloneSession(C.CHIPS_CLONE_SESSION_BASE + port, ((port, 1),))
 
 
-def tna_report_session() -> CloneSession:
-    """TNA: the departure reports' mirror session (main.p4's egress; occupancy_tna.p4):
-    to the recirculation port, each copy truncated (tna_encoding)."""
-    return CloneSession(T.TNA_REPORT_SESSION, ((T.TNA_RECIRC_PORT, 1),),
-                        packet_length_bytes=T.TNA_REPORT_COPY_BYTES)
-
-
-def tna_cut_in_slot_session(port: int) -> CloneSession:
-    """TNA: ChIPS's FIFO slot clones of one port (aqm_tna.p4): session
-    TNA_CHIPS_SESSION_BASE + port replicates to the port itself."""
-    check_port(port)
-    return CloneSession(T.TNA_CHIPS_SESSION_BASE + port, ((port, 1),))
-
-
 def flow_digest_config(max_list_size: int = 64, max_timeout_ms: int = 10, *,
                        digest: str = DIGEST_FLOW) -> DigestConfig:
     """The flow digest's configuration; digest: its P4Info alias (driver.flow_digest_alias:
-    the struct's name on v1model, the Digest instance's on TNA)."""
+    the struct's name on v1model, the Digest instance's on a target that names it
+    after the instance)."""
     return DigestConfig(digest, max_list_size, max_timeout_ms * 1_000_000, 1_000_000_000)
 
 

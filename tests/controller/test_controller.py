@@ -83,7 +83,7 @@ class FakeDriver:
     def clone_sessions(self, cut_in_ports) -> list:      # a v1model program
         return [R.cut_in_slot_session(p) for p in cut_in_ports]
 
-    def tna_range_entries(self, port, action) -> list:   # a v1model program
+    def range_entries(self, port, action) -> list:   # a v1model program
         return []
 
     def __init__(self, reports: Iterable[list[FlowReport]] = (),

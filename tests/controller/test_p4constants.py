@@ -44,7 +44,8 @@ IMPORT_WITHOUT_FILES = textwrap.dedent("""\
         raise AssertionError(f"file read at import: {args[:1]}")
     builtins.open = io.open = refuse
     pathlib.Path.read_text = pathlib.Path.read_bytes = pathlib.Path.open = refuse
-    from mmaqm import p4constants as C, tna_encoding as T
+    from mmaqm import p4constants as C
+    from mmaqm.targets import tna as T
     print(C.NUM_PORTS, C.CLASSES["UNTAGGED"], T.RED_ZONE_SEGMENTS, T.TNA_RECIRC_PORT)
     """)
 

@@ -16,6 +16,7 @@ from google.protobuf import text_format
 from fake_p4rt import FakeP4RuntimeServer, WrittenEntry, ipv4_int, load_p4info, run_async
 from mmaqm.driver import CounterValue, FlowReport, SwitchDriver
 from mmaqm import reconcile as R
+from mmaqm.targets import tna as T
 from mmaqm.encoding import PolicyAction
 
 RED = PolicyAction("red", {"queue_limit_pkts": 60, "flow_epoch_shift": 17,
@@ -247,7 +248,7 @@ def range_entries(server, table: str, port: int) -> list:
 
 def expected(table: str, port: int, action: PolicyAction) -> list:
     return sorted(((dict(e.match)["avg_key"], e.action, dict(e.params))
-                   for e in R.tna_range_entries(port, action) if e.table == table))
+                   for e in T.range_entries(port, action) if e.table == table))
 
 
 def written(server, table: str, port: int) -> list:
@@ -401,7 +402,7 @@ def test_on_tofino_chips_event_counters_are_reported_as_v1models_chips_events(
 
 def test_on_tofino_the_clone_sessions_are_the_report_session_and_tnas_slot_sessions(
         p4info_path: Path, device_config: Path) -> None:
-    from mmaqm import tna_encoding as T
+    from mmaqm.targets import tna as T
     tna = SwitchDriver("s1", "127.0.0.1:1", p4info=TNA_DCBT_CHIPS_P4INFO, bmv2_json=device_config)
     v1 = SwitchDriver("s1", "127.0.0.1:1", p4info=p4info_path, bmv2_json=device_config)
     # tna_types.p4: report session 1 to dev port 68 (recirculation), slot sessions 64 + port
@@ -409,7 +410,7 @@ def test_on_tofino_the_clone_sessions_are_the_report_session_and_tnas_slot_sessi
     assert tna.clone_sessions([2, 5]) == [
         R.CloneSession(1, ((68, 1),), packet_length_bytes=T.TNA_REPORT_COPY_BYTES),
         R.CloneSession(66, ((2, 1),)), R.CloneSession(69, ((5, 1),))]
-    assert tna.clone_sessions([]) == [R.tna_report_session()]     # every algorithm needs it
+    assert tna.clone_sessions([]) == [T.report_session()]     # every algorithm needs it
     assert v1.clone_sessions([2]) == [R.cut_in_slot_session(2)]   # 100 + port, no report session
 
 

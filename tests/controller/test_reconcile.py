@@ -161,17 +161,3 @@ def test_same_policy_ignores_the_epoch_and_what_the_loops_change() -> None:
     assert R.same_policy(mcdt, mcdt.with_params(tcp_th_pkts=5, policy_epoch=2))
     assert not R.same_policy(mcdt, mcdt.with_params(queue_limit_pkts=99))
     assert not R.same_policy(None, RED) and not R.same_policy(RED, None)
-
-
-def test_tna_range_entries_exist_for_the_red_family_only_and_check_the_port() -> None:
-    from mmaqm.encoding import PolicyAction
-    red = PolicyAction("red", {"queue_limit_pkts": 60, "min_th_scaled": 5 << 16,
-                               "max_th_scaled": 15 << 16, "red_slope_q24": 167772,
-                               "gentle": 0, "max_p_q16": 6553, "gentle_slope_q24": 0})
-    entries = R.tna_range_entries(4, red)
-    assert {e.table for e in entries} == {"red_zone"}
-    assert all(dict(e.match)["port"] == 4 and e.priority == 1 for e in entries)
-    assert R.tna_range_entries(4, PolicyAction("mcdt", {"queue_limit_pkts": 60})) == []
-    assert R.tna_range_entries(4, PolicyAction("drop_tail", {"queue_limit_pkts": 60})) == []
-    with pytest.raises(ValueError):
-        R.tna_range_entries(64, red)

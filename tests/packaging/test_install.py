@@ -169,7 +169,7 @@ def test_the_package_imports_from_the_venv_and_reads_no_checkout_file(
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert Path(report["file"]).resolve().is_relative_to(venv.resolve()), report["file"]
     assert {"mmaqm.cli", "mmaqm.p4constants", "mmaqm.driver",
-            "mmaqm.tna_encoding"} <= set(report["modules"])
+            "mmaqm.targets.tna"} <= set(report["modules"])
     assert report["opened"] == [], f"importing mmaqm opened checkout files: {report['opened']}"
 
 

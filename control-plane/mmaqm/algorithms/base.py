@@ -203,6 +203,9 @@ class Algorithm:
     follows_flow_shares: ClassVar[bool] = False
     # The controller writes ChIPS's cut-in clone sessions for the port (dcbt §3.2).
     needs_cut_in_sessions: ClassVar[bool] = False
+    # The range tables a target without run-time multiplication (Tofino) fills from
+    # this algorithm's action instead of computing per packet (targets.tna).
+    range_tables: ClassVar[tuple[str, ...]] = ()
     # Notes added to "not used by <name>" for keys that other plug-ins take.
     unused_key_notes: ClassVar[Mapping[str, str]] = {}
 

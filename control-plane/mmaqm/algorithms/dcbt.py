@@ -86,6 +86,7 @@ class Dcbt(Red):
     summary: ClassVar[str] = "Dynamic Class-Based Thresholds (dcbt §3.1)"
     doc_page: ClassVar[str] = "docs/algorithms/dcbt.md"
     follows_flow_shares: ClassVar[bool] = True
+    range_tables: ClassVar[tuple[str, ...]] = ("red_zone", "dcbt_tagged_threshold")
 
     def action_params(self, policy: PortPolicy, inputs: PortInputs,
                       policy_epoch: int) -> dict[str, int]:

@@ -563,6 +563,7 @@ class Fred(Algorithm):
     p4_action: ClassVar[str] = "fred"
     summary: ClassVar[str] = "Flow Random Early Drop (Lin & Morris 1997; cbt §2.3)"
     doc_page: ClassVar[str] = "docs/algorithms/fred.md"
+    range_tables: ClassVar[tuple[str, ...]] = ("red_zone",)
     params: ClassVar[tuple[Param, ...]] = red.THRESHOLD_PARAMS + (
         Param("fred_minq_pkts", "int", "packets", "a flow holding fewer packets than "
               "max(minq, avgcq) is never dropped early (2 for small buffers, 4 for large)",

@@ -281,6 +281,7 @@ class Red(Algorithm):
     summary: ClassVar[str] = "Random Early Detection (Floyd & Jacobson 1993), with tc-red's options"
     doc_page: ClassVar[str] = "docs/algorithms/red.md"
     params: ClassVar[tuple[Param, ...]] = RED_PARAMS
+    range_tables: ClassVar[tuple[str, ...]] = ("red_zone",)
 
     def check(self, values: dict[str, Any], given: frozenset[str], queue_limit_pkts: int | None,
               path: str, errs: V.Errors) -> None:

@@ -1,4 +1,4 @@
-"""Tofino (TNA) encodings of a port policy (README "Tofino (TNA)").
+"""Tofino (TNA): the target, and its encodings of a port policy (docs/tofino.md).
 
 p4src/tna cannot multiply two run-time values or shift a register by a
 run-time amount, so what v1model computes per packet from the port_policy
@@ -16,7 +16,9 @@ so from the same YAML):
 
 Pure functions; writing the range entries over P4Runtime is the driver's
 (driver.write_port_policy), the Lpf specs (BfRt) are not written yet. Also
-here: the P4Runtime device config of a TNA build (bf_pipeline_config).
+here: the P4Runtime device config of a TNA build (bf_pipeline_config), the
+counters a TNA build lays out differently, its clone sessions and the value
+set of the router's addresses, and ``Tna``, the target that uses them.
 """
 
 from __future__ import annotations
@@ -27,9 +29,14 @@ from pathlib import Path
 from types import MappingProxyType
 from collections.abc import Callable, Mapping
 
-from . import p4constants as C
-from . import p4generated
-from .encoding import PolicyAction
+from typing import ClassVar
+
+from .. import algorithms as A
+from .. import p4constants as C
+from .. import p4generated
+from .. import reconcile as R
+from ..encoding import PolicyAction
+from .base import Target
 
 # red_tna.p4's constants, generated at build time (tools/gen_p4constants.py)
 _TNA_CONSTANTS = p4generated.TNA_RED_CONSTANTS
@@ -425,3 +432,94 @@ def tna_local_addr_members(addrs) -> list[bytes]:
         raise ValueError(f"{len(unique)} router addresses: the Tofino build's "
                          f"{TNA_LOCAL_ADDR_VALUE_SET} value set holds {TNA_LOCAL_ADDRS_MAX}")
     return [a.to_bytes(max(1, (a.bit_length() + 7) // 8), "big") for a in unique]
+
+
+# ---- the range tables, per port (what the data plane reads instead of multiplying)
+TABLE_RED_ZONE = "red_zone"
+TABLE_DCBT_THRESHOLDS = "dcbt_tagged_threshold"
+RANGE_TABLES = (TABLE_RED_ZONE, TABLE_DCBT_THRESHOLDS)
+_RANGE_ENCODERS: dict[str, Callable[[PolicyAction], list[RangeEntry]]] = {
+    TABLE_RED_ZONE: lambda action: red_zone_entries(action),
+    TABLE_DCBT_THRESHOLDS: lambda action: dcbt_tagged_threshold_entries(action),
+}
+
+
+def range_entries(port: int, action: PolicyAction) -> list[R.TableEntry]:
+    """The range-table entries of one port's policy: the tables its algorithm's
+    plug-in names (red_zone, and for D-CBT dcbt_tagged_threshold); key (port,
+    avg_key range), priority 1 (a range table's entries need one; they do not
+    overlap). Empty for an algorithm without range tables."""
+    R.check_port(port)
+    return [R.TableEntry.make(table, {"port": port, "avg_key": (e.low, e.high)},
+                              e.action, e.params, priority=1)
+            for table in A.of_action(action.name).range_tables
+            for e in _RANGE_ENCODERS[table](action)]
+
+
+def report_session() -> R.CloneSession:
+    """The departure reports' mirror session (main.p4's egress; occupancy_tna.p4):
+    to the recirculation port, each copy truncated."""
+    return R.CloneSession(TNA_REPORT_SESSION, ((TNA_RECIRC_PORT, 1),),
+                          packet_length_bytes=TNA_REPORT_COPY_BYTES)
+
+
+def cut_in_slot_session(port: int) -> R.CloneSession:
+    """ChIPS's FIFO slot clones of one port (aqm_tna.p4): session
+    TNA_CHIPS_SESSION_BASE + port replicates to the port itself."""
+    R.check_port(port)
+    return R.CloneSession(TNA_CHIPS_SESSION_BASE + port, ((port, 1),))
+
+
+class Tna(Target):
+    """A Tofino 1 program of make build-tna: one program per algorithm."""
+
+    name: ClassVar[str] = "tna"
+    arch: ClassVar[str] = "tna"
+    every_algorithm_in_one_program: ClassVar[bool] = False
+
+    def check_action(self, action: PolicyAction) -> None:
+        if "slot_mask" in action.params:            # UPTA: fewer flow slots than v1model
+            check_tna_upta_slot_mask(action.params["slot_mask"])
+
+    @property
+    def range_tables(self) -> tuple[str, ...]:
+        return RANGE_TABLES
+
+    def range_entries(self, port: int, action: PolicyAction) -> list[R.TableEntry]:
+        return range_entries(port, action)
+
+    def clone_sessions(self, cut_in_ports) -> list[R.CloneSession]:
+        return [report_session()] + [cut_in_slot_session(p) for p in cut_in_ports]
+
+    @property
+    def local_addr_value_set(self) -> str | None:
+        return TNA_LOCAL_ADDR_VALUE_SET
+
+    def local_addr_members(self, addrs) -> list[bytes]:
+        return tna_local_addr_members(addrs)
+
+    def counter_reads(self, name: str, index: int | None,
+                      have: frozenset[str]) -> list[tuple[str, int | None]]:
+        if name in TNA_EVENT_COUNTERS:                     # a counter per event
+            events = TNA_EVENT_COUNTERS[name]
+            reads = ([(c, None) for c in events.counters] if index is None
+                     else [(c, j) for c, j in events.sources(index)])
+        elif name in TNA_REINDEXED_COUNTERS:
+            reads = [(name, None if index is None else TNA_REINDEXED_COUNTERS[name][0](index))]
+        else:
+            reads = [(name, index)]
+        return [(c, j) for c, j in reads if c in have]
+
+    def counter_position(self, counter: str, index: int) -> tuple[str, int | None]:
+        if counter in TNA_EVENT_SOURCE_OF:
+            name = TNA_EVENT_SOURCE_OF[counter]
+            return name, TNA_EVENT_COUNTERS[name].v1_index(counter, index)
+        if counter in TNA_REINDEXED_COUNTERS:
+            return counter, TNA_REINDEXED_COUNTERS[counter][1](index)
+        return counter, index
+
+    def ts_to_us(self, ts: int) -> int:
+        return tna_ts_to_us(ts)
+
+
+TARGET = Tna()

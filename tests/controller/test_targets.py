@@ -1,4 +1,4 @@
-"""tna_encoding: the tables p4src/tna reads instead of multiplying, against
+"""The targets (targets.v1model, targets.tna): the tables p4src/tna reads instead of multiplying, against
 v1model's arithmetic (red.p4 red_drop_test, dcbt.p4's tagged threshold)."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import math
 import pytest
 
 from mmaqm.encoding import PolicyAction
-from mmaqm.tna_encoding import (tna_drop_counter_index, tna_ts_to_us, v1_drop_counter_index,
+from mmaqm.targets import tna as T
+from mmaqm.targets.tna import (tna_drop_counter_index, tna_ts_to_us, v1_drop_counter_index,
                                 AVG_KEY_MAX, AVG_KEY_SHIFT, AVG_MAX, RED_ZONE_SEGMENTS,
                                 TNA_MAX_QUEUE_LIMIT_PKTS, dcbt_tagged_threshold_entries,
                                 lookup, lpf_time_constant_ns, red_zone_entries)
@@ -124,7 +125,7 @@ def test_drop_counter_indexes_map_both_ways_over_every_class_and_reason() -> Non
 
 
 def test_chips_events_map_to_the_tna_event_counters_and_back() -> None:
-    from mmaqm.tna_encoding import tna_chips_counter, v1_chips_index
+    from mmaqm.targets.tna import tna_chips_counter, v1_chips_index
     assert tna_chips_counter(2 * 5 + 0) == ("chips_on_admits", 2)
     assert tna_chips_counter(63 * 5 + 3) == ("chips_no_congestion", 63)
     assert tna_chips_counter(2 * 5 + 4) is None          # slot departures: not counted on TNA
@@ -134,3 +135,17 @@ def test_chips_events_map_to_the_tna_event_counters_and_back() -> None:
             assert v1_chips_index(*target) == index
     with pytest.raises(ValueError):
         tna_chips_counter(64 * 5)
+
+
+def test_range_entries_exist_for_the_red_family_only_and_check_the_port() -> None:
+    from mmaqm.encoding import PolicyAction
+    red = PolicyAction("red", {"queue_limit_pkts": 60, "min_th_scaled": 5 << 16,
+                               "max_th_scaled": 15 << 16, "red_slope_q24": 167772,
+                               "gentle": 0, "max_p_q16": 6553, "gentle_slope_q24": 0})
+    entries = T.range_entries(4, red)
+    assert {e.table for e in entries} == {"red_zone"}
+    assert all(dict(e.match)["port"] == 4 and e.priority == 1 for e in entries)
+    assert T.range_entries(4, PolicyAction("mcdt", {"queue_limit_pkts": 60})) == []
+    assert T.range_entries(4, PolicyAction("drop_tail", {"queue_limit_pkts": 60})) == []
+    with pytest.raises(ValueError):
+        T.range_entries(64, red)

@@ -1,0 +1,77 @@
+"""What a data-plane target is to the controller: how its program lays out
+what v1model lays out one way (counters, range tables, clone sessions, value
+sets, timestamps), so that everything above the driver speaks v1model's layout.
+
+One subclass per target (``v1model.V1model``, ``tna.Tna``); ``targets.for_p4info``
+picks it from a P4Info. Nothing else names a target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import ClassVar
+
+from .. import reconcile as R
+from ..encoding import PolicyAction
+
+
+class Target:
+    """The v1model layout; a target that differs overrides what differs."""
+
+    name: ClassVar[str]
+    # The P4Info pkg_info.arch of the target's programs.
+    arch: ClassVar[str]
+    # One program carries every algorithm (its port_policy has every plug-in's
+    # action); False: a program per algorithm, which needs only its own.
+    every_algorithm_in_one_program: ClassVar[bool] = True
+
+    def check_action(self, action: PolicyAction) -> None:
+        """Refuse, before any write, an action the target cannot hold (ValueError)."""
+
+    @property
+    def range_tables(self) -> tuple[str, ...]:
+        """The range tables the target fills from port policies (none on v1model)."""
+        return ()
+
+    def range_entries(self, port: int, action: PolicyAction) -> list[R.TableEntry]:
+        """The range-table entries of one port's policy (none on v1model)."""
+        R.check_port(port)
+        return []
+
+    def clone_sessions(self, cut_in_ports: Iterable[int]) -> list[R.CloneSession]:
+        """The clone sessions the program needs: ChIPS's slot sessions of these ports."""
+        return [R.cut_in_slot_session(p) for p in cut_in_ports]
+
+    # ---- this router's BFD addresses: a table on v1model
+    @property
+    def local_addr_value_set(self) -> str | None:
+        """The parser value set that holds this router's addresses, or None when
+        they are entries of the table upta_local_addr."""
+        return None
+
+    def local_addr_members(self, addrs: Iterable[int]) -> list[bytes]:
+        raise NotImplementedError(f"{self.name} keeps the router's addresses in a table")
+
+    # ---- counters: (program counter, program index) <-> v1model's (name, index)
+    def counter_reads(self, name: str, index: int | None,
+                      have: frozenset[str]) -> list[tuple[str, int | None]]:
+        """What to read in the program for v1model's counter `name` at `index`
+        (None: every index); counters the program lacks are left out."""
+        return [(name, index)] if name in have else []
+
+    def counter_position(self, counter: str, index: int) -> tuple[str, int | None]:
+        """v1model's (name, index) of a read program counter entry (index None:
+        an entry v1model has no place for). Several entries of one position add up."""
+        return counter, index
+
+    def ts_to_us(self, ts: int) -> int:
+        """A flow report's ingress timestamp in microseconds."""
+        return ts
+
+    def __repr__(self) -> str:
+        return f"<target {self.name}>"
+
+
+def tables_of(names: Sequence[str], have: Iterable[str]) -> list[str]:
+    have = set(have)
+    return [n for n in names if n in have]
