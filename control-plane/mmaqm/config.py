@@ -14,51 +14,18 @@ MAX_YAML_DEPTH levels deep; lists and mappings longer than the tables they fill
 are one error each (input bounds: a wrong or hostile file costs neither memory
 nor time).
 
-Schema (defaults in brackets)::
-
-  classifier:                      # optional
-    tagged_dscp: [46, 34]          # [46, 34] = EF, AF41. DSCPs of tagged UDP
-                                   # (cbt §3); ints 0..63, no duplicates; may be []
-  active_flows:                    # optional; D-CBT active-flow counting (dcbt §3.1)
-    expiry_interval_ms: 300        # [300] a flow is active if a packet of it
-                                   # arrived in the last interval; >= 0.004
-    update_interval_ms: 50         # [50] how often the controller recomputes
-                                   # shares; >= 1 and <= expiry_interval_ms
-    max_flows: 262144              # [262144] flows the controller tracks at most;
-                                   # 1..16777216; reports of new flows beyond it
-                                   # are refused and counted (stats "controller")
-  switches:                        # required, 1..MAX_SWITCHES (64)
-    s1:                            # switch name: [A-Za-z0-9_-]+
-      p4runtime_addr: 127.0.0.1:9559   # required; host:port ([v6addr]:port for IPv6);
-                                   # no two switches on one address and device_id
-                                   # (localhost = 127.0.0.1 = [::1], names in any case)
-      device_id: 1                 # [1] P4Runtime device id, >= 0
-      ports:                       # required, non-empty; keys are ints 0..NUM_PORTS-1
-        1: {mac: "02:00:00:00:00:01"}  # required mac: the router's own MAC on this
-                                       # port, unicast, not all-zero, one per port; quote it
-      routes:                      # [[]] list of
-        - prefix: 10.0.1.0/24      #   required IPv4 network, no host bits set, unique
-          port: 1                  #   required, must be in ports and have a policy
-          next_hop_mac: "02:00:00:01:00:01"   # required unicast MAC
-      policies:                    # [{}]
-        default: {...policy...}    # applied to every port in ports without its own entry
-        2: {...policy...}          # per port; the port must be in ports
-      bfd:                         # optional; C-UPTA's BFD (upta §5.3, upta.p4)
-        router_addr: 10.255.0.1    #   required: this router's own address (probes
-                                   #   to it are answered, reports to it accepted)
-        edge_ports: [1, 2]         #   [[]] ports facing hosts/other domains, in ports
-        cpu_port: 63               #   [none] BMv2's --cpu-port (PacketOut probes
-                                   #   enter there); 1..NUM_PORTS-1, not in ports
-        paths:                     #   [[]] this router's BFD paths as ingress edge
-          - {id: 0, port: 3, egress_addr: 10.255.0.7, prefixes: [10.0.4.1/32]}
-                                   #   id < BFD_PATHS unique, port in ports
+The schema, every key with its type, range, default and meaning, is
+docs/configuration.md, generated (tools/gen_config_reference.py, ``make
+config-reference``) from :data:`FIELDS` (the keys outside the policies) and
+:data:`COMMON_POLICY_PARAMS` at the end of this module and from the algorithm
+plug-ins' parameter declarations. tests/controller/test_config_fields.py keeps
+FIELDS equal to the keys the readers below accept.
 
 Policy keys: ``algorithm`` (required; one of ``mmaqm.algorithms.REGISTRY``),
 ``queue_limit_pkts`` (every algorithm; the P4 queue limit), and the keys of the
-algorithm's plug-in, each declared there with its type, unit, range and default
-(docs/configuration.md is generated from those declarations). A key that
-another algorithm takes is an error naming who takes it; an unknown key is an
-error with a suggestion.
+algorithm's plug-in, each declared there with its type, unit, range and default.
+A key that another algorithm takes is an error naming who takes it; an unknown
+key is an error with a suggestion.
 
 The BMv2 traffic manager's queue depth and rate are not controller settings:
 whoever starts simple_switch sets them (topologies: mmaqm_exp.network, from
@@ -97,7 +64,7 @@ DEFAULT_DEVICE_ID = 1
 MAX_FLOW_EPOCH_SHIFT = 40
 MIN_EXPIRY_INTERVAL_MS = 2 * 2**1 / 1000             # flow_epoch_shift_for() >= 1
 MAX_DEVICE_ID = 2**64 - 1
-# Input bounds (README "Configuration reference"): a config is a few kB; these stop
+# Input bounds (docs/configuration.md): a config is a few kB; these stop
 # a wrong or hostile file before it costs memory or time. PyYAML needs ~0.7 kB and
 # ~20 us per value; a full switch (NUM_PORTS ports, ROUTE_TABLE_SIZE routes, a
 # policy per port) is ~10k values.
@@ -687,3 +654,112 @@ def read_config_text(path: str | Path) -> str:
 def load_config(path: str | Path) -> Config:
     """Read and validate a YAML config file."""
     return parse_config(load_yaml(read_config_text(path), source=str(path)))
+
+
+# --- the configuration reference (docs/configuration.md)
+@dataclass(frozen=True)
+class FieldDoc:
+    """One key outside the policies, for the generated reference
+    (tools/gen_config_reference.py). path: the dotted field path as errors name it,
+    ``<name>`` / ``<port>`` where the user chooses the key, ``[]`` for every item of
+    a list; kind: what the value is; unit; allowed: its range in words; default:
+    "required", "none" (absent: not used) or the value when absent; doc: one line."""
+
+    path: str
+    kind: str
+    unit: str
+    allowed: str
+    default: str
+    doc: str
+
+
+_REQUIRED = "required"
+# Every key that parse_config's readers accept outside the policies, in the
+# reference's order. Ranges and defaults are formatted from the constants above.
+FIELDS: tuple[FieldDoc, ...] = (
+    FieldDoc("classifier", "mapping", "", "", "{}",
+             "the packet classifier (cbt §3); absent or empty: its defaults"),
+    FieldDoc("classifier.tagged_dscp", "list of int", "",
+             f"DSCPs 0..63, no duplicates, at most {C.CLASSIFIER_TABLE_SIZE - 1} (the "
+             f"classifier table's {C.CLASSIFIER_TABLE_SIZE} entries hold one for TCP too); "
+             f"may be []", str(list(DEFAULT_TAGGED_DSCP)),
+             "the DSCPs of tagged (multimedia) UDP; 46, 34 are EF, AF41"),
+    FieldDoc("active_flows", "mapping", "", "", "{}",
+             "D-CBT's active-flow counting (dcbt §3.1); absent or empty: its defaults"),
+    FieldDoc("active_flows.expiry_interval_ms", "number", "ms",
+             f">= {V.fmt(MIN_EXPIRY_INTERVAL_MS)} (two 2 us flow epochs)",
+             V.fmt(DEFAULT_EXPIRY_INTERVAL_MS),
+             "a flow is active if a packet of it arrived in the last interval"),
+    FieldDoc("active_flows.update_interval_ms", "number", "ms",
+             f">= {V.fmt(MIN_LOOP_INTERVAL_MS)}, <= expiry_interval_ms",
+             V.fmt(DEFAULT_UPDATE_INTERVAL_MS),
+             "how often the controller recomputes the active-flow class shares"),
+    FieldDoc("active_flows.max_flows", "int", "flows", f"1..{MAX_MAX_FLOWS}",
+             V.fmt(DEFAULT_MAX_FLOWS),
+             "flows the controller tracks at most; reports of new flows beyond it are "
+             "refused and counted (stats \"controller\")"),
+    FieldDoc("switches", "mapping", "", f"1..{MAX_SWITCHES} switches", _REQUIRED,
+             "the switches this controller programs, by name"),
+    FieldDoc("switches.<name>", "mapping", "",
+             f"name matches {_SWITCH_NAME_RE.pattern.strip('^$')}", "",
+             "one switch (names appear in logs and stats)"),
+    FieldDoc("switches.<name>.p4runtime_addr", "string", "",
+             "host:port, [v6addr]:port for IPv6; no two switches on one address and "
+             "device_id (localhost = 127.0.0.1 = [::1], host names in any case)", _REQUIRED,
+             "the switch's P4Runtime server"),
+    FieldDoc("switches.<name>.device_id", "int", "",
+             f"0..2^{MAX_DEVICE_ID.bit_length()} - 1", V.fmt(DEFAULT_DEVICE_ID),
+             "the P4Runtime device id"),
+    FieldDoc("switches.<name>.ports", "mapping", "", f"1..{C.NUM_PORTS} ports", _REQUIRED,
+             "the switch's ports the controller programs, by port number"),
+    FieldDoc("switches.<name>.ports.<port>", "mapping", "", f"port 0..{_MAX_PORT}", "",
+             "one port"),
+    FieldDoc("switches.<name>.ports.<port>.mac", "MAC string", "",
+             "unicast, not all-zero, one port each; quote it (YAML reads some unquoted MACs "
+             "as numbers)", _REQUIRED, "the router's own MAC on this port"),
+    FieldDoc("switches.<name>.routes", "list", "",
+             f"at most {C.ROUTE_TABLE_SIZE} routes (the ipv4_lpm table size)", "[]",
+             "the switch's IPv4 routes"),
+    FieldDoc("switches.<name>.routes[].prefix", "IPv4 network", "",
+             "no host bits set, unique in the switch", _REQUIRED, "the destination prefix"),
+    FieldDoc("switches.<name>.routes[].port", "int", "",
+             "in ports, and the port has a policy (its own or default)", _REQUIRED,
+             "the egress port"),
+    FieldDoc("switches.<name>.routes[].next_hop_mac", "MAC string", "", "unicast, not all-zero",
+             _REQUIRED, "the next hop's MAC (the packet's new destination MAC)"),
+    FieldDoc("switches.<name>.policies", "mapping", "",
+             f"at most {C.NUM_PORTS + 1} entries: one per port and default", "{}",
+             "the AQM policy of each port"),
+    FieldDoc("switches.<name>.policies.default", "policy", "", "a policy", "none",
+             "the policy of every port in ports without its own entry"),
+    FieldDoc("switches.<name>.policies.<port>", "policy", "", "a policy; the port is in ports",
+             "", "the port's own policy"),
+    FieldDoc("switches.<name>.bfd", "mapping", "", "", "none",
+             "C-UPTA's Bottleneck Fairshare Discovery (upta §5.3); absent: no BFD"),
+    FieldDoc("switches.<name>.bfd.router_addr", "IPv4 address", "", "", _REQUIRED,
+             "this router's own address: probes to it are answered, reports to it accepted"),
+    FieldDoc("switches.<name>.bfd.edge_ports", "list of int", "", "ports in ports", "[]",
+             "the ports facing hosts or other domains"),
+    FieldDoc("switches.<name>.bfd.cpu_port", "int", "", f"1..{_MAX_PORT}, not in ports", "none",
+             "BMv2's --cpu-port, where PacketOut probes enter"),
+    FieldDoc("switches.<name>.bfd.paths", "list", "", f"at most {C.BFD_PATHS} paths", "[]",
+             "this router's BFD paths as ingress edge"),
+    FieldDoc("switches.<name>.bfd.paths[].id", "int", "", f"0..{C.BFD_PATHS - 1}, unique",
+             _REQUIRED, "the path's id"),
+    FieldDoc("switches.<name>.bfd.paths[].port", "int", "", "in ports", _REQUIRED,
+             "the port the path leaves by"),
+    FieldDoc("switches.<name>.bfd.paths[].egress_addr", "IPv4 address", "", "", _REQUIRED,
+             "the router_addr of the path's egress edge router"),
+    FieldDoc("switches.<name>.bfd.paths[].prefixes", "list of IPv4 network", "",
+             f"at most {C.BFD_PATHS}", "[]", "the destinations whose packets take the path"),
+)
+
+# The keys every policy has, whatever its algorithm (_read_policy reads them).
+COMMON_POLICY_PARAMS: tuple[A.Param, ...] = (
+    A.Param("algorithm", "choice", "", "the port's AQM algorithm; its plug-in's keys follow",
+            A.REQUIRED, choices=tuple(A.REGISTRY)),
+    A.Param("queue_limit_pkts", "int", "packets", "the P4 queue limit: an arriving packet "
+            "is dropped when the port's queue holds this many (after the algorithm's own "
+            "tests)", DEFAULT_QUEUE_LIMIT_PKTS, lo=1, hi=MAX_QUEUE_LIMIT_PKTS,
+            note=f"averages are bit<32> packets * 2^{C.AVG_FRAC_BITS}"),
+)
