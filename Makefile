@@ -35,6 +35,7 @@ help:
 	@echo "make golden-p4info  accept a changed P4Info ($(P4INFO_GOLDEN)); regenerates $(P4_CONSTANTS)"
 	@echo "make gen-constants  regenerate $(P4_CONSTANTS) from defines.p4, the golden P4Info"
 	@echo "                  and the TNA constants (make build checks it is current)"
+	@echo "make config-reference  regenerate docs/configuration.md from the controller's code"
 	@echo "make test         unit tests + PTF conformance suite on BMv2 (needs root)"
 	@echo "make test-unit    unit tests only (no switch)"
 	@echo "make test-ptf     PTF suite only; one test: make test-ptf PTF_TEST=test_red.RedForcedDropTest"
@@ -137,6 +138,13 @@ gen-constants: | $(VENV)/.installed
 	$(PY) tools/gen_p4constants.py
 check-constants: | $(VENV)/.installed
 	@$(PY) tools/gen_p4constants.py --check
+
+# docs/configuration.md is generated from the controller's code (mmaqm.config's FIELDS
+# and the algorithm plug-ins' parameters); tests/tools/test_config_reference.py fails
+# when it is stale (tools/gen_config_reference.py --check).
+.PHONY: config-reference
+config-reference: | $(VENV)/.installed
+	$(PY) tools/gen_config_reference.py
 
 test: build deps-venv
 	$(PY) tools/run_tests.py
