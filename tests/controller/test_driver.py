@@ -19,7 +19,7 @@ from google.protobuf import text_format
 
 from fake_p4rt import FakeP4RuntimeServer, WrittenEntry, WrittenUpdate, blackhole_address, \
     closed_port, http_listener, ipv4_int, load_p4info, mac_int, run_async
-from mmaqm import driver as driver_module
+from mmaqm.p4rt import tables as driver_module   # the module that reads the clock
 from mmaqm.driver import CounterValue, FlowReport, SwitchConnectionError, SwitchDriver, \
     wait_for_grpc
 from mmaqm.encoding import PolicyAction
@@ -256,7 +256,7 @@ def test_clear_deletes_every_entry_but_keeps_the_digest_config(
 
 def test_read_state_reads_everything_in_one_request_and_apply_writes_sends_each_batch(
         p4info_path: Path, device_config: Path) -> None:
-    """Issue 9 (reinstall gap): what install reads and writes, over the wire."""
+    """The reinstall gap: what install reads and writes, over the wire."""
     from mmaqm import reconcile as R
 
     route = R.route_entry("10.0.2.0/24", 2, "02:00:00:00:00:02", "02:00:00:02:00:01")
@@ -415,7 +415,7 @@ def test_wait_for_grpc_times_out_on_a_closed_port() -> None:
 
 
 def test_wait_for_grpc_gives_up_on_an_address_that_drops_syns() -> None:
-    """Issue 9: one open_connection to a SYN-dropping address lasted the kernel's
+    """One open_connection to a SYN-dropping address lasted the kernel's
     ~130 s of SYN retries; the deadline was only checked between attempts."""
     async def body(address: str) -> float:
         started = time.monotonic()
@@ -453,7 +453,7 @@ def connect_once(p4info: Path, address: str, **kwargs: Any) -> float:
 
 
 def test_connecting_to_a_mute_p4runtime_server_times_out(p4info_path: Path) -> None:
-    """Issue 9: finsy's Switch.__aenter__ waits for the arbitration answer forever."""
+    """finsy's Switch.__aenter__ waits for the arbitration answer forever."""
     server = FakeP4RuntimeServer(answer_arbitration=False)
 
     async def body() -> float:
@@ -483,7 +483,7 @@ def test_connecting_to_an_address_that_drops_syns_times_out(p4info_path: Path) -
 ], ids=["closed port", "HTTP server"])
 def test_connection_failures_name_the_switch_and_address(p4info_path: Path, listener: Any,
                                                          cause: str) -> None:
-    """Issue 9: they were finsy P4ClientErrors, printed by mmaqm-ctl as tracebacks."""
+    """They were finsy P4ClientErrors, printed by mmaqm-ctl as tracebacks."""
     with listener() as address:
         with pytest.raises(SwitchConnectionError) as info:
             connect_once(p4info_path, address, connect_timeout_s=2)

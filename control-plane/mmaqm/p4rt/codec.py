@@ -1,0 +1,138 @@
+"""P4Runtime data as mmaqm reads and writes it, over finsy: reconcile's plain
+entities <-> finsy's, the flow report and counter value types, and the checks of
+a program's P4Info (by name, never by id or position)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import finsy as fy
+
+from .. import reconcile as R
+from .. import targets
+from ..algorithms import ALGORITHMS
+from ..encoding import PolicyAction
+
+TABLE_POLICY = R.TABLE_POLICY
+DIGEST_FLOW = R.DIGEST_FLOW
+
+
+@dataclass(frozen=True)
+class FlowReport:
+    """One active-flow digest entry (flow_report.p4)."""
+
+    egress_port: int
+    class_id: int
+    flow_key: tuple[int, int, int, int, int]  # src, dst, proto, sport, dport
+    # when the reporting packet arrived: BMv2 ingress_global_timestamp, us since the
+    # switch started (None: a program whose digest has no such field)
+    ingress_ts_us: int | None = None
+
+
+@dataclass(frozen=True)
+class CounterValue:
+    packets: int = 0
+    bytes: int = 0
+
+
+_check_port = R.check_port
+
+
+def flow_digest_alias(schema: fy.P4Schema) -> str:
+    """The flow digest's alias. v1model names a digest after its struct
+    (flow_digest_t); TNA after its Digest<flow_digest_t> instance: found by the
+    digest's type_spec struct name."""
+    if schema.digests.get(DIGEST_FLOW) is not None:
+        return DIGEST_FLOW
+    for digest in schema.digests:
+        spec = digest.pbuf.type_spec
+        if spec.WhichOneof("type_spec") == "struct" and spec.struct.name == DIGEST_FLOW:
+            return digest.alias
+    raise ValueError(f"the P4Info has no digest of type {DIGEST_FLOW}")
+
+
+def policy_actions_missing(schema: fy.P4Schema) -> list[str]:
+    """Algorithm actions port_policy lacks. A target whose one program carries every
+    algorithm must have them all; a program per algorithm needs one (a policy of
+    another algorithm then fails check_action, naming it)."""
+    table = schema.tables.get(TABLE_POLICY)
+    if table is None:
+        return []
+    refs = {ref.alias for ref in table.actions}
+    algorithms = set(ALGORITHMS.values())
+    if not targets.for_p4info(schema).every_algorithm_in_one_program:
+        return [] if refs & algorithms else sorted(algorithms)
+    return sorted(algorithms - refs)
+
+
+def check_action(schema: fy.P4Schema, table: str, action: PolicyAction) -> None:
+    """The action is one of the table's, with exactly its P4Info parameters, each
+    fitting its bit width (by name, not position). Raises ValueError."""
+    table_info = schema.tables.get(table)
+    if table_info is None:
+        raise ValueError(f"the P4Info has no table {table!r}: not an mmaqm program")
+    refs = {ref.alias for ref in table_info.actions}
+    if action.name not in refs:
+        raise ValueError(f"{table}: the P4Info has no action {action.name!r} "
+                         f"(it has {', '.join(sorted(refs))})")
+    params = schema.actions[action.name].params
+    names = {param.name for param in params}
+    if set(action.params) != names:
+        raise ValueError(f"{action.name}: parameters {sorted(action.params)} differ from the "
+                         f"P4Info's {sorted(names)}")
+    for param in params:
+        value = action.params[param.name]
+        if isinstance(value, bool) or not isinstance(value, int) \
+                or not 0 <= value < 1 << param.bitwidth:
+            raise ValueError(f"{action.name}.{param.name} must be an int in "
+                             f"0..2^{param.bitwidth}-1, got {value!r}")
+
+
+_UPDATE = {R.INSERT: lambda e: +e, R.MODIFY: lambda e: ~e, R.DELETE: lambda e: -e}
+
+
+def _replicas(replicas: Iterable[fy.P4Replica]) -> tuple[tuple[int, int], ...]:
+    return tuple((int(r.port), int(r.instance)) for r in replicas)
+
+
+def from_finsy_entry(entry: fy.P4TableEntry) -> R.TableEntry:
+    """A table entry as finsy decoded it (match values as ints or tuples of ints)."""
+    action = entry.action
+    if not isinstance(action, fy.P4TableAction):
+        raise ValueError(f"{entry.table_id}: an entry without a direct action: {entry!r}")
+    return R.TableEntry.make(str(entry.table_id), dict(entry.match or {}), action.name,
+                             {k: int(v) for k, v in (action.args or {}).items()},
+                             entry.priority)
+
+
+def to_finsy(entity: R.Entity) -> fy.P4Entity:
+    """reconcile's plain data as the finsy entity to write."""
+    if isinstance(entity, R.TableEntry):
+        return fy.P4TableEntry(entity.table, match=fy.Match(dict(entity.match)),
+                               action=fy.Action(entity.action, **dict(entity.params)),
+                               priority=entity.priority)
+    if isinstance(entity, R.CloneSession):
+        return fy.P4CloneSessionEntry(entity.session_id, class_of_service=entity.class_of_service,
+                                      packet_length_bytes=entity.packet_length_bytes,
+                                      replicas=list(entity.replicas))
+    if isinstance(entity, R.MulticastGroup):
+        return fy.P4MulticastGroupEntry(entity.group_id, replicas=list(entity.replicas))
+    return fy.P4DigestEntry(entity.digest, max_list_size=entity.max_list_size,
+                            max_timeout_ns=entity.max_timeout_ns,
+                            ack_timeout_ns=entity.ack_timeout_ns)
+
+
+def _already_exists(err: fy.P4ClientError) -> bool:
+    """The write failed only because an entity already exists (P4Runtime reports a
+    batch's per-update errors as UNKNOWN with details)."""
+    details = err.details
+    return bool(details) and all(d.canonical_code == fy.GRPCStatusCode.ALREADY_EXISTS
+                                 for d in details.values())
+
+
+def describe_error(err: fy.P4ClientError) -> str:
+    """A P4ClientError in one line: the gRPC code and message (its str() is a repr)."""
+    return f"{err.code.name}: {err.message}".replace("\n", " ")
+
+

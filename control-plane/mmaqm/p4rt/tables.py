@@ -1,0 +1,235 @@
+"""Table, clone-session and value-set writes, and the switch's state as reconcile
+reads it (a mixin of driver.SwitchDriver: it uses the session's finsy Switch
+and target)."""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+from collections.abc import Iterable
+
+import finsy as fy
+from finsy.proto import p4r
+
+from .. import reconcile as R
+from ..encoding import PolicyAction, policy_epoch_from_clock
+from .codec import (TABLE_POLICY, _UPDATE, _check_port, _replicas, check_action,
+                    from_finsy_entry, to_finsy)
+
+TABLE_UPTA_LOCAL_ADDR = R.TABLE_UPTA_LOCAL_ADDR
+
+
+class TableWrites:
+    # ---- table writes -------------------------------------------------
+    async def clear(self) -> None:
+        """Delete every table entry and clone session this program has (not the
+        pipeline), and reset the tables' default actions: finsy's delete_all, except
+        that the digest configuration stays. Deleting it while PI is building a digest
+        list aborts simple_switch_grpc (PI digest_mgr.cpp DigestData::reset():
+        `assert(cache.empty())` fails while entries of the unsent list are cached),
+        which a controller restarted under traffic did to a switch. The digest config
+        is rewritten by enable_flow_reports."""
+        await self.switch.delete_many([fy.P4TableEntry(), fy.P4MulticastGroupEntry(),
+                                       fy.P4CloneSessionEntry()])
+        defaults = [fy.P4TableEntry(table.alias, is_default_action=True)
+                    for table in self.switch.p4info.tables
+                    if table.const_default_action is None and table.action_profile is None]
+        if defaults:
+            await self.switch.modify(defaults)
+
+    async def install_classifier(self, tagged_dscp: Iterable[int]) -> None:
+        """(IP protocol, DSCP) -> class (cbt §3): TCP, tagged UDP, else untagged."""
+        await self.switch.write([+to_finsy(e) for e in R.classifier_entries(tagged_dscp)])
+
+    async def install_route(self, prefix: str, port: int, src_mac: str, next_hop_mac: str) -> None:
+        await self.switch.write([+to_finsy(R.route_entry(prefix, port, src_mac, next_hop_mac))])
+
+    async def install_upta_edge_port(self, port: int, *, cpu: bool = False) -> None:
+        await self.switch.write([+to_finsy(R.upta_edge_port_entry(port, cpu=cpu))])
+
+    async def install_upta_local_addr(self, addr: str) -> None:
+        """One of this router's addresses (BFD endpoint). Where the target keeps them
+        in a parser value set, its members are rewritten whole: this driver's
+        addresses so far."""
+        if self.target.local_addr_value_set is not None:
+            self._local_addrs.add(int(ipaddress.IPv4Address(addr)))
+            await self._write_local_addrs(self._local_addrs)
+            return
+        await self.switch.write([+to_finsy(R.upta_local_addr_entry(addr))])
+
+    async def _write_local_addrs(self, addrs: Iterable[int]) -> None:
+        """The target's value set of this router's addresses, one MODIFY of every member."""
+        name = self.target.local_addr_value_set
+        assert name is not None
+        members = self.target.local_addr_members(addrs)      # validated before any write
+        value_set = self._value_set(name)
+        update = p4r.Update(type=p4r.Update.MODIFY, entity=p4r.Entity(
+            value_set_entry=p4r.ValueSetEntry(value_set_id=value_set.id, members=[
+                p4r.ValueSetMember(match=[p4r.FieldMatch(
+                    field_id=1, exact=p4r.FieldMatch.Exact(value=m))]) for m in members])))
+        await self.switch.write([update])
+
+    def _value_set(self, name: str):
+        """The P4Info value set whose name ends with `name` (a parser's, qualified)."""
+        for value_set in self.switch.p4info.value_sets:
+            if value_set.name.split(".")[-1] == name:
+                return value_set
+        raise ValueError(f"the program has no value set {name}")
+
+    async def install_upta_bfd_path(self, prefix: str, path: int) -> None:
+        await self.switch.write([+to_finsy(R.upta_bfd_path_entry(prefix, path))])
+
+    async def send_probe(self, port: int, datagram: bytes) -> None:
+        """C-UPTA ingress edge: one QoS Probe (an IPv4 datagram, upta_control.probe_datagrams)
+        as a P4Runtime PacketOut. BMv2 (--cpu-port) injects the payload as a frame arriving on
+        its CPU port, an `upta_cpu` entry of upta_edge_port; the P4 routes it like data
+        (port is the path's output port, for the log: routing decides) and lowers it on
+        every upta port (eqs. 25-26). The program has no packet_out header, so the
+        PacketOut carries no metadata and finsy's P4PacketOut (which requires one) is
+        bypassed. The Ethernet addresses are placeholders: the route rewrites them."""
+        _check_port(port)
+        frame = b"\x02\x00\x00\x00\x00\x01" + b"\x02\x00\x00\x00\x00\x02" + b"\x08\x00" + datagram
+        await self.switch.write([p4r.StreamMessageRequest(packet=p4r.PacketOut(payload=frame))])
+
+    async def install_cut_in_slot_session(self, port: int) -> None:
+        """The clone session of ChIPS's FIFO slot clones for one port (chips.p4):
+        session CHIPS_CLONE_SESSION_BASE + port replicates to the port itself."""
+        await self.switch.write([+to_finsy(R.cut_in_slot_session(port))])
+
+    def clone_sessions(self, cut_in_ports: Iterable[int]) -> list[R.CloneSession]:
+        """The clone sessions this program needs (ChIPS's slot sessions of these
+        ports, and whatever else the target needs: targets)."""
+        return self.target.clone_sessions(cut_in_ports)
+
+    # ---- reconciling (install) ---------------------------------------
+    async def read_state(self) -> R.SwitchState:
+        """Every table entry, clone session and multicast group of the program in ONE
+        ReadRequest (a wildcard read of each kind), then each digest config in one
+        more (they cannot be read by wildcard, and simple_switch_grpc fails a whole
+        ReadRequest with NOT_FOUND when one is not configured), as reconcile's data."""
+        wanted: list[fy.P4Entity] = [fy.P4TableEntry(), fy.P4CloneSessionEntry(),
+                                     fy.P4MulticastGroupEntry()]
+        entries, clones, groups, digests = [], [], [], []
+        async for entity in self.switch.read(wanted):
+            if isinstance(entity, fy.P4TableEntry):
+                if not entity.is_default_action and not entity.is_const:
+                    entries.append(from_finsy_entry(entity))
+            elif isinstance(entity, fy.P4CloneSessionEntry):
+                clones.append(R.CloneSession(entity.session_id, _replicas(entity.replicas),
+                                             entity.class_of_service, entity.packet_length_bytes))
+            elif isinstance(entity, fy.P4MulticastGroupEntry):
+                groups.append(R.MulticastGroup(entity.multicast_group_id,
+                                               _replicas(entity.replicas)))
+        for digest in self.switch.p4info.digests:
+            try:
+                async for entity in self.switch.read(fy.P4DigestEntry(digest.alias)):
+                    digests.append(R.DigestConfig(str(entity.digest_id), entity.max_list_size,
+                                                  entity.max_timeout_ns, entity.ack_timeout_ns))
+            except fy.P4ClientError as err:
+                if err.code != fy.GRPCStatusCode.NOT_FOUND:
+                    raise
+        return R.SwitchState(tuple(digests), tuple(clones), tuple(groups), tuple(entries))
+
+    async def apply_writes(self, plan: R.WritePlan) -> None:
+        """Send each batch of the plan as one Write RPC, in order (each must succeed
+        before the next is sent). Port policies are checked against the P4Info first.
+        Where the target keeps this router's addresses in a parser value set, the
+        upta_local_addr entries are its members, written last in one MODIFY."""
+        value_set = self.target.local_addr_value_set is not None
+        local_addrs = []
+        for write in plan.writes:
+            entity = write.entity
+            if write.type != R.DELETE and isinstance(entity, R.TableEntry) \
+                    and entity.table == TABLE_POLICY:
+                action = PolicyAction(entity.action, dict(entity.params))
+                check_action(self.switch.p4info, TABLE_POLICY, action)
+                self.target.check_action(action)
+            if value_set and write.type != R.DELETE and isinstance(entity, R.TableEntry) \
+                    and entity.table == TABLE_UPTA_LOCAL_ADDR:
+                local_addrs.append(dict(entity.match)["addr"])
+        if local_addrs:
+            self.target.local_addr_members(local_addrs)    # validated before any write
+        for batch in plan.batches:
+            updates = [_UPDATE[w.type](to_finsy(w.entity)) for w in batch
+                       if not (value_set and isinstance(w.entity, R.TableEntry)
+                               and w.entity.table == TABLE_UPTA_LOCAL_ADDR)]
+            if updates:
+                await self.switch.write(updates)
+        if local_addrs:
+            self._local_addrs = set(local_addrs)
+            await self._write_local_addrs(self._local_addrs)
+
+    async def reset_defaults(self) -> int:
+        """Reset the default action of every table whose default is not const (P4Info
+        does not say what its initial one is, so this cannot tell whether it changed:
+        it resets them all; the mmaqm program has none). Returns how many."""
+        defaults = [fy.P4TableEntry(table.alias, is_default_action=True)
+                    for table in self.switch.p4info.tables
+                    if table.const_default_action is None and table.action_profile is None]
+        if defaults:
+            await self.switch.modify(defaults)
+        return len(defaults)
+
+    async def read_port_policy(self, port: int) -> PolicyAction | None:
+        """The port's installed port_policy action, or None."""
+        _check_port(port)
+        async for entry in self.switch.read(
+            fy.P4TableEntry(TABLE_POLICY, match=fy.Match(port=port))
+        ):
+            action = entry.action
+            assert isinstance(action, fy.P4TableAction)
+            return PolicyAction(action.name, {k: int(v) for k, v in (action.args or {}).items()})
+        return None
+
+    async def write_port_policy(self, port: int, action: PolicyAction) -> None:
+        """Insert or modify the port's policy entry (one atomic table write); then,
+        on a target with range tables, the port's entries that encode it
+        (targets: old ones deleted first, so that no two overlap; meanwhile the
+        tables' defaults hold: no RED drop, no class test)."""
+        _check_port(port)
+        check_action(self.switch.p4info, TABLE_POLICY, action)
+        self.target.check_action(action)
+        ranges = self.range_entries(port, action)
+        exists = await self.read_port_policy(port) is not None
+        entry = fy.P4TableEntry(
+            TABLE_POLICY,
+            match=fy.Match(port=port),
+            action=fy.Action(action.name, **dict(action.params)),
+        )
+        await self.switch.write([~entry if exists else +entry])
+        if self.target.range_tables:
+            await self._write_range_entries(port, ranges)
+
+    def range_entries(self, port: int, action: PolicyAction) -> list[R.TableEntry]:
+        """The target's range-table entries of the port's policy, for the range
+        tables this program has (none on v1model)."""
+        have = {t.alias for t in self.switch.p4info.tables}
+        return [e for e in self.target.range_entries(port, action) if e.table in have]
+
+    async def _write_range_entries(self, port: int, desired: list[R.TableEntry]) -> None:
+        have = {t.alias for t in self.switch.p4info.tables}
+        tables = [t for t in self.target.range_tables if t in have]
+        current = []
+        async for entity in self.switch.read([fy.P4TableEntry(t) for t in tables]):
+            entry = from_finsy_entry(entity)
+            if dict(entry.match).get("port") == port:
+                current.append(entry)
+        upserts, deletes = R.diff_entities(current, desired)
+        if deletes:
+            await self.switch.write([-to_finsy(w.entity) for w in deletes])
+        if upserts:
+            await self.switch.write([_UPDATE[w.type](to_finsy(w.entity)) for w in upserts])
+
+    def new_policy_epoch(self, port: int, installed: int | None) -> int:
+        """A new epoch for the port, whose installed entry has epoch `installed` (None:
+        no entry or no epoch); see encoding.policy_epoch_from_clock."""
+        _check_port(port)
+        return policy_epoch_from_clock(time.time_ns(), installed)
+
+    async def next_policy_epoch(self, port: int) -> int:
+        """An epoch that the port's packets have never carried, so a new policy
+        resets its averages (red.p4 red_on_policy_epoch); see
+        encoding.policy_epoch_from_clock."""
+        current = await self.read_port_policy(port)
+        installed = None if current is None else current.params.get("policy_epoch")
+        return policy_epoch_from_clock(time.time_ns(), installed)
