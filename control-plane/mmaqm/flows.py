@@ -31,8 +31,8 @@ COUNTED_CLASSES: tuple[int, ...] = tuple(sorted(C.CLASSES.values()))
 
 
 # Default cap on the flows the controller tracks (config active_flows.max_flows):
-# 4 x the data plane's FLOW_SLOTS, 2.5 x the issue-9 goal of 100 000 active
-# flows; about 300 bytes of Python objects per flow (key tuple, entry), so
+# 4 x the data plane's FLOW_SLOTS, 2.5 x the 100 000 active flows the controller
+# is measured to track (docs/reliability.md); about 300 bytes of Python objects per flow (key tuple, entry), so
 # ~80 MB at the cap.
 DEFAULT_MAX_FLOWS = 262_144
 

@@ -25,7 +25,7 @@ def test_valid_settings_reach_the_cli(cli_calls: list[list[str]]) -> None:
                          ["set_queue_rate 0 2"]]
 
 
-# issue 9: depth and rate were unbounded above (and floats passed), while Thrift
+# depth and rate were unbounded above (and floats passed), while Thrift
 # takes an i32 depth and an i64 rate
 @pytest.mark.parametrize("call, message", [
     (lambda: bmv2_tm.set_queue_depth(9090, 2, 2**31), r"depth_pkts must be an integer in "

@@ -78,7 +78,7 @@ def test_unknown_switch_exits_2(valid_config: Path, capsys: pytest.CaptureFixtur
     assert "unknown switch ['s9']; config has ['s1']" in capsys.readouterr().err
 
 
-# issue 9: nan was accepted (nan <= 0 is false), and so was a busy-spinning 0.001
+# nan was accepted (nan <= 0 is false), and so was a busy-spinning 0.001
 @pytest.mark.parametrize("interval_ms", ["0", "-5", "nan", "inf", "0.001", "ten"])
 def test_stats_interval_must_be_a_number_of_at_least_1_ms(
         valid_config: Path, interval_ms: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -287,7 +287,7 @@ def test_run_follows_flow_reports_writes_stats_and_exits_130_on_sigterm(
 
 def test_run_gives_a_lost_switch_up_after_the_reconnect_timeout_and_exits_1(
         tmp_path: Path, p4info_path: Path, device_config: Path) -> None:
-    """Issue 9: `run` reconnects when its switch goes away (it used to exit at once);
+    """`run` reconnects when its switch goes away (it used to exit at once);
     --reconnect-timeout-s bounds that: exit 1, one line naming the switch, each
     attempt logged."""
     threaded = serve_in_thread(FakeP4RuntimeServer())
@@ -337,7 +337,7 @@ def run_cli(args: list[str], timeout_s: float = SUBPROCESS_TIMEOUT_S
 
 def test_install_against_a_mute_p4runtime_server_fails_within_a_deadline(
         tmp_path: Path, p4info_path: Path, device_config: Path) -> None:
-    """Issue 9: finsy waits for the arbitration answer without a deadline; the
+    """finsy waits for the arbitration answer without a deadline; the
     driver bounds the whole connection at --timeout-s."""
     with serve_in_thread(FakeP4RuntimeServer(answer_arbitration=False)) as threaded:
         address = threaded.server.address
@@ -364,7 +364,7 @@ def test_stats_against_a_closed_port_exits_1_with_a_message(
 @pytest.mark.parametrize("command", ["install", "stats"])
 def test_a_switch_address_that_drops_syns_fails_within_the_deadline(
         tmp_path: Path, p4info_path: Path, device_config: Path, command: str) -> None:
-    """Issue 9: one TCP connect to an address that drops SYNs took the kernel's ~130 s
+    """One TCP connect to an address that drops SYNs took the kernel's ~130 s
     of retries (wait_for_grpc's 20 s were checked only between attempts), and gRPC's
     own connect has no deadline either."""
     with blackhole_address() as address:
@@ -390,7 +390,7 @@ def test_a_switch_address_that_drops_syns_fails_within_the_deadline(
 def test_a_tcp_listener_that_is_not_grpc_is_a_clear_error(
         tmp_path: Path, p4info_path: Path, device_config: Path, command: str,
         listener: Callable[[], Any], cause: str) -> None:
-    """Issue 9: a web server or a stuck process on the P4Runtime port gave a finsy
+    """A web server or a stuck process on the P4Runtime port gave a finsy
     P4ClientError traceback (or a hang)."""
     with listener() as address:
         path = write_config(tmp_path, config(address))
@@ -438,7 +438,7 @@ def test_install_of_an_mcdt_policy_writes_thresholds_at_the_queue_limit(
         "tagged_th_pkts": 100, "untagged_th_pkts": 100})
 
 
-# ------------------------------------------- issue 9: stats beside a running controller
+# ---------------------------------------------------- stats beside a running controller
 def test_stats_reads_as_a_backup_beside_the_primary_controller(
         tmp_path: Path, p4info_path: Path, device_config: Path, fake_switch: ThreadedServer,
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -498,7 +498,7 @@ def test_install_beside_a_controller_with_a_higher_election_id_exits_1(
         "mmaqm-ctl: s1: another controller is primary (election id 10 > 5)\n")
 
 
-# --------------------------------------------- issue 9: bad input is exit 2, not a traceback
+# ------------------------------------------------------ bad input is exit 2, not a traceback
 @pytest.mark.parametrize("data, message", [
     (lambda text: text.encode("utf-16"), "UTF-16 text (byte order mark fffe)"),
     (lambda text: text.encode() + b"# \xe9\n", "not UTF-8 text (byte 0xe9 at offset"),

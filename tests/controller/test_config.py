@@ -413,7 +413,7 @@ def test_traffic_manager_settings_are_not_policy_keys(key: str) -> None:
                                 "epochs), got 0"),
     ({"update_interval_ms": 0}, "active_flows.update_interval_ms: must be >= 1 (below a "
                                 "P4Runtime read and write the loop only spins), got 0"),
-    # issue 9: a micro-second interval was accepted and busy-spun the share loop
+    # a micro-second interval was accepted and busy-spun the share loop
     ({"update_interval_ms": 0.000001}, "active_flows.update_interval_ms: must be >= 1 (below "
                                        "a P4Runtime read and write the loop only spins), "
                                        "got 1e-06"),
@@ -421,7 +421,7 @@ def test_traffic_manager_settings_are_not_policy_keys(key: str) -> None:
                                   "expiry_interval_ms (300), got 301"),
     ({"expiry_interval_ms": 40}, "active_flows.update_interval_ms: must be <= "
                                  "expiry_interval_ms (40), got 50"),
-    # issue 9: the flow table is capped
+    # the flow table is capped
     ({"max_flows": 0}, "active_flows.max_flows: must be in 1..16777216, got 0"),
     ({"max_flows": 16777217}, "active_flows.max_flows: must be in 1..16777216, got 16777217"),
     ({"max_flows": 1.5}, "active_flows.max_flows: must be an integer, got 1.5"),
@@ -445,7 +445,7 @@ def test_active_flows_max_flows_default_and_value() -> None:
     ("::1:9559", "an IPv6 address must be in brackets: [addr]:port, got '::1:9559'"),
     ("[zz::1]:9559", "bad IPv6 address '[zz::1]', got '[zz::1]:9559'"),
     ("bad host:9559", "bad host 'bad host', got 'bad host:9559'"),
-    # issue 9: a numeric last label is an IPv4 address, and these are none
+    # a numeric last label is an IPv4 address, and these are none
     ("999.1.1.1:9559", "bad IPv4 address '999.1.1.1', got '999.1.1.1:9559'"),
     ("10.1:9559", "bad IPv4 address '10.1', got '10.1:9559'"),
     ("127.0.0.01:9559", "bad IPv4 address '127.0.0.01', got '127.0.0.01:9559'"),
@@ -484,7 +484,7 @@ def test_two_switches_on_one_endpoint() -> None:
 ])
 def test_one_switch_under_two_names_and_spellings_of_its_endpoint(first: str,
                                                                   second: str) -> None:
-    """Issue 9: two controllers' worth of writes to one switch were accepted when its
+    """Two controllers' worth of writes to one switch were accepted when its
     address was spelled two ways."""
     cfg = base()
     s1(cfg)["p4runtime_addr"] = first
@@ -508,7 +508,7 @@ def test_different_endpoints_are_two_switches(first: str, second: str) -> None:
 
 
 def test_two_ports_with_one_router_mac() -> None:
-    """Issue 9: the router's own MAC of each port (the source of routed packets) was
+    """The router's own MAC of each port (the source of routed packets) was
     not checked for duplicates."""
     cfg = base()
     s1(cfg)["ports"][3]["mac"] = "02:00:00:00:00:01"
@@ -738,7 +738,7 @@ def test_fred_keys_defaults_and_errors() -> None:
         parse_policy({"algorithm": "DCBT", **red_keys, "fred_minq_pkts": 2})
 
 
-# ------------------------------------------------- issue 9: hostile or broken input
+# ---------------------------------------------------------- hostile or broken input
 @pytest.mark.parametrize("update, message", [
     # 1.0e+308 * 2^16 is inf: round() raised OverflowError
     ({"max_th_pkts": 1.0e+308}, "switches.s1.policies.2.max_th_pkts: must be <= "
@@ -765,7 +765,7 @@ def test_huge_numbers_are_errors_not_overflows(update: dict, message: str | None
 
 
 def test_lists_and_mappings_longer_than_the_tables_are_one_error() -> None:
-    """Issue 9: every item of a 12.5-million-item list was checked (and reported);
+    """Every item of a 12.5-million-item list was checked (and reported);
     now a list or mapping longer than its table is one error, and only the first
     table-size items are checked."""
     from mmaqm import p4constants as C
@@ -815,7 +815,7 @@ VALID_YAML = textwrap.dedent("""\
                                            f"{len(VALID_YAML) + 5}): save it as UTF-8"),
 ], ids=["UTF-16 with BOM", "UTF-16 without BOM", "Latin-1"])
 def test_a_file_that_is_not_utf8_is_a_config_error(tmp_path, data: bytes, message: str) -> None:
-    """Issue 9: a Latin-1 or UTF-16 file raised UnicodeDecodeError."""
+    """A Latin-1 or UTF-16 file raised UnicodeDecodeError."""
     path = write_bytes(tmp_path, data)
     with pytest.raises(ConfigError) as info:
         load_config(path)
@@ -828,7 +828,7 @@ def test_a_utf8_byte_order_mark_is_fine(tmp_path) -> None:
 
 
 def test_the_config_file_size_is_capped(tmp_path) -> None:
-    """Issue 9: a 50 MB config (a 12.5-million-item tagged_dscp) took 4.4 GB. A file
+    """A 50 MB config (a 12.5-million-item tagged_dscp) took 4.4 GB. A file
     over MAX_CONFIG_BYTES is refused before it is parsed."""
     import time
     from mmaqm.config import MAX_CONFIG_BYTES
@@ -857,7 +857,7 @@ def test_yaml_values_are_capped_below_the_size_cap(tmp_path) -> None:
     "a:\n" + "".join(" " * level + "b:\n" for level in range(1, 300)),
 ], ids=["flow style", "block style"])
 def test_deep_nesting_is_a_config_error(tmp_path, text: str) -> None:
-    """Issue 9: YAML nested 300 levels deep raised RecursionError."""
+    """YAML nested 300 levels deep raised RecursionError."""
     path = write_bytes(tmp_path, text.encode())
     with pytest.raises(ConfigError, match="nested deeper than 32 levels: not an mmaqm config"):
         load_config(path)

@@ -287,7 +287,7 @@ def timed(port: int, class_id: int, n: int, ts_us: int) -> FlowReport:
 
 
 def test_reports_count_from_when_their_packet_arrived_not_when_handled() -> None:
-    """Issue 9: a backlog of reports handled seconds late must not count flows whose
+    """A backlog of reports handled seconds late must not count flows whose
     packets are older than the expiry interval, nor keep them for another interval."""
     async def body() -> None:
         driver = FakeDriver()
@@ -888,7 +888,7 @@ def _policy_params(server: Any, port: int) -> dict[str, int] | None:
 
 def test_run_reconnects_repushes_reinstalls_and_resumes_after_a_switch_restart(
         p4info_path: Path, device_config: Path) -> None:
-    """Issue 9: the switch goes away and comes back empty (no pipeline) on the same
+    """The switch goes away and comes back empty (no pipeline) on the same
     address: the controller reconnects, pushes the pipeline again, reinstalls the
     routes and policies and follows flow reports again (digest acknowledged, share
     pushed). Twice in a row, each step in the event log."""

@@ -1,5 +1,5 @@
 """The driver finds everything in the P4Info by name, never by id or position
-(issue 10: one controller, one YAML, BMv2 or Tofino). Two P4Infos stand in for
+(one controller, one YAML, BMv2 or Tofino). Two P4Infos stand in for
 the other target's: the golden one with every id renumbered and every list
 reversed, and a TNA-shaped one (pkg_info.arch "tna", one algorithm in
 port_policy, the digest named after its Digest<flow_digest_t> instance, as

@@ -1,5 +1,5 @@
 """reconcile: the desired entries and the diff (plan_writes), with exact write lists
-worked out by hand (issue 9, the reinstall gap)."""
+worked out by hand (the reinstall gap)."""
 
 from __future__ import annotations
 
