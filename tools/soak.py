@@ -74,7 +74,7 @@ DRAIN_TIMEOUT_S = 30
 def controller_host(config_path: Path, events_path: Path) -> int:
     """run_switches on config_path, started again whenever the file changes."""
     from mmaqm.config import load_config
-    from mmaqm.controller import run_switches
+    from mmaqm.supervisor import run_switches
 
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -59,7 +59,7 @@ from pathlib import Path
 import finsy as fy
 
 from .config import MIN_LOOP_INTERVAL_MS, ConfigError, load_config
-from .controller import ReconnectPolicy, jsonl_sink, run_switches
+from .supervisor import ReconnectPolicy, jsonl_sink, run_switches
 from .driver import (CONNECT_TIMEOUT_S, CONTROLLER_ELECTION_ID, DEFAULT_BMV2_JSON,
                      DEFAULT_P4INFO, READER_ELECTION_ID, SwitchDriver, describe_error)
 from .stats import (CHIPS_COUNTER, QUEUE_COUNTERS, chips_summary, counter_sample, format_chips,

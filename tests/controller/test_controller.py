@@ -20,10 +20,12 @@ import pytest
 from fake_p4rt import run_async
 from mmaqm.algorithms import fred, mcdt
 from mmaqm.config import Config, ConfigError, parse_config
-from mmaqm.controller import SwitchController, jsonl_sink
+from mmaqm.controller import SwitchController
+from mmaqm.supervisor import jsonl_sink
 from mmaqm.driver import CounterValue, FlowReport
 from mmaqm.encoding import PolicyAction
 from mmaqm import reconcile as R
+from mmaqm_oracle import mcdt_reference
 
 TCP, TAGGED, UNTAGGED = 0, 1, 2          # traffic_class_t (defines.p4)
 RED_5_15 = {"min_th_pkts": 5, "max_th_pkts": 15, "max_p": 0.1, "queue_limit_pkts": 60}
@@ -728,8 +730,8 @@ def test_mcdt_period_pushes_the_reference_models_thresholds_keeping_the_epoch() 
                      MCDT_READ, ("write_port_policy", 2, third)]
     assert controller.pushed[2] == third and third.params["policy_epoch"] == MCDT_EPOCH
     # eq. 10's memory is the exact T_c * 2^16, rounded down once, as the float model says
-    p1 = mcdt.reference_period_update({TCP: 10, TAGGED: 20, UNTAGGED: 5}, 30)
-    p3 = mcdt.reference_period_update({TAGGED: 10}, 0, p1)
+    p1 = mcdt_reference.reference_period_update({TCP: 10, TAGGED: 20, UNTAGGED: 5}, 30)
+    p3 = mcdt_reference.reference_period_update({TAGGED: 10}, 0, p1)
     assert {c: math.floor(v) for c, v in p1.items()} == {TCP: 59, TAGGED: 59, UNTAGGED: 41}
     assert {c: math.floor(v) for c, v in p3.items()} == {TCP: 30, TAGGED: 75, UNTAGGED: 12}
     assert all(abs(controller.mcdt_th_scaled[2][c] - p3[c] * 2**16) < 2 for c in p3)
@@ -893,7 +895,7 @@ def test_run_reconnects_repushes_reinstalls_and_resumes_after_a_switch_restart(
     routes and policies and follows flow reports again (digest acknowledged, share
     pushed). Twice in a row, each step in the event log."""
     from fake_p4rt import FakeP4RuntimeServer
-    from mmaqm.controller import ReconnectPolicy, run_switches
+    from mmaqm.supervisor import ReconnectPolicy, run_switches
 
     events: list[dict[str, Any]] = []
 
@@ -947,7 +949,7 @@ def test_a_broken_channel_to_a_switch_that_kept_its_pipeline_needs_no_push(
     serves again): the controller reconnects, finsy finds the pipeline's cookie and
     pushes nothing, the controller installs again and follows flow reports."""
     from fake_p4rt import FakeP4RuntimeServer
-    from mmaqm.controller import run_switches
+    from mmaqm.supervisor import run_switches
 
     events: list[dict[str, Any]] = []
 
@@ -985,7 +987,7 @@ def test_run_gives_up_on_a_lost_switch_after_the_reconnect_timeout(
     """With a give-up bound the run ends with SwitchGivenUp once the switch stayed
     away that long (no bound: it retries forever)."""
     from fake_p4rt import FakeP4RuntimeServer
-    from mmaqm.controller import ReconnectPolicy, SwitchGivenUp, run_switches
+    from mmaqm.supervisor import ReconnectPolicy, SwitchGivenUp, run_switches
 
     async def body() -> float:
         server = FakeP4RuntimeServer()
@@ -1010,7 +1012,7 @@ def test_a_lost_switch_does_not_stop_the_others(p4info_path: Path, device_config
     """Two switches: s1 goes away for good and is given up; s2 keeps being served
     (its flow reports followed after s1 was given up)."""
     from fake_p4rt import FakeP4RuntimeServer
-    from mmaqm.controller import ReconnectPolicy, SwitchGivenUp, run_switches
+    from mmaqm.supervisor import ReconnectPolicy, SwitchGivenUp, run_switches
 
     async def body() -> None:
         s1, s2 = FakeP4RuntimeServer(), FakeP4RuntimeServer()
@@ -1056,7 +1058,7 @@ def test_a_backup_controller_waits_then_takes_over_when_the_primary_goes(
     its epoch) and follows
     flow reports. On the fake (test_reconnect.py shows it on BMv2)."""
     from fake_p4rt import FakeP4RuntimeServer
-    from mmaqm.controller import run_switches
+    from mmaqm.supervisor import run_switches
 
     events: list[dict[str, Any]] = []
 
@@ -1105,7 +1107,7 @@ def test_a_primary_that_loses_the_role_waits_as_backup_and_takes_it_back(
     (primary_lost) and waits as its backup; when the newcomer goes, it is primary
     again and installs."""
     from fake_p4rt import FakeP4RuntimeServer
-    from mmaqm.controller import run_switches
+    from mmaqm.supervisor import run_switches
 
     events: list[dict[str, Any]] = []
 

@@ -54,7 +54,7 @@ class P4RuntimeSession:
 
     open() and close() are the same steps as entering and leaving; a driver may be
     closed and opened again (reconnect: a fresh gRPC channel, arbitration and
-    pipeline check on the same finsy Switch, see mmaqm.controller.SwitchSupervisor).
+    pipeline check on the same finsy Switch, see mmaqm.supervisor.SwitchSupervisor).
     """
 
     def __init__(
