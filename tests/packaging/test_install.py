@@ -236,3 +236,6 @@ def test_mmaqm_ctl_installs_a_switch_outside_the_checkout(
     assert result.returncode == 0, (result.stdout + result.stderr
                                     + (outside / "switch.log").read_text()[-2000:])
     assert time.monotonic() - started < 60
+    # the controller's log line for the switch (routes and port policies written)
+    assert re.search(r"s1: installed \d+ routes?, \d+ port polic", result.stderr + result.stdout), \
+        result.stdout + result.stderr
