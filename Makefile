@@ -64,11 +64,14 @@ deps-apt:
 # requirements.txt is the lock: every package, pip included, pinned with its hashes
 # (generated from requirements.in by `make lock`; tests/packaging checks they agree).
 # Re-installs only when requirements.txt or a package's pyproject.toml changes.
+# oracle/ is the test oracle (mmaqm_oracle), which only the tests and tools import.
 deps-venv: $(VENV)/.installed
-$(VENV)/.installed: requirements.txt control-plane/pyproject.toml $(wildcard topologies/pyproject.toml)
+$(VENV)/.installed: requirements.txt control-plane/pyproject.toml oracle/pyproject.toml \
+    $(wildcard topologies/pyproject.toml)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --require-hashes -r requirements.txt
 	$(PY) -m pip install -q --no-deps -e control-plane
+	$(PY) -m pip install -q --no-deps -e oracle
 	if [ -f topologies/pyproject.toml ]; then $(PY) -m pip install -q --no-deps -e topologies; fi
 	touch $@
 

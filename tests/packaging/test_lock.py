@@ -85,11 +85,11 @@ def test_every_direct_requirement_is_locked_at_a_matching_version() -> None:
     assert not problems, "; ".join(problems) + " (run `make lock`)"
 
 
-@pytest.mark.parametrize("project", ["control-plane", "topologies"])
+@pytest.mark.parametrize("project", ["control-plane", "oracle", "topologies"])
 def test_local_packages_dependencies_are_locked(project: str) -> None:
     """make deps installs the local packages --no-deps: the lock must carry what they need."""
     meta = tomllib.loads((REPO_ROOT / project / "pyproject.toml").read_text())["project"]
-    local = {"mmaqm", "mmaqm-exp"}
+    local = {"mmaqm", "mmaqm-exp", "mmaqm-oracle"}
     entries = lock_entries()
     missing = [dep for dep in meta.get("dependencies", [])
                if canonicalize_name(Requirement(dep).name) not in local | set(entries)]
