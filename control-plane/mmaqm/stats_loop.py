@@ -37,7 +37,7 @@ class StatsLoop:
         }
 
     def controller_sample(self) -> dict[str, Any]:
-        """The controller's own load (issue 9): flow reports received and refused
+        """The controller's own load: flow reports received and refused
         (table full), flows tracked, digest lists dropped (the driver's queue full),
         the report lag the flows are judged with (report_lag_ms), the oldest report handled since the last
         sample (ms between its packet and its handling), and how late the share

@@ -36,8 +36,8 @@ class FlowReportStream:
 
         finsy (0.30) decodes every digest member through its P4Info type as the
         stream delivers it, about 50-90 us per report on this machine, in the task
-        that also reads the stream: that capped the controller near 10 000 reports/s
-        (issue 9). Here the flow digest's lists bypass it: the stream task only
+        that also reads the stream: that capped the controller near 10 000 reports/s.
+        Here the flow digest's lists bypass it: the stream task only
         queues the raw DigestList (other digests still go to finsy's handler);
         this iterator acks each list, then decodes its bitstrings directly (about
         10 us per report). At most DIGEST_QUEUE_LISTS lists wait; one arriving
