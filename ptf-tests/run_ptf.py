@@ -86,7 +86,8 @@ def run_ptf(bed: lab.Lab, args: argparse.Namespace) -> int:
         args.xunit_dir.mkdir(parents=True, exist_ok=True)
         argv += ["--xunit", "--xunit-dir", str(args.xunit_dir)]
     argv += args.tests
-    env = dict(os.environ, PYTHONPATH=str(REPO / "control-plane"))
+    # The tests check the switch against the test oracle of the same tree (mmaqm_oracle).
+    env = dict(os.environ, PYTHONPATH=f"{REPO / 'control-plane'}:{REPO / 'oracle'}")
     started = time.monotonic()
     rc = bed.popen(NETNS, argv, env=env).wait()
     print(f"run_ptf: ptf exited {rc} after {time.monotonic() - started:.0f} s")

@@ -87,8 +87,10 @@ def fresh_copy() -> None:
 
 
 def env() -> dict[str, str]:
-    # The copy's packages before the editable installs of the main venv.
-    return dict(os.environ, PYTHONPATH=f"{WORK / 'control-plane'}:{WORK / 'topologies'}",
+    # The copy's packages (the product, the test oracle, the experiment tooling) before
+    # the editable installs of the main venv.
+    return dict(os.environ, PYTHONPATH=f"{WORK / 'control-plane'}:{WORK / 'oracle'}:"
+                                       f"{WORK / 'topologies'}",
                 MMAQM_PTF_NETNS=NETNS)
 
 

@@ -249,7 +249,7 @@ def chips_index(port: int, event: int) -> int:
 
 
 # upta_events counter (upta.p4), event name -> offset; port * NUM_UPTA_EVENTS + offset.
-# Names as mmaqm.algorithms.upta.EVENTS spells them (upper case).
+# Names as the UPTA model (mmaqm_oracle.upta_model.EVENTS) spells them (upper case).
 UPTA_EVENTS: dict[str, int] = _with_prefix(CONSTANTS, "UPTA_EVENT_")
 NUM_UPTA_EVENTS: int = CONSTANTS.get("NUM_UPTA_EVENTS", 0)
 if sorted(UPTA_EVENTS.values()) != list(range(NUM_UPTA_EVENTS)):

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from . import p4constants as C
-from .algorithms import upta, upta_control
+from .algorithms import bfd_codec, upta, upta_control
 from .encoding import PolicyAction
 
 LOG = logging.getLogger(__name__)
@@ -199,7 +199,7 @@ class UptaLoop:
                   "fs_i_scaled": result.params["fs_i_scaled"], "written": changed})
         return changed
 
-    def observe_probe_specs(self, specs: Iterable[upta.FlowSpec]) -> None:
+    def observe_probe_specs(self, specs: Iterable[bfd_codec.FlowSpec]) -> None:
         """A core's digest of a passing probe's specs (plan §1.7 "Per hop")."""
         now = self.clock_s()
         for spec in specs:

@@ -10,7 +10,7 @@ writes). `burst()` freezes a port: BMv2 fixes each packet's departure time when
 it is enqueued (QueueingLogicRL), so after one "sacrificial" packet leaves a
 port limited to FREEZE_RATE_PPS, nothing else leaves for 1/FREEZE_RATE_PPS s;
 a burst sent inside that window sees exactly the occupancy the reference
-model (mmaqm.fixedpoint.PortModel) predicts. The precondition is checked, not
+model (mmaqm_oracle.fixedpoint_model.PortModel) predicts. The precondition is checked, not
 assumed: one ReadRequest, made right after the burst, must show every arrival
 and only the sacrificial departure.
 """
@@ -34,8 +34,8 @@ from mmaqm.blocking import BlockingSwitch
 from mmaqm.config import Config, PortPolicy, load_config, parse_policy
 from mmaqm.driver import SwitchDriver
 from mmaqm.encoding import PolicyAction, policy_action
-from mmaqm import fixedpoint as fp
-from mmaqm.fixedpoint import Occupancy, PortModel
+from mmaqm_oracle.fixedpoint_model import Occupancy, PortModel
+from mmaqm_oracle import fixedpoint_model as fpm
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG: Config = load_config(REPO / "ptf-tests" / "ptf-config.yaml")
@@ -406,7 +406,7 @@ def burst_packet(kind: str, seq: int, out_port: int = OUT_PORT, flow: int = 0) -
 
 def admitted(decision: str) -> bool:
     """ADMIT, CUT_IN (ChIPS) and MARK_* (ECN) packets are forwarded."""
-    return decision in ("ADMIT", fp.CUT_IN) or decision.startswith(fp.MARK_PREFIX)
+    return decision in ("ADMIT", fpm.CUT_IN) or decision.startswith(fpm.MARK_PREFIX)
 
 
 def predict(action: PolicyAction, kinds: Sequence[str], rand_source=lambda: 0,
@@ -430,7 +430,7 @@ def predict(action: PolicyAction, kinds: Sequence[str], rand_source=lambda: 0,
             ecn_capable=bool(ecn_capable and ecn_capable[i]))
         if admitted(decision):
             occ[cls] += 1
-            physical += decision != fp.CUT_IN
+            physical += decision != fpm.CUT_IN
         decisions.append(decision)
     return decisions
 

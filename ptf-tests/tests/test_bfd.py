@@ -1,7 +1,7 @@
 """BFD, Bandwidth Fairshare Discovery (Wu & Hassan 2002 §5.3, Fig. 8; upta.p4,
 docs/upta-plan.md §1.6-1.7): QoS Probes (ICMP 20) and Reports (ICMP 21) on the
-real switch, against mmaqm.algorithms.upta (lower_probe, report_for,
-BfdEndpoint, UptaPortModel).
+real switch, against the test oracle's mmaqm_oracle.upta_model (lower_probe,
+report_for, BfdEndpoint, UptaPortModel).
 
 Setting: the switch owns 10.255.0.1 (upta_local_addr); port 1 is an edge port
 (its host is outside the UPTA domain), port 4 the controller's port (upta_cpu:
@@ -23,10 +23,12 @@ from scapy.packet import Raw
 
 from mmaqm import bmv2_tm
 from mmaqm import p4constants as C
+from mmaqm.algorithms import bfd_codec
 from mmaqm.algorithms import upta
-from mmaqm.algorithms.upta import BfdMessage, FlowSpec
+from mmaqm.algorithms.bfd_codec import BfdMessage, FlowSpec
 from mmaqm.config import parse_policy
 from mmaqm.encoding import PolicyAction, policy_action
+from mmaqm_oracle import upta_model
 
 from mmaqm_base import MmaqmTest, host_ip, host_mac, router_mac
 
@@ -114,15 +116,15 @@ class BfdProbeTransitTest(BfdTest):
     the min). A probe through a non-upta port (3, DROP_TAIL) is untouched, no event."""
 
     def runTest(self) -> None:
-        probe = BfdMessage(upta.ICMP_QOS_PROBE, 5, 9, 5000, 5000, SPECS).pack()
-        lowered = upta.lower_probe(probe, FS_U, FS_I)
-        self.assertEqual(lowered, BfdMessage(upta.ICMP_QOS_PROBE, 5, 9, FS_U, FS_I,
+        probe = BfdMessage(bfd_codec.ICMP_QOS_PROBE, 5, 9, 5000, 5000, SPECS).pack()
+        lowered = upta_model.lower_probe(probe, FS_U, FS_I)
+        self.assertEqual(lowered, BfdMessage(bfd_codec.ICMP_QOS_PROBE, 5, 9, FS_U, FS_I,
                                              SPECS).pack(), "incremental = full checksum")
         frame = bfd_frame(DOMAIN_PORT, host_ip(DOMAIN_PORT, 9), host_ip(UPTA_PORT, 9), probe)
         self.send_and_count(frame, DOMAIN_PORT, {(UPTA_PORT, "PROBE_LOWERED"): 1})
         tu.verify_packet(self, routed(frame, UPTA_PORT, lowered), UPTA_PORT)
-        low = BfdMessage(upta.ICMP_QOS_PROBE, 5, 10, 1000, 1000, SPECS).pack()
-        self.assertEqual(upta.lower_probe(low, FS_U, FS_I), low)
+        low = BfdMessage(bfd_codec.ICMP_QOS_PROBE, 5, 10, 1000, 1000, SPECS).pack()
+        self.assertEqual(upta_model.lower_probe(low, FS_U, FS_I), low)
         frame = bfd_frame(DOMAIN_PORT, host_ip(DOMAIN_PORT, 9), host_ip(UPTA_PORT, 9), low)
         self.send_and_count(frame, DOMAIN_PORT, {(UPTA_PORT, "PROBE_LOWERED"): 1})
         tu.verify_packet(self, routed(frame, UPTA_PORT), UPTA_PORT)
@@ -143,12 +145,12 @@ class BfdEgressAnswerTest(BfdTest):
     dropped: PROBE_MALFORMED, nothing out."""
 
     def runTest(self) -> None:
-        model = upta.BfdEndpoint()
+        model = upta_model.BfdEndpoint()
         for n in (3, 0, 4):
             specs = (SPECS * 2)[:n]
-            probe = BfdMessage(upta.ICMP_QOS_PROBE, 2, 41 + n, 2700, 2800, specs).pack()
+            probe = BfdMessage(bfd_codec.ICMP_QOS_PROBE, 2, 41 + n, 2700, 2800, specs).pack()
             report = model.answer_probe(probe, from_edge_port=False)
-            self.assertEqual(report, BfdMessage(upta.ICMP_QOS_REPORT, 2, 41 + n, 2700,
+            self.assertEqual(report, BfdMessage(bfd_codec.ICMP_QOS_REPORT, 2, 41 + n, 2700,
                                                 2800).pack())
             frame = bfd_frame(DOMAIN_PORT, host_ip(DOMAIN_PORT, 9), LOCAL, probe, ident=n)
             self.send_and_count(frame, DOMAIN_PORT, {(DOMAIN_PORT, "PROBE_ANSWERED"): 1})
@@ -156,9 +158,9 @@ class BfdEgressAnswerTest(BfdTest):
                     / IP(src=LOCAL, dst=host_ip(DOMAIN_PORT, 9), ttl=63, id=n,
                          proto=C.IP_PROTO_ICMP) / Raw(report))
             tu.verify_packet(self, Ether(bytes(want)), DOMAIN_PORT)
-        bad = bytearray(BfdMessage(upta.ICMP_QOS_PROBE, 2, 50, 2700, 2800, SPECS).pack())
+        bad = bytearray(BfdMessage(bfd_codec.ICMP_QOS_PROBE, 2, 50, 2700, 2800, SPECS).pack())
         bad[2] ^= 0x01
-        five = BfdMessage(upta.ICMP_QOS_PROBE, 2, 51, 2700, 2800, (SPECS * 2)[:5]).pack()
+        five = BfdMessage(bfd_codec.ICMP_QOS_PROBE, 2, 51, 2700, 2800, (SPECS * 2)[:5]).pack()
         # (the model answers any spec count; the P4 parses at most BFD_MAX_SPECS = 4 and
         # cannot verify a longer probe's checksum: plan §1.7 drops it)
         for probe in (bytes(bad), five):
@@ -179,20 +181,21 @@ class BfdSpoofTest(BfdTest):
     then accepted (so the edge rule, not the report, made the difference)."""
 
     def runTest(self) -> None:
-        model = upta.BfdEndpoint()
+        model = upta_model.BfdEndpoint()
         out_probe = model.probe_template(3, 7)
         frame = bfd_frame(CPU_PORT, LOCAL, host_ip(UPTA_PORT, 9), out_probe)
         self.send_and_count(frame, CPU_PORT, {(CPU_PORT, "PROBE_SENT"): 1,
                                               (UPTA_PORT, "PROBE_LOWERED"): 1})
-        tu.verify_packet(self, routed(frame, UPTA_PORT, upta.lower_probe(out_probe, FS_U, FS_I)),
+        tu.verify_packet(self, routed(frame, UPTA_PORT,
+                                      upta_model.lower_probe(out_probe, FS_U, FS_I)),
                          UPTA_PORT)
         before = self.path_registers(3)
-        report = BfdMessage(upta.ICMP_QOS_REPORT, 3, 7, 1000, 1100).pack()
+        report = BfdMessage(bfd_codec.ICMP_QOS_REPORT, 3, 7, 1000, 1100).pack()
         self.assertFalse(model.accept_report(report, from_edge_port=True))
         self.send_and_count(bfd_frame(EDGE_PORT, host_ip(EDGE_PORT, 9), LOCAL, report),
                             EDGE_PORT, {(EDGE_PORT, "REPORT_FROM_EDGE"): 1})
         self.assertEqual(self.path_registers(3), before, "a spoofed report set a fair share")
-        probe = BfdMessage(upta.ICMP_QOS_PROBE, 3, 8, NONE, NONE, SPECS).pack()
+        probe = BfdMessage(bfd_codec.ICMP_QOS_PROBE, 3, 8, NONE, NONE, SPECS).pack()
         self.assertIsNone(model.answer_probe(probe, from_edge_port=True))
         self.send_and_count(bfd_frame(EDGE_PORT, host_ip(EDGE_PORT, 9), LOCAL, probe),
                             EDGE_PORT, {(EDGE_PORT, "PROBE_FROM_EDGE"): 1})
@@ -223,21 +226,21 @@ class BfdReportTest(BfdTest):
     domain port is in the core (never U; local share none): admitted."""
 
     def runTest(self) -> None:
-        model = upta.BfdEndpoint()
+        model = upta_model.BfdEndpoint()
         probe = model.probe_template(2, 41)
         frame = bfd_frame(CPU_PORT, LOCAL, host_ip(UPTA_PORT, 9), probe)
         self.send_and_count(frame, CPU_PORT, {(CPU_PORT, "PROBE_SENT"): 1,
                                               (UPTA_PORT, "PROBE_LOWERED"): 1})
-        tu.verify_packet(self, routed(frame, UPTA_PORT, upta.lower_probe(probe, FS_U, FS_I)),
+        tu.verify_packet(self, routed(frame, UPTA_PORT, upta_model.lower_probe(probe, FS_U, FS_I)),
                          UPTA_PORT)
         regs = self.path_registers(2)
         self.assertEqual(regs[2], 0x10000 | 41)
-        good = BfdMessage(upta.ICMP_QOS_REPORT, 2, 41, 2700, 2800).pack()
+        good = BfdMessage(bfd_codec.ICMP_QOS_REPORT, 2, 41, 2700, 2800).pack()
         bad_sum = bytearray(good)
         bad_sum[3] ^= 0x10
-        for report, event in ((BfdMessage(upta.ICMP_QOS_REPORT, 2, 40, 2700, 2800).pack(),
+        for report, event in ((BfdMessage(bfd_codec.ICMP_QOS_REPORT, 2, 40, 2700, 2800).pack(),
                                "REPORT_STALE"),
-                              (BfdMessage(upta.ICMP_QOS_REPORT, 70, 41, 2700, 2800).pack(),
+                              (BfdMessage(bfd_codec.ICMP_QOS_REPORT, 70, 41, 2700, 2800).pack(),
                                "REPORT_STALE"),
                               (bytes(bad_sum), "REPORT_MALFORMED")):
             self.assertFalse(model.accept_report(report, from_edge_port=False))
@@ -253,9 +256,9 @@ class BfdReportTest(BfdTest):
         # C-UPTA roles
         action = self.upta_policy(NONE, NONE, mode="C")
         self.sw.install_upta_bfd_path("10.0.2.0/24", 2)
-        port_model = upta.UptaPortModel(dict(action.params), lambda: 0)
-        for in_port, sport, want in ((EDGE_PORT, 40001, upta.UPTA_USELESS),
-                                     (DOMAIN_PORT, 40002, upta.ADMIT)):
+        port_model = upta_model.UptaPortModel(dict(action.params), lambda: 0)
+        for in_port, sport, want in ((EDGE_PORT, 40001, upta_model.UPTA_USELESS),
+                                     (DOMAIN_PORT, 40002, upta_model.ADMIT)):
             pkt = (Ether(src=host_mac(in_port), dst=router_mac(in_port))
                    / IP(src=host_ip(in_port), dst=host_ip(UPTA_PORT), tos=46 << 2, id=sport & 0xFFFF)
                    / UDP(sport=sport, dport=5000) / bytes(200 - 28))
@@ -267,7 +270,7 @@ class BfdReportTest(BfdTest):
             tu.send_packet(self, in_port, pkt)
             delta = self.wait_counter(lambda c: c.minus(before).arrivals).minus(before)
             drops = delta.drop_reasons(UPTA_PORT, C.CLASSES["TAGGED"])
-            if want == upta.ADMIT:
+            if want == upta_model.ADMIT:
                 self.assertEqual(drops, {})
                 out_pkt = pkt.copy()
                 out_pkt[Ether].src, out_pkt[Ether].dst = router_mac(UPTA_PORT), host_mac(UPTA_PORT)

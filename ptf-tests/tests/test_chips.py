@@ -12,10 +12,10 @@ import time
 import ptf.testutils as tu
 from scapy.layers.inet import IP
 
-from mmaqm import fixedpoint as fp
 from mmaqm import p4constants as C
 from mmaqm.config import parse_policy
 from mmaqm.encoding import policy_action
+from mmaqm_oracle import fixedpoint_model as fpm
 from mmaqm_base import OUT_PORT, QueueTest, burst_packet, no_early_drop_max_p, predict
 
 TCP_IN_QUEUE = 8
@@ -69,7 +69,7 @@ class ChipsCutInTest(ChipsTest):
     def runTest(self):
         action = self.set_policy(OUT_PORT, DCBT_CHIPS, share_tagged=1.0, share_untagged=1.0)
         kinds = ["tcp"] * TCP_IN_QUEUE + ["tagged"]
-        expected = ["ADMIT"] * TCP_IN_QUEUE + [fp.CUT_IN]
+        expected = ["ADMIT"] * TCP_IN_QUEUE + [fpm.CUT_IN]
         self.assertEqual(predict(action, kinds), expected)
         _, before, delta_in = self.burst_tcp_then_tagged(action, cut_ins=1)
         # Right after the burst: the tagged packet has left, its slot has not.
@@ -144,16 +144,16 @@ class ChipsVirtualFifoTest(ChipsTest):
 
     def runTest(self):
         action = self.set_policy(OUT_PORT, DCBT_CHIPS, share_tagged=1.0, share_untagged=1.0)
-        model = fp.PortModel(action, lambda: 0)
+        model = fpm.PortModel(action, lambda: 0)
         kinds = ["tcp"] * TCP_IN_QUEUE + ["tagged"]
         self.assertEqual(predict(action, kinds, model=model),
-                         ["ADMIT"] * TCP_IN_QUEUE + [fp.CUT_IN])
+                         ["ADMIT"] * TCP_IN_QUEUE + [fpm.CUT_IN])
         second = policy_action(parse_policy({**DCBT_CHIPS, "ewma_weight": 1.0}),
                                policy_epoch=action.params["policy_epoch"], flow_epoch_shift=0,
                                share_tagged=0.1, share_untagged=1.0)
         model.set_policy(second)
-        self.assertEqual(model.arrive(C.CLASS_TAGGED, fp.Occupancy(
-            queue_pkts=TCP_IN_QUEUE, tcp_pkts=TCP_IN_QUEUE, tagged_pkts=1)), fp.CLASS_THRESHOLD)
+        self.assertEqual(model.arrive(C.CLASS_TAGGED, fpm.Occupancy(
+            queue_pkts=TCP_IN_QUEUE, tcp_pkts=TCP_IN_QUEUE, tagged_pkts=1)), fpm.CLASS_THRESHOLD)
 
         _, before, _ = self.burst_tcp_then_tagged(action, cut_ins=1)
         self.assertEqual(self.receive_ids(OUT_PORT, 1, timeout_s=1.0), [TAGGED_ID])
@@ -193,14 +193,14 @@ class ChipsEpochRestartTest(ChipsTest):
         policy = {**DCBT_CHIPS, "chips_max_tagged_ratio": 0.001, "chips_ewma_weight": 0.5}
         before = self.counters()
         action_a = self.set_policy(OUT_PORT, policy)
-        model = fp.PortModel(action_a, lambda: 0)
-        self.assertEqual(model.arrive(C.CLASS_TAGGED, fp.Occupancy()), "ADMIT")
+        model = fpm.PortModel(action_a, lambda: 0)
+        self.assertEqual(model.arrive(C.CLASS_TAGGED, fpm.Occupancy()), "ADMIT")
         self.send(burst_packet("tagged", seq=1))
         self.assertEqual(self.receive_ids(OUT_PORT, 1, timeout_s=2.0), [1])
         action_b = self.set_policy(OUT_PORT, policy)
         self.assertNotEqual(action_a.params["policy_epoch"], action_b.params["policy_epoch"])
         model.set_policy(action_b)
-        self.assertEqual(model.arrive(C.CLASS_TCP, fp.Occupancy()), "ADMIT")
+        self.assertEqual(model.arrive(C.CLASS_TCP, fpm.Occupancy()), "ADMIT")
         self.assertEqual(dict(model.chips_events),
                          {"CHIPS_OFF_ADMITS": 1, "CHIPS_ON_ADMITS": 1})
         self.send(burst_packet("tcp", seq=2))

@@ -6,7 +6,7 @@ packets arrives. A test is a sequence of stages: "release k" lets exactly k
 queued packets leave (each departure runs D1 and D2 in egress), then the
 stage's packets are sent within one departure slot. Every expected decision is
 worked out by hand in the docstring and must equal the prediction of the
-reference model, mmaqm.algorithms.fred.FredPortModel (driven through the same
+reference model, mmaqm_oracle.fred_model.FredPortModel (driven through the same
 arrivals and departures, for R = 0 and R = 2^16 - 1, so no outcome depends on
 the random draw). The switch must then forward exactly the predicted packets
 in order, count exactly the predicted drops per reason in each stage, and, once
@@ -30,12 +30,13 @@ from mmaqm import bmv2_tm
 from mmaqm import p4constants as C
 from mmaqm.algorithms import fred
 from mmaqm.encoding import PolicyAction
+from mmaqm_oracle import fred_model
 
 from mmaqm_base import (MIN_FREEZE_RATE_PPS, OUT_PORT, SRC_HOST_PORT, MmaqmTest, host_ip,
                         packet)
 
-ADMIT = fred.ADMIT
-MAXQ, TWICE, STRIKE = fred.FRED_MAXQ, fred.FRED_TWICE_AVGCQ, fred.FRED_STRIKE
+ADMIT = fred_model.ADMIT
+MAXQ, TWICE, STRIKE = fred_model.FRED_MAXQ, fred_model.FRED_TWICE_AVGCQ, fred_model.FRED_STRIKE
 EARLY, FORCED, LIMIT = "RED_EARLY", "RED_FORCED", "QUEUE_LIMIT"
 SACRIFICIAL = "sacrificial"
 BASE_SPORT = 20000
@@ -85,7 +86,7 @@ class FredTest(MmaqmTest):
     def predict(self, action: PolicyAction, stages, rand_q16: int):
         """Reference model decisions per stage, and the FIFO order of admitted ids."""
         slots = action.params["fred_slot_mask"] + 1
-        model = fred.FredPortModel(action.params, lambda: rand_q16)
+        model = fred_model.FredPortModel(action.params, lambda: rand_q16)
         assert model.arrive(flow_slot(self.source_of(SACRIFICIAL), slots)) == (ADMIT, None)
         model.depart()
         decisions = []

@@ -3,8 +3,8 @@ logical queue count, then the queue limit. The thresholds are installed
 directly (the controller's per-period arithmetic, eqs. 5-10, has its unit
 tests; McdtPeriodUpdateTest runs one period against this switch); every
 expected outcome is worked out by hand and cross-checked with two
-reference models: mmaqm.fixedpoint.PortModel (via predict) and
-mmaqm.algorithms.mcdt.decide."""
+reference models: mmaqm_oracle.fixedpoint_model.PortModel (via predict) and
+mmaqm_oracle.mcdt_reference.decide."""
 
 import dataclasses
 
@@ -12,7 +12,8 @@ from mmaqm import p4constants as C
 from mmaqm.algorithms import mcdt
 from mmaqm.config import parse_policy
 from mmaqm.controller import SwitchController
-from mmaqm.fixedpoint import Occupancy
+from mmaqm_oracle.fixedpoint_model import Occupancy
+from mmaqm_oracle import mcdt_reference
 
 from mmaqm_base import CLASS_OF, CONFIG, SWITCH, QueueTest, admitted, burst_packet, predict
 
@@ -27,7 +28,7 @@ def decide_all(th_pkts: dict[int, int], limit: int, kinds: list[str]) -> list[st
         cls = C.CLASSES[CLASS_OF[kind]]
         occ = Occupancy(queue_pkts=sum(counts.values()), tcp_pkts=counts[TCP],
                         tagged_pkts=counts[TAGGED], untagged_pkts=counts[UNTAGGED])
-        decision = mcdt.decide(cls, occ, th_pkts, limit)
+        decision = mcdt_reference.decide(cls, occ, th_pkts, limit)
         if admitted(decision):
             counts[cls] += 1
         out.append(decision)

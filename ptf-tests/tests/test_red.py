@@ -8,6 +8,7 @@ import ptf.testutils as tu
 
 from mmaqm import fixedpoint as fp
 from mmaqm import p4constants as C
+from mmaqm_oracle import fixedpoint_model as fpm
 from mmaqm_base import OUT_PORT, QueueTest, burst_packet, no_early_drop_max_p, predict
 
 
@@ -140,14 +141,15 @@ class RedEarlyDropRateTest(QueueTest):
         q = count = 0         # weight 1: avg = q, packets queued at the arrival
         r_low, r_allowed = 0, []
         for i, ok in enumerate(admitted):
-            avg = fp.p4_to_scaled(q)
+            avg = fpm.p4_to_scaled(q)
             if avg < action.params["min_th_scaled"]:
                 self.assertTrue(ok, f"packet {i + 1} dropped below min_th")
                 count, r_low = 0, 0
                 q += 1
                 continue
             count += 1
-            level = count * fp.red_p_b_q16(avg, action.params["min_th_scaled"], action.params["red_slope_q24"])
+            level = count * fpm.red_p_b_q16(avg, action.params["min_th_scaled"],
+                                            action.params["red_slope_q24"])
             if ok:
                 self.assertLess(level, fp.PROB_ONE, f"packet {i + 1} admitted with count * p_b "
                                 f"= {level} >= 2^16: early drops are not spread by count")
@@ -201,14 +203,14 @@ class RedAverageFallsTest(QueueTest):
         phase1 = ["ADMIT"] * 9 + ["RED_FORCED"] * 11
         phase2 = ["RED_FORCED"] * 4 + ["ADMIT"] * (self.PHASE2 - 4)
         # The reference model, continued from the burst's end with q = 0.
-        model = fp.PortModel(action, lambda: 0)
-        model.arrive(C.CLASS_TCP, fp.Occupancy())  # the sacrificial packet
+        model = fpm.PortModel(action, lambda: 0)
+        model.arrive(C.CLASS_TCP, fpm.Occupancy())  # the sacrificial packet
         q, modelled = 0, []
         for _ in kinds:
-            modelled.append(model.arrive(C.CLASS_TCP, fp.Occupancy(queue_pkts=q, tcp_pkts=q)))
+            modelled.append(model.arrive(C.CLASS_TCP, fpm.Occupancy(queue_pkts=q, tcp_pkts=q)))
             q += modelled[-1] == "ADMIT"
         self.assertEqual(modelled, phase1)
-        self.assertEqual([model.arrive(C.CLASS_TCP, fp.Occupancy()) for _ in range(self.PHASE2)],
+        self.assertEqual([model.arrive(C.CLASS_TCP, fpm.Occupancy()) for _ in range(self.PHASE2)],
                          phase2)
 
         self.run_burst(action, kinds, expected=phase1)  # returns with the queue drained

@@ -1,7 +1,7 @@
 """RED options with Linux tc-red's semantics (red.p4): idle-time decay of the
 average (tc-red bandwidth; Floyd & Jacobson §11), gentle RED, ECN marking,
 harddrop and ns-2's wait. Expected decisions are computed by hand in each
-docstring and by the reference model (mmaqm.fixedpoint.PortModel)."""
+docstring and by the reference model (mmaqm_oracle.fixedpoint_model.PortModel)."""
 
 import time
 
@@ -12,6 +12,7 @@ from scapy.layers.l2 import Ether
 from mmaqm import bmv2_tm
 from mmaqm import fixedpoint as fp
 from mmaqm import p4constants as C
+from mmaqm_oracle import fixedpoint_model as fpm
 from mmaqm_base import (OUT_PORT, QueueTest, admitted, burst_packet, no_early_drop_max_p,
                         predict)
 
@@ -163,7 +164,7 @@ class RedIdleDecayTest(QueueTest):
 
     def after_idle(self, policy):
         action = self.set_policy(OUT_PORT, policy)
-        model = fp.PortModel(action, lambda: 0)
+        model = fpm.PortModel(action, lambda: 0)
         kinds = ["tcp"] * 40
         decisions = predict(action, kinds, model=model)
         forced = decisions.count("RED_FORCED")
@@ -176,7 +177,7 @@ class RedIdleDecayTest(QueueTest):
         time.sleep(self.IDLE_S)
         # The model: the queue emptied at t = 0 us, the packet arrives IDLE_S later.
         model.queue_emptied(0)
-        decision = model.arrive(C.CLASS_TCP, fp.Occupancy(), now_us=int(self.IDLE_S * 1e6))
+        decision = model.arrive(C.CLASS_TCP, fpm.Occupancy(), now_us=int(self.IDLE_S * 1e6))
         self.send(burst_packet("tcp", seq=100))
         forwarded = self.receive_ids(OUT_PORT, 1, timeout_s=1.0)
         tu.verify_no_other_packets(self)

@@ -1,5 +1,5 @@
 """UPTA (Wu & Hassan 2002; upta.p4, docs/upta-plan.md §3): every per-packet rule on
-the real switch, against the reference model mmaqm.algorithms.upta.UptaPortModel.
+the real switch, against the reference model mmaqm_oracle.upta_model.UptaPortModel.
 
 Common setting (plan §3): port OUT_PORT runs the `upta` action with k_shift 10
 (K = 1.024 ms) and packets at least 5 ms apart, each sent only after the
@@ -33,6 +33,7 @@ from mmaqm import p4constants as C
 from mmaqm.algorithms import fred, upta
 from mmaqm.config import parse_policy
 from mmaqm.encoding import PolicyAction, policy_action
+from mmaqm_oracle import upta_model
 
 from mmaqm_base import (OUT_PORT, SRC_HOST_PORT, MmaqmTest, forwarded, host_ip, host_mac,
                         router_mac)
@@ -45,7 +46,7 @@ GAP_S = 0.005
 SLOTS = upta.UPTA_SLOTS_PER_PORT
 Q12 = 7864                   # 0.12 in Q16 (floor(0.12 * 2^16))
 NONE = upta.FS_INFINITE
-ADMIT, USELESS, FAIR = upta.ADMIT, upta.UPTA_USELESS, upta.UPTA_FAIR_SHARE
+ADMIT, USELESS, FAIR = upta_model.ADMIT, upta_model.UPTA_USELESS, upta_model.UPTA_FAIR_SHARE
 _used_sports: set[int] = set()
 
 
@@ -144,10 +145,10 @@ class UptaTest(MmaqmTest):
                 return ids
             ids.append(Ether(res.packet)[IP].id)
 
-    def model(self, action: PolicyAction, rand: int = 0) -> upta.UptaPortModel:
-        return upta.UptaPortModel(dict(action.params), lambda: rand)
+    def model(self, action: PolicyAction, rand: int = 0) -> upta_model.UptaPortModel:
+        return upta_model.UptaPortModel(dict(action.params), lambda: rand)
 
-    def predict(self, model: upta.UptaPortModel, pkt: Ether) -> upta.Outcome:
+    def predict(self, model: upta_model.UptaPortModel, pkt: Ether) -> upta_model.Outcome:
         """The model's outcome for pkt, 10 K after the previous packet."""
         self.now_us += 10 << model.params["k_shift"]
         raw = bytes(pkt[IP])
@@ -174,7 +175,7 @@ class UptaTest(MmaqmTest):
             self.assertEqual(after.drop_reasons(OUT_PORT, cid), {want: 1}, "drop reason")
         time.sleep(GAP_S)
 
-    def run_sequence(self, action: PolicyAction, model: upta.UptaPortModel,
+    def run_sequence(self, action: PolicyAction, model: upta_model.UptaPortModel,
                      pkts: list[Ether], expected: list[str]) -> None:
         """The model must predict `expected`; the switch must do it."""
         got = [self.predict(model, p).decision for p in pkts]
@@ -343,7 +344,7 @@ class UptaFairShareRateTest(UptaTest):
     N = 400
 
     def runTest(self) -> None:
-        self.assertEqual(upta.fair_drop_count_q16(3200, 2400), 16384)
+        self.assertEqual(upta_model.fair_drop_count_q16(3200, 2400), 16384)
         action = self.install(NONE, NONE)
         sport, = self.fresh_sports(1)
         self.send_one(udp_packet(sport, seq=0), ADMIT)
@@ -421,7 +422,7 @@ class UptaPRewriteTest(UptaTest):
         model = self.model(action)
         mant, shift = upta.reciprocal(2880)
         self.assertEqual((mant, shift), (3054198966, 27))
-        self.assertEqual(upta.threshold_update_fixed(Q12, 3200, 2880, mant, shift), 1457)
+        self.assertEqual(upta_model.threshold_update_fixed(Q12, 3200, 2880, mant, shift), 1457)
         a, b, c = self.fresh_sports(3)
         pkt = udp_packet(a, opt=option(Q12), seq=1)
         out = self.predict(model, pkt)

@@ -11,6 +11,7 @@ from mmaqm import p4constants as C
 from mmaqm.algorithms import ALGORITHMS, red
 from mmaqm.config import parse_policy
 from mmaqm.encoding import PolicyAction, policy_action
+from mmaqm_oracle import fixedpoint_model as FM
 
 from conftest import RandSequence
 
@@ -84,55 +85,55 @@ def test_ewma_shift_rejects(bad: object) -> None:
 
 # ------------------------------------------------------------ P4 arithmetic
 def test_p4_to_scaled_wraps_like_bit32() -> None:
-    assert F.p4_to_scaled(1) == 65536
-    assert F.p4_to_scaled(65535) == 0xFFFF0000
-    assert F.p4_to_scaled(65536) == 0            # 2^32 wraps to 0
-    assert F.p4_to_scaled(65537) == 65536
-    assert F.p4_to_scaled(0xFFFFFFFF) == 0xFFFF0000
+    assert FM.p4_to_scaled(1) == 65536
+    assert FM.p4_to_scaled(65535) == 0xFFFF0000
+    assert FM.p4_to_scaled(65536) == 0            # 2^32 wraps to 0
+    assert FM.p4_to_scaled(65537) == 65536
+    assert FM.p4_to_scaled(0xFFFFFFFF) == 0xFFFF0000
 
 
 def test_ewma_hand_computed() -> None:
     # 0 + (10*65536 - 0) >> 9 = 655360 / 512 = 1280
-    assert F.ewma(0, 10 * PKT, 9) == 1280
+    assert FM.ewma(0, 10 * PKT, 9) == 1280
     # 1280 - (1280 - 0) >> 9 = 1280 - 2 (2.5 truncated) = 1278
-    assert F.ewma(1280, 0, 9) == 1278
+    assert FM.ewma(1280, 0, 9) == 1278
     # truncation is toward avg in both directions (not floor):
-    assert F.ewma(100, 99, 1) == 100             # 100 - (1 >> 1) = 100, floor would give 99
-    assert F.ewma(99, 100, 1) == 99              # 99 + (1 >> 1) = 99
-    assert F.ewma(5, 1000, 0) == 1000            # w = 1: avg = sample
-    assert F.ewma(5, 1000, 32) == 5              # a bit<32> shifted by 32 is 0
-    assert F.ewma(0xFFFFFFFF, 0, 1) == 0x80000000   # 0xFFFFFFFF - 0x7FFFFFFF
-    assert F.ewma(0, 0xFFFFFFFF, 0) == 0xFFFFFFFF
+    assert FM.ewma(100, 99, 1) == 100             # 100 - (1 >> 1) = 100, floor would give 99
+    assert FM.ewma(99, 100, 1) == 99              # 99 + (1 >> 1) = 99
+    assert FM.ewma(5, 1000, 0) == 1000            # w = 1: avg = sample
+    assert FM.ewma(5, 1000, 32) == 5              # a bit<32> shifted by 32 is 0
+    assert FM.ewma(0xFFFFFFFF, 0, 1) == 0x80000000   # 0xFFFFFFFF - 0x7FFFFFFF
+    assert FM.ewma(0, 0xFFFFFFFF, 0) == 0xFFFFFFFF
 
 
 def test_ewma_rejects_values_outside_bit32() -> None:
     with pytest.raises(ValueError):
-        F.ewma(-1, 0, 1)
+        FM.ewma(-1, 0, 1)
     with pytest.raises(ValueError):
-        F.ewma(0, 1 << 32, 1)
+        FM.ewma(0, 1 << 32, 1)
 
 
 def test_red_p_b_q16_hand_computed() -> None:
     # min 15, max 30, max_p 0.1: slope 111848; avg 20 packets -> excess 5 * 65536 = 327680
     # 327680 * 111848 = 36650844160; >> 24 = 2184.5 -> 2184   (paper: 0.1 * 5/15 = 1/30 = 2184.5/65536)
-    assert F.red_p_b_q16(20 * PKT, 15 * PKT, 111848) == 2184
-    assert F.red_p_b_q16(15 * PKT, 15 * PKT, 111848) == 0
+    assert FM.red_p_b_q16(20 * PKT, 15 * PKT, 111848) == 2184
+    assert FM.red_p_b_q16(15 * PKT, 15 * PKT, 111848) == 0
     # avg < min_th: (bit<32>)(0 - 1) = 2^32 - 1; * 2^24 >> 24 = 2^32 - 1
-    assert F.red_p_b_q16(0, 1, 1 << 24) == 0xFFFFFFFF
+    assert FM.red_p_b_q16(0, 1, 1 << 24) == 0xFFFFFFFF
 
 
 def test_red_p_b_q16_agrees_with_the_float_formula() -> None:
     slope = F.red_slope_q24(15, 30, 0.1)
     for avg_pkts in (15, 16.5, 20, 25, 29.9):
-        fixed = F.red_p_b_q16(F.to_scaled(avg_pkts), F.to_scaled(15), slope) / 65536
+        fixed = FM.red_p_b_q16(F.to_scaled(avg_pkts), F.to_scaled(15), slope) / 65536
         assert fixed == pytest.approx(red.early_drop_probability(avg_pkts, 15, 30, 0.1), abs=2e-5)
 
 
 def test_dcbt_tagged_th_scaled() -> None:
-    assert F.dcbt_tagged_th_scaled(20 * PKT, 32768) == 10 * PKT      # 20 * 1/2
-    assert F.dcbt_tagged_th_scaled(20 * PKT, 21845) == 436900        # 20 * 21845 exactly
-    assert F.dcbt_tagged_th_scaled(3, 32768) == 1                    # 98304 >> 16 = 1 (1.5 truncated)
-    assert F.dcbt_tagged_th_scaled(0xFFFFFFFF, 65536) == 0xFFFFFFFF  # share 1: threshold = red_avg
+    assert FM.dcbt_tagged_th_scaled(20 * PKT, 32768) == 10 * PKT      # 20 * 1/2
+    assert FM.dcbt_tagged_th_scaled(20 * PKT, 21845) == 436900        # 20 * 21845 exactly
+    assert FM.dcbt_tagged_th_scaled(3, 32768) == 1                    # 98304 >> 16 = 1 (1.5 truncated)
+    assert FM.dcbt_tagged_th_scaled(0xFFFFFFFF, 65536) == 0xFFFFFFFF  # share 1: threshold = red_avg
 
 
 # ------------------------------------------------------------ red_decide
@@ -142,23 +143,23 @@ RED_15_30 = {"min_th_scaled": 15 * PKT, "max_th_scaled": 30 * PKT, "red_slope_q2
 
 
 def test_red_state_powers_up_restarted_with_r_0() -> None:
-    assert F.RedState() == F.RedState(count=0, rand_q16=0)
+    assert FM.RedState() == FM.RedState(count=0, rand_q16=0)
 
 
 def test_red_decide_below_min_restarts_without_drawing() -> None:
     rand = RandSequence([1234])
-    reason, mark, state = F.red_decide(14 * PKT, RED_15_30, F.RedState(7, 99), rand)
-    assert (reason, mark, state, rand.calls) == (None, False, F.RedState(0, 99), 0)     # R kept
+    reason, mark, state = FM.red_decide(14 * PKT, RED_15_30, FM.RedState(7, 99), rand)
+    assert (reason, mark, state, rand.calls) == (None, False, FM.RedState(0, 99), 0)     # R kept
 
 
 def test_red_decide_forced_at_max_th_without_drawing() -> None:
     rand = RandSequence([42])
-    reason, mark, state = F.red_decide(30 * PKT, RED_15_30, F.RedState(3, 99), rand)
-    assert (reason, mark, state, rand.calls) == ("RED_FORCED", False, F.RedState(0, 99), 0)
+    reason, mark, state = FM.red_decide(30 * PKT, RED_15_30, FM.RedState(3, 99), rand)
+    assert (reason, mark, state, rand.calls) == ("RED_FORCED", False, FM.RedState(0, 99), 0)
     # One below max_th is the early zone, not forced. count 0: R = 42 is drawn now;
     # p_b = (30 * 65536 - 1 - 15 * 65536) * 111848 >> 24 = 983039 * 111848 >> 24 = 6553 > 42
-    reason, mark, state = F.red_decide(30 * PKT - 1, RED_15_30, F.RedState(0, 65535), rand)
-    assert (reason, mark, state, rand.calls) == ("RED_EARLY", False, F.RedState(0, 42), 1)
+    reason, mark, state = FM.red_decide(30 * PKT - 1, RED_15_30, FM.RedState(0, 65535), rand)
+    assert (reason, mark, state, rand.calls) == ("RED_EARLY", False, FM.RedState(0, 42), 1)
 
 
 def test_red_decide_draws_r_when_the_early_zone_is_entered_and_drops_on_the_third() -> None:
@@ -168,16 +169,16 @@ def test_red_decide_draws_r_when_the_early_zone_is_entered_and_drops_on_the_thir
     #   3rd: count 3: 6552 >  5000 drop, restart   (no draw)
     #   4th: count 0 -> draw R = 777, count 1: 2184 > 777 drop
     rand = RandSequence([5000, 777])
-    state = F.RedState(0, 0)
+    state = FM.RedState(0, 0)
     steps = []
     for _ in range(4):
-        reason, mark, state = F.red_decide(20 * PKT, RED_15_30, state, rand)
+        reason, mark, state = FM.red_decide(20 * PKT, RED_15_30, state, rand)
         steps.append((reason, mark, state, rand.calls))
     assert steps == [
-        (None, False, F.RedState(1, 5000), 1),
-        (None, False, F.RedState(2, 5000), 1),
-        ("RED_EARLY", False, F.RedState(0, 5000), 1),
-        ("RED_EARLY", False, F.RedState(0, 777), 2),
+        (None, False, FM.RedState(1, 5000), 1),
+        (None, False, FM.RedState(2, 5000), 1),
+        ("RED_EARLY", False, FM.RedState(0, 5000), 1),
+        ("RED_EARLY", False, FM.RedState(0, 777), 2),
     ]
 
 
@@ -186,46 +187,48 @@ def test_red_decide_calls_rand_source_once_per_drop_cycle() -> None:
     # p_b at 20 packets = 2184, R = 60000: no early drop in this sequence.
     rand = RandSequence([60000, 30000])
     script = [
-        (0, None, F.RedState(0, 0), 0),          # below min_th: no random() per packet
-        (5, None, F.RedState(0, 0), 0),
-        (14, None, F.RedState(0, 0), 0),
-        (20, None, F.RedState(1, 60000), 1),     # enters the early zone after a restart: 1 draw
-        (20, None, F.RedState(2, 60000), 1),     # stays: no draw
-        (14, None, F.RedState(0, 60000), 1),     # below min_th: restart, R kept, no draw
-        (30, "RED_FORCED", F.RedState(0, 60000), 1),   # forced: restart, no draw
-        (20, None, F.RedState(1, 30000), 2),     # early zone again after a restart: 1 draw
+        (0, None, FM.RedState(0, 0), 0),          # below min_th: no random() per packet
+        (5, None, FM.RedState(0, 0), 0),
+        (14, None, FM.RedState(0, 0), 0),
+        (20, None, FM.RedState(1, 60000), 1),     # enters the early zone after a restart: 1 draw
+        (20, None, FM.RedState(2, 60000), 1),     # stays: no draw
+        (14, None, FM.RedState(0, 60000), 1),     # below min_th: restart, R kept, no draw
+        (30, "RED_FORCED", FM.RedState(0, 60000), 1),   # forced: restart, no draw
+        (20, None, FM.RedState(1, 30000), 2),     # early zone again after a restart: 1 draw
     ]
-    state = F.RedState()
+    state = FM.RedState()
     for avg_pkts, reason, expected_state, calls in script:
-        got_reason, mark, state = F.red_decide(avg_pkts * PKT, RED_15_30, state, rand)
+        got_reason, mark, state = FM.red_decide(avg_pkts * PKT, RED_15_30, state, rand)
         assert (got_reason, mark, state, rand.calls) == (reason, False, expected_state, calls), avg_pkts
 
 
 def test_red_decide_early_drop_is_strict() -> None:
     # red.p4: drop when count * p_b_q16 > R. R = 4368 = 2 * 2184: count 2 keeps, count 3 drops.
     rand = RandSequence([0])
-    reason, mark, state = F.red_decide(20 * PKT, RED_15_30, F.RedState(1, 4368), rand)
-    assert (reason, mark, state) == (None, False, F.RedState(2, 4368))
-    reason, mark, state = F.red_decide(20 * PKT, RED_15_30, state, rand)
-    assert (reason, mark, state) == ("RED_EARLY", False, F.RedState(0, 4368))
+    reason, mark, state = FM.red_decide(20 * PKT, RED_15_30, FM.RedState(1, 4368), rand)
+    assert (reason, mark, state) == (None, False, FM.RedState(2, 4368))
+    reason, mark, state = FM.red_decide(20 * PKT, RED_15_30, state, rand)
+    assert (reason, mark, state) == ("RED_EARLY", False, FM.RedState(0, 4368))
     assert rand.calls == 0                      # count != 0: R is reused, never redrawn
 
 
 def test_red_decide_at_min_th_is_the_early_zone_and_never_drops() -> None:
     # avg == min_th: early zone (count moves), p_b = 0 and 0 > R is false even for R = 0
     rand = RandSequence([0])
-    assert F.red_decide(15 * PKT, RED_15_30, F.RedState(0, 9), rand) == (None, False, F.RedState(1, 0))
+    assert FM.red_decide(15 * PKT, RED_15_30, FM.RedState(0, 9), rand) \
+        == (None, False, FM.RedState(1, 0))
     assert rand.calls == 1                      # count 0 in the early zone: R drawn (0)
-    assert F.red_decide(15 * PKT, RED_15_30, F.RedState(4, 0), rand) == (None, False, F.RedState(5, 0))
+    assert FM.red_decide(15 * PKT, RED_15_30, FM.RedState(4, 0), rand) \
+        == (None, False, FM.RedState(5, 0))
     assert rand.calls == 1
 
 
 def test_red_decide_checks_rand_source_range() -> None:
     # random(r, 0, PROB_ONE - 1): 65536 is out of range, checked when R is drawn
     with pytest.raises(ValueError, match="rand_source"):
-        F.red_decide(20 * PKT, RED_15_30, F.RedState(), lambda: 65536)
+        FM.red_decide(20 * PKT, RED_15_30, FM.RedState(), lambda: 65536)
     # below min_th nothing is drawn, so a bad source goes unnoticed there
-    assert F.red_decide(0, RED_15_30, F.RedState(), lambda: 65536) == (None, False, F.RedState())
+    assert FM.red_decide(0, RED_15_30, FM.RedState(), lambda: 65536) == (None, False, FM.RedState())
 
 
 # ------------------------------------------------- port_policy actions vs the compiled P4Info
@@ -326,26 +329,26 @@ def red_action(name: str = "red", *, min_th_scaled: int, max_th_scaled: int,
         "red_slope_q24": red_slope_q24, **extra})
 
 
-def occ(queue: int = 0, tcp: int = 0, tagged: int = 0, untagged: int = 0) -> F.Occupancy:
-    return F.Occupancy(queue_pkts=queue, tcp_pkts=tcp, tagged_pkts=tagged, untagged_pkts=untagged)
+def occ(queue: int = 0, tcp: int = 0, tagged: int = 0, untagged: int = 0) -> FM.Occupancy:
+    return FM.Occupancy(queue_pkts=queue, tcp_pkts=tcp, tagged_pkts=tagged, untagged_pkts=untagged)
 
 
 def test_drop_tail_at_queue_limit_and_never_touches_averages() -> None:
     rand = RandSequence([0])
-    model = F.PortModel(drop_tail(queue_limit_pkts=3), rand)
+    model = FM.PortModel(drop_tail(queue_limit_pkts=3), rand)
     # Registers left by an earlier RED policy of epoch 9: drop_tail has no policy_epoch,
     # so it neither resets nor updates them.
     model.avg_policy_epoch = 9
     model.red_avg_scaled = 7 * PKT
     model.class_avg_scaled[TAGGED] = 3 * PKT
-    model.red_state = F.RedState(5, 99)
+    model.red_state = FM.RedState(5, 99)
     decisions = [model.arrive(TCP, occ(queue=q, tcp=q)) for q in (0, 1, 2, 3, 4)]
     # admitted while occupancy < 3; drop at occupancy >= queue_limit_pkts
     assert decisions == ["ADMIT", "ADMIT", "ADMIT", "QUEUE_LIMIT", "QUEUE_LIMIT"]
     assert model.arrivals[TCP] == 5 and model.admits[TCP] == 3
     assert model.drops[(TCP, "QUEUE_LIMIT")] == 2
     assert (model.avg_policy_epoch, model.red_avg_scaled, model.class_avg_scaled[TAGGED],
-            model.red_state) == (9, 7 * PKT, 3 * PKT, F.RedState(5, 99))
+            model.red_state) == (9, 7 * PKT, 3 * PKT, FM.RedState(5, 99))
     assert rand.calls == 0
 
 
@@ -355,7 +358,7 @@ def test_red_forced_at_max_th_with_shift_0() -> None:
     action = red_action(min_th_scaled=2 * PKT, max_th_scaled=4 * PKT, red_slope_q24=838861,
                         ewma_shift=0, queue_limit_pkts=10)
     rand = RandSequence([60000])
-    model = F.PortModel(action, rand)
+    model = FM.PortModel(action, rand)
     # q=0: avg 0 < 2 -> admit, no draw.
     # q=3: avg 3, early zone from a restart: draw R = 60000; p_b = 65536 * 838861 >> 24 = 3276,
     #      1 * 3276 <= 60000 -> admit.
@@ -364,7 +367,7 @@ def test_red_forced_at_max_th_with_shift_0() -> None:
     assert decisions == ["ADMIT", "ADMIT", "RED_FORCED", "RED_FORCED"]
     assert model.red_avg_scaled == 12 * PKT
     assert model.drops[(TCP, "RED_FORCED")] == 2
-    assert (model.red_state, rand.calls) == (F.RedState(0, 60000), 1)
+    assert (model.red_state, rand.calls) == (FM.RedState(0, 60000), 1)
 
 
 def test_red_queue_limit_when_red_admits() -> None:
@@ -373,7 +376,7 @@ def test_red_queue_limit_when_red_admits() -> None:
     action = red_action(min_th_scaled=2 * PKT, max_th_scaled=4 * PKT, red_slope_q24=838861,
                         ewma_shift=9, queue_limit_pkts=5)
     rand = RandSequence([60000])
-    model = F.PortModel(action, rand)
+    model = FM.PortModel(action, rand)
     assert model.arrive(TCP, occ(queue=5)) == "QUEUE_LIMIT"
     assert model.red_avg_scaled == 640
     assert rand.calls == 0
@@ -388,7 +391,7 @@ def cbt_action(name: str) -> PolicyAction:
 
 
 def test_cbt_tagged_threshold() -> None:
-    model = F.PortModel(cbt_action("cbt_red_all"), RandSequence([60000]))
+    model = FM.PortModel(cbt_action("cbt_red_all"), RandSequence([60000]))
     # tagged avg = 2 packets: not > 2 -> passes, RED samples the whole queue (5)
     assert model.arrive(TAGGED, occ(queue=5, tagged=2)) == "ADMIT"
     assert model.red_avg_scaled == 5 * PKT
@@ -408,13 +411,13 @@ def test_cbt_tagged_threshold() -> None:
 
 
 def test_cbt_red_for_all_red_tests_udp_survivors() -> None:
-    model = F.PortModel(cbt_action("cbt_red_all"), RandSequence([60000]))
+    model = FM.PortModel(cbt_action("cbt_red_all"), RandSequence([60000]))
     # tagged avg 1 <= 2 passes the class test; RED avg = queue 25 >= max_th 20 -> forced
     assert model.arrive(TAGGED, occ(queue=25, tagged=1)) == "RED_FORCED"
 
 
 def test_cbt_red_for_tcp_only() -> None:
-    model = F.PortModel(cbt_action("cbt_red_tcp_only"), RandSequence([60000]))
+    model = FM.PortModel(cbt_action("cbt_red_tcp_only"), RandSequence([60000]))
     # TCP: RED's average counts TCP packets only (cbt §3): sample 3, not 25
     assert model.arrive(TCP, occ(queue=25, tcp=3, tagged=22)) == "ADMIT"
     assert model.red_avg_scaled == 3 * PKT
@@ -434,7 +437,7 @@ def dcbt_action(ewma_shift: int = 0) -> PolicyAction:
 
 
 def test_dcbt_threshold_inactive_at_or_below_min_th_and_active_above() -> None:
-    model = F.PortModel(dcbt_action(), RandSequence([60000]))
+    model = FM.PortModel(dcbt_action(), RandSequence([60000]))
     # red_avg = 2 packets = min_th: not > min_th -> no class test, although untagged avg 2 > 1.4;
     # RED: early zone, draw R = 60000, p_b = 0: 1 * 0 <= 60000 -> admit
     assert model.arrive(UNTAGGED, occ(queue=2, untagged=2)) == "ADMIT"
@@ -443,11 +446,11 @@ def test_dcbt_threshold_inactive_at_or_below_min_th_and_active_above() -> None:
     # untagged avg 1 packet = 65536 <= 91750 -> passes to RED:
     # p_b = 65536 * 209715 >> 24 = 819, count 2: 1638 <= 60000 -> admit
     assert model.arrive(UNTAGGED, occ(queue=3, untagged=1)) == "ADMIT"
-    assert model.red_state == F.RedState(2, 60000)     # the class drop skipped the RED test
+    assert model.red_state == FM.RedState(2, 60000)     # the class drop skipped the RED test
 
 
 def test_dcbt_tagged_threshold_moves_with_red_avg() -> None:
-    model = F.PortModel(dcbt_action(), RandSequence([60000]))
+    model = FM.PortModel(dcbt_action(), RandSequence([60000]))
     # red_avg 4 packets -> tagged_th = 4 * 1/4 = 1 packet; tagged avg 1 is not > 1
     assert model.arrive(TAGGED, occ(queue=4, tagged=1)) == "ADMIT"
     # tagged avg 2 > 1 -> drop
@@ -459,7 +462,7 @@ def test_dcbt_tagged_threshold_moves_with_red_avg() -> None:
 
 
 def test_dcbt_updates_all_averages_on_every_arrival() -> None:
-    model = F.PortModel(dcbt_action(ewma_shift=1), RandSequence([60000]))
+    model = FM.PortModel(dcbt_action(ewma_shift=1), RandSequence([60000]))
     model.arrive(TCP, occ(queue=4, tcp=2, tagged=2, untagged=0))
     # w = 1/2 from 0: red 4/2 = 2, tagged 2/2 = 1, untagged 0 (dcbt §3.1 synchronised updates)
     assert model.red_avg_scaled == 2 * PKT
@@ -474,7 +477,7 @@ def test_epoch_reset() -> None:
     rand = RandSequence([60000, 200])
     action = red_action(min_th_scaled=10 * PKT, max_th_scaled=20 * PKT, red_slope_q24=167772,
                         ewma_shift=1, policy_epoch=1)
-    model = F.PortModel(action, rand)
+    model = FM.PortModel(action, rand)
     assert model.arrive(TCP, occ(queue=8)) == "ADMIT"   # new epoch 1; avg 8/2 = 4 < min_th
     assert (model.red_avg_scaled, model.avg_policy_epoch, rand.calls) == (4 * PKT, 1, 0)
     # same epoch (e.g. a shares-only update): averages and RED state survive
@@ -482,7 +485,7 @@ def test_epoch_reset() -> None:
     assert model.arrive(TCP, occ(queue=8)) == "ADMIT"   # avg 4 + (8 - 4)/2 = 6 packets
     assert model.red_avg_scaled == 6 * PKT
     assert model.arrive(TCP, occ(queue=18)) == "ADMIT"  # avg 6 + (18 - 6)/2 = 12: draw 60000,
-    assert (model.red_state, rand.calls) == (F.RedState(1, 60000), 1)  # 1310 <= 60000
+    assert (model.red_state, rand.calls) == (FM.RedState(1, 60000), 1)  # 1310 <= 60000
     # new epoch: averages restart from 0 before this arrival's update, count restarts, R kept
     model.class_avg_scaled[TAGGED] = 5 * PKT
     model.set_policy(action.with_params(policy_epoch=2))
@@ -492,7 +495,7 @@ def test_epoch_reset() -> None:
     assert model.red_avg_scaled == 12 * PKT
     assert model.class_avg_scaled[TAGGED] == 0
     assert model.avg_policy_epoch == 2
-    assert (model.red_state, rand.calls) == (F.RedState(0, 200), 2)
+    assert (model.red_state, rand.calls) == (FM.RedState(0, 200), 2)
 
 
 @pytest.mark.parametrize("name, extra", [
@@ -515,30 +518,30 @@ def test_every_red_based_action_resets_on_a_new_epoch(
     action = red_action(name, min_th_scaled=10 * PKT, max_th_scaled=20 * PKT,
                         red_slope_q24=167772, ewma_shift=31, policy_epoch=policy_epoch, **extra)
     rand = RandSequence([60000])
-    model = F.PortModel(action, rand)
+    model = FM.PortModel(action, rand)
     model.avg_policy_epoch = stored_epoch
     model.red_avg_scaled = 9 * PKT
     for cls in (TCP, TAGGED, UNTAGGED):
         model.class_avg_scaled[cls] = 9 * PKT
-    model.red_state = F.RedState(3, 777)
+    model.red_state = FM.RedState(3, 777)
     assert model.arrive(TCP, occ()) == "ADMIT"
     kept = 0 if resets else 9 * PKT
     assert model.red_avg_scaled == kept
     assert [model.class_avg_scaled[cls] for cls in (TCP, TAGGED, UNTAGGED)] == [kept] * 3
     assert model.avg_policy_epoch == policy_epoch
     # count restarts (below min_th too), R is kept either way; nothing drawn
-    assert (model.red_state, rand.calls) == (F.RedState(0, 777), 0)
+    assert (model.red_state, rand.calls) == (FM.RedState(0, 777), 0)
 
 
 def test_unknown_action_is_rejected() -> None:
-    model = F.PortModel(PolicyAction("fq_codel", {"queue_limit_pkts": 64, "policy_epoch": 1}),
-                        RandSequence([0]))
+    model = FM.PortModel(PolicyAction("fq_codel", {"queue_limit_pkts": 64, "policy_epoch": 1}),
+                         RandSequence([0]))
     with pytest.raises(ValueError, match="unknown port_policy action 'fq_codel'"):
         model.arrive(TCP, occ())
 
 
 def test_occupancy_from_dict() -> None:
-    model = F.PortModel(drop_tail(queue_limit_pkts=2), RandSequence([0]))
+    model = FM.PortModel(drop_tail(queue_limit_pkts=2), RandSequence([0]))
     assert model.arrive(TCP, {"queue": 2, "tcp": 2}) == "QUEUE_LIMIT"
     assert model.arrive(TCP, {"queue_pkts": 1}) == "ADMIT"
     with pytest.raises(ValueError):

@@ -16,15 +16,16 @@ from dataclasses import dataclass
 
 import pytest
 
-from mmaqm import fixedpoint as F
 from mmaqm.algorithms import fred
-from mmaqm.algorithms.fred import DROP, Slot
+from mmaqm_oracle.fred_model import DROP, Slot
+from mmaqm_oracle import fixedpoint_model as FM
+from mmaqm_oracle import fred_model
 from conftest import RandSequence
 
 ONE = 65536
 PARAMS = {**fred.action_params(4, 8, 0.5, minq_pkts=2, ewma_weight=0.5, table_slots=16),
           "queue_limit_pkts": 60}
-FLOAT_PARAMS = fred.FredParams(4, 8, 0.5, w_q=0.5, minq_pkts=2, queue_limit_pkts=60)
+FLOAT_PARAMS = fred_model.FredParams(4, 8, 0.5, w_q=0.5, minq_pkts=2, queue_limit_pkts=60)
 Q = 5
 
 
@@ -55,16 +56,16 @@ class Fixed:
     name = "fixed"
 
     def state(self, avg: float, nactive: int = 0, slots: dict | None = None,
-              count: int = 0, rand_q16: int = 0) -> fred.FredState:
-        return fred.FredState(avg_scaled=round(avg * ONE), nactive=nactive, count=count,
-                              rand_q16=rand_q16, slots=dict(slots or {}))
+              count: int = 0, rand_q16: int = 0) -> fred_model.FredState:
+        return fred_model.FredState(avg_scaled=round(avg * ONE), nactive=nactive, count=count,
+                                    rand_q16=rand_q16, slots=dict(slots or {}))
 
     def arrive(self, st, slot: int, queue: int = Q, coin: str = "keep") -> Outcome:
         rand = RandSequence([0 if coin == "drop" else 65535])
-        return Outcome(*fred.arrive(st, slot, queue, PARAMS, rand))
+        return Outcome(*fred_model.arrive(st, slot, queue, PARAMS, rand))
 
     def depart(self, st, slot: int, queue_after: int):
-        return fred.depart(st, slot, queue_after, PARAMS)
+        return fred_model.depart(st, slot, queue_after, PARAMS)
 
     @staticmethod
     def avg(st) -> float:
@@ -81,16 +82,16 @@ class Float:
     name = "float"
 
     def state(self, avg: float, nactive: int = 0, slots: dict | None = None,
-              count: int = -1, rand_q16: int = 0) -> fred.FredFloatState:
-        return fred.FredFloatState(avg_pkts=avg, nactive=nactive,
-                                   count=count if count != 0 else -1, slots=dict(slots or {}))
+              count: int = -1, rand_q16: int = 0) -> fred_model.FredFloatState:
+        return fred_model.FredFloatState(avg_pkts=avg, nactive=nactive,
+                                         count=count if count != 0 else -1, slots=dict(slots or {}))
 
     def arrive(self, st, slot: int, queue: int = Q, coin: str = "keep") -> Outcome:
         u = 0.0 if coin == "drop" else 0.999999
-        return Outcome(*fred.reference_arrive(st, slot, queue, FLOAT_PARAMS, lambda: u))
+        return Outcome(*fred_model.reference_arrive(st, slot, queue, FLOAT_PARAMS, lambda: u))
 
     def depart(self, st, slot: int, queue_after: int):
-        return fred.reference_depart(st, slot, queue_after, FLOAT_PARAMS)
+        return fred_model.reference_depart(st, slot, queue_after, FLOAT_PARAMS)
 
     @staticmethod
     def avg(st) -> float:
@@ -112,10 +113,10 @@ def test_r1_maxq_is_min_th(m) -> None:
     # dropped (FRED_MAXQ) and struck; with 3 queued it is admitted.
     st = m.state(2, nactive=1, slots={3: Slot(4, 0)})
     out = m.arrive(st, 3)
-    assert (out.decision, out.reason) == (DROP, fred.FRED_MAXQ)
+    assert (out.decision, out.reason) == (DROP, fred_model.FRED_MAXQ)
     assert out.slot(3) == Slot(4, 1)                       # strike + 1, qlen unchanged
     out = m.arrive(m.state(2, nactive=1, slots={3: Slot(3, 0)}), 3)
-    assert (out.decision, out.reason) == (fred.ADMIT, None)
+    assert (out.decision, out.reason) == (fred_model.ADMIT, None)
 
 
 def test_r1_maxq_is_2_while_avg_at_or_above_max_th(m) -> None:
@@ -123,9 +124,9 @@ def test_r1_maxq_is_2_while_avg_at_or_above_max_th(m) -> None:
     # RED forced drop (R6) that a flow with 1 queued gets (nactive 2: avgcq 4, 2 avgcq 8).
     st = m.state(8, nactive=2, slots={0: Slot(2, 0), 1: Slot(1, 0)})
     out = m.arrive(st, 0)
-    assert (out.reason, out.slot(0).strike) == (fred.FRED_MAXQ, 1)
+    assert (out.reason, out.slot(0).strike) == (fred_model.FRED_MAXQ, 1)
     out = m.arrive(st, 1)
-    assert (out.reason, out.slot(1).strike) == (F.RED_FORCED, 0)
+    assert (out.reason, out.slot(1).strike) == (FM.RED_FORCED, 0)
 
 
 # ------------------------------------------------------------ R2: avg >= max_th, qlen > 2 avgcq
@@ -134,9 +135,10 @@ def test_r2_twice_avgcq_when_congested(m) -> None:
     # nactive 16: 2 avgcq = 1.0, not < 1 -> not R2; R6 drops it as RED_FORCED, no strike.
     slots = {i: Slot(1, 0) for i in range(16)}
     out = m.arrive(m.state(8, nactive=17, slots=slots), 0)
-    assert (out.decision, out.reason, out.slot(0)) == (DROP, fred.FRED_TWICE_AVGCQ, Slot(1, 1))
+    assert (out.decision, out.reason, out.slot(0)) == (DROP, fred_model.FRED_TWICE_AVGCQ,
+                                                       Slot(1, 1))
     out = m.arrive(m.state(8, nactive=16, slots=slots), 0)
-    assert (out.reason, out.slot(0)) == (F.RED_FORCED, Slot(1, 0))
+    assert (out.reason, out.slot(0)) == (FM.RED_FORCED, Slot(1, 0))
 
 
 def test_r2_needs_avg_at_or_above_max_th(m) -> None:
@@ -144,20 +146,20 @@ def test_r2_needs_avg_at_or_above_max_th(m) -> None:
     # qlen 1 < minq: not robust either -> admitted even with a losing coin.
     st = m.state(7.5, nactive=16, slots={i: Slot(1, 0) for i in range(16)})
     out = m.arrive(st, 0, coin="drop")
-    assert (out.decision, out.reason) == (fred.ADMIT, None)
+    assert (out.decision, out.reason) == (fred_model.ADMIT, None)
 
 
 # ------------------------------------------------------------ R3: strike > 1 and qlen >= avgcq
 def test_r3_struck_flow_held_to_avgcq(m) -> None:
     # avg 6, nactive 2: avgcq 3. qlen 3, strike 2 -> FRED_STRIKE, strike 3.
     out = m.arrive(m.state(6, nactive=2, slots={0: Slot(3, 2), 1: Slot(1, 0)}), 0)
-    assert (out.decision, out.reason, out.slot(0)) == (DROP, fred.FRED_STRIKE, Slot(3, 3))
+    assert (out.decision, out.reason, out.slot(0)) == (DROP, fred_model.FRED_STRIKE, Slot(3, 3))
     # strike 1 is not "> 1": robust flow, R4 with a winning coin -> admitted
     out = m.arrive(m.state(6, nactive=2, slots={0: Slot(3, 1), 1: Slot(1, 0)}), 0)
-    assert (out.decision, out.slot(0)) == (fred.ADMIT, Slot(4, 1))
+    assert (out.decision, out.slot(0)) == (fred_model.ADMIT, Slot(4, 1))
     # qlen 2 < avgcq 3: not R3 (and not robust) -> admitted
     out = m.arrive(m.state(6, nactive=2, slots={0: Slot(2, 5), 1: Slot(1, 0)}), 0)
-    assert (out.decision, out.slot(0)) == (fred.ADMIT, Slot(3, 5))
+    assert (out.decision, out.slot(0)) == (fred_model.ADMIT, Slot(3, 5))
 
 
 def test_r3_uses_avgcq_not_minq(m) -> None:
@@ -165,13 +167,13 @@ def test_r3_uses_avgcq_not_minq(m) -> None:
     # (With max(minq, avgcq) = 2 it would be admitted.)
     st = m.state(6, nactive=6, slots={i: Slot(1, 2 if i == 0 else 0) for i in range(6)})
     out = m.arrive(st, 0)
-    assert out.reason == fred.FRED_STRIKE
+    assert out.reason == fred_model.FRED_STRIKE
 
 
 def test_r3_applies_below_min_th_too(m) -> None:
     # avg 2 < min_th (R5 would never drop): a struck flow is still held to avgcq 2 / 1.
     out = m.arrive(m.state(2, nactive=1, slots={0: Slot(2, 2)}), 0)
-    assert out.reason == fred.FRED_STRIKE
+    assert out.reason == fred_model.FRED_STRIKE
 
 
 # ------------------------------------------------------------ R4: early drop of robust flows
@@ -179,10 +181,10 @@ def test_r4_robust_flow_early_dropped(m) -> None:
     # avg 6: p_b = 0.5 * 2 / 4 = 0.25. nactive 2: avgcq 3; qlen 3 >= max(2, 3): robust.
     st = m.state(6, nactive=2, slots={0: Slot(3, 0), 1: Slot(1, 0)})
     out = m.arrive(st, 0, coin="drop")
-    assert (out.decision, out.reason, out.slot(0)) == (DROP, F.RED_EARLY, Slot(3, 0))
+    assert (out.decision, out.reason, out.slot(0)) == (DROP, FM.RED_EARLY, Slot(3, 0))
     assert out.state.count == 0                            # count = 0 after a drop
     out = m.arrive(st, 0, coin="keep")
-    assert (out.decision, out.slot(0)) == (fred.ADMIT, Slot(4, 0))
+    assert (out.decision, out.slot(0)) == (fred_model.ADMIT, Slot(4, 0))
 
 
 @pytest.mark.parametrize("slots, why", [
@@ -191,7 +193,7 @@ def test_r4_robust_flow_early_dropped(m) -> None:
 ])
 def test_r4_fragile_flows_never_early_dropped(m, slots: dict, why: str) -> None:
     out = m.arrive(m.state(6, nactive=2, slots=slots), 0, coin="drop")
-    assert (out.decision, out.reason) == (fred.ADMIT, None), why
+    assert (out.decision, out.reason) == (fred_model.ADMIT, None), why
 
 
 def test_r4_counts_every_early_zone_arrival(m) -> None:
@@ -208,19 +210,19 @@ def test_r4_drop_probability_grows_with_count() -> None:
     # Fixed: R = 40000: count 1: 16384, 2: 32768 (<= R, kept), 3: 49152 > R -> drop.
     # Float: u = 0.4 vs p_a = 0.25, 0.25/0.75 = 0.33, 0.25/0.5 = 0.5 -> third dropped too.
     slots = {i: Slot(3, 0) for i in range(3)}
-    st = fred.FredState(avg_scaled=6 * ONE, nactive=3, slots=slots)
+    st = fred_model.FredState(avg_scaled=6 * ONE, nactive=3, slots=slots)
     rand = RandSequence([40000])
     decisions = []
     for i in range(3):
-        decision, _, st = fred.arrive(st, i, Q, PARAMS, rand)
+        decision, _, st = fred_model.arrive(st, i, Q, PARAMS, rand)
         decisions.append(decision)
-    assert decisions == [fred.ADMIT, fred.ADMIT, DROP] and rand.calls == 1
-    fst = fred.FredFloatState(avg_pkts=6.0, nactive=3, slots=slots)
+    assert decisions == [fred_model.ADMIT, fred_model.ADMIT, DROP] and rand.calls == 1
+    fst = fred_model.FredFloatState(avg_pkts=6.0, nactive=3, slots=slots)
     decisions = []
     for i in range(3):
-        decision, _, fst = fred.reference_arrive(fst, i, Q, FLOAT_PARAMS, lambda: 0.4)
+        decision, _, fst = fred_model.reference_arrive(fst, i, Q, FLOAT_PARAMS, lambda: 0.4)
         decisions.append(decision)
-    assert decisions == [fred.ADMIT, fred.ADMIT, DROP]
+    assert decisions == [fred_model.ADMIT, fred_model.ADMIT, DROP]
 
 
 # ------------------------------------------------------------ R5, R6: RED's other zones
@@ -228,31 +230,31 @@ def test_r5_below_min_th_no_early_drop(m) -> None:
     # avg 3.9 < 4: a robust-looking flow (qlen 3, avgcq 1.95) is admitted, count restarted.
     st = m.state(3.9, nactive=2, slots={0: Slot(3, 0), 1: Slot(1, 0)}, count=5)
     out = m.arrive(st, 0, coin="drop")
-    assert (out.decision, out.reason) == (fred.ADMIT, None)
+    assert (out.decision, out.reason) == (fred_model.ADMIT, None)
     assert m.restarted(out.state)
     # at avg = min_th exactly the early zone starts: the arrival counts toward p_a
     # (p_b is 0 there, so nothing is dropped yet)
     out = m.arrive(m.state(4, nactive=2, slots={0: Slot(3, 0), 1: Slot(1, 0)}), 0, coin="drop")
-    assert out.decision == fred.ADMIT and not m.restarted(out.state)
+    assert out.decision == fred_model.ADMIT and not m.restarted(out.state)
 
 
 def test_r6_forced_drop_at_max_th(m) -> None:
     # avg 8 = max_th, a new flow (qlen 0): R1-R3 pass (0 < 2, 0 > 16 no) -> RED_FORCED;
     # avg 7.99: early zone, qlen 0 not robust -> admitted.
     out = m.arrive(m.state(8), 7)
-    assert (out.decision, out.reason, out.slot(7)) == (DROP, F.RED_FORCED, Slot(0, 0))
+    assert (out.decision, out.reason, out.slot(7)) == (DROP, FM.RED_FORCED, Slot(0, 0))
     assert out.state.count == 0                            # count = 0 in drop-tail mode
     out = m.arrive(m.state(7.99), 7, coin="drop")
-    assert (out.decision, out.slot(7)) == (fred.ADMIT, Slot(1, 0))
+    assert (out.decision, out.slot(7)) == (fred_model.ADMIT, Slot(1, 0))
 
 
 # ------------------------------------------------------------ R7: physical queue limit
 def test_r7_queue_limit(m) -> None:
     out = m.arrive(m.state(0), 0, queue=60)
     assert (out.decision, out.reason, out.slot(0), out.state.nactive) == \
-        (DROP, F.QUEUE_LIMIT, Slot(0, 0), 0)
+        (DROP, FM.QUEUE_LIMIT, Slot(0, 0), 0)
     out = m.arrive(m.state(0), 0, queue=59)
-    assert out.decision == fred.ADMIT
+    assert out.decision == fred_model.ADMIT
 
 
 # ------------------------------------------------------------ A1-A3, D1-D2
@@ -266,13 +268,13 @@ def test_a1_average_moves_on_arrival_only_at_an_empty_queue(m) -> None:
 def test_a1_idle_decay_with_a_rate() -> None:
     # idle_decay_q32 = 2^31: half a halving per microsecond; 4 us idle: 6 -> 1.5
     params = {**PARAMS, "idle_decay_q32": 1 << 31}
-    st = fred.FredState(avg_scaled=6 * ONE, idle_since_us=100)
-    _, _, new = fred.arrive(st, 0, 0, params, RandSequence([0]), now_us=104)
+    st = fred_model.FredState(avg_scaled=6 * ONE, idle_since_us=100)
+    _, _, new = fred_model.arrive(st, 0, 0, params, RandSequence([0]), now_us=104)
     assert new.avg_scaled == round(1.5 * ONE)              # 4 us * 0.5 = 2 halvings
     assert new.idle_since_us == 104
     # float form: m = 2 packet times at w 1/2: 6 * 0.25 = 1.5
-    _, _, fnew = fred.reference_arrive(fred.FredFloatState(avg_pkts=6.0), 0, 0, FLOAT_PARAMS,
-                                       lambda: 0.5, idle_pkt_times=2)
+    _, _, fnew = fred_model.reference_arrive(fred_model.FredFloatState(avg_pkts=6.0), 0, 0,
+                                             FLOAT_PARAMS, lambda: 0.5, idle_pkt_times=2)
     assert fnew.avg_pkts == 1.5
 
 
@@ -303,27 +305,27 @@ def test_d2_last_packet_frees_the_flow_state(m) -> None:
 def test_avgcq_comparisons_are_exact_without_division() -> None:
     # avg 7, nactive 3: avgcq = 2.33. qlen 2 is not >= avgcq, qlen 3 is
     # (R3 with strike 2 tells which): 2 * 3 = 6 < 7; 3 * 3 = 9 >= 7.
-    st = fred.FredState(avg_scaled=7 * ONE, nactive=3,
-                        slots={0: Slot(2, 2), 1: Slot(3, 2), 2: Slot(1, 0)})
-    assert fred.arrive(st, 0, Q, PARAMS, RandSequence([65535]))[1] is None
-    assert fred.arrive(st, 1, Q, PARAMS, RandSequence([65535]))[1] == fred.FRED_STRIKE
+    st = fred_model.FredState(avg_scaled=7 * ONE, nactive=3,
+                              slots={0: Slot(2, 2), 1: Slot(3, 2), 2: Slot(1, 0)})
+    assert fred_model.arrive(st, 0, Q, PARAMS, RandSequence([65535]))[1] is None
+    assert fred_model.arrive(st, 1, Q, PARAMS, RandSequence([65535]))[1] == fred_model.FRED_STRIKE
     # the boundary itself: avg 6, nactive 3 -> avgcq exactly 2, qlen 2 >= 2
-    st = fred.FredState(avg_scaled=6 * ONE, nactive=3, slots={0: Slot(2, 2)})
-    assert fred.arrive(st, 0, Q, PARAMS, RandSequence([65535]))[1] == fred.FRED_STRIKE
+    st = fred_model.FredState(avg_scaled=6 * ONE, nactive=3, slots={0: Slot(2, 2)})
+    assert fred_model.arrive(st, 0, Q, PARAMS, RandSequence([65535]))[1] == fred_model.FRED_STRIKE
 
 
 def test_strike_saturates_at_8_bits() -> None:
-    st = fred.FredState(avg_scaled=2 * ONE, nactive=1, slots={0: Slot(4, 255)})
-    assert fred.arrive(st, 0, Q, PARAMS, RandSequence([0]))[2].slot(0) == Slot(4, 255)
+    st = fred_model.FredState(avg_scaled=2 * ONE, nactive=1, slots={0: Slot(4, 255)})
+    assert fred_model.arrive(st, 0, Q, PARAMS, RandSequence([0]))[2].slot(0) == Slot(4, 255)
 
 
 def test_port_model_follows_a_fifo() -> None:
     # Empty queue, avg 0: flow 0 sends 4 packets back to back; the 5th hits maxq = 4
     # (avg is only sampled at departures, so it stays 0 < min_th: no RED at all).
-    port = fred.FredPortModel(PARAMS, RandSequence([0]))
-    assert [port.arrive(0)[0] for _ in range(4)] == [fred.ADMIT] * 4
-    assert port.arrive(0) == (DROP, fred.FRED_MAXQ)
-    assert port.arrive(1) == (fred.ADMIT, None)
+    port = fred_model.FredPortModel(PARAMS, RandSequence([0]))
+    assert [port.arrive(0)[0] for _ in range(4)] == [fred_model.ADMIT] * 4
+    assert port.arrive(0) == (DROP, fred_model.FRED_MAXQ)
+    assert port.arrive(1) == (fred_model.ADMIT, None)
     assert (port.state.nactive, port.state.slot(0), port.state.slot(1)) == (2, Slot(4, 1),
                                                                              Slot(1, 0))
     # departures: queue after 4, 3: avg 0 -> 2 -> 2.5
@@ -337,30 +339,33 @@ def test_port_model_follows_a_fifo() -> None:
 
 # ------------------------------------------------------------ validation
 @pytest.mark.parametrize("call, message", [
-    (lambda: fred.arrive(fred.FredState(), 16, 0, PARAMS, RandSequence([0])), "slot"),
-    (lambda: fred.arrive(fred.FredState(), 0, -1, PARAMS, RandSequence([0])), "queue_pkts"),
-    (lambda: fred.arrive(fred.FredState(), 0, 0, {**PARAMS, "fred_slot_mask": 12},
-                         RandSequence([0])), "fred_slot_mask"),
-    (lambda: fred.arrive(fred.FredState(), 0, 0, {k: v for k, v in PARAMS.items()
-                                                  if k != "minq_pkts"}, RandSequence([0])),
+    (lambda: fred_model.arrive(fred_model.FredState(), 16, 0, PARAMS, RandSequence([0])), "slot"),
+    (lambda: fred_model.arrive(fred_model.FredState(), 0, -1, PARAMS, RandSequence([0])),
+     "queue_pkts"),
+    (lambda: fred_model.arrive(fred_model.FredState(), 0, 0, {**PARAMS, "fred_slot_mask": 12},
+                               RandSequence([0])), "fred_slot_mask"),
+    (lambda: fred_model.arrive(fred_model.FredState(), 0, 0,
+                               {k: v for k, v in PARAMS.items() if k != "minq_pkts"},
+                               RandSequence([0])),
      "minq_pkts"),
-    (lambda: fred.arrive(fred.FredState(avg_scaled=5 * ONE, nactive=1, slots={0: Slot(3, 0)}),
-                         0, Q, PARAMS, RandSequence([65536])), r"rand_source\(\)"),
-    (lambda: fred.depart(fred.FredState(), 0, -2, PARAMS), "queue_pkts_after"),
+    (lambda: fred_model.arrive(fred_model.FredState(avg_scaled=5 * ONE, nactive=1,
+                                                    slots={0: Slot(3, 0)}),
+                               0, Q, PARAMS, RandSequence([65536])), r"rand_source\(\)"),
+    (lambda: fred_model.depart(fred_model.FredState(), 0, -2, PARAMS), "queue_pkts_after"),
     (lambda: fred.action_params(8, 4, 0.1), "max_th_pkts"),
     (lambda: fred.action_params(4, 8, 0), "max_p"),
     (lambda: fred.action_params(4, 8, 0.1, ewma_weight=0.002), "not a power of two"),
     (lambda: fred.action_params(4, 8, 0.1, table_slots=1000), "power of two"),
     (lambda: fred.action_params(4, 8, 0.1, table_slots=8192), "table_slots"),
-    (lambda: fred.FredParams(4, 8, w_q=0), "w_q"),
-    (lambda: fred.FredParams(4, 4), "max_th_pkts"),
-    (lambda: fred.FredParams(-1, 4), "min_th_pkts"),
+    (lambda: fred_model.FredParams(4, 8, w_q=0), "w_q"),
+    (lambda: fred_model.FredParams(4, 4), "max_th_pkts"),
+    (lambda: fred_model.FredParams(-1, 4), "min_th_pkts"),
     (lambda: fred.flow_key_bytes("10.0.0.300", "10.0.0.1", 6), "src_addr"),
     (lambda: fred.flow_key_bytes("10.0.0.1", "10.0.0.1", 256), "protocol"),
     (lambda: fred.flow_key_bytes("10.0.0.1", "10.0.0.1", 6, 65536), "src_port"),
-    (lambda: fred.flow_collision_probability(10, 0), "slots"),
-    (lambda: fred.slots_for_collision_probability(10, 0), "max_probability"),
-    (lambda: fred.register_bytes_per_1000_flows(0), "slots_per_flow"),
+    (lambda: fred_model.flow_collision_probability(10, 0), "slots"),
+    (lambda: fred_model.slots_for_collision_probability(10, 0), "max_probability"),
+    (lambda: fred_model.register_bytes_per_1000_flows(0), "slots_per_flow"),
 ])
 def test_rejects(call, message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -383,33 +388,33 @@ def test_flow_key_layout_and_crc32() -> None:
 def test_collision_formulas_hand_computed() -> None:
     # two flows, two slots: occupied 2 (1 - 1/4) = 1.5; a flow shares with p 1/2;
     # any collision: 1 - 1 * 1/2 = 0.5; three flows in two slots: certain (pigeonhole)
-    assert fred.expected_occupied_slots(2, 2) == pytest.approx(1.5)
-    assert fred.flow_collision_probability(2, 2) == pytest.approx(0.5)
-    assert fred.any_collision_probability(2, 2) == pytest.approx(0.5)
-    assert fred.any_collision_probability(3, 2) == 1.0
-    assert fred.any_collision_probability(23, 365) == pytest.approx(0.5073, abs=1e-4)  # birthday
-    assert fred.flow_collision_probability(1, 8) == 0.0
+    assert fred_model.expected_occupied_slots(2, 2) == pytest.approx(1.5)
+    assert fred_model.flow_collision_probability(2, 2) == pytest.approx(0.5)
+    assert fred_model.any_collision_probability(2, 2) == pytest.approx(0.5)
+    assert fred_model.any_collision_probability(3, 2) == 1.0
+    assert fred_model.any_collision_probability(23, 365) == pytest.approx(0.5073, abs=1e-4)  # birthday
+    assert fred_model.flow_collision_probability(1, 8) == 0.0
     # 1000 flows in 1024 slots: 1 - (1023/1024)^999 = 1 - e^-0.9761 = 0.623
-    assert fred.flow_collision_probability(1000, 1024) == pytest.approx(0.6232, abs=1e-4)
+    assert fred_model.flow_collision_probability(1000, 1024) == pytest.approx(0.6232, abs=1e-4)
     # <= 10 %: (1 - 1/m)^999 >= 0.9 needs m >= 9482 -> 16384
-    assert fred.slots_for_collision_probability(1000, 0.1) == 16384
+    assert fred_model.slots_for_collision_probability(1000, 0.1) == 16384
     # 250 flows in the default 4096 slots: 1 - (4095/4096)^249 = 5.9 %
-    assert fred.flow_collision_probability(250, 4096) == pytest.approx(0.059, abs=1e-3)
+    assert fred_model.flow_collision_probability(250, 4096) == pytest.approx(0.059, abs=1e-3)
 
 
 def test_register_memory() -> None:
     # fred_qlen bit<16> + fred_strike bit<8> = 24 bits = 3 bytes per slot
-    assert fred.register_bits_per_slot() == 24
-    assert fred.register_bytes_per_1000_flows() == 3000
-    assert fred.register_bytes_per_1000_flows(16.384) == pytest.approx(49152)   # 16384 slots
-    assert fred.table_register_bytes(4096) == 12288
-    assert fred.REGISTERS["fred_qlen"] == (16, fred.MAX_TABLE_SLOTS)
+    assert fred_model.register_bits_per_slot() == 24
+    assert fred_model.register_bytes_per_1000_flows() == 3000
+    assert fred_model.register_bytes_per_1000_flows(16.384) == pytest.approx(49152)   # 16384 slots
+    assert fred_model.table_register_bytes(4096) == 12288
+    assert fred_model.REGISTERS["fred_qlen"] == (16, fred.MAX_TABLE_SLOTS)
 
 
 def test_paper_constants() -> None:
-    assert (fred.PAPER_W_Q, fred.DEFAULT_MAX_P, fred.DEFAULT_MINQ_PKTS,
-            fred.MAXQ_CONGESTED_PKTS) == (0.002, 0.02, 2, 2)
-    assert fred.default_thresholds(60) == (15, 30)     # buffer / 4, 2 min_th (cbt §4: 60 pkts)
+    assert (fred_model.PAPER_W_Q, fred_model.DEFAULT_MAX_P, fred.DEFAULT_MINQ_PKTS,
+            fred_model.MAXQ_CONGESTED_PKTS) == (0.002, 0.02, 2, 2)
+    assert fred_model.default_thresholds(60) == (15, 30)     # buffer / 4, 2 min_th (cbt §4: 60 pkts)
     assert math.isclose(fred.DEFAULT_EWMA_WEIGHT, 0.002, rel_tol=0.03)
 
 

@@ -9,9 +9,10 @@ from fractions import Fraction
 
 import pytest
 
-from mmaqm import fixedpoint as F
 from mmaqm.algorithms import mcdt
 from mmaqm.algorithms.mcdt import MMU, TCP, UDP
+from mmaqm_oracle import fixedpoint_model as FM
+from mmaqm_oracle import mcdt_reference
 
 ONE = 65536   # 1 packet, scaled
 
@@ -151,7 +152,7 @@ def test_exact_update_matches_the_float_reference() -> None:
         arrivals = {c: rng.choice([0, rng.randrange(1, 1000)]) for c in (TCP, MMU, UDP)}
         queue = rng.randrange(101)
         result = mcdt.period_update(arrivals, queue, last_scaled)
-        ref = mcdt.reference_period_update(
+        ref = mcdt_reference.reference_period_update(
             arrivals, queue, None if last_scaled is None
             else {c: v / ONE for c, v in last_scaled.items()})
         for c in (TCP, MMU, UDP):
@@ -214,33 +215,34 @@ TH = {TCP: 69, MMU: 46, UDP: 44}
 
 def test_drop_only_when_the_class_queue_exceeds_its_threshold() -> None:
     # "exceeds": 46 tagged packets queued (= threshold) -> admit; 47 -> drop
-    assert mcdt.decide(MMU, F.Occupancy(queue_pkts=50, tagged_pkts=46), TH, 100) == F.ADMIT
-    assert mcdt.decide(MMU, F.Occupancy(queue_pkts=51, tagged_pkts=47), TH, 100) \
-        == F.CLASS_THRESHOLD
+    assert mcdt_reference.decide(MMU, FM.Occupancy(queue_pkts=50, tagged_pkts=46), TH, 100) \
+        == FM.ADMIT
+    assert mcdt_reference.decide(MMU, FM.Occupancy(queue_pkts=51, tagged_pkts=47), TH, 100) \
+        == FM.CLASS_THRESHOLD
 
 
 def test_each_class_uses_its_own_count_and_threshold() -> None:
-    occ = F.Occupancy(queue_pkts=90, tcp_pkts=45, tagged_pkts=0, untagged_pkts=45)
-    assert mcdt.decide(UDP, occ, TH, 100) == F.CLASS_THRESHOLD    # 45 > 44
-    assert mcdt.decide(TCP, occ, TH, 100) == F.ADMIT              # 45 <= 69
-    assert mcdt.decide(MMU, occ, TH, 100) == F.ADMIT              # 0 <= 46
+    occ = FM.Occupancy(queue_pkts=90, tcp_pkts=45, tagged_pkts=0, untagged_pkts=45)
+    assert mcdt_reference.decide(UDP, occ, TH, 100) == FM.CLASS_THRESHOLD    # 45 > 44
+    assert mcdt_reference.decide(TCP, occ, TH, 100) == FM.ADMIT              # 45 <= 69
+    assert mcdt_reference.decide(MMU, occ, TH, 100) == FM.ADMIT              # 0 <= 46
 
 
 def test_physical_queue_limit_still_applies() -> None:
-    occ = F.Occupancy(queue_pkts=100, tcp_pkts=40, tagged_pkts=30, untagged_pkts=30)
-    assert mcdt.decide(TCP, occ, TH, 100) == F.QUEUE_LIMIT        # 40 <= 69 but queue full
-    assert mcdt.decide(TCP, {"queue": 99, "tcp": 40}, TH, 100) == F.ADMIT
+    occ = FM.Occupancy(queue_pkts=100, tcp_pkts=40, tagged_pkts=30, untagged_pkts=30)
+    assert mcdt_reference.decide(TCP, occ, TH, 100) == FM.QUEUE_LIMIT        # 40 <= 69 but queue full
+    assert mcdt_reference.decide(TCP, {"queue": 99, "tcp": 40}, TH, 100) == FM.ADMIT
     # the class test comes first: the drop is charged to the threshold
-    assert mcdt.decide(UDP, occ, {**TH, UDP: 29}, 100) == F.CLASS_THRESHOLD
+    assert mcdt_reference.decide(UDP, occ, {**TH, UDP: 29}, 100) == FM.CLASS_THRESHOLD
 
 
 def test_decide_rejects() -> None:
     with pytest.raises(ValueError, match="class_id"):
-        mcdt.decide(3, F.Occupancy(), TH, 100)
+        mcdt_reference.decide(3, FM.Occupancy(), TH, 100)
     with pytest.raises(ValueError, match=r"th_pkts\[TAGGED\]"):
-        mcdt.decide(MMU, F.Occupancy(), {TCP: 1}, 100)
+        mcdt_reference.decide(MMU, FM.Occupancy(), {TCP: 1}, 100)
     with pytest.raises(ValueError, match="queue_limit_pkts"):
-        mcdt.decide(TCP, F.Occupancy(), TH, -1)
+        mcdt_reference.decide(TCP, FM.Occupancy(), TH, -1)
 
 
 def test_paper_defaults() -> None:
@@ -252,10 +254,10 @@ def test_paper_defaults() -> None:
 
 
 def test_port_model_mcdt_action_agrees_with_decide() -> None:
-    """fixedpoint.PortModel's mcdt action (what PTF predictions use) and decide()
+    """fixedpoint_model.PortModel's mcdt action (what PTF predictions use) and decide()
     give the same outcome for every class, count and queue around the boundaries."""
     from mmaqm.encoding import PolicyAction
-    from mmaqm.fixedpoint import Occupancy, PortModel
+    from mmaqm_oracle.fixedpoint_model import Occupancy, PortModel
 
     th = {TCP: 2, MMU: 0, UDP: 5}
     action = PolicyAction("mcdt", {"queue_limit_pkts": 8, "flow_epoch_shift": 0,
@@ -267,5 +269,5 @@ def test_port_model_mcdt_action_agrees_with_decide() -> None:
                 occ = Occupancy(queue_pkts=queue, **{
                     f"{name}_pkts": count if c == class_id else 0
                     for c, name in ((TCP, "tcp"), (MMU, "tagged"), (UDP, "untagged"))})
-                assert model.arrive(class_id, occ) == mcdt.decide(class_id, occ, th, 8), \
+                assert model.arrive(class_id, occ) == mcdt_reference.decide(class_id, occ, th, 8), \
                     (class_id, count, queue)

@@ -13,6 +13,7 @@ from mmaqm.algorithms import red
 from mmaqm.fixedpoint import ewma_shift_from_weight
 from mmaqm.config import ConfigError, parse_policy
 from mmaqm.encoding import policy_action
+from mmaqm_oracle import fixedpoint_model as FM
 
 RED = {"algorithm": "RED", "queue_limit_pkts": 60, "min_th_pkts": 5, "max_th_pkts": 15,
        "max_p": 0.1}
@@ -56,16 +57,16 @@ def test_idle_decay_rate_hand_computed() -> None:
 
 def test_idle_decay_of_the_average_hand_computed() -> None:
     eight = 8 << 16
-    assert F.idle_decay(eight, 0) == eight
-    assert F.idle_decay(eight, 1 << 32) == 4 << 16                  # one halving
+    assert FM.idle_decay(eight, 0) == eight
+    assert FM.idle_decay(eight, 1 << 32) == 4 << 16                  # one halving
     # 1.5 halvings: 8 >> 1 = 4, then the chord 1 - 0.5/2: 4 - 4 * 0.5 / 2 = 3 packets
     # (exact 8 * 2^-1.5 = 2.83: the chord is 6.1 % high at f = 1/2)
-    assert F.idle_decay(eight, 3 << 31) == 3 << 16
-    assert F.idle_decay(eight, 32 << 32) == 0
-    assert F.idle_decay(0xFFFFFFFF, (31 << 32) + (1 << 31)) == 1    # 1.99.. >> ... chord
+    assert FM.idle_decay(eight, 3 << 31) == 3 << 16
+    assert FM.idle_decay(eight, 32 << 32) == 0
+    assert FM.idle_decay(0xFFFFFFFF, (31 << 32) + (1 << 31)) == 1    # 1.99.. >> ... chord
     # halvings = idle_us * rate, the idle time capped at 2^32 - 1 us
-    assert F.idle_halvings_q32(1000, 399902) == 399902000
-    assert F.idle_halvings_q32(2**40, 1) == 2**32 - 1
+    assert FM.idle_halvings_q32(1000, 399902) == 399902000
+    assert FM.idle_halvings_q32(2**40, 1) == 2**32 - 1
 
 
 def test_idle_decay_tracks_floyd_jacobson_within_the_chord_error() -> None:
@@ -73,22 +74,22 @@ def test_idle_decay_tracks_floyd_jacobson_within_the_chord_error() -> None:
     rate = red.idle_decay_q32(w, bandwidth)
     for idle_us in (100, 1_000, 10_000, 100_000, 1_000_000):
         exact = avg * red.idle_decay_factor(idle_us, w, bandwidth)
-        got = F.idle_decay(avg, F.idle_halvings_q32(idle_us, rate))
+        got = FM.idle_decay(avg, FM.idle_halvings_q32(idle_us, rate))
         assert exact * 0.999 - 2 <= got <= exact * 1.062 + 2, (idle_us, got, exact)
 
 
 def test_model_decays_only_on_an_arrival_at_an_empty_queue() -> None:
     action = encode({**RED, "ewma_weight": 1 / 16, "bandwidth_pps": 1000})
-    model = F.PortModel(action, lambda: 0)
+    model = FM.PortModel(action, lambda: 0)
     model.avg_policy_epoch = action.params["policy_epoch"]        # no epoch reset
     model.red_avg_scaled = 8 << 16
-    model.arrive(0, F.Occupancy(queue_pkts=3, tcp_pkts=3), now_us=10**6)   # not idle: EWMA
+    model.arrive(0, FM.Occupancy(queue_pkts=3, tcp_pkts=3), now_us=10**6)   # not idle: EWMA
     assert model.red_avg_scaled == (8 << 16) - ((5 << 16) >> 4)
     before = model.red_avg_scaled
     model.queue_emptied(2 * 10**6)
-    model.arrive(0, F.Occupancy(), now_us=2 * 10**6 + 10_740)     # 10.74 ms: 1.0000 halvings
-    halvings = F.idle_halvings_q32(10_740, action.params["idle_decay_q32"])
-    assert model.red_avg_scaled == F.idle_decay(before, halvings)
+    model.arrive(0, FM.Occupancy(), now_us=2 * 10**6 + 10_740)     # 10.74 ms: 1.0000 halvings
+    halvings = FM.idle_halvings_q32(10_740, action.params["idle_decay_q32"])
+    assert model.red_avg_scaled == FM.idle_decay(before, halvings)
     assert abs(model.red_avg_scaled - before / 2) < before * 0.01
     assert model.queue_idle_since_us == 2 * 10**6 + 10_740        # decayed up to now
 
@@ -96,10 +97,10 @@ def test_model_decays_only_on_an_arrival_at_an_empty_queue() -> None:
 def test_no_bandwidth_no_decay() -> None:
     action = encode(RED)
     assert action.params["idle_decay_q32"] == 0
-    model = F.PortModel(action, lambda: 0)
+    model = FM.PortModel(action, lambda: 0)
     model.avg_policy_epoch = action.params["policy_epoch"]
     model.red_avg_scaled = 8 << 16
-    model.arrive(0, F.Occupancy(), now_us=10**9)
+    model.arrive(0, FM.Occupancy(), now_us=10**9)
     assert model.red_avg_scaled == (8 << 16) - ((8 << 16) >> 9)    # one EWMA step with 0
 
 
@@ -118,35 +119,35 @@ def test_gentle_ramp_probability() -> None:
     params = encode({**RED, "gentle": True}).params
     avg = round(22.5 * 65536)
     # red_decide with R = 36044 (just below 0.55 * 65536 = 36044.8): count 1 -> drop
-    reason, mark, _ = F.red_decide(avg, params, F.RedState(), lambda: 36043)
+    reason, mark, _ = FM.red_decide(avg, params, FM.RedState(), lambda: 36043)
     assert (reason, mark) == ("RED_EARLY", False)
-    reason, mark, state = F.red_decide(avg, params, F.RedState(), lambda: 36045)
+    reason, mark, state = FM.red_decide(avg, params, FM.RedState(), lambda: 36045)
     assert (reason, mark, state.count) == (None, False, 1)
     # and at 2 * max_th the forced zone starts
-    assert F.red_decide(30 << 16, params, F.RedState(), lambda: 0)[0] == "RED_FORCED"
-    assert F.red_decide((30 << 16) - 1, params, F.RedState(), lambda: 65535)[0] != "RED_FORCED"
+    assert FM.red_decide(30 << 16, params, FM.RedState(), lambda: 0)[0] == "RED_FORCED"
+    assert FM.red_decide((30 << 16) - 1, params, FM.RedState(), lambda: 65535)[0] != "RED_FORCED"
 
 
 def test_ecn_marks_ect_packets_and_harddrop_drops_in_the_forced_zone() -> None:
     params = encode({**RED, "ecn": True}).params
-    assert F.red_decide(15 << 16, params, F.RedState(), lambda: 0, ecn_capable=True)[:2] == \
+    assert FM.red_decide(15 << 16, params, FM.RedState(), lambda: 0, ecn_capable=True)[:2] == \
         ("RED_FORCED", True)
-    assert F.red_decide(15 << 16, params, F.RedState(), lambda: 0, ecn_capable=False)[:2] == \
+    assert FM.red_decide(15 << 16, params, FM.RedState(), lambda: 0, ecn_capable=False)[:2] == \
         ("RED_FORCED", False)
-    early = F.red_decide(14 << 16, params, F.RedState(count=1000), lambda: 0, ecn_capable=True)
+    early = FM.red_decide(14 << 16, params, FM.RedState(count=1000), lambda: 0, ecn_capable=True)
     assert early[:2] == ("RED_EARLY", True) and early[2].count == 0      # a mark restarts count
     hard = encode({**RED, "ecn": True, "harddrop": True}).params
-    assert F.red_decide(15 << 16, hard, F.RedState(), lambda: 0, ecn_capable=True)[:2] == \
+    assert FM.red_decide(15 << 16, hard, FM.RedState(), lambda: 0, ecn_capable=True)[:2] == \
         ("RED_FORCED", False)
-    assert F.red_decide(14 << 16, hard, F.RedState(count=1000), lambda: 0,
-                        ecn_capable=True)[:2] == ("RED_EARLY", True)
+    assert FM.red_decide(14 << 16, hard, FM.RedState(count=1000), lambda: 0,
+                         ecn_capable=True)[:2] == ("RED_EARLY", True)
 
 
 def test_model_marked_packets_are_admitted_and_counted() -> None:
-    model = F.PortModel(encode({**RED, "ecn": True, "ewma_weight": 1.0}), lambda: 0)
-    assert model.arrive(0, F.Occupancy(queue_pkts=20, tcp_pkts=20), ecn_capable=True) \
+    model = FM.PortModel(encode({**RED, "ecn": True, "ewma_weight": 1.0}), lambda: 0)
+    assert model.arrive(0, FM.Occupancy(queue_pkts=20, tcp_pkts=20), ecn_capable=True) \
         == "MARK_RED_FORCED"
-    assert model.arrive(0, F.Occupancy(queue_pkts=60, tcp_pkts=60), ecn_capable=True) \
+    assert model.arrive(0, FM.Occupancy(queue_pkts=60, tcp_pkts=60), ecn_capable=True) \
         == "QUEUE_LIMIT"                                    # the queue limit still drops
     assert model.ecn_marks == {(0, "RED_FORCED"): 1}
     assert model.admits == {0: 1}
@@ -209,9 +210,9 @@ def test_wait_hand_traced_in_the_model() -> None:
     # counts 1..4 keep (4 * 16384 = 65536 > 65536 + 0 is false), count 5 drops (81920).
     # R = 65535: without wait count 4 drops (65536 > 65535); with wait count 8 (131072 > 131071).
     def drop_count(r: int, wait: int) -> int:
-        params, state = {**CONSTANT_P_B, "wait": wait}, F.RedState()
+        params, state = {**CONSTANT_P_B, "wait": wait}, FM.RedState()
         for count in range(1, 20):
-            reason, _, state = F.red_decide(16384, params, state, lambda: r)
+            reason, _, state = FM.red_decide(16384, params, state, lambda: r)
             if reason is not None:
                 assert (reason, state.count) == ("RED_EARLY", 0)
                 return count
@@ -226,10 +227,10 @@ def model_gap_distribution(p_b_q16: int, wait: int) -> dict[int, float]:
     (random() is uniform there), each run from a restart to its first drop."""
     params, gaps = {**CONSTANT_P_B, "wait": wait}, Counter()
     for r in range(F.PROB_ONE):
-        state, n = F.RedState(), 0
+        state, n = FM.RedState(), 0
         while True:
             n += 1
-            reason, _, state = F.red_decide(p_b_q16, params, state, lambda: r)
+            reason, _, state = FM.red_decide(p_b_q16, params, state, lambda: r)
             if reason is not None:
                 break
         gaps[n] += 1
@@ -266,9 +267,9 @@ def test_wait_applies_in_the_gentle_ramp() -> None:
     params = encode({**RED, "max_p": 0.25, "gentle": True}).params
     assert params["max_p_q16"] == 16384
     for wait, first_drop in ((0, 1), (1, 5)):
-        state = F.RedState()
+        state = FM.RedState()
         reasons = []
         for _ in range(first_drop):
-            reason, _, state = F.red_decide(15 << 16, {**params, "wait": wait}, state, lambda: 0)
+            reason, _, state = FM.red_decide(15 << 16, {**params, "wait": wait}, state, lambda: 0)
             reasons.append(reason)
         assert reasons == [None] * (first_drop - 1) + ["RED_EARLY"], wait

@@ -18,8 +18,10 @@ import struct
 
 import pytest
 
+from mmaqm.algorithms import bfd_codec as B
 from mmaqm.algorithms import upta as U
 from mmaqm.algorithms import upta_control as UC
+from mmaqm_oracle import upta_model as UM
 
 C_L5 = 3_500_000
 FRAME = 512 + 14                   # a 512-byte IP packet as the counter counts it
@@ -140,9 +142,9 @@ VIDEO_KEY = (int(ipaddress.IPv4Address("10.0.2.1")), int(ipaddress.IPv4Address("
              17, 40000, 5001)
 
 
-def spec(key=VIDEO_KEY, intelligible=False) -> U.FlowSpec:
+def spec(key=VIDEO_KEY, intelligible=False) -> B.FlowSpec:
     src, dst, proto, sport, dport = key
-    return U.FlowSpec(src, dst, sport, dport, proto, intelligible)
+    return B.FlowSpec(src, dst, sport, dport, proto, intelligible)
 
 
 def test_remote_useless_window_and_local_arrivals():
@@ -185,7 +187,7 @@ def test_router_addresses_and_path_ids():
 
 def test_ipv4_header_is_valid():
     hdr = UC.ipv4_header("10.255.0.1", "10.255.0.7", 16)
-    assert len(hdr) == 20 and U.internet_checksum(hdr) == 0
+    assert len(hdr) == 20 and B.internet_checksum(hdr) == 0
     ver_ihl, _, total, _, _, ttl, proto = struct.unpack("!BBHHHBB", hdr[:10])
     assert (ver_ihl, total, ttl, proto) == (0x45, 36, 64, 1)
     assert hdr[12:16] == bytes([10, 255, 0, 1]) and hdr[16:20] == bytes([10, 255, 0, 7])
@@ -195,7 +197,7 @@ def test_probe_without_u_flows_is_one_36_byte_datagram():
     path = UC.BfdPath(0, 3, "10.255.0.7")
     [(seq, dgram)] = UC.probe_datagrams("10.255.0.1", path, 41, [])
     assert seq == 41 and len(dgram) == 36
-    msg = U.BfdMessage.unpack(dgram[20:])           # verifies the ICMP checksum
+    msg = B.BfdMessage.unpack(dgram[20:])           # verifies the ICMP checksum
     assert (msg.icmp_type, msg.identifier, msg.sequence) == (20, 0, 41)
     assert (msg.fs_u, msg.fs_i) == (U.FS_INFINITE, U.FS_INFINITE) and msg.specs == ()
 
@@ -208,13 +210,13 @@ def test_probes_split_specs_four_per_probe_and_wrap_the_sequence():
     assert not any(s.intelligible for s in specs)
     out = UC.probe_datagrams("10.255.0.1", path, 0xFFFF, specs)
     assert [seq for seq, _ in out] == [0xFFFF, 0]
-    msgs = [U.BfdMessage.unpack(d[20:]) for _, d in out]
+    msgs = [B.BfdMessage.unpack(d[20:]) for _, d in out]
     assert [len(m.specs) for m in msgs] == [4, 2]
     assert [len(d) for _, d in out] == [20 + 16 + 64, 20 + 16 + 32]
     assert all(m.identifier == 5 for m in msgs)
     # the egress answers each with a valid report carrying the (lowered) fields
-    lowered = U.lower_probe(out[1][1][20:], 305835, 458752)
-    report = U.BfdMessage.unpack(U.report_for(lowered))
+    lowered = UM.lower_probe(out[1][1][20:], 305835, 458752)
+    report = B.BfdMessage.unpack(UM.report_for(lowered))
     assert (report.icmp_type, report.sequence, report.fs_u, report.fs_i) == (21, 0, 305835, 458752)
 
 

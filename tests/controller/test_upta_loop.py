@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from fake_p4rt import run_async
+from mmaqm.algorithms import bfd_codec as B
 from mmaqm.algorithms import upta as U
 from mmaqm.algorithms import upta_control as UC
 from mmaqm.config import parse_config
@@ -174,7 +175,7 @@ def test_core_counts_probe_specs_of_flows_that_no_longer_arrive():
 
     async def go():
         await ctl.upta.read_port(PORT)
-        ctl.upta.observe_probe_specs([U.FlowSpec(VIDEO_KEY[0], VIDEO_KEY[1], VIDEO_KEY[3],
+        ctl.upta.observe_probe_specs([B.FlowSpec(VIDEO_KEY[0], VIDEO_KEY[1], VIDEO_KEY[3],
                                                  VIDEO_KEY[4], 17, False)])
         drv.add(TCP_KEY, 40)
         drv.add(BG_KEY, 300)
@@ -204,9 +205,9 @@ def test_ingress_edge_sends_one_probe_per_path_with_its_u_flows():
 
     run_async(go())
     assert [p for p, _ in drv.probes] == [PORT, PORT]
-    msgs = [U.BfdMessage.unpack(d[20:]) for _, d in drv.probes]
+    msgs = [B.BfdMessage.unpack(d[20:]) for _, d in drv.probes]
     assert [m.sequence for m in msgs] == [0, 1]
-    assert msgs[0].specs == (U.FlowSpec(VIDEO_KEY[0], VIDEO_KEY[1], VIDEO_KEY[3], VIDEO_KEY[4],
+    assert msgs[0].specs == (B.FlowSpec(VIDEO_KEY[0], VIDEO_KEY[1], VIDEO_KEY[3], VIDEO_KEY[4],
                                         17, False),)
     assert msgs[1].specs == ()       # second interval: no arrival, nothing U any more
     assert all(d[16:20] == bytes([10, 255, 0, 7]) for _, d in drv.probes)
@@ -268,5 +269,5 @@ def test_probes_go_out_every_probe_every_intervals():
             await ctl.upta.step()
 
     run_async(go())
-    msgs = [U.BfdMessage.unpack(d[20:]) for _, d in drv.probes]
+    msgs = [B.BfdMessage.unpack(d[20:]) for _, d in drv.probes]
     assert [m.sequence for m in msgs] == [0, 1, 2]

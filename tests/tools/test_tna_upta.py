@@ -1,5 +1,5 @@
 """UPTA on Tofino (p4src/tna/upta_tna.p4) against the v1model data plane's exact
-arithmetic (mmaqm.algorithms.upta, bit for bit upta.p4).
+arithmetic (mmaqm_oracle.upta_model, bit for bit upta.p4).
 
 The TNA tables are read from the committed P4 (log2_tna.p4's FairShare, W16,
 W32 sums and antilog tables; upta_tna.p4's Fig. 7 code table and its state
@@ -19,6 +19,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 from mmaqm.algorithms import upta  # noqa: E402
+from mmaqm_oracle import upta_model
 
 LOG2 = (REPO / "p4src" / "tna" / "log2_tna.p4").read_text()
 UPTA_TNA = (REPO / "p4src" / "tna" / "upta_tna.p4").read_text()
@@ -93,7 +94,7 @@ def test_fig7_tests_agree_with_the_exact_cross_multiplication_outside_the_band()
         fs = log_uniform(rng, 16, MASK32 - 1)
         x16 = rng.randrange(0, 1 << 16)
         ratio = rate * (65536 - x16) / (fs * 65536)
-        exact = upta.exceeds_fixed(rate, fs, x16)
+        exact = upta_model.exceeds_fixed(rate, fs, x16)
         if 1 / BAND < ratio < BAND:
             continue
         checked += 1
@@ -106,7 +107,7 @@ def test_no_fair_share_is_never_exceeded_and_a_zero_share_always_is() -> None:
     for rate in (1, 320, 1 << 20, MASK32):
         for x16 in (0, 1, 0x8000, 0xFFFE, 0xFFFF):
             assert not tna_exceeds(rate, upta.FS_INFINITE, x16)
-            assert not upta.exceeds_fixed(rate, upta.FS_INFINITE, x16)
+            assert not upta_model.exceeds_fixed(rate, upta.FS_INFINITE, x16)
             assert tna_exceeds(rate, 0, x16)
 
 
@@ -116,7 +117,7 @@ def test_the_fair_share_drop_probability_is_within_the_band() -> None:
     fs = 40000
     for k in (1.5, 2.0, 3.0, 5.0, 10.0):
         rate = int(fs * k)
-        exact = upta.fair_drop_count_q16(rate, fs) / 65536
+        exact = upta_model.fair_drop_count_q16(rate, fs) / 65536
         tna = sum(tna_exceeds(rate, fs, u) for u in range(0, 65536, 16)) / 4096
         # the drop probability 1 - fs'/R for an fs' within the band of fs
         assert 1 - BAND / k - 0.01 <= tna <= 1 - 1 / (BAND * k) + 0.01, (k, tna, exact)
@@ -131,7 +132,7 @@ def test_eq17_rewrite_is_within_the_band_of_the_exact_rewrite() -> None:
         rate = int(fs * rng.uniform(1.01, 3.0))
         q16 = rng.randrange(0, 0xFFFF)
         mant, shift = upta.reciprocal(fs)
-        exact = upta.threshold_update_fixed(q16, rate, fs, mant, shift)
+        exact = upta_model.threshold_update_fixed(q16, rate, fs, mant, shift)
         if exact == 0:          # margin >= 2^16: the packet was dropped as useless
             continue
         got = tna_rewrite(q16, rate, fs)
@@ -172,8 +173,8 @@ def tna_step(state_value: int, q_none: bool, q_i: bool, u_i: bool, q_u: bool) ->
 
 def test_fig7_state_and_verdict_as_upta_p4_for_every_input() -> None:
     const = code_constants()
-    verdicts = {0: upta.ADMIT, const["UPTA_VERDICT_USELESS"]: upta.UPTA_USELESS,
-                const["UPTA_VERDICT_FAIR_SHARE"]: upta.UPTA_FAIR_SHARE}
+    verdicts = {0: upta_model.ADMIT, const["UPTA_VERDICT_USELESS"]: upta_model.UPTA_USELESS,
+                const["UPTA_VERDICT_FAIR_SHARE"]: upta_model.UPTA_FAIR_SHARE}
     seen = set()
     for state_value in (0, const["UPTA_U_USELESS"], const["UPTA_I_ADMIT"],
                         const["UPTA_I_FAIR_SHARE"], const["UPTA_I_USELESS"], const["UPTA_U_ADMIT"]):
@@ -187,15 +188,15 @@ def test_fig7_state_and_verdict_as_upta_p4_for_every_input() -> None:
                         # share; U/new: q exceeded with fs_U -> useless; else -> I
                         if was_i:
                             if not q_none and q_i:
-                                want = (upta.UPTA_USELESS, upta.STATE_U, True)
+                                want = (upta_model.UPTA_USELESS, upta.STATE_U, True)
                             elif u_i:
-                                want = (upta.UPTA_FAIR_SHARE, upta.STATE_I, False)
+                                want = (upta_model.UPTA_FAIR_SHARE, upta.STATE_I, False)
                             else:
-                                want = (upta.ADMIT, upta.STATE_I, False)
+                                want = (upta_model.ADMIT, upta.STATE_I, False)
                         elif not q_none and q_u:
-                            want = (upta.UPTA_USELESS, upta.STATE_U, False)
+                            want = (upta_model.UPTA_USELESS, upta.STATE_U, False)
                         else:
-                            want = (upta.ADMIT, upta.STATE_I, False)
+                            want = (upta_model.ADMIT, upta.STATE_I, False)
                         got = (verdicts[code & 3],
                                upta.STATE_I if code >= const["UPTA_CODE_NOW_I"] else upta.STATE_U,
                                bool(code & const["UPTA_CODE_I_TO_U"]))

@@ -2,8 +2,9 @@
 ``upta`` port (upta §5.1 eqs. 18-19, Fig. 7 "On est_timer expiration") and the
 C-UPTA edge's BFD bookkeeping (§5.3: probes, paths, the U flows cores must count).
 
-Design: docs/upta-plan.md §2. The data-plane arithmetic and the BFD message
-format are :mod:`mmaqm.algorithms.upta`; this module turns what the controller
+Design: docs/upta-plan.md §2. The algorithm's arithmetic is
+:mod:`mmaqm.algorithms.upta`, the BFD message format
+:mod:`mmaqm.algorithms.bfd_codec`; this module turns what the controller
 reads (counter values, state reports, probe digests) into what it writes (the
 ``upta`` action parameters, QoS Probes). :mod:`mmaqm.upta_loop` moves the data.
 
@@ -29,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..fixedpoint import check_int
-from . import upta
+from . import bfd_codec, upta
 
 ETH_HEADER_BYTES = 14          # the counter counts frames; lambda counts IP bytes (plan §2)
 ROUTER_ADDR_FMT = "10.255.0.{k}"   # plan §1.7: one /32 per router, k = switch index + 1
@@ -133,7 +134,7 @@ class RemoteUseless:
     window_s: float
     last_seen: dict[tuple[int, int, int, int, int], float] = field(default_factory=dict)
 
-    def observe(self, spec: upta.FlowSpec, now_s: float) -> None:
+    def observe(self, spec: bfd_codec.FlowSpec, now_s: float) -> None:
         key = (spec.src_addr, spec.dst_addr, spec.protocol, spec.src_port, spec.dst_port)
         if spec.intelligible:
             self.last_seen.pop(key, None)   # an I spec: its packets are seen, nothing to add
@@ -183,31 +184,31 @@ def ipv4_header(src: str, dst: str, payload_len: int, *, ttl: int = PROBE_TTL,
     hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, total, identification & 0xFFFF, 0,
                       check_int("ttl", ttl, 1, 255), protocol, 0,
                       ipaddress.IPv4Address(src).packed, ipaddress.IPv4Address(dst).packed)
-    return hdr[:10] + struct.pack("!H", upta.internet_checksum(hdr)) + hdr[12:]
+    return hdr[:10] + struct.pack("!H", bfd_codec.internet_checksum(hdr)) + hdr[12:]
 
 
 def probe_datagrams(src: str, path: BfdPath, first_sequence: int,
-                    specs: Sequence[upta.FlowSpec]) -> list[tuple[int, bytes]]:
+                    specs: Sequence[bfd_codec.FlowSpec]) -> list[tuple[int, bytes]]:
     """The ingress edge's QoS Probes for one path and interval (§5.3.2): both fields
     FS_INFINITE (the first port lowers them to the ingress's own shares), the path's
     flow specs BFD_MAX_SPECS per probe (the P4 parses at most that many; plan §1.7),
     at least one probe. Returns (sequence, IPv4 datagram) in sending order; the
     sequence wraps at 2^16. The data plane accepts only the report of the last one."""
     check_int("first_sequence", first_sequence, 0, 0xFFFF)
-    chunks = [specs[i:i + upta.BFD_MAX_SPECS]
-              for i in range(0, len(specs), upta.BFD_MAX_SPECS)] or [()]
+    chunks = [specs[i:i + bfd_codec.BFD_MAX_SPECS]
+              for i in range(0, len(specs), bfd_codec.BFD_MAX_SPECS)] or [()]
     out = []
     for n, chunk in enumerate(chunks):
         seq = (first_sequence + n) & 0xFFFF
-        icmp = upta.BfdMessage(upta.ICMP_QOS_PROBE, path.path_id, seq, upta.FS_INFINITE,
-                               upta.FS_INFINITE, tuple(chunk)).pack()
+        icmp = bfd_codec.BfdMessage(bfd_codec.ICMP_QOS_PROBE, path.path_id, seq,
+                                    upta.FS_INFINITE, upta.FS_INFINITE, tuple(chunk)).pack()
         out.append((seq, ipv4_header(src, path.egress_addr, len(icmp)) + icmp))
     return out
 
 
-def useless_specs(flows: Iterable[Sequence[int]]) -> list[upta.FlowSpec]:
+def useless_specs(flows: Iterable[Sequence[int]]) -> list[bfd_codec.FlowSpec]:
     """U flows (5-tuples src, dst, protocol, sport, dport) as probe specs, S = 0, sorted."""
-    return [upta.FlowSpec(src, dst, sport, dport, proto, False)
+    return [bfd_codec.FlowSpec(src, dst, sport, dport, proto, False)
             for src, dst, proto, sport, dport in sorted(tuple(f) for f in flows)]
 
 
