@@ -82,7 +82,7 @@ def test_unchanged_copy_passes_the_check(source_copy) -> None:
     # a class renumbered in the golden P4Info
     ("p4src/v1model/main.p4info.txtpb", 'name: "UNTAGGED"\n        value: "\\002"',
      'name: "UNTAGGED"\n        value: "\\003"', '+        "UNTAGGED": 3,'),
-    # the TNA constants tna_encoding uses
+    # the TNA constants mmaqm.targets.tna uses
     ("p4src/tna/red_tna.p4", "const bit<32> RED_ZONE_SEGMENTS = 32;",
      "const bit<32> RED_ZONE_SEGMENTS = 16;", '+    "RED_ZONE_SEGMENTS": 16,'),
     ("p4src/tna/tna_types.p4", "const PortId_t TNA_RECIRC_PORT = 68;",
