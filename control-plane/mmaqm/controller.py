@@ -7,7 +7,7 @@ mmaqm.supervisor keeps each connected). Inputs arrive as digests (active flows,
 flow_report.p4) and counters; outputs leave as table entries (port_policy action
 parameters). The arithmetic lives in mmaqm.algorithms and mmaqm.config; the
 controller only moves data. Its loops are one module each: flow_loop (reports and
-shares), algorithms.mcdt_loop (MCDT periods), upta_loop (UPTA's intervals),
+shares), algorithms.mcdt_loop (MCDT periods), algorithms.upta_loop (UPTA's intervals),
 stats_loop (samples); this module installs and runs them.
 """
 
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import reconcile as R
-from .algorithms import upta_control
+from . import algorithms as A
 from .algorithms.mcdt_loop import McdtPeriods
 from .config import Config, SwitchConfig
 from .driver import SwitchDriver
@@ -29,7 +29,6 @@ from .encoding import PolicyAction, policy_action
 from .flow_loop import FlowReportLoop
 from .flows import ActiveFlowTable, SwitchClock
 from .stats_loop import StatsLoop, StatsSink
-from .upta_loop import UptaLoop
 
 LOG = logging.getLogger(__name__)
 
@@ -83,21 +82,10 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
         self.stats_interval_ms = stats_interval_ms
         self.event_sink = event_sink
         self._init_periods()             # MCDT's period state (algorithms.mcdt_loop)
-        # UPTA (upta §5.1, eqs. 18-19): the fair-share loop of this switch's upta ports
-        self.upta: UptaLoop | None = None
-        if switch.bfd is not None or any(p.plugin.fair_share_loop(p) is not None
-                                         for p in switch.policies.values()):
-            # (a switch with BFD settings but no upta port, e.g. an egress edge, runs the
-            # loop for its BFD event log only)
-            bfd = switch.bfd
-            c_ports = {port for port, p in switch.policies.items()
-                       if p.plugin.probes_bfd_paths(p)}
-            # C-UPTA ingress edge: probes on the paths that leave through a mode-C port
-            paths = [] if bfd is None else [
-                upta_control.BfdPath(p.path_id, p.port, p.egress_addr)
-                for p in bfd.paths if p.port in c_ports]
-            self.upta = UptaLoop(self, router_addr=None if bfd is None else bfd.router_addr,
-                                 bfd_paths=paths)
+        # the loops the switch's algorithms run for the whole switch (UPTA's intervals)
+        self.loops: dict[str, Any] = {
+            name: loop for name, plugin in A.REGISTRY.items()
+            if (loop := plugin.switch_loop(self, switch)) is not None}
 
     async def install(self) -> R.WritePlan:
         """Make the switch hold exactly the configuration (validated already): read
@@ -179,15 +167,15 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
             flow_epoch_shift=self.flow_epoch_shift,
             share_tagged=share_tagged, share_untagged=share_untagged,
             mcdt_th_pkts=self.period_thresholds_pkts(port),
-            upta_shares_bps=None if self.upta is None else self.upta.shares_bps.get(port))
+            **{k: v for loop in self.loops.values() for k, v in loop.port_inputs(port).items()})
 
     async def _push(self, port: int, action: PolicyAction) -> None:
         await self.driver.write_port_policy(port, action)
         self.pushed[port] = action
 
     def extra_tasks(self) -> list[Any]:
-        """Coroutines run() adds beside its own loops: the UPTA interval loop."""
-        return [] if self.upta is None else [self.upta.run()]
+        """Coroutines run() adds beside its own loops: the algorithms' switch loops."""
+        return [loop.run() for loop in self.loops.values()]
 
     async def run(self) -> None:
         """Receive flow reports and update shares every update_interval_ms, forever;

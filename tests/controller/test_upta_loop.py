@@ -90,10 +90,10 @@ def controller(mode: str = "B", **loop_kw):
     drv = FakeDriver()
     ctl = SwitchController(cfg, cfg.switches["r5"], drv, clock_ms=lambda: 0.0)
     clock = Clock()
-    assert ctl.upta is not None
-    ctl.upta.clock_s = clock
+    assert "UPTA" in ctl.loops
+    ctl.loops["UPTA"].clock_s = clock
     for k, v in loop_kw.items():
-        setattr(ctl.upta, k, v)
+        setattr(ctl.loops["UPTA"], k, v)
     ctl.epochs[PORT] = 777
     for key in (TCP_KEY, VIDEO_KEY, BG_KEY):
         ctl.flows.observe(PORT, 2, key, 0.0)
@@ -110,7 +110,7 @@ def test_no_upta_port_no_loop():
                                             "routes": [], "policies": {
                                                 "default": {"algorithm": "DROP_TAIL"}}}}})
     ctl = SwitchController(cfg, cfg.switches["s1"], FakeDriver())
-    assert ctl.upta is None and ctl.extra_tasks() == []
+    assert "UPTA" not in ctl.loops and ctl.extra_tasks() == []
 
 
 def test_initial_action_is_unconstrained():
@@ -125,26 +125,26 @@ def test_interval_writes_eqs_18_19_and_keeps_the_epoch():
     ctl, drv, clock = controller("C")
 
     async def go():
-        await ctl.upta.read_port(PORT)                 # first read: counts start
+        await ctl.loops["UPTA"].read_port(PORT)                 # first read: counts start
         drv.add(TCP_KEY, 40)
         drv.add(VIDEO_KEY, 56, U.STATE_U)
         drv.add(BG_KEY, 300)
         clock.t += T
-        assert await ctl.upta.update_port(PORT) is True
+        assert await ctl.loops["UPTA"].update_port(PORT) is True
         clock.t += T                                   # the same rates again: no rewrite
         drv.add(TCP_KEY, 40)
         drv.add(VIDEO_KEY, 56, U.STATE_U)
         drv.add(BG_KEY, 300)
-        assert await ctl.upta.update_port(PORT) is False
+        assert await ctl.loops["UPTA"].update_port(PORT) is False
 
     run_async(go())
     [(port, action)] = drv.writes
     assert port == PORT and action.name == "upta"
     assert action.params["policy_epoch"] == 777 and action.params["upta_mode"] == U.MODE_C
     assert (action.params["fs_u_scaled"], action.params["fs_i_scaled"]) == (305835, 458752)
-    sh = ctl.upta.last[PORT].shares
+    sh = ctl.loops["UPTA"].last[PORT].shares
     assert (sh.n, sh.s, sh.m) == (3, 0, 1)
-    assert ctl.upta.useless[PORT] == {UC.flow_slot(VIDEO_KEY, SLOTS)}
+    assert ctl.loops["UPTA"].useless[PORT] == {UC.flow_slot(VIDEO_KEY, SLOTS)}
     assert ctl.pushed[PORT] == action
     # one ReadRequest per port and interval, only the three slots
     assert all(len(r) == 3 for r in drv.reads)
@@ -156,14 +156,14 @@ def test_elapsed_time_not_t_turns_bytes_into_rates():
     ctl, drv, clock = controller()
 
     async def go():
-        await ctl.upta.read_port(PORT)
+        await ctl.loops["UPTA"].read_port(PORT)
         drv.add(TCP_KEY, 80)
         drv.add(BG_KEY, 600)
         clock.t += 2 * T
-        await ctl.upta.update_port(PORT)
+        await ctl.loops["UPTA"].update_port(PORT)
 
     run_async(go())
-    assert ctl.upta.last[PORT].rates_bps == pytest.approx(
+    assert ctl.loops["UPTA"].last[PORT].rates_bps == pytest.approx(
         {UC.flow_slot(TCP_KEY, SLOTS): 1_250_000, UC.flow_slot(BG_KEY, SLOTS): 9_375_000})
     # N = 2, C/N = 1.75 Mbit/s: TCP's 1.25 is unconstrained (S = 1), the background gets
     # alpha = (3.5 - 1.25)/1 = 2.25 Mbit/s = 589 824
@@ -174,16 +174,16 @@ def test_core_counts_probe_specs_of_flows_that_no_longer_arrive():
     ctl, drv, clock = controller("C")
 
     async def go():
-        await ctl.upta.read_port(PORT)
-        ctl.upta.observe_probe_specs([B.FlowSpec(VIDEO_KEY[0], VIDEO_KEY[1], VIDEO_KEY[3],
+        await ctl.loops["UPTA"].read_port(PORT)
+        ctl.loops["UPTA"].observe_probe_specs([B.FlowSpec(VIDEO_KEY[0], VIDEO_KEY[1], VIDEO_KEY[3],
                                                  VIDEO_KEY[4], 17, False)])
         drv.add(TCP_KEY, 40)
         drv.add(BG_KEY, 300)
         clock.t += T
-        await ctl.upta.update_port(PORT)
+        await ctl.loops["UPTA"].update_port(PORT)
 
     run_async(go())
-    sh = ctl.upta.last[PORT].shares
+    sh = ctl.loops["UPTA"].last[PORT].shares
     assert (sh.n, sh.s, sh.m) == (3, 0, 1)
     assert (drv.writes[-1][1].params["fs_u_scaled"],
             drv.writes[-1][1].params["fs_i_scaled"]) == (305835, 458752)
@@ -192,16 +192,16 @@ def test_core_counts_probe_specs_of_flows_that_no_longer_arrive():
 def test_ingress_edge_sends_one_probe_per_path_with_its_u_flows():
     path = UC.BfdPath(0, PORT, "10.255.0.7")
     ctl, drv, clock = controller("C", router_addr="10.255.0.1", bfd_paths=[path])
-    ctl.upta.probe_every = 1         # a probe every interval (default PROBE_EVERY_INTERVALS)
+    ctl.loops["UPTA"].probe_every = 1         # a probe every interval (default PROBE_EVERY_INTERVALS)
 
     async def go():
-        await ctl.upta.read_port(PORT)
+        await ctl.loops["UPTA"].read_port(PORT)
         drv.add(TCP_KEY, 40)
         drv.add(VIDEO_KEY, 56, U.STATE_U)
         drv.add(BG_KEY, 300)
         clock.t += T
-        await ctl.upta.step()
-        await ctl.upta.step()
+        await ctl.loops["UPTA"].step()
+        await ctl.loops["UPTA"].step()
 
     run_async(go())
     assert [p for p, _ in drv.probes] == [PORT, PORT]
@@ -215,11 +215,11 @@ def test_ingress_edge_sends_one_probe_per_path_with_its_u_flows():
 
 def test_run_cancels_cleanly():
     ctl, drv, clock = controller()
-    ctl.upta.period_s = 0.001
-    assert ctl.upta.interval_s == T
+    ctl.loops["UPTA"].period_s = 0.001
+    assert ctl.loops["UPTA"].interval_s == T
 
     async def go():
-        task = asyncio.create_task(ctl.upta.run())
+        task = asyncio.create_task(ctl.loops["UPTA"].run())
         await asyncio.sleep(0.02)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -240,17 +240,17 @@ def test_unreadable_registers_fall_back_to_fig7_on_the_rates():
     ctl.flows.observe(PORT, 1, VIDEO_KEY, 0.0)      # class 1 = TAGGED
 
     async def go():
-        await ctl.upta.read_port(PORT)
+        await ctl.loops["UPTA"].read_port(PORT)
         for _ in range(2):                          # 1st: shares 3.5/3 each; 2nd: video U
             drv.add(TCP_KEY, 40)
             drv.add(VIDEO_KEY, 56)
             drv.add(BG_KEY, 300)
             clock.t += T
-            await ctl.upta.update_port(PORT)
+            await ctl.loops["UPTA"].update_port(PORT)
 
     run_async(go())
-    assert ctl.upta.read_states is False
-    assert ctl.upta.useless[PORT] == {UC.flow_slot(VIDEO_KEY, SLOTS)}
+    assert ctl.loops["UPTA"].read_states is False
+    assert ctl.loops["UPTA"].useless[PORT] == {UC.flow_slot(VIDEO_KEY, SLOTS)}
     assert (drv.writes[-1][1].params["fs_u_scaled"],
             drv.writes[-1][1].params["fs_i_scaled"]) == (305835, 458752)
 
@@ -260,13 +260,13 @@ def test_probes_go_out_every_probe_every_intervals():
     shares (a report is accepted only for the path's last probe, upta.p4)."""
     path = UC.BfdPath(0, PORT, "10.255.0.7")
     ctl, drv, clock = controller("C", router_addr="10.255.0.1", bfd_paths=[path])
-    assert ctl.upta.probe_every == 4
+    assert ctl.loops["UPTA"].probe_every == 4
 
     async def go():
-        await ctl.upta.read_port(PORT)
+        await ctl.loops["UPTA"].read_port(PORT)
         for _ in range(9):
             clock.t += T
-            await ctl.upta.step()
+            await ctl.loops["UPTA"].step()
 
     run_async(go())
     msgs = [B.BfdMessage.unpack(d[20:]) for _, d in drv.probes]

@@ -1,6 +1,6 @@
 """The short multi-switch run of `make test` for UPTA: seven BMv2s in the
 upta Fig. 1 chain, ONE controller process driving all of them, the controller's
-per-interval fair shares (eqs. 18-19, mmaqm.upta_loop) enforced by each router's
+per-interval fair shares (eqs. 18-19, mmaqm.algorithms.upta_loop) enforced by each router's
 per-flow drops (upta.p4), on real UDP traffic (topologies/scenarios/upta-chain-smoke.yaml:
 the video across R1 ... R7, the 10 Mbit/s background across R2 ... R6).
 

@@ -240,6 +240,13 @@ class Algorithm:
         """The per-port settings of a fair-share loop (UPTA), or None."""
         return None
 
+    def switch_loop(self, host: Any, switch: Any) -> Any:
+        """The loop this algorithm runs for a whole switch (host: the controller,
+        switch: its validated configuration), or None. A loop has ``run()`` (a
+        coroutine the controller runs beside its own loops) and ``port_inputs(port)``
+        (its contribution to the port's PortInputs)."""
+        return None
+
     def probes_bfd_paths(self, policy: PortPolicy) -> bool:
         """Whether the port is a C-UPTA ingress edge whose paths BFD probes."""
         return False

@@ -356,6 +356,24 @@ class Upta(Algorithm):
                                          tagged_q=1.0 if q is None else q,
                                          queue_limit_pkts=policy.queue_limit_pkts)
 
+    def switch_loop(self, host: Any, switch: Any) -> Any:
+        """UptaLoop (the fair-share intervals, eqs. 18-19, and C-UPTA's probes) for a
+        switch with BFD settings or an upta port with capacity_mbps (a switch with
+        BFD settings but no upta port, e.g. an egress edge, runs it for its BFD
+        event log only)."""
+        from . import upta_control
+        from .upta_loop import UptaLoop
+        if switch.bfd is None and not any(p.plugin.fair_share_loop(p) is not None
+                                          for p in switch.policies.values()):
+            return None
+        bfd = switch.bfd
+        c_ports = {port for port, p in switch.policies.items() if p.plugin.probes_bfd_paths(p)}
+        # C-UPTA ingress edge: probes on the paths that leave through a mode-C port
+        paths = [] if bfd is None else [upta_control.BfdPath(p.path_id, p.port, p.egress_addr)
+                                        for p in bfd.paths if p.port in c_ports]
+        return UptaLoop(host, router_addr=None if bfd is None else bfd.router_addr,
+                        bfd_paths=paths)
+
     def probes_bfd_paths(self, policy: PortPolicy) -> bool:
         return policy.settings["upta_mode"] == "C"        # C-UPTA (upta §5.3)
 

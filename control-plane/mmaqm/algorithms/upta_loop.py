@@ -1,8 +1,8 @@
 """UPTA's per-interval loop of one switch (upta Fig. 7 "On est_timer expiration",
 eqs. 18-19; docs/upta-plan.md §2) and, at a C-UPTA ingress edge, its QoS Probes (§5.3.2).
 
-SwitchController runs one UptaLoop per switch with ``upta`` ports (controller.py:
-``extra_tasks``). Every T = K, for every such port:
+The UPTA plug-in makes one UptaLoop per switch with ``upta`` ports (Upta.switch_loop),
+and the controller runs it beside its own loops. Every T = K, for every such port:
 
 1. the flow slots: the active flows of the port (flow reports, flow_report.p4) mapped
    to their slot as the data plane maps them (crc32 & slot_mask), plus the slots of
@@ -34,9 +34,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from . import p4constants as C
-from .algorithms import bfd_codec, upta, upta_control
-from .encoding import PolicyAction
+from .. import p4constants as C
+from ..encoding import PolicyAction
+from . import bfd_codec, upta, upta_control
 
 LOG = logging.getLogger(__name__)
 COUNTER = "upta_flow_bytes"
@@ -260,6 +260,10 @@ class UptaLoop:
             sink({"event": "upta_bfd", "t_ns": time.time_ns(), "switch": self.host.switch.name,
                   "probes_sent": sent, "events": await self.bfd_events()})
         return changed
+
+    def port_inputs(self, port: int) -> dict[str, Any]:
+        """What this loop feeds into the port's action (algorithms.PortInputs)."""
+        return {"upta_shares_bps": self.shares_bps.get(port)}
 
     async def run(self) -> None:
         """Every T, forever (the first read only starts the counts)."""
