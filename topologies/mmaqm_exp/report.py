@@ -2,9 +2,15 @@
 
     summaries = {"RED": json.load(...), "DCBT": json.load(...)}
     print(comparison_table(summaries))
-    write_report(summaries, "results/report")   # table.txt + the four PNGs
+    write_report(summaries, "results/report")   # table.txt + the PNGs
 
-Plots (matplotlib, Agg, PNG):
+Re-render a run's plots (live or archived under docs/results, summary.json(.gz)) without
+touching its tables:
+    python -m mmaqm_exp.report --from-run docs/results/<run> --plots-only
+
+Plots (matplotlib, Agg, PNG), each page width (FIG_WIDTH_IN at FIG_DPI, 1248 px) with the
+algorithms, phases or classes as small multiples (a grid of at most MAX_COLS columns,
+shared axes, fonts >= 9 pt, one legend per figure):
   fig8_class_throughput.png  dcbt Fig. 8: per algorithm, average per-flow
                              throughput of each class per phase, fair share dashed
   fig11_jain.png             dcbt Fig. 11: Jain's index per phase, one bar per algorithm
@@ -24,6 +30,8 @@ smoothing each algorithm needs to match the first one's unsmoothed variation).
 from __future__ import annotations
 
 import argparse
+import functools
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -33,13 +41,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 from .metrics import smoothing_to_reach_s  # noqa: E402
 
 CLASSES = ("TCP", "TAGGED", "UNTAGGED")
 CLASS_SHORT = {"TCP": "TCP", "TAGGED": "TAG", "UNTAGGED": "UNT"}
 CLASS_COLORS = {"TCP": "#1f77b4", "TAGGED": "#2ca02c", "UNTAGGED": "#d62728"}
-FIG_DPI = 110
 PLOT_FILES = {
     "fig8": "fig8_class_throughput.png",
     "fig11": "fig11_jain.png",
@@ -302,6 +310,82 @@ def bandwidth_variation_table(summaries: Mapping[str, Summary]) -> str:
 # ---------------------------------------------------------------------------
 # Plots
 # ---------------------------------------------------------------------------
+# Every figure is page width (FIG_WIDTH_IN x FIG_DPI = 1248 px) and lays several
+# algorithms, phases or classes out as small multiples: a grid of at most MAX_COLS panels
+# per row (TIME_COLS for time series, which need the width), shared axes where the panels
+# compare the same quantity, fonts of at least 9 pt, one legend for the figure.
+
+FIG_WIDTH_IN = 9.6
+FIG_DPI = 130
+MAX_COLS = 4
+TIME_COLS = 2
+PLOT_STYLE = {
+    "font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "xtick.labelsize": 9,
+    "ytick.labelsize": 9, "legend.fontsize": 9, "figure.titlesize": 11,
+    "legend.title_fontsize": 9,
+}
+NOTE_PT = 9        #: annotations inside the panels
+PHASE_PT = 9       #: the phase names above the top row's panels
+ALGO_CMAP = "tab10"
+BW_WINDOW_TICKS_S = (0.1, 0.2, 0.5, 1, 2, 5, 10)
+
+
+def _algo_colors(names: Sequence[str]) -> dict[str, Any]:
+    """One colour per algorithm, in the summaries' order (the same in every figure)."""
+    cmap = plt.get_cmap(ALGO_CMAP)
+    return {a: cmap(i % cmap.N) for i, a in enumerate(names)}
+
+
+def _styled(fn: Any) -> Any:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with plt.rc_context(PLOT_STYLE):
+            return fn(*args, **kwargs)
+    return wrapper
+
+
+def _grid(n: int, ncols: int, panel_h: float, *, extra_h: float = 0.6, sharex: Any = False,
+          sharey: Any = False) -> tuple[Any, list[Any], list[Any]]:
+    """A page-wide figure with n panels in rows of at most ncols (constrained layout);
+    returns (figure, the n panels in reading order, the spare cells of the last row,
+    switched off: a place for the legend)."""
+    n = max(1, n)
+    ncols = max(1, min(n, ncols, MAX_COLS))
+    nrows = -(-n // ncols)
+    fig, axs = plt.subplots(nrows, ncols, figsize=(FIG_WIDTH_IN, panel_h * nrows + extra_h),
+                            sharex=sharex, sharey=sharey, squeeze=False, layout="constrained")
+    flat = list(axs.flat)
+    for ax in flat[n:]:
+        ax.axis("off")
+    return fig, flat[:n], flat[n:]
+
+
+def _label_outer(axes: Sequence[Any], ncols: int, xlabel: Optional[str],
+                 ylabel: Optional[str]) -> None:
+    """Axis labels on the outer panels only: the x label (and tick labels, which shared
+    axes hide under a panel) on the lowest panel of each column, the y label on the
+    first column."""
+    ncols = max(1, min(len(axes), ncols, MAX_COLS))
+    for i, ax in enumerate(axes):
+        if i + ncols >= len(axes):
+            ax.tick_params(labelbottom=True)
+            if xlabel:
+                ax.set_xlabel(xlabel)
+        if i % ncols == 0 and ylabel:
+            ax.set_ylabel(ylabel)
+
+
+def _fig_legend(fig: Any, spare: Sequence[Any], handles: Sequence[Any], labels: Sequence[str],
+                *, ncol: Optional[int] = None, where: str = "upper center") -> None:
+    """The figure's one legend: in a spare grid cell if there is one, else outside the
+    panels (one row, or ncol columns)."""
+    if not handles:
+        return
+    if spare:
+        spare[0].legend(handles, labels, loc="center", frameon=False)
+    else:
+        fig.legend(handles, labels, loc=f"outside {where}", ncol=ncol or len(labels),
+                   frameon=False)
 
 
 def _phase_bounds(s: Summary) -> list[float]:
@@ -310,13 +394,32 @@ def _phase_bounds(s: Summary) -> list[float]:
     return b
 
 
+def _mark_phases(ax: Any, s: Summary, names: bool = True) -> None:
+    """The phase boundaries dotted; with names, each phase's name above the panel."""
+    for b in _phase_bounds(s)[1:-1]:
+        ax.axvline(b, color="0.3", linestyle=":", linewidth=1)
+    if names:
+        for p in s["scenario"]["phases"]:
+            ax.text((p["start_s"] + p["end_s"]) / 2, 1.01, p["name"],
+                    transform=ax.get_xaxis_transform(), ha="center", va="bottom",
+                    fontsize=PHASE_PT, color="0.3", clip_on=False)
+
+
+def _time_panel_title(ax: Any, i: int, ncols: int, title: str) -> None:
+    """A time-series panel's title; the top row's sits above the phase names."""
+    ax.set_title(title, pad=16 if i < ncols else 4)
+
+
+@_styled
 def plot_class_throughput(summaries: Mapping[str, Summary], path: Union[str, Path]) -> Path:
     """dcbt Fig. 8: grouped bars per phase (TCP, TAGGED, UNTAGGED average per-flow
-    throughput, kbit/s), one panel per algorithm, the fair share as a dashed line."""
+    throughput, kbit/s), one panel per algorithm in a grid (shared y), the fair share
+    as a dashed line."""
     n = len(summaries)
-    fig, axes = plt.subplots(1, n, figsize=(4.2 * n + 0.6, 3.8), sharey=True, squeeze=False)
+    ncols = MAX_COLS
+    fig, axes, spare = _grid(n, ncols, 2.5, extra_h=0.7, sharey=True)
     ymax = 0.0
-    for ax, (algo, s) in zip(axes[0], summaries.items()):
+    for ax, (algo, s) in zip(axes, summaries.items()):
         phases = _phase_names(s)
         w = 0.8 / len(CLASSES)
         for k, c in enumerate(CLASSES):
@@ -325,7 +428,8 @@ def plot_class_throughput(summaries: Mapping[str, Summary], path: Union[str, Pat
             ax.bar(xs, [v or 0 for v in vals], width=w, color=CLASS_COLORS[c], label=c)
             for x, v in zip(xs, vals):
                 if v is None:
-                    ax.text(x, 0, "n/a", ha="center", va="bottom", fontsize=6, rotation=90, color="0.4")
+                    ax.text(x, 0, "n/a", ha="center", va="bottom", fontsize=NOTE_PT, rotation=90,
+                            color="0.4")
             ymax = max(ymax, *[v or 0 for v in vals])
         for i, p in enumerate(phases):
             fs = s["phases"][p].get("fair_share_kbps")
@@ -335,194 +439,208 @@ def plot_class_throughput(summaries: Mapping[str, Summary], path: Union[str, Pat
                 ymax = max(ymax, fs)
         ax.set_xticks(range(len(phases)))
         ax.set_xticklabels([f"{p}\n{s['phases'][p]['start_s']:g}-{s['phases'][p]['end_s']:g} s"
-                            for p in phases], fontsize=8)
+                            for p in phases])
         ax.set_title(algo)
         ax.grid(axis="y", alpha=0.3)
-    axes[0][0].set_ylabel("average per-flow throughput (kbit/s)")
-    axes[0][0].set_ylim(0, ymax * 1.12 if ymax > 0 else 1)
-    h, lab = axes[0][0].get_legend_handles_labels()
-    fig.legend(h, lab, loc="upper center", ncol=len(lab), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0, 1, 0.92))
+    _label_outer(axes, ncols, None, "per-flow throughput (kbit/s)")
+    axes[0].set_ylim(0, ymax * 1.12 if ymax > 0 else 1)
+    h, lab = max((ax.get_legend_handles_labels() for ax in axes), key=lambda x: len(x[1]))
+    order = [*CLASSES, "fair share"]          # the classes first, as in the bars
+    h, lab = zip(*sorted(zip(h, lab), key=lambda x: order.index(x[1]))) if lab else ((), ())
+    _fig_legend(fig, spare, list(h), list(lab))
     return _save(fig, path)
 
 
+@_styled
 def plot_jain(summaries: Mapping[str, Summary], path: Union[str, Path]) -> Path:
-    """dcbt Fig. 11: Jain's fairness index per phase, one bar per algorithm."""
+    """dcbt Fig. 11: Jain's fairness index, one panel per phase (shared axes), one
+    horizontal bar per algorithm, the value at its end."""
     first = next(iter(summaries.values()))
     phases = _phase_names(first)
-    n = len(summaries)
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(phases) * max(1, n) / 2 + 2), 3.6))
-    w = 0.8 / max(1, n)
-    for k, (algo, s) in enumerate(summaries.items()):
-        vals = [_get(s["phases"].get(p), "jain") for p in phases]
-        xs = [i - 0.4 + w * (k + 0.5) for i in range(len(phases))]
-        bars = ax.bar(xs, [v or 0 for v in vals], width=w, label=algo)
-        for b, v in zip(bars, vals):
-            ax.text(b.get_x() + b.get_width() / 2, (v or 0) + 0.01, _fmt(v, 2), ha="center",
-                    va="bottom", fontsize=7)
-    ax.set_xticks(range(len(phases)))
-    ax.set_xticklabels(phases)
-    ax.set_ylim(0, 1.12)
-    ax.set_ylabel("Jain's fairness index")
-    ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    ax.set_title("Fairness among all active flows per phase")
-    fig.tight_layout()
+    algos = list(summaries)
+    colors = _algo_colors(algos)
+    ncols = min(len(phases), 3) if len(phases) != 4 else 4
+    fig, axes, spare = _grid(len(phases), ncols, 0.3 * len(algos) + 0.8, extra_h=0.4,
+                             sharex=True, sharey=True)
+    bounds = {p["name"]: p for p in first["scenario"]["phases"]}
+    ys = list(range(len(algos)))
+    for ax, p in zip(axes, phases):
+        vals = [_get(summaries[a]["phases"].get(p), "jain") for a in algos]
+        ax.barh(ys, [v or 0 for v in vals], height=0.7, color=[colors[a] for a in algos])
+        for y, v in zip(ys, vals):
+            ax.text((v or 0) + 0.015, y, _fmt(v, 2), va="center", ha="left", fontsize=NOTE_PT)
+        b = bounds.get(p)
+        ax.set_title(p if b is None else f"{p} ({b['start_s']:g}-{b['end_s']:g} s)")
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(ys)
+    axes[0].set_yticklabels(algos)
+    axes[0].set_ylim(len(algos) - 0.5, -0.5)     # the first algorithm on top
+    axes[0].set_xlim(0, 1.2)
+    axes[0].set_xticks([0, 0.25, 0.5, 0.75, 1.0])
+    _label_outer(axes, ncols, "Jain's fairness index", None)
+    fig.suptitle("Fairness among all active flows, per phase")
     return _save(fig, path)
 
 
-def _mark_phases(ax: Any, s: Summary) -> None:
-    for b in _phase_bounds(s)[1:-1]:
-        ax.axvline(b, color="0.3", linestyle=":", linewidth=1)
-    for p in s["scenario"]["phases"]:
-        ax.text((p["start_s"] + p["end_s"]) / 2, 1.0, p["name"], transform=ax.get_xaxis_transform(),
-                ha="center", va="bottom", fontsize=7, color="0.3")
-
-
+@_styled
 def plot_queue_occupancy(summaries: Mapping[str, Summary], path: Union[str, Path]) -> Path:
-    """Bottleneck queue occupancy per class (packets, stacked) over time, per algorithm."""
+    """Bottleneck queue occupancy per class (packets, stacked) over time, one panel per
+    algorithm in a grid (shared axes)."""
     n = len(summaries)
-    fig, axes = plt.subplots(n, 1, figsize=(8, 2.3 * n + 0.5), sharex=True, squeeze=False)
-    for ax, (algo, s) in zip(axes[:, 0], summaries.items()):
+    fig, axes, spare = _grid(n, TIME_COLS, 1.9, extra_h=0.5, sharex=True, sharey=True)
+    for i, (ax, (algo, s)) in enumerate(zip(axes, summaries.items())):
         occ = _get(s, "switch", "occupancy")
+        title = algo
         if not occ or not occ.get("t_s"):
             ax.text(0.5, 0.5, "no counter data", transform=ax.transAxes, ha="center", color="0.4")
         else:
             ax.stackplot(occ["t_s"], *[occ[c] for c in CLASSES], labels=list(CLASSES),
                          colors=[CLASS_COLORS[c] for c in CLASSES], alpha=0.85, step="post")
             bn = s["switch"]["bottleneck"]
-            ax.text(0.995, 0.95, f"{bn['switch']}:{bn['port']}", transform=ax.transAxes, ha="right",
-                    va="top", fontsize=7, color="0.3")
-        _mark_phases(ax, s)
+            title = f"{algo} ({bn['switch']}:{bn['port']})"
+        _mark_phases(ax, s, names=i < TIME_COLS)
         ax.set_xlim(0, s["scenario"]["duration_s"])
-        ax.set_ylabel(f"{algo}\nqueued (pkts)")
+        _time_panel_title(ax, i, TIME_COLS, title)
         ax.grid(alpha=0.3)
-    for ax in axes[:, 0]:
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7, loc="upper left", ncol=3)
-            break
-    axes[-1, 0].set_xlabel("time (s)")
-    fig.tight_layout()
+    _label_outer(axes, TIME_COLS, "time (s)", "queued (pkts)")
+    h, lab = max((ax.get_legend_handles_labels() for ax in axes), key=lambda x: len(x[1]))
+    _fig_legend(fig, spare, h, lab)
     return _save(fig, path)
 
 
+@_styled
 def plot_mm_delay(summaries: Mapping[str, Summary], path: Union[str, Path]) -> Path:
-    """dcbt Fig. 12-13: one MM_APP flow's one-way delay per packet, per algorithm."""
+    """dcbt Fig. 12-13: one MM_APP flow's one-way delay per packet, one panel per
+    algorithm in a grid (shared axes)."""
     n = len(summaries)
-    fig, axes = plt.subplots(n, 1, figsize=(8, 2.3 * n + 0.5), sharex=True, sharey=True, squeeze=False)
-    for ax, (algo, s) in zip(axes[:, 0], summaries.items()):
+    fig, axes, spare = _grid(n, TIME_COLS, 1.9, extra_h=0.3, sharex=True, sharey=True)
+    for i, (ax, (algo, s)) in enumerate(zip(axes, summaries.items())):
         ser = s.get("mm_delay_series")
         if not ser or not ser.get("t_s"):
             ax.text(0.5, 0.5, "no MM_APP packets", transform=ax.transAxes, ha="center", color="0.4")
         else:
             ax.plot(ser["t_s"], ser["delay_ms"], ".", markersize=1.5, color=CLASS_COLORS["TAGGED"])
             ax.text(0.995, 0.95, f"flow {ser['flow_id']}", transform=ax.transAxes, ha="right",
-                    va="top", fontsize=7, color="0.3")
-        _mark_phases(ax, s)
+                    va="top", fontsize=NOTE_PT, color="0.3")
+        _mark_phases(ax, s, names=i < TIME_COLS)
         ax.set_xlim(0, s["scenario"]["duration_s"])
-        ax.set_ylabel(f"{algo}\ndelay (ms)")
+        _time_panel_title(ax, i, TIME_COLS, algo)
         ax.grid(alpha=0.3)
-    axes[-1, 0].set_xlabel("send time (s)")
-    fig.tight_layout()
+    _label_outer(axes, TIME_COLS, "send time (s)", "delay (ms)")
     return _save(fig, path)
 
 
+@_styled
 def plot_mm_delay_cdf(summaries: Mapping[str, Summary], path: Union[str, Path]) -> Path:
-    """The tagged class's one-way delay CDF over the run, one line per algorithm."""
-    fig, ax = plt.subplots(figsize=(7, 4))
+    """The tagged class's one-way delay CDF over the run, one line per algorithm (one
+    panel: the distributions compare best on one axis)."""
+    fig, ax = plt.subplots(figsize=(FIG_WIDTH_IN, 4.2), layout="constrained")
+    colors = _algo_colors(list(summaries))
     drawn = 0
     for algo, s in summaries.items():
         cdf = _get(s, "run", "udp_class", "TAGGED", "delay_cdf_ms")
         if not cdf:
             continue
-        ax.plot(cdf, [i / (len(cdf) - 1) for i in range(len(cdf))], label=algo,
-                linewidth=2.2 if "CHIPS" in algo else 1.2)
+        ax.plot(cdf, [i / max(1, len(cdf) - 1) for i in range(len(cdf))], label=algo,
+                color=colors[algo], linewidth=2.2 if "CHIPS" in algo else 1.3)
         drawn += 1
     if not drawn:
         ax.text(0.5, 0.5, "no MM_APP packets", transform=ax.transAxes, ha="center", color="0.4")
     else:
-        ax.legend(fontsize=8, loc="lower right")
+        ax.legend(loc="lower right", frameon=True, framealpha=0.9)
     ax.set_xlabel("tagged one-way delay (ms)")
     ax.set_ylabel("fraction of tagged packets")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
     return _save(fig, path)
 
 
+@_styled
 def plot_bandwidth_variation(summaries: Mapping[str, Summary], path: Union[str, Path]) -> Path:
     """feng Fig. 3: bandwidth variation (kbit/s) against the smoothing window, one
-    panel per class that has flows, one line per algorithm."""
+    panel per class that has flows (shared x), one line per algorithm."""
     classes = [c for c in CLASSES if any(_class_flows(s, c) for s in summaries.values())] or ["TCP"]
-    fig, axes = plt.subplots(1, len(classes), figsize=(5 * len(classes), 3.6), squeeze=False)
-    for ax, cls in zip(axes[0], classes):
+    colors = _algo_colors(list(summaries))
+    ncols = 3
+    fig, axes, spare = _grid(len(classes), ncols, 3.0, extra_h=0.9, sharex=True)
+    for ax, cls in zip(axes, classes):
         drawn = 0
         for algo, s in summaries.items():
             curve = class_variation_curve(s, cls)
             if curve:
-                ax.plot([w for w, _ in curve], [v / 1000 for _, v in curve], marker="o", label=algo)
+                ax.plot([w for w, _ in curve], [v / 1000 for _, v in curve], marker="o",
+                        markersize=3.5, color=colors[algo], label=algo)
                 drawn += 1
         if drawn:
             ax.set_xscale("log")
-            ax.legend(fontsize=8)
+            ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(BW_WINDOW_TICKS_S))
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+            ax.set_ylim(bottom=0)
         else:
             ax.text(0.5, 0.5, "no flows", transform=ax.transAxes, ha="center", color="0.4")
-        ax.set_title(f"{cls}: variation per flow", fontsize=9)
-        ax.set_xlabel("smoothing window (s)")
-        ax.set_ylabel("std of throughput (Mbit/s)")
+        ax.set_title(f"{cls}: variation per flow")
         ax.grid(alpha=0.3)
-    fig.tight_layout()
+    _label_outer(axes, ncols, "smoothing window (s)", "std of throughput (Mbit/s)")
+    h, lab = max((ax.get_legend_handles_labels() for ax in axes), key=lambda x: len(x[1]))
+    _fig_legend(fig, spare, h, lab, ncol=min(len(lab), 4), where="lower center")
     return _save(fig, path)
 
 
+@_styled
 def plot_tcp_throughput(summaries: Mapping[str, Summary], path: Union[str, Path]) -> Path:
     """cbt Figs. 5-6: aggregate TCP throughput (receiver side, kbit/s) per 1 s bin over
-    the run, one line per algorithm; the bottleneck rate dashed, phases dotted."""
-    fig, ax = plt.subplots(figsize=(8, 3.8))
+    the run, one panel per algorithm in a grid (shared axes); the bottleneck rate
+    dashed, phases dotted."""
+    n = len(summaries)
+    colors = _algo_colors(list(summaries))
+    fig, axes, spare = _grid(n, TIME_COLS, 1.8, extra_h=0.5, sharex=True, sharey=True)
     first = next(iter(summaries.values()))
-    for algo, s in summaries.items():
+    rate = first.get("bottleneck_rate_kbps")
+    for i, (ax, (algo, s)) in enumerate(zip(axes, summaries.items())):
         ser = s.get("tcp_throughput") or {}
         kbps, w = ser.get("kbps") or [], ser.get("bin_s", 1.0)
-        ax.plot([(i + 0.5) * w for i in range(len(kbps))], kbps, label=algo, linewidth=1.3)
-    rate = first.get("bottleneck_rate_kbps")
-    if rate:
-        ax.axhline(rate, color="k", linestyle="--", linewidth=0.8, label="bottleneck")
-    _mark_phases(ax, first)
-    ax.set_xlim(0, first["scenario"]["duration_s"])
-    ax.set_ylim(bottom=0)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("aggregate TCP throughput (kbit/s)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    fig.tight_layout()
+        ax.plot([(k + 0.5) * w for k in range(len(kbps))], kbps, color=colors[algo],
+                linewidth=1.4, label="aggregate TCP")
+        if rate:
+            ax.axhline(rate, color="k", linestyle="--", linewidth=0.9, label="bottleneck rate")
+        _mark_phases(ax, s, names=i < TIME_COLS)
+        ax.set_xlim(0, s["scenario"]["duration_s"])
+        ax.set_ylim(bottom=0)
+        _time_panel_title(ax, i, TIME_COLS, algo)
+        ax.grid(alpha=0.3)
+    _label_outer(axes, TIME_COLS, "time (s)", "TCP (kbit/s)")
+    h, lab = axes[0].get_legend_handles_labels()
+    _fig_legend(fig, spare, h, lab)
     return _save(fig, path)
 
 
+@_styled
 def plot_tagged_latency(summaries: Mapping[str, Summary], path: Union[str, Path]) -> Path:
     """cbt Fig. 7: each tagged flow's mean one-way latency per 1 s of send time, one
-    panel per algorithm, with the class's mean latency and mean queueing delay."""
+    panel per algorithm in a grid (shared axes), with the class's mean latency and mean
+    queueing delay."""
     n = len(summaries)
-    fig, axes = plt.subplots(n, 1, figsize=(8, 2.2 * n + 0.5), sharex=True, sharey=True,
-                             squeeze=False)
-    for ax, (algo, s) in zip(axes[:, 0], summaries.items()):
+    fig, axes, spare = _grid(n, TIME_COLS, 1.9, extra_h=0.3, sharex=True, sharey=True)
+    for i, (ax, (algo, s)) in enumerate(zip(axes, summaries.items())):
         flows = s.get("tagged_latency") or {}
         for fid, f in flows.items():
             ys = f["series"]["mean_ms"]
             w = f["series"]["bin_s"]
-            ax.plot([(i + 0.5) * w for i in range(len(ys))],
+            ax.plot([(k + 0.5) * w for k in range(len(ys))],
                     [float("nan") if y is None else y for y in ys], linewidth=0.9, label=f"flow {fid}")
         if not flows:
             ax.text(0.5, 0.5, "no tagged flows", transform=ax.transAxes, ha="center", color="0.4")
         else:
             m = tagged_latency_means(s)
-            ax.text(0.995, 0.95, f"mean {_fmt(m['mean_ms'], 1)} ms, queueing "
-                                 f"{_fmt(m['queueing_mean_ms'], 1)} ms, std {_fmt(m['std_ms'], 1)} ms",
-                    transform=ax.transAxes, ha="right", va="top", fontsize=7, color="0.3")
-        _mark_phases(ax, s)
+            ax.text(0.99, 0.95, f"mean {_fmt(m['mean_ms'], 1)}, queueing "
+                                f"{_fmt(m['queueing_mean_ms'], 1)}, std {_fmt(m['std_ms'], 1)} ms",
+                    transform=ax.transAxes, ha="right", va="top", fontsize=NOTE_PT, color="0.2",
+                    bbox={"facecolor": "white", "alpha": 0.75, "edgecolor": "none", "pad": 1})
+        _mark_phases(ax, s, names=i < TIME_COLS)
         ax.set_xlim(0, s["scenario"]["duration_s"])
-        ax.set_ylabel(f"{algo}\nlatency (ms)")
+        _time_panel_title(ax, i, TIME_COLS, algo)
         ax.grid(alpha=0.3)
-    axes[-1, 0].set_xlabel("send time (s)")
-    fig.tight_layout()
+    _label_outer(axes, TIME_COLS, "send time (s)", "latency (ms)")
     return _save(fig, path)
 
 
@@ -606,20 +724,21 @@ def _save(fig: Any, path: Union[str, Path]) -> Path:
     return p
 
 
+@_styled
 def plot_class_averages(summaries: Mapping[str, Summary], path: Union[str, Path]) -> Path:
     """dcbt Fig. 10 (CBT's queue averages): one panel per RED-based algorithm with register
-    samples; RED's average and the tagged / untagged class averages (packets) over time,
-    min_th and max_th dashed, the class thresholds dotted in the class's colour (CBT: the
-    policy's; D-CBT: from the pushed shares, the tagged one moving with RED's average)."""
+    samples, in a grid (shared axes); RED's average and the tagged / untagged class
+    averages (packets) over time, min_th and max_th dashed, the class thresholds dotted in
+    the class's colour (CBT: the policy's; D-CBT: from the pushed shares, the tagged one
+    moving with RED's average)."""
     runs = [(a, s) for a, s in summaries.items()
             if _get(s, "registers", "series", "t_s") and (s.get("policy") or {}).get("min_th_pkts")
             is not None]
-    n = max(1, len(runs))
-    fig, axes = plt.subplots(n, 1, figsize=(8, 2.5 * n + 0.6), sharex=True, squeeze=False)
+    fig, axes, spare = _grid(len(runs), TIME_COLS, 2.0, extra_h=0.5, sharex=True, sharey=True)
     if not runs:
-        axes[0, 0].text(0.5, 0.5, "no register samples", transform=axes[0, 0].transAxes,
-                        ha="center", color="0.4")
-    for ax, (algo, s) in zip(axes[:, 0], runs):
+        axes[0].text(0.5, 0.5, "no register samples", transform=axes[0].transAxes,
+                     ha="center", color="0.4")
+    for i, (ax, (algo, s)) in enumerate(zip(axes, runs)):
         ser, pol = s["registers"]["series"], s["policy"]
         t = ser["t_s"]
         ax.plot(t, ser["red_avg_pkts"], color="k", linewidth=1.1, label="RED average")
@@ -633,33 +752,26 @@ def plot_class_averages(summaries: Mapping[str, Summary], path: Union[str, Path]
                         label=f"{c.lower()} threshold")
         for key, name in (("min_th_pkts", "min_th"), ("max_th_pkts", "max_th")):
             ax.axhline(pol[key], color="0.45", linestyle="--", linewidth=0.8)
-            ax.text(0.003, pol[key], name, transform=ax.get_yaxis_transform(), fontsize=6,
-                    va="bottom", color="0.35")
-        _mark_phases(ax, s)
+            ax.text(0.995, pol[key], name, transform=ax.get_yaxis_transform(), fontsize=NOTE_PT,
+                    ha="right", va="center", color="0.3",
+                    bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none", "pad": 1})
+        _mark_phases(ax, s, names=i < TIME_COLS)
         ax.set_xlim(0, s["scenario"]["duration_s"])
         ax.set_ylim(bottom=0)
-        ax.set_ylabel(f"{algo}\naverage (pkts)")
+        _time_panel_title(ax, i, TIME_COLS, algo)
         ax.grid(alpha=0.3)
+    _label_outer(axes, TIME_COLS, "time since traffic start (s)", "average (pkts)")
     if runs:   # the legend of the panel with the most lines (a RED panel has no class lines)
-        h, lab = max((ax.get_legend_handles_labels() for ax in axes[:, 0]), key=lambda x: len(x[1]))
-        fig.legend(h, lab, loc="upper center", ncol=len(lab), fontsize=7, frameon=False)
-    axes[-1, 0].set_xlabel("time since traffic start (s)")
-    fig.tight_layout(rect=(0, 0, 1, 0.95 if runs else 1))
+        h, lab = max((ax.get_legend_handles_labels() for ax in axes), key=lambda x: len(x[1]))
+        _fig_legend(fig, spare, h, lab)
     return _save(fig, path)
 
 
-def write_report(summaries: Mapping[str, Summary], out_dir: Union[str, Path]) -> dict[str, Path]:
-    """table.txt, bandwidth_variation.txt and the seven PNGs into out_dir; returns {key: path}."""
+def write_plots(summaries: Mapping[str, Summary], out_dir: Union[str, Path]) -> dict[str, Path]:
+    """The nine PNGs (PLOT_FILES) into out_dir; returns {key: path}."""
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
-    (d / TABLE_FILE).write_text(comparison_table(summaries) + "\nPacket accounting at the "
-                                "bottleneck over the run (dcbt Tables 1-2):\n"
-                                + packet_accounting_table(summaries)
-                                + fred_slot_lines(summaries))
-    (d / BW_TABLE_FILE).write_text(bandwidth_variation_table(summaries))
     return {
-        "table": d / TABLE_FILE,
-        "bw_table": d / BW_TABLE_FILE,
         "bw_variation": plot_bandwidth_variation(summaries, d / PLOT_FILES["bw_variation"]),
         "fig8": plot_class_throughput(summaries, d / PLOT_FILES["fig8"]),
         "fig11": plot_jain(summaries, d / PLOT_FILES["fig11"]),
@@ -672,21 +784,74 @@ def write_report(summaries: Mapping[str, Summary], out_dir: Union[str, Path]) ->
     }
 
 
+def write_report(summaries: Mapping[str, Summary], out_dir: Union[str, Path]) -> dict[str, Path]:
+    """table.txt, bandwidth_variation.txt and the PNGs (write_plots) into out_dir;
+    returns {key: path}."""
+    d = Path(out_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    (d / TABLE_FILE).write_text(comparison_table(summaries) + "\nPacket accounting at the "
+                                "bottleneck over the run (dcbt Tables 1-2):\n"
+                                + packet_accounting_table(summaries)
+                                + fred_slot_lines(summaries))
+    (d / BW_TABLE_FILE).write_text(bandwidth_variation_table(summaries))
+    return {"table": d / TABLE_FILE, "bw_table": d / BW_TABLE_FILE, **write_plots(summaries, d)}
+
+
+def load_summary(path: Union[str, Path]) -> dict[str, Any]:
+    """A summary.json: the file, or a run directory's summary.json, or its gzip-compressed
+    archive copy summary.json.gz (tools/archive_run.py)."""
+    f = Path(path)
+    if f.is_dir():
+        f = f / "summary.json"
+    if not f.exists() and f.with_name(f.name + ".gz").exists():
+        f = f.with_name(f.name + ".gz")
+    raw = f.read_bytes()
+    return json.loads(gzip.decompress(raw) if f.suffix == ".gz" else raw)
+
+
+def load_run(run_dir: Union[str, Path]) -> dict[str, dict[str, Any]]:
+    """{algorithm: summary} of an experiment's run directory (live or archived under
+    docs/results), in experiment.json's algorithm order."""
+    d = Path(run_dir)
+    meta = d / "experiment.json"
+    order = json.loads(meta.read_text()).get("algorithms", []) if meta.exists() else \
+        sorted(p.name for p in d.iterdir() if p.is_dir())
+    runs = {a: d / a for a in order
+            if (d / a / "summary.json").exists() or (d / a / "summary.json.gz").exists()}
+    if not runs:
+        raise FileNotFoundError(f"{d}: no <ALGORITHM>/summary.json(.gz)")
+    return {a: load_summary(p) for a, p in runs.items()}
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m mmaqm_exp.report",
                                 description="comparison table + plots from summary.json files")
-    p.add_argument("--run", action="append", required=True, metavar="NAME=PATH",
-                   help="algorithm name and its run directory or summary.json (repeat)")
-    p.add_argument("--out", required=True, help="output directory")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--run", action="append", metavar="NAME=PATH",
+                     help="algorithm name and its run directory or summary.json(.gz) (repeat)")
+    src.add_argument("--from-run", metavar="DIR", type=Path,
+                     help="an experiment's run directory (e.g. an archived docs/results/<run>): "
+                          "every <ALGORITHM>/summary.json(.gz), in experiment.json's order")
+    p.add_argument("--out", help="output directory (with --from-run: that directory)")
+    p.add_argument("--plots-only", action="store_true",
+                   help="write only the PNGs (re-render a run's plots, leaving its tables)")
     a = p.parse_args(argv)
-    summaries = {}
-    for item in a.run:
-        name, _, path = item.partition("=")
-        f = Path(path)
-        if f.is_dir():
-            f = f / "summary.json"
-        summaries[name] = json.loads(f.read_text())
-    paths = write_report(summaries, a.out)
+    if a.from_run is not None:
+        summaries = load_run(a.from_run)
+        out = Path(a.out) if a.out else a.from_run
+    else:
+        if not a.out:
+            p.error("--out is required with --run")
+        summaries = {}
+        for item in a.run:
+            name, _, path = item.partition("=")
+            summaries[name] = load_summary(path)
+        out = Path(a.out)
+    if a.plots_only:
+        for v in write_plots(summaries, out).values():
+            print(v)
+        return 0
+    paths = write_report(summaries, out)
     print(paths["table"].read_text(), end="")
     for k, v in paths.items():
         if k != "table":
