@@ -259,7 +259,10 @@ def run_algorithm(net: Network, topo, scenario, algorithm: str, policy: dict[str
     summary["red_queue_limit"] = analysis.red_queue_limit_block(policy, summary)  # cbt §4.2
     summary["registers"] = (registers.summary_block(out / registers.REGISTERS_FILE, summary, counters)
                             if regs is not None else None)
-    if mmaqm_algorithms.get(algorithm).follows_flow_shares:
+    # the run's policy names the controller's algorithm (a run name such as C_UPTA is
+    # the experiment's, not the controller's)
+    plugin = mmaqm_algorithms.REGISTRY.get(str(policy.get("algorithm", algorithm)))
+    if plugin is not None and plugin.follows_flow_shares:
         lags = flowlag.class_lags(flowlag.read_events(share_events), summary["flows"],
                                   summary["t0_ns"], bn.switch, bn.port)
         summary["active_flow_lag"] = {"changes": lags, **flowlag.lag_summary(lags)}
