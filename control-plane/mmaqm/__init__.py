@@ -1,7 +1,9 @@
-"""mmaqm control plane: configuration, fixed-point reference model, flow counting, driver.
+"""mmaqm control plane: configuration, one plug-in per algorithm (algorithms),
+one module per data-plane target (targets), the P4Runtime driver, the controller
+and its loops, and the mmaqm-ctl command (cli).
 
-Submodules are imported on demand; importing the package loads nothing else
-(p4constants parses defines.p4 when first imported).
+Submodules are imported on demand; importing the package loads nothing else and
+reads no file (the P4 constants are generated into p4generated.py at build time).
 """
 
 __version__ = "0.1.0"

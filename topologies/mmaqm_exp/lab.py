@@ -76,7 +76,7 @@ IFNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")      # no '.': it splits 
 BMV2_LOG_OFF = "off"
 BMV2_LOG_LEVELS = ("trace", "debug", "info", "warn", "error", "off")
 # Every switch has two traffic-manager queues per port: the FIFO (priority 0)
-# and ChIPS's cut-in queue (priority 1, served first; p4src/include/chips.p4).
+# and ChIPS's cut-in queue (priority 1, served first; p4src/v1model/chips.p4).
 PRIORITY_QUEUES = 2
 RAW_PORT = "raw"                            # a BMv2 port or a raw test port
 HOST_PORT = "host"                          # a kernel TCP/UDP stack

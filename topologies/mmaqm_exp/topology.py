@@ -47,7 +47,7 @@ DEFAULT_QUEUE_LIMIT_PKTS = 64        # mmaqm.config default (BMv2's default queu
 MAX_QUEUE_LIMIT_PKTS = 65535         # mmaqm.config.MAX_QUEUE_LIMIT_PKTS
 OTHER_PORT_QUEUE_LIMIT_PKTS = 1000   # DROP_TAIL limit of every port but the bottleneck
 TM_DEPTH_MARGIN_PKTS = 64            # BMv2 depth = P4 limit + this: only P4 drops (docs/design.md §1.3)
-MAX_SWITCH_PORT = 63                 # NUM_PORTS - 1 in p4src/include/defines.p4 (a test checks)
+MAX_SWITCH_PORT = 63                 # NUM_PORTS - 1 in p4src/shared/defines.p4 (a test checks)
 MIN_SWITCH_PORT = 1                  # port 0 is where v1model sends undecided packets: never used
 MAX_NAME_LEN = 10                    # "<switch>-p<port>" must fit Linux's 15-character IFNAMSIZ
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")

@@ -1,7 +1,7 @@
 """Useless Packet Transmission Avoidance (UPTA) and Bottleneck Fairshare
 Discovery (BFD): Wu & Hassan 2002, upta §3-5, Fig. 7, Fig. 8 (design:
 docs/upta-plan.md). Registered as ``UPTA`` in ``algorithms.ALGORITHMS``: the
-data plane is p4src/include/upta.p4 (action ``upta`` of port_policy).
+data plane is p4src/v1model/upta.p4 (action ``upta`` of port_policy).
 
 What the controller computes, in the paper's form (floats) and in the data
 plane's units (fixed point):
