@@ -29,10 +29,13 @@ help:
 	@echo "make lock         regenerate requirements.txt (hashed lock) from requirements.in"
 	@echo "                  (upgrade one: make lock LOCK_ARGS='--upgrade-package numpy')"
 	@echo "make build        compile $(P4_MAIN) -> $(BMV2_JSON), $(P4INFO)"
+	@echo "make build PROFILE=RED  one algorithm's BMv2 profile -> build/red/main.json (names:"
+	@echo "                  $(PROFILES)); make build-profiles: all"
 	@echo "make build-tna    compile p4src/tna/main.p4 for Tofino, one program per algorithm,"
 	@echo "                  + resource table build/tna/resources.md (needs the Tofino compiler)"
 	@echo "make check-tna    type-check every TNA variant with p4test (no Tofino compiler needed)"
 	@echo "make golden-p4info  accept a changed P4Info ($(P4INFO_GOLDEN)); regenerates $(P4_CONSTANTS)"
+	@echo "                  (a profile's: make golden-p4info PROFILE=RED, or PROFILE=all)"
 	@echo "make gen-constants  regenerate $(P4_CONSTANTS) from defines.p4, the golden P4Info"
 	@echo "                  and the TNA constants (make build checks it is current)"
 	@echo "make config-reference  regenerate docs/configuration.md from the controller's code"
@@ -95,7 +98,12 @@ lock:
 
 NFQ_DELAY   := topologies/delay/nfq_delay
 
+# PROFILE=<NAME>: build one per-algorithm profile instead (build-profile below).
+ifeq ($(PROFILE),)
 build: $(BMV2_JSON) $(NFQ_DELAY) check-constants
+else
+build: build-profile
+endif
 $(NFQ_DELAY): topologies/delay/nfq_delay.c topologies/delay/Makefile
 	$(MAKE) -C topologies/delay
 $(BMV2_JSON) $(P4INFO) &: $(P4_SOURCES) $(P4INFO_GOLDEN) | $(VENV)/.installed
@@ -114,6 +122,17 @@ $(BMV2_JSON) $(P4INFO) &: $(P4_SOURCES) $(P4INFO_GOLDEN) | $(VENV)/.installed
 	    rm -f $(BMV2_JSON); exit 1; fi
 	@$(PY) -m mmaqm_exp.pipeline_stats $(BMV2_JSON)
 
+# Per-algorithm BMv2 profiles (p4src/v1model/profile.p4): main.p4 with
+# -DMMAQM_PROFILE_<NAME>, the Tofino build's names. Each -> build/<name>/main.json
+# and main.p4info.txtpb, checked against p4src/v1model/profiles/<name>.p4info.txtpb.
+# Not part of `make build` (tests/tools/test_profiles.py compiles them all).
+PROFILES := DROP_TAIL RED CBT_RED_ALL CBT_RED_TCP_ONLY DCBT DCBT_CHIPS MCDT FRED UPTA
+.PHONY: build-profile build-profiles
+build-profile: | $(VENV)/.installed
+	@$(PY) tools/build_profiles.py --profile $(PROFILE)
+build-profiles: | $(VENV)/.installed
+	@$(PY) tools/build_profiles.py
+
 # Tofino (TNA): optional, never a dependency of deps/build/test (docs/tofino.md).
 # build-tna exits non-zero, saying what is missing, without the Tofino compiler.
 .PHONY: build-tna check-tna
@@ -124,13 +143,18 @@ check-tna:
 
 # Accept a changed P4Info: copy the compiler's output over the committed golden copy,
 # then regenerate the controller's constants (its enums come from the P4Info).
+# With PROFILE=<NAME> (or PROFILE=all): the profile's golden P4Info instead.
 .PHONY: golden-p4info
 golden-p4info: | $(VENV)/.installed
+ifneq ($(PROFILE),)
+	$(PY) tools/build_profiles.py --accept $(if $(filter all,$(PROFILE)),,--profile $(PROFILE))
+else
 	@mkdir -p $(BUILD)
 	p4c-bm2-ss --arch v1model --std p4-16 -o $(BUILD)/golden.json \
 	    --p4runtime-files $(P4INFO_GOLDEN) $(P4_MAIN)
 	rm -f $(BUILD)/golden.json
 	$(PY) tools/gen_p4constants.py
+endif
 
 # The controller reads no P4 file at import: tools/gen_p4constants.py writes what it
 # needs (defines.p4's constants and enums, the golden P4Info's enums, red_tna.p4's and

@@ -1,6 +1,6 @@
 // AQM admission of one packet on its egress port.
 // The port_policy table selects the port's algorithm at run time, so one
-// compiled program serves every algorithm. Each algorithm has one
+// compiled program serves every algorithm (a profile, profile.p4, has one). Each algorithm has one
 // port_policy action with only its own parameters (the P4Info lists them),
 // which loads them into meta.policy; the switch on the action that ran then
 // applies that algorithm's control, which does the whole per-packet work
@@ -11,27 +11,62 @@
 #define MMAQM_AQM_P4
 
 #include <v1model.p4>
+#include "profile.p4"
+#ifdef MMAQM_HAS_DROP_TAIL
 #include "drop_tail.p4"
+#endif
+#ifdef MMAQM_HAS_RED
 #include "red.p4"
+#endif
+#if defined(MMAQM_HAS_CBT_RED_ALL) || defined(MMAQM_HAS_CBT_RED_TCP_ONLY)
 #include "cbt.p4"
+#endif
+#ifdef MMAQM_HAS_DCBT
 #include "dcbt.p4"
+#endif
+#ifdef MMAQM_HAS_DCBT_CHIPS
 #include "chips.p4"
+#endif
+#ifdef MMAQM_HAS_MCDT
 #include "mcdt.p4"
+#endif
+#ifdef MMAQM_HAS_FRED
 #include "fred.p4"
+#endif
+#ifdef MMAQM_HAS_UPTA
 #include "upta.p4"
+#endif
 
 // Sets meta.aqm_applied when the port has a policy.
 control Aqm(inout headers_t hdr, inout local_metadata_t meta,
             inout standard_metadata_t standard_metadata) {
+#ifdef MMAQM_HAS_DROP_TAIL
     DropTail() drop_tail_algorithm;
+#endif
+#ifdef MMAQM_HAS_RED
     Red() red_algorithm;
+#endif
+#ifdef MMAQM_HAS_CBT_RED_ALL
     CbtRedAll() cbt_red_all_algorithm;
+#endif
+#ifdef MMAQM_HAS_CBT_RED_TCP_ONLY
     CbtRedTcpOnly() cbt_red_tcp_only_algorithm;
+#endif
+#ifdef MMAQM_HAS_DCBT
     Dcbt() dcbt_algorithm;
+#endif
+#ifdef MMAQM_HAS_DCBT_CHIPS
     DcbtChips() dcbt_chips_algorithm;
+#endif
+#ifdef MMAQM_HAS_MCDT
     Mcdt() mcdt_algorithm;
+#endif
+#ifdef MMAQM_HAS_FRED
     Fred() fred_algorithm;
+#endif
+#ifdef MMAQM_HAS_UPTA
     Upta() upta_algorithm;
+#endif
 
     // What every policy loads.
     action load_policy(pkts_t queue_limit_pkts, shift_t flow_epoch_shift) {
@@ -41,6 +76,7 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
         meta.policy.queue_limit_pkts = queue_limit_pkts;
     }
 
+#ifdef MMAQM_HAS_RED_FAMILY
     // What every RED-based policy loads (red.p4: the average, the drop test
     // and its options).
     action load_red_policy(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
@@ -63,14 +99,19 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
         meta.policy.harddrop = harddrop;
         meta.policy.wait = wait;
     }
+#endif
 
     // ---- port_policy actions: one per algorithm, named at the top level of
-    // the P4Info (the controller's algorithms.ALGORITHMS).
+    // the P4Info (the controller's algorithms.ALGORITHMS); a profile
+    // (profile.p4) has its algorithm's only.
+#ifdef MMAQM_HAS_DROP_TAIL
     @name(".drop_tail")
     action drop_tail(pkts_t queue_limit_pkts, shift_t flow_epoch_shift) {
         load_policy(queue_limit_pkts, flow_epoch_shift);
     }
+#endif
 
+#ifdef MMAQM_HAS_RED
     @name(".red")
     action red(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
                policy_epoch_t policy_epoch, shift_t ewma_shift,
@@ -81,7 +122,9 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
                         min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32, gentle,
                         max_p_q16, gentle_slope_q24, ecn, harddrop, wait);
     }
+#endif
 
+#ifdef MMAQM_HAS_CBT_RED_ALL
     @name(".cbt_red_all")
     action cbt_red_all(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
                        policy_epoch_t policy_epoch, shift_t ewma_shift,
@@ -95,7 +138,9 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
         meta.policy.tagged_th_scaled = tagged_th_scaled;
         meta.policy.untagged_th_scaled = untagged_th_scaled;
     }
+#endif
 
+#ifdef MMAQM_HAS_CBT_RED_TCP_ONLY
     @name(".cbt_red_tcp_only")
     action cbt_red_tcp_only(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
                             policy_epoch_t policy_epoch, shift_t ewma_shift,
@@ -110,7 +155,9 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
         meta.policy.tagged_th_scaled = tagged_th_scaled;
         meta.policy.untagged_th_scaled = untagged_th_scaled;
     }
+#endif
 
+#ifdef MMAQM_HAS_DCBT
     @name(".dcbt")
     action dcbt(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
                 policy_epoch_t policy_epoch, shift_t ewma_shift,
@@ -124,7 +171,9 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
         meta.policy.tagged_share_q16 = tagged_share_q16;
         meta.policy.untagged_th_scaled = untagged_th_scaled;
     }
+#endif
 
+#ifdef MMAQM_HAS_DCBT_CHIPS
     @name(".dcbt_chips")
     action dcbt_chips(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
                       policy_epoch_t policy_epoch, shift_t ewma_shift,
@@ -141,7 +190,9 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
         meta.policy.chips_ewma_shift = chips_ewma_shift;
         meta.policy.chips_tagged_share_limit_q16 = chips_tagged_share_limit_q16;
     }
+#endif
 
+#ifdef MMAQM_HAS_MCDT
     // MCDT (mcdt §II.2): the controller rewrites the thresholds every period,
     // keeping the policy epoch.
     @name(".mcdt")
@@ -154,7 +205,9 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
         meta.policy.tagged_th_pkts = tagged_th_pkts;
         meta.policy.untagged_th_pkts = untagged_th_pkts;
     }
+#endif
 
+#ifdef MMAQM_HAS_FRED
     // FRED (Lin & Morris 1997; cbt §2.3): RED's thresholds, slope, weight and
     // idle decay, plus minq and the size of the port's flow table.
     @name(".fred")
@@ -172,7 +225,9 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
         meta.policy.minq_pkts = minq_pkts;
         meta.policy.fred_slot_mask = fred_slot_mask;
     }
+#endif
 
+#ifdef MMAQM_HAS_UPTA
     // UPTA (upta.p4; docs/upta-plan.md §1.8): mode, the estimator's K, the flow
     // table size, and the fair shares the controller computes each interval
     // (eqs. 18-19) with their reciprocals (eq. 17's rewrite).
@@ -195,21 +250,40 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
         meta.policy.upta_inv_fs_u_shift = inv_fs_u_shift;
         meta.policy.upta_tagged_q16 = tagged_q16;
     }
+#endif
 
     action no_policy() {}
 
     table port_policy {
         key = { meta.routed_port : exact @name("port"); }
         actions = {
+#ifdef MMAQM_HAS_DROP_TAIL
             drop_tail;
+#endif
+#ifdef MMAQM_HAS_RED
             red;
+#endif
+#ifdef MMAQM_HAS_CBT_RED_ALL
             cbt_red_all;
+#endif
+#ifdef MMAQM_HAS_CBT_RED_TCP_ONLY
             cbt_red_tcp_only;
+#endif
+#ifdef MMAQM_HAS_DCBT
             dcbt;
+#endif
+#ifdef MMAQM_HAS_DCBT_CHIPS
             dcbt_chips;
+#endif
+#ifdef MMAQM_HAS_MCDT
             mcdt;
+#endif
+#ifdef MMAQM_HAS_FRED
             fred;
+#endif
+#ifdef MMAQM_HAS_UPTA
             upta;
+#endif
             @defaultonly no_policy;
         }
         const default_action = no_policy();
@@ -218,15 +292,33 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
 
     apply {
         switch (port_policy.apply().action_run) {
+#ifdef MMAQM_HAS_DROP_TAIL
             drop_tail:        { drop_tail_algorithm.apply(hdr, meta, standard_metadata); }
+#endif
+#ifdef MMAQM_HAS_RED
             red:              { red_algorithm.apply(hdr, meta, standard_metadata); }
+#endif
+#ifdef MMAQM_HAS_CBT_RED_ALL
             cbt_red_all:      { cbt_red_all_algorithm.apply(hdr, meta, standard_metadata); }
+#endif
+#ifdef MMAQM_HAS_CBT_RED_TCP_ONLY
             cbt_red_tcp_only: { cbt_red_tcp_only_algorithm.apply(hdr, meta, standard_metadata); }
+#endif
+#ifdef MMAQM_HAS_DCBT
             dcbt:             { dcbt_algorithm.apply(hdr, meta, standard_metadata); }
+#endif
+#ifdef MMAQM_HAS_DCBT_CHIPS
             dcbt_chips:       { dcbt_chips_algorithm.apply(hdr, meta, standard_metadata); }
+#endif
+#ifdef MMAQM_HAS_MCDT
             mcdt:             { mcdt_algorithm.apply(hdr, meta, standard_metadata); }
+#endif
+#ifdef MMAQM_HAS_FRED
             fred:             { fred_algorithm.apply(hdr, meta, standard_metadata); }
+#endif
+#ifdef MMAQM_HAS_UPTA
             upta:             { upta_algorithm.apply(hdr, meta, standard_metadata); }
+#endif
         }
     }
 }

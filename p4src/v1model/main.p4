@@ -21,8 +21,10 @@ control MmaqmIngress(inout headers_t hdr,
     Classifier() classifier;
     Aqm() aqm;
     FlowReport() flow_report;
+#ifdef MMAQM_HAS_UPTA
     UptaEdge() upta_edge;
     BfdEndpoint() bfd_endpoint;
+#endif
 
     // Frames from port numbers >= NUM_PORTS (outside the counter) are dropped uncounted.
     action discard(bit<8> reason) {
@@ -53,13 +55,16 @@ control MmaqmIngress(inout headers_t hdr,
         } else if (hdr.ipv4.ttl <= 1) {
             discard(DISCARD_TTL_EXPIRED);
         } else {
+#ifdef MMAQM_HAS_UPTA
             upta_edge.apply(hdr, meta, standard_metadata);   // C-UPTA and BFD (upta.p4)
             if (hdr.bfd.isValid()) {                         // a QoS Probe or Report
                 bfd_endpoint.apply(hdr, meta, standard_metadata);
             }
             if (meta.bfd_consumed) {
                 mark_to_drop(standard_metadata);   // counted in upta_events by the endpoint
-            } else {
+            } else
+#endif
+            {
                 routing.apply(hdr, meta, standard_metadata);
                 if (!meta.routed) {
                     discard(DISCARD_NO_ROUTE);
@@ -89,11 +94,14 @@ control MmaqmEgress(inout headers_t hdr,
     action release_departure() {
         queue_departure(meta.port_index, meta.class_index, meta.cut_in,
                         standard_metadata.egress_global_timestamp);
+#ifdef MMAQM_HAS_FRED
         if (meta.fred_admitted) {
             fred_departure(meta.port_index, meta.fred_slot_index, meta.policy.ewma_shift);
         }
+#endif
     }
 
+#ifdef MMAQM_HAS_DCBT_CHIPS
     // The FIFO slot of a cut-in packet (its clone, chips.p4) left: release the
     // packet's virtual FIFO place, and drop the clone.
     @hidden
@@ -101,16 +109,25 @@ control MmaqmEgress(inout headers_t hdr,
         chips_slot_departure(meta.port_index, meta.class_index);
         mark_to_drop(standard_metadata);
     }
+#endif
 
     apply {
         if (meta.admitted) {
             release_departure();
-        } else if (meta.cut_in) {  // only the clone has cut_in without admitted
+        }
+#ifdef MMAQM_HAS_DCBT_CHIPS
+        else if (meta.cut_in) {  // only the clone has cut_in without admitted
             release_cut_in_slot();
         }
+#endif
     }
 }
 
+// A profile's P4Info names it (pkg_info.name "mmaqm-<NAME>"; the controller
+// reads it); the all-in-one program's names none.
+#ifdef MMAQM_PROFILE_NAME
+@pkginfo(name = MMAQM_PROFILE_NAME)
+#endif
 V1Switch(MmaqmParser(),
          MmaqmVerifyChecksum(),
          MmaqmIngress(),
