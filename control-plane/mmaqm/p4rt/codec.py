@@ -52,15 +52,52 @@ def flow_digest_alias(schema: fy.P4Schema) -> str:
     raise ValueError(f"the P4Info has no digest of type {DIGEST_FLOW}")
 
 
+# A BMv2 profile (p4src/v1model/profile.p4: one algorithm, make build PROFILE=<NAME>)
+# names itself in its P4Info: pkg_info.name "mmaqm-<NAME>"; the all-in-one program
+# names none.
+PROFILE_PKG_PREFIX = "mmaqm-"
+_ALGORITHM_OF_ACTION = {action: algorithm for algorithm, action in ALGORITHMS.items()}
+
+
+def program_profile(schema: fy.P4Schema) -> str | None:
+    """The profile the program was built as (an algorithm's name), from its P4Info's
+    pkg_info.name; None for the all-in-one program or any other."""
+    info = getattr(schema, "p4info", schema)       # P4Schema -> p4info protobuf
+    name = info.pkg_info.name
+    if name.startswith(PROFILE_PKG_PREFIX) and name[len(PROFILE_PKG_PREFIX):] in ALGORITHMS:
+        return name[len(PROFILE_PKG_PREFIX):]
+    return None
+
+
+def check_policy_in_program(schema: fy.P4Schema, switch: str, port: int,
+                            action: PolicyAction) -> None:
+    """Refuse (ValueError), before any write, a policy whose algorithm the loaded
+    profile lacks, naming the profile that has it. Other programs: check_action."""
+    table = schema.tables.get(TABLE_POLICY)
+    profile = program_profile(schema)
+    if table is None or profile is None or action.name in {ref.alias for ref in table.actions}:
+        return
+    algorithm = _ALGORITHM_OF_ACTION.get(action.name)
+    if algorithm is None:
+        return          # not an algorithm's action: check_action names it
+    raise ValueError(f"{switch}: port {port}'s algorithm {algorithm} is not in this program "
+                     f"(profile {profile}); build PROFILE={algorithm} or the all-in-one "
+                     f"program ('make build')")
+
+
 def policy_actions_missing(schema: fy.P4Schema) -> list[str]:
     """Algorithm actions port_policy lacks. A target whose one program carries every
-    algorithm must have them all; a program per algorithm needs one (a policy of
-    another algorithm then fails check_action, naming it)."""
+    algorithm must have them all, unless the program is a profile (program_profile),
+    which needs its own; a program per algorithm needs one (a policy of another
+    algorithm then fails check_policy_in_program or check_action, naming it)."""
     table = schema.tables.get(TABLE_POLICY)
     if table is None:
         return []
     refs = {ref.alias for ref in table.actions}
     algorithms = set(ALGORITHMS.values())
+    profile = program_profile(schema)
+    if profile is not None:
+        return [] if ALGORITHMS[profile] in refs else [ALGORITHMS[profile]]
     if not targets.for_p4info(schema).every_algorithm_in_one_program:
         return [] if refs & algorithms else sorted(algorithms)
     return sorted(algorithms - refs)

@@ -14,7 +14,7 @@ from finsy.proto import p4r
 from .. import reconcile as R
 from ..encoding import PolicyAction, policy_epoch_from_clock
 from .codec import (TABLE_POLICY, _UPDATE, _check_port, _replicas, check_action,
-                    from_finsy_entry, to_finsy)
+                    check_policy_in_program, from_finsy_entry, to_finsy)
 
 TABLE_UPTA_LOCAL_ADDR = R.TABLE_UPTA_LOCAL_ADDR
 
@@ -137,6 +137,12 @@ class TableWrites:
         upta_local_addr entries are its members, written last in one MODIFY."""
         value_set = self.target.local_addr_value_set is not None
         local_addrs = []
+        for write in plan.writes:       # a profile lacks the other algorithms: say which has it
+            entity = write.entity
+            if write.type != R.DELETE and isinstance(entity, R.TableEntry) \
+                    and entity.table == TABLE_POLICY:
+                check_policy_in_program(self.switch.p4info, self.name, dict(entity.match)["port"],
+                                        PolicyAction(entity.action, dict(entity.params)))
         for write in plan.writes:
             entity = write.entity
             if write.type != R.DELETE and isinstance(entity, R.TableEntry) \
@@ -187,6 +193,7 @@ class TableWrites:
         (targets: old ones deleted first, so that no two overlap; meanwhile the
         tables' defaults hold: no RED drop, no class test)."""
         _check_port(port)
+        check_policy_in_program(self.switch.p4info, self.name, port, action)
         check_action(self.switch.p4info, TABLE_POLICY, action)
         self.target.check_action(action)
         ranges = self.range_entries(port, action)
