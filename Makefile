@@ -45,7 +45,8 @@ help:
 	@echo "make run          the D-CBT paper experiment under every algorithm (needs root)"
 	@echo "                  (options: make run RUN_ARGS='--algorithms RED,DCBT --duration 15')"
 	@echo "                  (named experiments: make run RUN_ARGS='--experiment cbt-fig4'; mmaqm-exp --help)"
-	@echo "make bench        BMv2 packet rate: AQM program vs minimal IPv4 forwarder (needs root)"
+	@echo "make bench        BMv2 packet rate: AQM program (all-in-one, and each algorithm's profile)"
+	@echo "                  vs minimal IPv4 forwarder (needs root; BENCH_ARGS='--reps 1 --no-profiles')"
 	@echo "make check-results  recompute the documented result and paper-comparison tables from docs/results (also in make test)"
 	@echo "make fuzz         100 000 malformed/random frames through BMv2, all accounted for (needs root)"
 	@echo "                  (options: make fuzz FUZZ_COUNT=5000 FUZZ_SEED=7 FUZZ_ARGS='--rate-pps 3000')"
@@ -191,7 +192,7 @@ CAPACITY_DIR := $(BUILD)/capacity
 run: build deps-venv
 ifeq ($(CAPACITY_CHECK),1)
 	$(PY) bench/run_bench.py --reps 1 --duration 3 --warmup 1 --offered-pps 60000 \
-	    --quiet-wait 20 --out-dir $(CAPACITY_DIR)
+	    --quiet-wait 20 --no-profiles --out-dir $(CAPACITY_DIR)
 	$(PY) -m mmaqm_exp.experiment --capacity-json $(CAPACITY_DIR)/latest.json $(RUN_ARGS)
 else
 	$(PY) -m mmaqm_exp.experiment $(RUN_ARGS)
@@ -199,7 +200,7 @@ endif
 
 .PHONY: bench
 bench: build deps-venv
-	$(PY) bench/run_bench.py
+	$(PY) bench/run_bench.py $(BENCH_ARGS)
 
 # The controller's flow-report capacity with real BMv2 (bench/digest_capacity.py; root).
 .PHONY: digest-capacity

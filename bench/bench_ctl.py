@@ -9,10 +9,10 @@ Every subcommand prints one JSON object on stdout.
   push-baseline --grpc A --p4info P --bmv2-json J --routes JSON
       push bench/minimal_ipv4.p4 with mmaqm.driver.SwitchDriver and write
       the routes with SwitchDriver.install_route (same table/action names)
-  install-aqm --config YAML
-      push build/main.json and install the config with
+  install-aqm --config YAML [--p4info P --bmv2-json J]
+      push build/main.json (or a profile's, build/<name>/) and install the config with
       mmaqm.controller.SwitchController.install (what `mmaqm-ctl install` does)
-  aqm-counters --config YAML
+  aqm-counters --config YAML [--p4info P]
       totals of the mmaqm program's counters (arrivals, admits, departures,
       AQM drops per reason, ingress discards per reason)
   verify --tx-if IF --rx-if IF --frame-hex HEX --expect JSON
@@ -55,6 +55,16 @@ def _load_switch(config_path: str):
     return cfg, next(iter(cfg.switches.values()))
 
 
+def _program(args: argparse.Namespace) -> dict:
+    """The program's files when given (a profile); else the driver's defaults (build/main.*)."""
+    out = {}
+    if getattr(args, "p4info", None):
+        out["p4info"] = Path(args.p4info)
+    if getattr(args, "bmv2_json", None):
+        out["bmv2_json"] = Path(args.bmv2_json)
+    return out
+
+
 async def _install_aqm(args: argparse.Namespace) -> dict:
     from mmaqm.controller import SwitchController
     from mmaqm.driver import SwitchDriver, wait_for_grpc
@@ -62,7 +72,8 @@ async def _install_aqm(args: argparse.Namespace) -> dict:
     cfg, sw = _load_switch(args.config)
     await wait_for_grpc(sw.p4runtime_addr, timeout_s=30)
     started = time.monotonic()
-    async with SwitchDriver(sw.name, sw.p4runtime_addr, device_id=sw.device_id) as driver:
+    async with SwitchDriver(sw.name, sw.p4runtime_addr, device_id=sw.device_id,
+                            **_program(args)) as driver:
         controller = SwitchController(cfg, sw, driver)
         await controller.install()
         pushed = {str(port): {"action": action.name, "params": dict(action.params)}
@@ -77,7 +88,8 @@ async def _aqm_counters(args: argparse.Namespace) -> dict:
     _, sw = _load_switch(args.config)
     out: dict = {}
     async with SwitchDriver(sw.name, sw.p4runtime_addr, device_id=sw.device_id,
-                            push_pipeline=False, election_id=5) as driver:
+                            push_pipeline=False, election_id=5,
+                            **_program(args)) as driver:
         counters = await driver.read_counters(("queue_arrivals", "queue_admits", "queue_departures",
                                                "queue_drops", "ingress_discards"))
         for name in ("queue_arrivals", "queue_admits", "queue_departures"):
@@ -146,7 +158,11 @@ def main() -> int:
     p.add_argument("--bmv2-json", required=True)
     p.add_argument("--routes", required=True)
     for name in ("install-aqm", "aqm-counters"):
-        sub.add_parser(name).add_argument("--config", required=True)
+        p = sub.add_parser(name)
+        p.add_argument("--config", required=True)
+        p.add_argument("--p4info")
+        if name == "install-aqm":
+            p.add_argument("--bmv2-json")
     p = sub.add_parser("verify")
     p.add_argument("--tx-if", required=True)
     p.add_argument("--rx-if", required=True)

@@ -3,9 +3,11 @@
 
 One run measures, on the same simple_switch_grpc binary with the same flags,
 the maximum forwarding rate of 1000-byte UDP packets through
-bench/minimal_ipv4.p4 (the baseline) and through build/main.json under each
-AQM algorithm, and reports each variant's median packets per second and its
-ratio to the baseline. See bench/README.md for what the numbers mean.
+bench/minimal_ipv4.p4 (the baseline), through build/main.json (the all-in-one
+program) under each AQM algorithm, and through each algorithm's BMv2 profile
+(build/<name>/main.json, tools/build_profiles.py) under that algorithm (variants
+prof-<ALGORITHM>), and reports each variant's median packets per second and its
+ratio to the baseline, the two programs' ratios side by side. See bench/README.md for what the numbers mean.
 
 Topology (one namespace, mmb-bench):
 
@@ -46,6 +48,7 @@ MAIN_P4INFO = REPO / "build" / "main.p4info.txtpb"
 MIN_P4 = BENCH / "minimal_ipv4.p4"
 MIN_JSON = BUILD / "minimal_ipv4.json"
 MIN_P4INFO = BUILD / "minimal_ipv4.p4info.txtpb"
+BUILD_PROFILES = REPO / "tools" / "build_profiles.py"
 UDPGEN_C = BENCH / "udpgen.c"
 UDPGEN = BUILD / "udpgen"
 
@@ -60,7 +63,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 sys.path[:0] = [str(REPO / "control-plane"), str(REPO / "topologies")]
 from mmaqm_exp import lab  # noqa: E402
 from mmaqm.algorithms import ALGORITHMS as POLICY_ACTION_OF  # noqa: E402
-from mmaqm.algorithms import NON_RED_ALGORITHMS  # noqa: E402
+from mmaqm.algorithms import REGISTRY  # noqa: E402
 
 from mmaqm_exp import pipeline_stats as bmv2_pipeline_stats
 
@@ -80,9 +83,36 @@ ALGORITHMS = tuple(v for a in POLICY_ACTION_OF
                    for v in (UPTA_VARIANTS if a == "UPTA" else (a,)))
 
 
+# A variant prof-<A> is algorithm variant A on its BMv2 profile (the program with only
+# that algorithm, make build PROFILE=<algorithm>) instead of the all-in-one program.
+PROFILE_TAG = "prof-"
+
+
+def base_variant(variant: str) -> str:
+    """The algorithm variant, without the profile tag."""
+    return variant[len(PROFILE_TAG):] if variant.startswith(PROFILE_TAG) else variant
+
+
 def policy_algorithm(variant: str) -> str:
     """The configuration algorithm of a bench variant."""
+    variant = base_variant(variant)
     return "UPTA" if variant in UPTA_VARIANTS else variant
+
+
+def profile_of(variant: str) -> str | None:
+    """The profile a variant runs on; None: the all-in-one program (or the baseline)."""
+    return policy_algorithm(variant) if variant.startswith(PROFILE_TAG) else None
+
+
+def program_files(variant: str) -> tuple[Path, Path]:
+    """(BMv2 JSON, P4Info) of the program a variant runs."""
+    if variant == BASELINE:
+        return MIN_JSON, MIN_P4INFO
+    profile = profile_of(variant)
+    if profile is None:
+        return MAIN_JSON, MAIN_P4INFO
+    d = REPO / "build" / profile.lower()
+    return d / "main.json", d / "main.p4info.txtpb"
 BASELINE = "minimal_ipv4"
 # AQM settings under which no AQM decision can drop at the bench load: the
 # queue the P4 program sees never comes near these (checked after every
@@ -111,6 +141,16 @@ def sh(argv: list[str], check: bool = True, timeout: float = 60) -> subprocess.C
 # ------------------------------------------------------------ build steps
 def stale(target: Path, *sources: Path) -> bool:
     return not target.exists() or any(s.stat().st_mtime > target.stat().st_mtime for s in sources)
+
+
+def build_profiles(profiles: list[str]) -> None:
+    """Compile the profiles (checked against their golden P4Infos; ~1 s each)."""
+    if profiles:
+        log(f"compiling the profiles {', '.join(profiles)}")
+        argv = [sys.executable, str(BUILD_PROFILES)]
+        for profile in profiles:
+            argv += ["--profile", profile]
+        sh(argv, timeout=600)
 
 
 def build_tools() -> None:
@@ -160,11 +200,12 @@ def ctl(bed: lab.Lab, *args: str, timeout: float = 90) -> dict:
 
 # ------------------------------------------------------------ configuration
 def aqm_config(variant: str) -> dict:
+    variant = base_variant(variant)      # a profile variant: its algorithm's config
     algorithm = policy_algorithm(variant)
     policy: dict = {"algorithm": algorithm, "queue_limit_pkts": QUEUE_LIMIT_PKTS}
     if variant in UPTA_VARIANTS:
         policy.update(upta_mode=UPTA_VARIANTS[variant], upta_tagged_loss_threshold=0.12)
-    if algorithm not in NON_RED_ALGORITHMS:
+    if "min_th_pkts" in REGISTRY[algorithm].keys:      # RED's thresholds (FRED's too)
         policy.update(min_th_pkts=MIN_TH_PKTS, max_th_pkts=MAX_TH_PKTS, max_p=0.1)
     if algorithm in ("CBT_RED_ALL", "CBT_RED_TCP_ONLY"):
         policy.update(tagged_th_pkts=CLASS_TH_PKTS, untagged_th_pkts=CLASS_TH_PKTS)
@@ -335,7 +376,12 @@ class Bench:
             info = ctl(self.bed, "push-baseline", "--grpc", GRPC_ADDR, "--p4info", str(MIN_P4INFO),
                        "--bmv2-json", str(MIN_JSON), "--routes", json.dumps(routes))
         else:
-            info = ctl(self.bed, "install-aqm", "--config", str(self.configs[variant]))
+            argv = ["install-aqm", "--config", str(self.configs[variant])]
+            if profile_of(variant):
+                json_path, p4info = program_files(variant)
+                argv += ["--p4info", str(p4info), "--bmv2-json", str(json_path)]
+            info = ctl(self.bed, *argv)
+            info["program"] = str(program_files(variant)[0].relative_to(REPO))
         from mmaqm import bmv2_tm
         for port in (1, 2):   # same traffic-manager depth for every variant
             bmv2_tm.set_queue_depth(THRIFT_PORT, port, TM_QUEUE_DEPTH_PKTS, netns=NETNS)
@@ -363,7 +409,8 @@ class Bench:
             res.update(variant=variant, offered_rate_pps=rate, setup=info, samples=samples)
             if variant != BASELINE:
                 time.sleep(0.5)   # let the queue drain before reading the counters
-                counters = ctl(self.bed, "aqm-counters", "--config", str(self.configs[variant]))
+                counters = ctl(self.bed, "aqm-counters", "--config", str(self.configs[variant]),
+                               "--p4info", str(program_files(variant)[1]))
                 res["aqm_counters"] = counters
                 res["aqm_drops"] = sum(counters["queue_drops"].values())
                 res["ingress_discards"] = sum(counters["ingress_discards"].values())
@@ -436,7 +483,7 @@ def program_cost(variant: str) -> dict:
     and the primitives of the actions a forwarded packet runs that the other variants
     do not (the router's route action; the port_policy action and the algorithm's
     admission action)."""
-    data = json.loads((MIN_JSON if variant == BASELINE else MAIN_JSON).read_text())
+    data = json.loads(program_files(variant)[0].read_text())
     primitives = bmv2_pipeline_stats.action_primitives(data)
     if variant == BASELINE:
         own = [name for name in primitives if name.endswith(".route")]
@@ -524,6 +571,29 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join([fmt(header), fmt(["-" * w for w in widths]), *map(fmt, lines)])
 
 
+def format_side_by_side(rows: list[dict]) -> str:
+    """Each algorithm's ratio on the all-in-one program and on its profile, with the
+    two programs' tables and PHV fields (only algorithms measured on both)."""
+    by = {r["variant"]: r for r in rows}
+    header = ["algorithm", "all-in-one ratio", "profile ratio", "profile / all-in-one",
+              "all-in-one tables/fields", "profile tables/fields"]
+    lines = []
+    for v, r in by.items():
+        p = by.get(PROFILE_TAG + v)
+        if v == BASELINE or v.startswith(PROFILE_TAG) or p is None:
+            continue
+        lines.append([v, f"{r['ratio']:.3f}", f"{p['ratio']:.3f}",
+                      f"{p['ratio'] / r['ratio']:.2f}" if r["ratio"] else "?",
+                      f"{r['bmv2_tables']}/{r['phv_fields']}",
+                      f"{p['bmv2_tables']}/{p['phv_fields']}"])
+    if not lines:
+        return ""
+    widths = [max(len(x) for x in col) for col in zip(header, *lines)]
+    fmt = lambda row: "  ".join(x.ljust(w) if i == 0 else x.rjust(w)  # noqa: E731
+                                for i, (x, w) in enumerate(zip(row, widths)))
+    return "\n".join([fmt(header), fmt(["-" * w for w in widths]), *map(fmt, lines)])
+
+
 # ------------------------------------------------------------ main
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -534,6 +604,9 @@ def parse_args() -> argparse.Namespace:
                    help="idle time after install, before traffic, s [1]")
     p.add_argument("--algorithms", default=",".join(ALGORITHMS),
                    help=f"comma-separated subset of {','.join(ALGORITHMS)}")
+    p.add_argument("--no-profiles", dest="profiles", action="store_false",
+                   help="measure the all-in-one program only, not each algorithm's profile "
+                        "(prof-<ALGORITHM> variants)")
     p.add_argument("--offered-pps", type=float,
                    help="rate offered to every variant; default: --offer-factor x the "
                         "baseline's best rate in a stepped pilot")
@@ -590,7 +663,9 @@ def main() -> int:
     started = dt.datetime.now()
     try:
         build_tools()
-        configs = write_aqm_configs(args.algorithm_list)
+        profile_variants = [PROFILE_TAG + a for a in args.algorithm_list] if args.profiles else []
+        build_profiles(sorted({policy_algorithm(v) for v in profile_variants}))
+        configs = write_aqm_configs(args.algorithm_list + profile_variants)
         with lab.Lab(PREFIX) as bed:
             for ns in bed.leftovers_removed:
                 log(f"removed leftover namespace {ns}")
@@ -617,7 +692,7 @@ def main() -> int:
                 log(f"warning: offered rate near what the generator alone can do "
                     f"({gen['pps']:.0f} pps)")
 
-            variants = [BASELINE, *args.algorithm_list]
+            variants = [BASELINE, *args.algorithm_list, *profile_variants]
             measurements = []
             for rnd in range(args.reps):
                 order = variants[rnd % len(variants):] + variants[:rnd % len(variants)]
@@ -640,7 +715,7 @@ def main() -> int:
                     measurements.append(m)
                     extra = "" if variant == BASELINE else \
                         f", AQM drops {m['aqm_drops']}, discards {m['ingress_discards']}"
-                    log(f"round {rnd + 1}/{args.reps} {variant:17s} {m['pps']:8.0f} pps "
+                    log(f"round {rnd + 1}/{args.reps} {variant:22s} {m['pps']:8.0f} pps "
                         f"(offered {m['offered_pps']:.0f}, "
                         f"loss {m['loss_pct']:.1f} %), BMv2 CPU {m['bmv2_cpu_pct']:.0f} % "
                         f"(busiest thread {m['bmv2_busiest_thread_pct']:.0f} %), "
@@ -703,6 +778,12 @@ def main() -> int:
     print()
     print(format_table(rows))
     print()
+    side = format_side_by_side(rows)
+    if side:
+        print("each algorithm on the all-in-one program (build/main.json) and on its profile "
+              "(build/<name>/main.json), ratio vs " + BASELINE + ":")
+        print(side)
+        print()
     print("pps = packets/s delivered to the receiver; ratio = variant median / "
           f"{BASELINE} median; per-round ratio = min-max of variant/baseline within a round;")
     print("offered = median offered pps in the window; loss = offered packets not delivered (the "
