@@ -6,7 +6,7 @@ Design: docs/upta-plan.md §2. The algorithm's arithmetic is
 :mod:`mmaqm.algorithms.upta`, the BFD message format
 :mod:`mmaqm.algorithms.bfd_codec`; this module turns what the controller
 reads (counter values, state reports, probe digests) into what it writes (the
-``upta`` action parameters, QoS Probes). :mod:`mmaqm.upta_loop` moves the data.
+``upta`` action parameters, QoS Probes). :mod:`mmaqm.algorithms.upta_loop` moves the data.
 
 Per interval T (= K, §5.3.3) and per port:
 
