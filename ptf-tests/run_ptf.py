@@ -27,6 +27,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 from mmaqm_exp import lab  # noqa: E402
 
+sys.path.insert(0, str(REPO / "ptf-tests" / "tests"))
+import mmaqm_profiles  # noqa: E402
+
 CONFIG = REPO / "ptf-tests" / "ptf-config.yaml"  # the tests' baseline; must match GRPC_PORT
 # Override to run two suites at once (e.g. mmaqm-ptf2: a run also removes leftovers named
 # <its namespace>-*, so one suite's name must not be another's plus "-...").
@@ -54,12 +57,38 @@ def start_switch(bed: lab.Lab, log_dir: Path) -> subprocess.Popen:
     return switch
 
 
-def push_pipeline(bed: lab.Lab, log_dir: Path) -> None:
+def profile_files(profile: str) -> tuple[Path, Path]:
+    """(BMv2 JSON, P4Info) of a profile build (make build PROFILE=<profile>)."""
+    d = REPO / "build" / profile.lower()
+    return d / "main.json", d / "main.p4info.txtpb"
+
+
+def profile_config(profile: str, log_dir: Path) -> Path:
+    """ptf-config.yaml with the profile's baseline policy (mmaqm_profiles.BASELINES)."""
+    import yaml
+    data = yaml.safe_load(CONFIG.read_text())
+    baseline = mmaqm_profiles.BASELINES[profile]
+    if baseline is not None:
+        for sw in data["switches"].values():
+            sw["policies"] = {"default": baseline}
+    path = log_dir / f"ptf-config-{profile.lower()}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def push_pipeline(bed: lab.Lab, log_dir: Path, profile: str | None = None) -> None:
     """Push the pipeline and the baseline config with the project's own CLI,
-    run inside the namespace (gRPC listens on the namespace's loopback only)."""
+    run inside the namespace (gRPC listens on the namespace's loopback only).
+    profile: that profile's program and baseline instead of the all-in-one's."""
     env = dict(os.environ, PYTHONPATH=str(REPO / "control-plane"))
+    argv = [sys.executable, "-m", "mmaqm.cli", "--config", str(CONFIG), "install"]
+    if profile:
+        json_path, p4info = profile_files(profile)
+        argv = [sys.executable, "-m", "mmaqm.cli", "--config",
+                str(profile_config(profile, log_dir)), "--p4info", str(p4info), "install",
+                "--bmv2-json", str(json_path)]
     with open(log_dir / "mmaqm-ctl.log", "w") as log:
-        rc = bed.run(NETNS, [sys.executable, "-m", "mmaqm.cli", "--config", str(CONFIG), "install"],
+        rc = bed.run(NETNS, argv,
                      timeout_s=PIPELINE_TIMEOUT_S, check=False, env=env, stdout=log,
                      stderr=subprocess.STDOUT).returncode
     if rc != 0:
@@ -70,7 +99,7 @@ def run_ptf(bed: lab.Lab, args: argparse.Namespace) -> int:
     args.log_dir.mkdir(parents=True, exist_ok=True)
     setup_namespace(bed)
     switch = start_switch(bed, args.log_dir)
-    push_pipeline(bed, args.log_dir)
+    push_pipeline(bed, args.log_dir, args.profile)
     if switch.poll() is not None:
         print(f"run_ptf: simple_switch_grpc exited; see {args.log_dir}", file=sys.stderr)
         return 2
@@ -85,9 +114,12 @@ def run_ptf(bed: lab.Lab, args: argparse.Namespace) -> int:
     if args.xunit_dir:
         args.xunit_dir.mkdir(parents=True, exist_ok=True)
         argv += ["--xunit", "--xunit-dir", str(args.xunit_dir)]
-    argv += args.tests
+    argv += args.tests or (list(mmaqm_profiles.MODULES[args.profile]) if args.profile else [])
     # The tests check the switch against the test oracle of the same tree (mmaqm_oracle).
     env = dict(os.environ, PYTHONPATH=f"{REPO / 'control-plane'}:{REPO / 'oracle'}")
+    env.pop("MMAQM_PTF_PROFILE", None)
+    if args.profile:           # the tests' pipeline and baseline (mmaqm_base.PROFILE)
+        env["MMAQM_PTF_PROFILE"] = args.profile
     started = time.monotonic()
     rc = bed.popen(NETNS, argv, env=env).wait()
     print(f"run_ptf: ptf exited {rc} after {time.monotonic() - started:.0f} s")
@@ -102,7 +134,15 @@ def main() -> int:
     parser.add_argument("tests", nargs="*", help="test names, e.g. test_red.RedForcedDropTest")
     parser.add_argument("--xunit-dir", type=Path)
     parser.add_argument("--log-dir", type=Path, default=REPO / "build" / "ptf")
+    parser.add_argument("--profile", type=str.upper, choices=sorted(mmaqm_profiles.MODULES),
+                        help="run against this algorithm's BMv2 profile (make build "
+                             "PROFILE=NAME) with its baseline; default tests: its modules "
+                             "(ptf-tests/tests/mmaqm_profiles.py); other algorithms' tests skip")
     args = parser.parse_args()
+    if args.profile and not all(p.exists() for p in profile_files(args.profile)):
+        print(f"run_ptf: {profile_files(args.profile)[0]} not found; run "
+              f"'make build PROFILE={args.profile}'", file=sys.stderr)
+        return 2
 
     why = lab.missing_prereqs(("simple_switch_grpc", "simple_switch_CLI"))
     if why:

@@ -17,6 +17,8 @@ and only the sacrificial departure.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,8 +39,18 @@ from mmaqm.encoding import PolicyAction, policy_action
 from mmaqm_oracle.fixedpoint_model import Occupancy, PortModel
 from mmaqm_oracle import fixedpoint_model as fpm
 
+import mmaqm_profiles
+
 REPO = Path(__file__).resolve().parents[2]
+# A per-algorithm BMv2 profile under test (run_ptf.py --profile sets it), else None:
+# its pipeline, and its baseline policy on every port (mmaqm_profiles.BASELINES).
+PROFILE = os.environ.get("MMAQM_PTF_PROFILE") or None
 CONFIG: Config = load_config(REPO / "ptf-tests" / "ptf-config.yaml")
+if PROFILE and mmaqm_profiles.BASELINES[PROFILE] is not None:
+    _baseline = parse_policy(mmaqm_profiles.BASELINES[PROFILE])
+    CONFIG = dataclasses.replace(CONFIG, switches={
+        name: dataclasses.replace(sw, policies={port: _baseline for port in sw.policies})
+        for name, sw in CONFIG.switches.items()})
 SWITCH = CONFIG.switches["ptf"]
 PORTS = sorted(SWITCH.ports)
 FREEZE_RATE_PPS = 4       # a frozen port lets one packet out per 250 ms: room for the
@@ -64,8 +76,12 @@ class Bmv2Target:
 
     def __init__(self, params: dict) -> None:
         self.thrift_port = int(params["thrift_port"])
+        self.profile = PROFILE
 
     def pipeline(self) -> dict[str, Path]:
+        if self.profile:
+            d = REPO / "build" / self.profile.lower()
+            return {"p4info": d / "main.p4info.txtpb", "bmv2_json": d / "main.json"}
         return {"p4info": REPO / "build" / "main.p4info.txtpb",
                 "bmv2_json": REPO / "build" / "main.json"}
 
@@ -242,6 +258,8 @@ class MmaqmTest(BaseTest):
         mcdt_th_pkts: MCDT's class thresholds (class id -> packets; None: B each)."""
         if isinstance(policy, dict):
             policy = parse_policy(policy)
+        if PROFILE and policy.algorithm != PROFILE:
+            self.skipTest(f"algorithm {policy.algorithm} is not in the profile {PROFILE}")
         action = policy_action(
             policy, policy_epoch=self.sw.next_policy_epoch(port),
             flow_epoch_shift=flow_epoch_shift,

@@ -128,6 +128,8 @@ class BfdProbeTransitTest(BfdTest):
         frame = bfd_frame(DOMAIN_PORT, host_ip(DOMAIN_PORT, 9), host_ip(UPTA_PORT, 9), low)
         self.send_and_count(frame, DOMAIN_PORT, {(UPTA_PORT, "PROBE_LOWERED"): 1})
         tu.verify_packet(self, routed(frame, UPTA_PORT), UPTA_PORT)
+        # the non-upta port (the suite's baseline; a UPTA profile has none: skipped there)
+        self.set_policy(DOMAIN_PORT, {"algorithm": "DROP_TAIL", "queue_limit_pkts": 64})
         frame = bfd_frame(UPTA_PORT, host_ip(UPTA_PORT, 9), host_ip(DOMAIN_PORT, 9), probe)
         self.send_and_count(frame, UPTA_PORT, {})
         tu.verify_packet(self, routed(frame, DOMAIN_PORT), DOMAIN_PORT)

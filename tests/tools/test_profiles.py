@@ -14,7 +14,7 @@ from finsy.proto import p4i
 import build_profiles as B
 from mmaqm.algorithms import ALGORITHMS
 
-pytestmark = pytest.mark.skipif(shutil.which("p4c-bm2-ss") is None,
+needs_p4c = pytest.mark.skipif(shutil.which("p4c-bm2-ss") is None,
                                 reason="p4c-bm2-ss (the P4 toolchain, docs/install.md) "
                                        "is not installed: the profiles cannot be compiled")
 
@@ -33,6 +33,7 @@ def test_the_profiles_are_the_tofino_builds_names_and_the_controllers_algorithms
     assert set(B.PROFILES) == set(ALGORITHMS)
 
 
+@needs_p4c
 @pytest.mark.parametrize("profile", B.PROFILES)
 def test_profile_compiles_without_warnings_and_matches_its_golden_p4info(compiled, profile):
     r = compiled[profile]
@@ -52,3 +53,25 @@ def test_golden_profile_p4info_names_the_profile_and_has_only_its_action(profile
     assert policy == {ALGORITHMS[profile]}
     tables = {t.preamble.name for t in info.tables}
     assert any(t.endswith(".upta_edge_port") for t in tables) == (profile == "UPTA")
+
+
+def test_the_ptf_suites_profile_baselines_are_policies_of_their_profile(tmp_path):
+    """run_ptf.py --profile: each profile's baseline config parses and holds only its
+    algorithm; every profile has modules to run."""
+    import sys
+
+    sys.path.insert(0, str(B.REPO / "ptf-tests"))
+    try:
+        import run_ptf
+    finally:
+        sys.path.remove(str(B.REPO / "ptf-tests"))
+    from mmaqm.config import load_config
+
+    assert set(run_ptf.mmaqm_profiles.BASELINES) == set(B.PROFILES)
+    for profile in B.PROFILES:
+        cfg = load_config(run_ptf.profile_config(profile, tmp_path))
+        assert {p.algorithm for sw in cfg.switches.values()
+                for p in sw.policies.values()} == {profile}
+        modules = run_ptf.mmaqm_profiles.MODULES[profile]
+        assert modules and all((B.REPO / "ptf-tests" / "tests" / f"{m}.py").exists()
+                               for m in modules)
