@@ -52,7 +52,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from fractions import Fraction
-from typing import Any, ClassVar, Union
+from typing import ClassVar, Union
 
 from .. import p4constants as C
 from .base import MIN_LOOP_INTERVAL_MS, Algorithm, Param, PortInputs, PortPolicy
