@@ -8,7 +8,9 @@ no warning gate: a mutant may leave a parameter unused), then the mutant's
 listed tests run against it: PTF tests on a real
 BMv2 (ptf-tests/run_ptf.py in its own namespace) and unit tests (pytest). A
 mutant is CAUGHT when at least one of its tests fails, SURVIVED when all
-pass, INVALID when it does not build or its tests did not run. The same tests first run on the
+pass, INCONCLUSIVE when none fails but one skipped (a test that skipped, e.g.
+on a missed timing precondition, judged nothing), INVALID when it does not
+build or its tests did not run. The same tests first run on the
 unmutated copy; a failing baseline stops the run (a test that already fails
 judges nothing).
 
@@ -111,8 +113,20 @@ class RunError(Exception):
     """The tests could not judge the mutant (a run that did not happen)."""
 
 
-def run_tests(tests: tuple[str, ...], log_dir: Path) -> tuple[bool, list[str]]:
-    """(all passed, the failed tests); RunError when PTF did not run every test."""
+def verdict_of(failed: list[str], skipped: list[str]) -> tuple[str, str]:
+    """(verdict, detail) of a mutant whose tests ran: any failure catches it; a skip
+    without a failure judges nothing."""
+    if failed:
+        return "CAUGHT", ", ".join(failed)
+    if skipped:
+        return "INCONCLUSIVE", "skipped: " + ", ".join(skipped)
+    return "SURVIVED", ""
+
+
+def run_tests(tests: tuple[str, ...], log_dir: Path,
+              skipped: list[str] | None = None) -> tuple[bool, list[str]]:
+    """(all passed, the failed tests); RunError when PTF did not run every test.
+    The PTF tests that skipped are appended to `skipped` when it is given."""
     failed: list[str] = []
     ptf = [t[4:] for t in tests if t.startswith("ptf:")]
     unit = [t[5:] for t in tests if t.startswith("unit:")]
@@ -136,6 +150,9 @@ def run_tests(tests: tuple[str, ...], log_dir: Path) -> tuple[bool, list[str]]:
             raise RunError(f"ptf ran {len(cases)} of {len(ptf)} tests; see {log_dir}")
         failed += [f"{c.get('classname', '?')}" for c in cases
                    if c.find("failure") is not None or c.find("error") is not None]
+        if skipped is not None:
+            skipped += [f"{c.get('classname', '?')}" for c in cases
+                        if c.find("skipped") is not None]
     return not failed, failed
 
 
@@ -195,8 +212,9 @@ def main() -> int:
             verdict, detail = "INVALID", "does not build"
         else:
             try:
-                passed, failed = run_tests(m.tests, mlog)
-                verdict, detail = ("SURVIVED", "") if passed else ("CAUGHT", ", ".join(failed))
+                skips: list[str] = []
+                _, failed = run_tests(m.tests, mlog, skips)
+                verdict, detail = verdict_of(failed, skips)
             except RunError as exc:
                 verdict, detail = "INVALID", str(exc)
         seconds = time.monotonic() - started

@@ -28,3 +28,14 @@ def test_tests_must_name_their_kind(tmp_path: Path) -> None:
                    " replace: y, tests: ['test_red.RedForcedDropTest']}\n")
     with pytest.raises(ValueError, match="tests must be"):
         mutants.load_mutants(bad)
+
+
+def test_a_skipped_test_makes_a_mutant_inconclusive_not_survived() -> None:
+    """A test that skipped (a missed precondition) judged nothing: with no failure
+    the mutant is INCONCLUSIVE, never SURVIVED; any failure still catches it."""
+    assert mutants.verdict_of([], ["test_chips.ChipsVirtualFifoTest"]) == (
+        "INCONCLUSIVE", "skipped: test_chips.ChipsVirtualFifoTest")
+    assert mutants.verdict_of(["unit"], ["test_chips.ChipsVirtualFifoTest"]) == ("CAUGHT", "unit")
+    assert mutants.verdict_of(["unit", "test_red.RedForcedDropTest"], []) == (
+        "CAUGHT", "unit, test_red.RedForcedDropTest")
+    assert mutants.verdict_of([], []) == ("SURVIVED", "")
