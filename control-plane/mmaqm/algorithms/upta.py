@@ -302,6 +302,12 @@ def action_params(mode: int, fs_i_bps: float, fs_u_bps: float, *, table_slots: i
 
 
 # ------------------------------------------------------------------ the plug-in
+def _tagged_q(settings: Mapping[str, Any]) -> float:
+    """The loss threshold of tagged packets without an option; 1 (never U) when unset."""
+    q = settings["upta_tagged_loss_threshold"]
+    return 1.0 if q is None else q
+
+
 class Upta(Algorithm):
     """UPTA (Wu & Hassan 2002): per-flow rate estimates against the port's fair
     shares, which the controller computes (eqs. 18-19) and writes into the action;
@@ -334,11 +340,10 @@ class Upta(Algorithm):
         s = policy.settings
         fs_i, fs_u = inputs.upta_shares_bps if inputs.upta_shares_bps is not None \
             else (math.inf, math.inf)
-        q = s["upta_tagged_loss_threshold"]
         return {"policy_epoch": policy_epoch,
                 **action_params(MODE_NAMES[s["upta_mode"]], fs_i, fs_u,
                                 table_slots=s["upta_flow_slots"], k_shift=s["upta_k_shift"],
-                                tagged_q=1.0 if q is None else q,
+                                tagged_q=_tagged_q(s),
                                 queue_limit_pkts=policy.queue_limit_pkts)}
 
     def fair_share_loop(self, policy: PortPolicy) -> Any:
@@ -348,12 +353,11 @@ class Upta(Algorithm):
         s = policy.settings
         if s["capacity_mbps"] is None:
             return None
-        q = s["upta_tagged_loss_threshold"]
         return upta_control.PortSettings(capacity_bps=s["capacity_mbps"] * 1e6,
                                          mode=MODE_NAMES[s["upta_mode"]],
                                          table_slots=s["upta_flow_slots"],
                                          k_shift=s["upta_k_shift"],
-                                         tagged_q=1.0 if q is None else q,
+                                         tagged_q=_tagged_q(s),
                                          queue_limit_pkts=policy.queue_limit_pkts)
 
     def switch_loop(self, host: Any, switch: Any) -> Any:

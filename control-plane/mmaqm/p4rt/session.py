@@ -99,6 +99,7 @@ class P4RuntimeSession:
         except (text_format.ParseError, UnicodeDecodeError) as err:
             raise RuntimeError(f"{p4info}: not a P4Info text file ({err})") from None
         self.target = targets.for_p4info(self.switch.p4info)
+        self.table_aliases = frozenset(t.alias for t in self.switch.p4info.tables)
         self._counter_names = frozenset({c.alias for c in self.switch.p4info.counters}
                                         | {c.name for c in self.switch.p4info.counters})
         # the flow digest's P4Info alias (v1model: its struct's name; TNA: the instance's);

@@ -210,12 +210,11 @@ class TableWrites:
     def range_entries(self, port: int, action: PolicyAction) -> list[R.TableEntry]:
         """The target's range-table entries of the port's policy, for the range
         tables this program has (none on v1model)."""
-        have = {t.alias for t in self.switch.p4info.tables}
-        return [e for e in self.target.range_entries(port, action) if e.table in have]
+        return [e for e in self.target.range_entries(port, action)
+                if e.table in self.table_aliases]
 
     async def _write_range_entries(self, port: int, desired: list[R.TableEntry]) -> None:
-        have = {t.alias for t in self.switch.p4info.tables}
-        tables = [t for t in self.target.range_tables if t in have]
+        tables = [t for t in self.target.range_tables if t in self.table_aliases]
         current = []
         async for entity in self.switch.read([fy.P4TableEntry(t) for t in tables]):
             entry = from_finsy_entry(entity)

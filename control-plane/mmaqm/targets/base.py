@@ -8,7 +8,7 @@ picks it from a P4Info. Nothing else names a target.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import ClassVar
 
 from .. import reconcile as R
@@ -71,7 +71,3 @@ class Target:
     def __repr__(self) -> str:
         return f"<target {self.name}>"
 
-
-def tables_of(names: Sequence[str], have: Iterable[str]) -> list[str]:
-    have = set(have)
-    return [n for n in names if n in have]

@@ -439,8 +439,8 @@ TABLE_RED_ZONE = "red_zone"
 TABLE_DCBT_THRESHOLDS = "dcbt_tagged_threshold"
 RANGE_TABLES = (TABLE_RED_ZONE, TABLE_DCBT_THRESHOLDS)
 _RANGE_ENCODERS: dict[str, Callable[[PolicyAction], list[RangeEntry]]] = {
-    TABLE_RED_ZONE: lambda action: red_zone_entries(action),
-    TABLE_DCBT_THRESHOLDS: lambda action: dcbt_tagged_threshold_entries(action),
+    TABLE_RED_ZONE: red_zone_entries,
+    TABLE_DCBT_THRESHOLDS: dcbt_tagged_threshold_entries,
 }
 
 
