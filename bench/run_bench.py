@@ -179,10 +179,12 @@ def setup_namespace(bed: lab.Lab) -> None:
                    for n in (1, 2)])
 
 
-def switch_spec(tag: str) -> lab.SwitchSpec:
-    """simple_switch_grpc, same flags for every variant; logging off."""
+def switch_spec(tag: str, wrapper: tuple[str, ...] = ()) -> lab.SwitchSpec:
+    """simple_switch_grpc, same flags for every variant; logging off. wrapper: a command
+    the switch runs under (bench/callgrind_cost.py: valgrind)."""
     return lab.SwitchSpec({1: "sw1", 2: "sw2"}, device_id=DEVICE_ID, grpc_port=GRPC_PORT,
-                          thrift_port=THRIFT_PORT, out_path=BUILD / f"bmv2-{tag}.stdout")
+                          thrift_port=THRIFT_PORT, out_path=BUILD / f"bmv2-{tag}.stdout",
+                          wrapper=wrapper)
 
 
 def ctl(bed: lab.Lab, *args: str, timeout: float = 90) -> dict:
@@ -361,14 +363,17 @@ def wait_quiet(limit_pct: float, max_wait_s: float) -> dict:
 
 # ------------------------------------------------------------ one variant
 class Bench:
-    def __init__(self, args: argparse.Namespace, bed: lab.Lab, configs: dict[str, Path]) -> None:
+    def __init__(self, args: argparse.Namespace, bed: lab.Lab, configs: dict[str, Path],
+                 wrapper: tuple[str, ...] = ()) -> None:
         self.args = args
         self.bed = bed
         self.configs = configs
+        self.wrapper = wrapper
         self.frame_hex = sh(udpgen_argv(1, 1, size=args.size, dump=True)).stdout.strip()
 
     def bring_up(self, variant: str, tag: str) -> tuple[subprocess.Popen, dict]:
-        [switch] = self.bed.start_switches(NETNS, [switch_spec(tag)])
+        [switch] = self.bed.start_switches(NETNS, [switch_spec(tag, self.wrapper)],
+                                           timeout_s=120 if self.wrapper else lab.READY_TIMEOUT_S)
         t0 = time.monotonic()
         if variant == BASELINE:
             routes = [{"prefix": PREFIXES[n], "port": n, "src_mac": ROUTER_MAC[n],

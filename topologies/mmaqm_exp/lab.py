@@ -409,6 +409,7 @@ class SwitchSpec:
     log_file: Path | None = None
     log_level: str = BMV2_LOG_OFF
     cpu_port: int | None = None         # --cpu-port: P4Runtime PacketOut/PacketIn (C-UPTA probes)
+    wrapper: tuple[str, ...] = ()       # a command the switch runs under (bench: valgrind)
 
     @property
     def grpc_addr(self) -> str:
@@ -418,7 +419,7 @@ class SwitchSpec:
         if self.log_level not in BMV2_LOG_LEVELS:
             raise ValueError(f"log_level must be one of {', '.join(BMV2_LOG_LEVELS)}, "
                              f"got {self.log_level!r}")
-        argv = ["simple_switch_grpc", "--device-id", str(self.device_id),
+        argv = [*self.wrapper, "simple_switch_grpc", "--device-id", str(self.device_id),
                 "--thrift-port", str(self.thrift_port)]
         for number, ifname in sorted(self.ports.items()):
             argv += ["-i", f"{number}@{ifname}"]
