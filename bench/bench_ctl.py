@@ -39,6 +39,7 @@ async def _push_baseline(args: argparse.Namespace) -> dict:
     routes = json.loads(args.routes)
     started = time.monotonic()
     async with SwitchDriver("bench", args.grpc, device_id=DEVICE_ID, p4info=Path(args.p4info),
+                            connect_timeout_s=args.connect_timeout_s,
                             bmv2_json=Path(args.bmv2_json)) as driver:
         await driver.clear()
         for r in routes:
@@ -57,7 +58,7 @@ def _load_switch(config_path: str):
 
 def _program(args: argparse.Namespace) -> dict:
     """The program's files when given (a profile); else the driver's defaults (build/main.*)."""
-    out = {}
+    out = {"connect_timeout_s": args.connect_timeout_s}
     if getattr(args, "p4info", None):
         out["p4info"] = Path(args.p4info)
     if getattr(args, "bmv2_json", None):
@@ -153,6 +154,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("push-baseline")
+    p.add_argument("--connect-timeout-s", type=float, default=20.0)
     p.add_argument("--grpc", required=True)
     p.add_argument("--p4info", required=True)
     p.add_argument("--bmv2-json", required=True)
@@ -160,6 +162,8 @@ def main() -> int:
     for name in ("install-aqm", "aqm-counters"):
         p = sub.add_parser(name)
         p.add_argument("--config", required=True)
+        p.add_argument("--connect-timeout-s", type=float, default=20.0,
+                       help="connect + pipeline push deadline (valgrind: minutes)")
         p.add_argument("--p4info")
         if name == "install-aqm":
             p.add_argument("--bmv2-json")

@@ -101,7 +101,7 @@ def iface_count(bed: lab.Lab, ifname: str, what: str) -> int:
 
 def measure(bench: rb.Bench, variant: str, args: argparse.Namespace) -> dict:
     tag = f"cg-{variant}"
-    base = OUT_DIR / f"{tag}.out"
+    base = args.out_dir / f"{tag}.out"
     for old in dump_files(base):
         old.unlink()
     bench.wrapper = ("valgrind", "--tool=callgrind", f"--callgrind-out-file={base}",
@@ -160,6 +160,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--size", type=int, default=1000, help="IPv4 packet size, bytes [1000]")
     ap.add_argument("--top", type=int, default=25, help="functions listed per variant [25]")
     ap.add_argument("--out-dir", type=Path, default=OUT_DIR)
+    ap.add_argument("--netns-prefix", default=rb.PREFIX,
+                    help=f"namespace prefix, to run beside another bench [{rb.PREFIX}]")
     args = ap.parse_args()
     args.variant_list = [v for v in args.variants.split(",") if v]
     known = {rb.BASELINE, *rb.ALGORITHMS, *(rb.PROFILE_TAG + a for a in rb.ALGORITHMS)}
@@ -181,8 +183,9 @@ def main() -> int:
     if why:
         print(f"callgrind_cost: {why}", file=sys.stderr)
         return 2
+    rb.PREFIX, rb.NETNS = args.netns_prefix, args.netns_prefix + "-bench"
     lab.catch_stop_signals(interrupt=True)
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
     started = dt.datetime.now()
     results = []
     try:
@@ -192,7 +195,7 @@ def main() -> int:
         configs = rb.write_aqm_configs([v for v in args.variant_list if v != rb.BASELINE])
         with lab.Lab(rb.PREFIX) as bed:
             rb.setup_namespace(bed)
-            bench = rb.Bench(args, bed, configs)
+            bench = rb.Bench(args, bed, configs, wrapper=("valgrind",))   # set per variant
             for variant in args.variant_list:
                 r = measure(bench, variant, args)
                 results.append(r)

@@ -369,6 +369,8 @@ class Bench:
         self.bed = bed
         self.configs = configs
         self.wrapper = wrapper
+        # connect + pipeline push: a switch under valgrind takes minutes
+        self.ctl_timeout = ["--connect-timeout-s", "600"] if wrapper else []
         self.frame_hex = sh(udpgen_argv(1, 1, size=args.size, dump=True)).stdout.strip()
 
     def bring_up(self, variant: str, tag: str) -> tuple[subprocess.Popen, dict]:
@@ -379,13 +381,14 @@ class Bench:
             routes = [{"prefix": PREFIXES[n], "port": n, "src_mac": ROUTER_MAC[n],
                        "next_hop_mac": NEXT_HOP_MAC[n]} for n in (1, 2)]
             info = ctl(self.bed, "push-baseline", "--grpc", GRPC_ADDR, "--p4info", str(MIN_P4INFO),
-                       "--bmv2-json", str(MIN_JSON), "--routes", json.dumps(routes))
+                       "--bmv2-json", str(MIN_JSON), "--routes", json.dumps(routes),
+                       *self.ctl_timeout, timeout=900 if self.wrapper else 90)
         else:
-            argv = ["install-aqm", "--config", str(self.configs[variant])]
+            argv = ["install-aqm", "--config", str(self.configs[variant]), *self.ctl_timeout]
             if profile_of(variant):
                 json_path, p4info = program_files(variant)
                 argv += ["--p4info", str(p4info), "--bmv2-json", str(json_path)]
-            info = ctl(self.bed, *argv)
+            info = ctl(self.bed, *argv, timeout=900 if self.wrapper else 90)
             info["program"] = str(program_files(variant)[0].relative_to(REPO))
         from mmaqm import bmv2_tm
         for port in (1, 2):   # same traffic-manager depth for every variant

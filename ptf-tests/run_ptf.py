@@ -63,29 +63,16 @@ def profile_files(profile: str) -> tuple[Path, Path]:
     return d / "main.json", d / "main.p4info.txtpb"
 
 
-def profile_config(profile: str, log_dir: Path) -> Path:
-    """ptf-config.yaml with the profile's baseline policy (mmaqm_profiles.BASELINES)."""
-    import yaml
-    data = yaml.safe_load(CONFIG.read_text())
-    baseline = mmaqm_profiles.BASELINES[profile]
-    if baseline is not None:
-        for sw in data["switches"].values():
-            sw["policies"] = {"default": baseline}
-    path = log_dir / f"ptf-config-{profile.lower()}.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
-
-
 def push_pipeline(bed: lab.Lab, log_dir: Path, profile: str | None = None) -> None:
     """Push the pipeline and the baseline config with the project's own CLI,
     run inside the namespace (gRPC listens on the namespace's loopback only).
-    profile: that profile's program and baseline instead of the all-in-one's."""
+    profile: that profile's program instead of the all-in-one's (same baseline)."""
     env = dict(os.environ, PYTHONPATH=str(REPO / "control-plane"))
     argv = [sys.executable, "-m", "mmaqm.cli", "--config", str(CONFIG), "install"]
     if profile:
         json_path, p4info = profile_files(profile)
         argv = [sys.executable, "-m", "mmaqm.cli", "--config",
-                str(profile_config(profile, log_dir)), "--p4info", str(p4info), "install",
+                str(CONFIG), "--p4info", str(p4info), "install",
                 "--bmv2-json", str(json_path)]
     with open(log_dir / "mmaqm-ctl.log", "w") as log:
         rc = bed.run(NETNS, argv,

@@ -2,7 +2,9 @@
 """Run every mmaqm test and print one summary line that counts all of them.
 
   1. unit tests (pytest): tests/
-  2. the PTF conformance suite on a real BMv2 (ptf-tests/run_ptf.py, root)
+  2. the PTF conformance suite on a real BMv2 (ptf-tests/run_ptf.py, root): on the
+     all-in-one program, then each algorithm's modules on its BMv2 profile
+     (run_ptf.py --profile NAME, built by tools/build_profiles.py)
 
 Both write JUnit XML under build/test-results; the last line printed is
 "TOTAL: N passed, N failed[, N skipped]". Exit status is 0 only when nothing failed.
@@ -43,6 +45,8 @@ def main() -> int:
     parser.add_argument("--unit-only", action="store_true")
     parser.add_argument("--ptf-only", action="store_true")
     parser.add_argument("--ptf-test", action="append", default=[], help="one PTF test")
+    parser.add_argument("--no-profiles", action="store_true",
+                        help="the PTF suite on the all-in-one program only")
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
     for old in RESULTS.rglob("*.xml"):
@@ -74,6 +78,29 @@ def main() -> int:
             if rc != 0 and counts[1] == 0:
                 broken.append(f"PTF exited {rc}")
         print(f"PTF suite: {time.monotonic() - started:.0f} s")
+    if not args.unit_only and not args.ptf_test and not args.no_profiles:
+        started = time.monotonic()
+        sys.path.insert(0, str(REPO / "ptf-tests" / "tests"))
+        import mmaqm_profiles
+        rc = subprocess.run([sys.executable, str(REPO / "tools" / "build_profiles.py")],
+                            cwd=REPO).returncode
+        if rc != 0:
+            broken.append(f"tools/build_profiles.py exited {rc}")
+        for profile in mmaqm_profiles.MODULES if rc == 0 else ():
+            xdir = RESULTS / f"ptf-{profile.lower()}"
+            rc_p = subprocess.run([sys.executable, str(REPO / "ptf-tests" / "run_ptf.py"),
+                                   "--profile", profile, "--xunit-dir", str(xdir),
+                                   "--log-dir", str(REPO / "build" / f"ptf-{profile.lower()}")],
+                                  cwd=REPO).returncode
+            files = sorted(xdir.glob("*.xml")) if xdir.exists() else []
+            if not files:
+                broken.append(f"PTF on profile {profile} produced no results (exit {rc_p})")
+                continue
+            counts = count_junit(files)
+            totals = [a + b for a, b in zip(totals, counts)]
+            if rc_p != 0 and counts[1] == 0:
+                broken.append(f"PTF on profile {profile} exited {rc_p}")
+        print(f"PTF on the profiles: {time.monotonic() - started:.0f} s")
 
     passed, failed, skipped = totals
     failed += len(broken)

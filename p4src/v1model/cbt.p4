@@ -34,10 +34,11 @@ action cbt_class_test(in bit<32> port_index, in traffic_class_t class_id,
 // CBT with RED for all.
 control CbtRedAll(inout headers_t hdr, inout local_metadata_t meta,
                   inout standard_metadata_t standard_metadata) {
+#include "occupancy_steps.p4"
+
     @hidden  // applied by the control, never by the controller: not in the P4Info
     action cbt_red_all_admission() {
-        queue_arrival(meta.port_index, meta.class_index,
-                      meta.occupancy.queue_pkts, meta.occupancy.class_pkts);
+        queue_arrival();
         red_on_policy_epoch(meta.port_index, meta.policy.policy_epoch);
         if (meta.class_id != traffic_class_t.TCP) {
             cbt_class_test(meta.port_index, meta.class_id, meta.occupancy.class_pkts,
@@ -59,10 +60,7 @@ control CbtRedAll(inout headers_t hdr, inout local_metadata_t meta,
                           meta.policy.wait, hdr.ipv4.ecn != ECN_NOT_ECT,
                           meta.aqm_drop, meta.drop_reason, meta.ecn_mark);
         }
-        queue_admit_or_drop(meta.port_index, meta.class_index,
-                            meta.occupancy.queue_pkts, meta.occupancy.class_pkts,
-                            meta.policy.queue_limit_pkts,
-                            meta.aqm_drop, meta.drop_reason, meta.ecn_mark, meta.admitted);
+        queue_admit_or_drop();
         if (meta.aqm_drop) {
             mark_to_drop(standard_metadata);
         }
@@ -80,10 +78,11 @@ control CbtRedAll(inout headers_t hdr, inout local_metadata_t meta,
 // occupancy RED averages here (cbt §3).
 control CbtRedTcpOnly(inout headers_t hdr, inout local_metadata_t meta,
                       inout standard_metadata_t standard_metadata) {
+#include "occupancy_steps.p4"
+
     @hidden  // applied by the control, never by the controller: not in the P4Info
     action cbt_red_tcp_only_admission() {
-        queue_arrival(meta.port_index, meta.class_index,
-                      meta.occupancy.queue_pkts, meta.occupancy.class_pkts);
+        queue_arrival();
         red_on_policy_epoch(meta.port_index, meta.policy.policy_epoch);
         if (meta.class_id != traffic_class_t.TCP) {
             cbt_class_test(meta.port_index, meta.class_id, meta.occupancy.class_pkts,
@@ -104,10 +103,7 @@ control CbtRedTcpOnly(inout headers_t hdr, inout local_metadata_t meta,
                           meta.policy.wait, hdr.ipv4.ecn != ECN_NOT_ECT,
                           meta.aqm_drop, meta.drop_reason, meta.ecn_mark);
         }
-        queue_admit_or_drop(meta.port_index, meta.class_index,
-                            meta.occupancy.queue_pkts, meta.occupancy.class_pkts,
-                            meta.policy.queue_limit_pkts,
-                            meta.aqm_drop, meta.drop_reason, meta.ecn_mark, meta.admitted);
+        queue_admit_or_drop();
         if (meta.aqm_drop) {
             mark_to_drop(standard_metadata);
         }

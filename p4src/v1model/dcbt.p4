@@ -19,10 +19,11 @@
 
 control Dcbt(inout headers_t hdr, inout local_metadata_t meta,
              inout standard_metadata_t standard_metadata) {
+#include "occupancy_steps.p4"
+
     @hidden  // applied by the control, never by the controller: not in the P4Info
     action dcbt_admission() {
-        queue_arrival(meta.port_index, meta.class_index,
-                      meta.occupancy.queue_pkts, meta.occupancy.class_pkts);
+        queue_arrival();
         red_on_policy_epoch(meta.port_index, meta.policy.policy_epoch);
         bool idled;
         bit<64> idle_halvings_q32;
@@ -77,10 +78,7 @@ control Dcbt(inout headers_t hdr, inout local_metadata_t meta,
             meta.aqm_drop = true;
             meta.drop_reason = drop_reason_t.QUEUE_LIMIT;
         }
-        queue_admit_or_drop(meta.port_index, meta.class_index,
-                            meta.occupancy.queue_pkts, meta.occupancy.class_pkts,
-                            meta.policy.queue_limit_pkts,
-                            meta.aqm_drop, meta.drop_reason, meta.ecn_mark, meta.admitted);
+        queue_admit_or_drop();
         if (meta.aqm_drop) {
             mark_to_drop(standard_metadata);
         }

@@ -7,14 +7,12 @@
 
 control DropTail(inout headers_t hdr, inout local_metadata_t meta,
                  inout standard_metadata_t standard_metadata) {
+#include "occupancy_steps.p4"
+
     @hidden  // applied by the control, never by the controller: not in the P4Info
     action drop_tail_admission() {
-        queue_arrival(meta.port_index, meta.class_index,
-                      meta.occupancy.queue_pkts, meta.occupancy.class_pkts);
-        queue_admit_or_drop(meta.port_index, meta.class_index,
-                            meta.occupancy.queue_pkts, meta.occupancy.class_pkts,
-                            meta.policy.queue_limit_pkts,
-                            meta.aqm_drop, meta.drop_reason, meta.ecn_mark, meta.admitted);
+        queue_arrival();
+        queue_admit_or_drop();
         if (meta.aqm_drop) {
             mark_to_drop(standard_metadata);
         }

@@ -18,30 +18,20 @@
 #include <v1model.p4>
 #include "../shared/headers.p4"
 
-// The flow's signature: crc32 over {src, dst, protocol, l4 src, l4 dst} (ports 0
-// without TCP/UDP), taken over 2^32 = zlib.crc32 of the 13 big-endian bytes
-// (mmaqm.algorithms.fred.flow_hash). FRED's flow slots use it too.
-action flow_signature(in ipv4_addr_t src_addr, in ipv4_addr_t dst_addr, in bit<8> protocol,
-                      in l4_port_t l4_src_port, in l4_port_t l4_dst_port,
-                      out bit<32> signature) {
-    hash(signature, HashAlgorithm.crc32, (bit<32>)0,
-         { src_addr, dst_addr, protocol, l4_src_port, l4_dst_port }, (bit<64>)0x100000000);
-}
-
 control FlowReport(in headers_t hdr,
-                   in local_metadata_t meta,
+                   inout local_metadata_t meta,
                    in standard_metadata_t standard_metadata) {
+#include "flow_signature.p4"
+
     register<bit<64>>(FLOW_SLOTS) flow_slots;
 
     action report_first_arrival_in_epoch() {
         bit<32> epoch = (bit<32>)(standard_metadata.ingress_global_timestamp
                                   >> meta.flow_epoch_shift);
-        bit<32> signature;
-        flow_signature(hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
-                       meta.l4_src_port, meta.l4_dst_port, signature);
-        bit<32> slot = signature & (FLOW_SLOTS - 1);
+        compute_flow_signature();
+        bit<32> slot = meta.flow_signature & (FLOW_SLOTS - 1);
         bit<64> stored;
-        bit<64> current = signature ++ epoch;
+        bit<64> current = meta.flow_signature ++ epoch;
         flow_slots.read(stored, slot);
         if (stored != current) {
             flow_slots.write(slot, current);

@@ -22,7 +22,7 @@
 //     D2  qlen - 1; at 0 the flow is gone: nactive - 1, strike = 0.
 // avg is only updated by A1 and D1 (FRED's figure: at departures, and at
 // arrivals to an idle queue), so in a frozen queue it stays put.
-// Flows are slots: flow_signature (flow_report.p4) of the 5-tuple masked by
+// Flows are slots: compute_flow_signature (flow_signature.p4) of the 5-tuple masked by
 // the policy's fred_slot_mask, in the port's own region of FRED_SLOTS_PER_PORT
 // slots; flows that share a slot share qlen and strike.
 // No division in the data plane: qlen >= avgcq  <=>  (qlen << 16) * n >= avg_scaled,
@@ -38,7 +38,6 @@
 #include "averages.p4"
 #include "occupancy.p4"
 #include "red.p4"
-#include "flow_report.p4"
 
 register<bit<16>>(NUM_PORTS * FRED_SLOTS_PER_PORT) fred_qlen;   // packets of the flow queued
 register<bit<8>>(NUM_PORTS * FRED_SLOTS_PER_PORT) fred_strike;  // saturating at 255
@@ -67,17 +66,17 @@ action fred_departure(in bit<32> port_index, in bit<32> slot_index, in shift_t e
 
 control Fred(inout headers_t hdr, inout local_metadata_t meta,
              inout standard_metadata_t standard_metadata) {
+#include "occupancy_steps.p4"
+#include "flow_signature.p4"
+
     @hidden  // applied by the control, never by the controller: not in the P4Info
     action fred_admission() {
-        queue_arrival(meta.port_index, meta.class_index,
-                      meta.occupancy.queue_pkts, meta.occupancy.class_pkts);
+        queue_arrival();
         red_on_policy_epoch(meta.port_index, meta.policy.policy_epoch);
 
-        bit<32> signature;
-        flow_signature(hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
-                       meta.l4_src_port, meta.l4_dst_port, signature);
+        compute_flow_signature();
         bit<32> slot_index = meta.port_index * FRED_SLOTS_PER_PORT
-                             + (signature & meta.policy.fred_slot_mask);
+                             + (meta.flow_signature & meta.policy.fred_slot_mask);
         bit<16> qlen;
         bit<8> strike;
         bit<32> nactive;
@@ -138,10 +137,7 @@ control Fred(inout headers_t hdr, inout local_metadata_t meta,
             }
             red_count.write(meta.port_index, count);
         }
-        queue_admit_or_drop(meta.port_index, meta.class_index,
-                            meta.occupancy.queue_pkts, meta.occupancy.class_pkts,
-                            meta.policy.queue_limit_pkts,
-                            meta.aqm_drop, meta.drop_reason, meta.ecn_mark, meta.admitted); // R7
+        queue_admit_or_drop(); // R7
         if (meta.admitted) {                                                             // A3
             fred_qlen.write(slot_index, qlen + 1);
             if (qlen == 0) {

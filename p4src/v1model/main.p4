@@ -3,6 +3,7 @@
 #include <core.p4>
 #include <v1model.p4>
 
+#include "profile.p4"          // before headers.p4: which metadata the program carries
 #include "../shared/defines.p4"
 #include "../shared/headers.p4"
 #include "parser.p4"
@@ -26,12 +27,18 @@ control MmaqmIngress(inout headers_t hdr,
     BfdEndpoint() bfd_endpoint;
 #endif
 
+    // The counter index of a discard. One variable for every discard call: p4c
+    // gives each inlined call of the action its own PHV field for an index
+    // expression, and BMv2 resets every field on every packet.
+    bit<32> discard_index;
+
     // Frames from port numbers >= NUM_PORTS (outside the counter) are dropped uncounted.
     action discard(bit<8> reason) {
         mark_to_drop(standard_metadata);
         if ((bit<32>)standard_metadata.ingress_port < NUM_PORTS) {
-            ingress_discards.count((bit<32>)standard_metadata.ingress_port * NUM_DISCARD_REASONS
-                                   + (bit<32>)reason);
+            discard_index = (bit<32>)standard_metadata.ingress_port * NUM_DISCARD_REASONS
+                            + (bit<32>)reason;
+            ingress_discards.count(discard_index);
         }
     }
 
@@ -87,13 +94,28 @@ control MmaqmIngress(inout headers_t hdr,
 control MmaqmEgress(inout headers_t hdr,
                     inout local_metadata_t meta,
                     inout standard_metadata_t standard_metadata) {
-    // A packet the AQM admitted left the traffic manager's queue.
+    // A packet the AQM admitted left the traffic manager's queue (occupancy.p4).
+    // Its class count drops now unless it cut in: then its FIFO slot clone
+    // releases it (chips_slot_departure). An emptied queue starts an idle period
+    // (RED). meta.occupancy held what ingress saw; the reads reuse it.
     // FRED's departure rules (fred.p4 D1, D2) run in the same action, on the
-    // occupancy queue_departure leaves.
+    // occupancy left behind.
     @hidden
     action release_departure() {
-        queue_departure(meta.port_index, meta.class_index, meta.cut_in,
-                        standard_metadata.egress_global_timestamp);
+        queue_pkts.read(meta.occupancy.queue_pkts, meta.port_index);
+        queue_pkts.write(meta.port_index, meta.occupancy.queue_pkts - 1);
+        if (meta.occupancy.queue_pkts == 1) {
+            queue_idle_since_us.write(meta.port_index,
+                                      standard_metadata.egress_global_timestamp);
+        }
+#ifdef MMAQM_HAS_DCBT_CHIPS
+        if (!meta.cut_in)
+#endif
+        {
+            class_queue_pkts.read(meta.occupancy.class_pkts, meta.class_index);
+            class_queue_pkts.write(meta.class_index, meta.occupancy.class_pkts - 1);
+        }
+        queue_departures.count(meta.class_index);
 #ifdef MMAQM_HAS_FRED
         if (meta.fred_admitted) {
             fred_departure(meta.port_index, meta.fred_slot_index, meta.policy.ewma_shift);

@@ -18,10 +18,11 @@
 
 control Mcdt(inout headers_t hdr, inout local_metadata_t meta,
              inout standard_metadata_t standard_metadata) {
+#include "occupancy_steps.p4"
+
     @hidden  // applied by the control, never by the controller: not in the P4Info
     action mcdt_admission() {
-        queue_arrival(meta.port_index, meta.class_index,
-                      meta.occupancy.queue_pkts, meta.occupancy.class_pkts);
+        queue_arrival();
         red_on_policy_epoch(meta.port_index, meta.policy.policy_epoch);
         pkts_t threshold = meta.policy.untagged_th_pkts;
         if (meta.class_id == traffic_class_t.TCP) {
@@ -35,10 +36,7 @@ control Mcdt(inout headers_t hdr, inout local_metadata_t meta,
             meta.aqm_drop = true;
             meta.drop_reason = drop_reason_t.CLASS_THRESHOLD;
         }
-        queue_admit_or_drop(meta.port_index, meta.class_index,
-                            meta.occupancy.queue_pkts, meta.occupancy.class_pkts,
-                            meta.policy.queue_limit_pkts,
-                            meta.aqm_drop, meta.drop_reason, meta.ecn_mark, meta.admitted);
+        queue_admit_or_drop();
         if (meta.aqm_drop) {
             mark_to_drop(standard_metadata);
         }

@@ -4,8 +4,10 @@
 // TNA build's names: DROP_TAIL RED CBT_RED_ALL CBT_RED_TCP_ONLY DCBT DCBT_CHIPS
 // MCDT FRED UPTA; make build PROFILE=<NAME>) keeps only that algorithm's control,
 // its port_policy action and what it alone uses (UPTA: the edge-port and BFD
-// tables; FRED and ChIPS: their egress release). Every other source is shared:
-// each profile is the same P4 selected by the MMAQM_HAS_<NAME> macros below.
+// tables; FRED and ChIPS: their egress release), plus DROP_TAIL: the plain FIFO
+// with a limit that a deployment's other ports run (a profile's P4Info has both
+// actions in port_policy). Every other source is shared: each profile is the
+// same P4 selected by the MMAQM_HAS_<NAME> macros below.
 #ifndef MMAQM_PROFILE_P4
 #define MMAQM_PROFILE_P4
 
@@ -48,6 +50,10 @@
 #define MMAQM_HAS_FRED
 #define MMAQM_HAS_UPTA
 #endif
+
+// Every profile: the other ports' plain FIFO (no per-packet cost on a port of the
+// profile's own algorithm; BMv2 runs the port_policy action's control only).
+#define MMAQM_HAS_DROP_TAIL
 
 // The RED-based policies share load_red_policy (aqm.p4).
 #if defined(MMAQM_HAS_RED) || defined(MMAQM_HAS_CBT_RED_ALL) \

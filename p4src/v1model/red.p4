@@ -157,13 +157,15 @@ action red_drop_test(in bit<32> port_index, in scaled_t red_avg,
     }
 }
 
+#ifdef MMAQM_HAS_RED  // FRED and MCDT use the functions above, not the control
 // The RED algorithm: the average of the whole queue, updated on every arrival.
 control Red(inout headers_t hdr, inout local_metadata_t meta,
             inout standard_metadata_t standard_metadata) {
+#include "occupancy_steps.p4"
+
     @hidden  // applied by the control, never by the controller: not in the P4Info
     action red_admission() {
-        queue_arrival(meta.port_index, meta.class_index,
-                      meta.occupancy.queue_pkts, meta.occupancy.class_pkts);
+        queue_arrival();
         red_on_policy_epoch(meta.port_index, meta.policy.policy_epoch);
         bool idled;
         bit<64> idle_halvings_q32;
@@ -177,10 +179,7 @@ control Red(inout headers_t hdr, inout local_metadata_t meta,
                       meta.policy.ecn, meta.policy.harddrop, meta.policy.wait,
                       hdr.ipv4.ecn != ECN_NOT_ECT,
                       meta.aqm_drop, meta.drop_reason, meta.ecn_mark);
-        queue_admit_or_drop(meta.port_index, meta.class_index,
-                            meta.occupancy.queue_pkts, meta.occupancy.class_pkts,
-                            meta.policy.queue_limit_pkts,
-                            meta.aqm_drop, meta.drop_reason, meta.ecn_mark, meta.admitted);
+        queue_admit_or_drop();
         if (meta.aqm_drop) {
             mark_to_drop(standard_metadata);
         }
@@ -193,5 +192,6 @@ control Red(inout headers_t hdr, inout local_metadata_t meta,
         red_admission();
     }
 }
+#endif
 
 #endif

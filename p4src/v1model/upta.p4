@@ -8,7 +8,7 @@
 //
 // Per packet, in one action (BMv2 runs an action atomically, so the
 // read-modify-write of a flow's registers cannot interleave):
-//   slot   crc32 of the 5-tuple (flow_signature, as FRED) & slot_mask, in the
+//   slot   crc32 of the 5-tuple (compute_flow_signature, as FRED) & slot_mask, in the
 //          port's region of UPTA_SLOTS_PER_PORT slots (plan §1.1);
 //   E      arrival-rate estimate, R in bytes per K * 2^4, K = 2^k_shift us
 //          (plan §1.3, CSFQ's exponential average to first order):
@@ -39,7 +39,6 @@
 
 #include <v1model.p4>
 #include "occupancy.p4"
-#include "flow_report.p4"
 
 register<bit<32>>(NUM_PORTS * UPTA_SLOTS_PER_PORT) upta_rate;            // R
 register<timestamp_us_t>(NUM_PORTS * UPTA_SLOTS_PER_PORT) upta_last_us;  // 0 = never
@@ -250,16 +249,16 @@ control BfdEndpoint(inout headers_t hdr, inout local_metadata_t meta,
 
 control Upta(inout headers_t hdr, inout local_metadata_t meta,
              inout standard_metadata_t standard_metadata) {
+#include "occupancy_steps.p4"
+#include "flow_signature.p4"
+
     @hidden  // applied by the control, never by the controller: not in the P4Info
     action upta_admission() {
-        queue_arrival(meta.port_index, meta.class_index,
-                      meta.occupancy.queue_pkts, meta.occupancy.class_pkts);
+        queue_arrival();
 
-        bit<32> signature;
-        flow_signature(hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
-                       meta.l4_src_port, meta.l4_dst_port, signature);
+        compute_flow_signature();
         bit<32> slot_index = meta.port_index * UPTA_SLOTS_PER_PORT
-                             + (signature & meta.policy.upta_slot_mask);
+                             + (meta.flow_signature & meta.policy.upta_slot_mask);
         upta_flow_bytes.count(slot_index);
         bit<32> rate;
         timestamp_us_t last_us;
@@ -275,7 +274,7 @@ control Upta(inout headers_t hdr, inout local_metadata_t meta,
         timestamp_us_t dt_us = now_us - last_us;
         shift_t k_shift = meta.policy.upta_k_shift;
         bool fresh = last_us != 0 && (dt_us >> k_shift) == 0;   // dt < K
-        if (fresh && last_sig != signature) {
+        if (fresh && last_sig != meta.flow_signature) {
             upta_events.count(meta.port_index * NUM_UPTA_EVENTS + UPTA_EVENT_FLOW_COLLISION);
         }
         bit<32> sample = (bit<32>)hdr.ipv4.total_len << UPTA_RATE_FRAC_BITS;
@@ -288,7 +287,7 @@ control Upta(inout headers_t hdr, inout local_metadata_t meta,
         }
         upta_rate.write(slot_index, rate);
         upta_last_us.write(slot_index, now_us);
-        upta_sig.write(slot_index, signature);
+        upta_sig.write(slot_index, meta.flow_signature);
 
         // q: the option's, else tagged packets', else none.
         bit<16> q16 = UPTA_Q_NONE;
@@ -340,10 +339,7 @@ control Upta(inout headers_t hdr, inout local_metadata_t meta,
                 upta_state.write(slot_index, UPTA_STATE_I);
             }
         }
-        queue_admit_or_drop(meta.port_index, meta.class_index,
-                            meta.occupancy.queue_pkts, meta.occupancy.class_pkts,
-                            meta.policy.queue_limit_pkts,
-                            meta.aqm_drop, meta.drop_reason, meta.ecn_mark, meta.admitted);
+        queue_admit_or_drop();
         if (!meta.admitted) {
             mark_to_drop(standard_metadata);
         } else if (meta.policy.upta_mode == UPTA_MODE_P && hdr.upta_option.isValid()
@@ -360,12 +356,8 @@ control Upta(inout headers_t hdr, inout local_metadata_t meta,
     // words; mmaqm.algorithms.upta.lower_probe).
     @hidden
     action upta_bfd_transit() {
-        queue_arrival(meta.port_index, meta.class_index,
-                      meta.occupancy.queue_pkts, meta.occupancy.class_pkts);
-        queue_admit_or_drop(meta.port_index, meta.class_index,
-                            meta.occupancy.queue_pkts, meta.occupancy.class_pkts,
-                            meta.policy.queue_limit_pkts,
-                            meta.aqm_drop, meta.drop_reason, meta.ecn_mark, meta.admitted);
+        queue_arrival();
+        queue_admit_or_drop();
         if (!meta.admitted) {
             mark_to_drop(standard_metadata);
         } else if (hdr.icmp.icmp_type == ICMP_QOS_PROBE) {

@@ -44,20 +44,20 @@ def test_profile_compiles_without_warnings_and_matches_its_golden_p4info(compile
 
 
 @pytest.mark.parametrize("profile", B.PROFILES)
-def test_golden_profile_p4info_names_the_profile_and_has_only_its_action(profile):
+def test_golden_profile_p4info_names_the_profile_and_has_its_action_and_drop_tail(profile):
     info = text_format.Parse(B.golden_path(profile).read_text(), p4i.P4Info())
     assert info.pkg_info.name == f"mmaqm-{profile}"
     actions = {a.preamble.id: a.preamble.name for a in info.actions}
     [table] = [t for t in info.tables if t.preamble.name.endswith(".port_policy")]
     policy = {actions[ref.id] for ref in table.action_refs} & set(ALGORITHMS.values())
-    assert policy == {ALGORITHMS[profile]}
+    assert policy == {ALGORITHMS[profile], ALGORITHMS["DROP_TAIL"]}   # the other ports' FIFO
     tables = {t.preamble.name for t in info.tables}
     assert any(t.endswith(".upta_edge_port") for t in tables) == (profile == "UPTA")
 
 
-def test_the_ptf_suites_profile_baselines_are_policies_of_their_profile(tmp_path):
-    """run_ptf.py --profile: each profile's baseline config parses and holds only its
-    algorithm; every profile has modules to run."""
+def test_every_profile_has_ptf_modules_and_the_suite_baseline_runs_on_it():
+    """run_ptf.py --profile: every profile has modules to run, and the suite's own
+    baseline (ptf-config.yaml) uses only DROP_TAIL, which every profile carries."""
     import sys
 
     sys.path.insert(0, str(B.REPO / "ptf-tests"))
@@ -67,11 +67,10 @@ def test_the_ptf_suites_profile_baselines_are_policies_of_their_profile(tmp_path
         sys.path.remove(str(B.REPO / "ptf-tests"))
     from mmaqm.config import load_config
 
-    assert set(run_ptf.mmaqm_profiles.BASELINES) == set(B.PROFILES)
-    for profile in B.PROFILES:
-        cfg = load_config(run_ptf.profile_config(profile, tmp_path))
-        assert {p.algorithm for sw in cfg.switches.values()
-                for p in sw.policies.values()} == {profile}
-        modules = run_ptf.mmaqm_profiles.MODULES[profile]
+    assert set(run_ptf.mmaqm_profiles.MODULES) == set(B.PROFILES)
+    for modules in run_ptf.mmaqm_profiles.MODULES.values():
         assert modules and all((B.REPO / "ptf-tests" / "tests" / f"{m}.py").exists()
                                for m in modules)
+    cfg = load_config(run_ptf.CONFIG)
+    assert {p.algorithm for sw in cfg.switches.values() for p in sw.policies.values()} \
+        == {"DROP_TAIL"}

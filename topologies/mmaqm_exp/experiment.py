@@ -98,6 +98,26 @@ def load_policies(path: Path) -> dict[str, dict[str, Any]]:
     return {str(k): dict(v) for k, v in data.items()}
 
 
+def run_program(algorithms: Sequence[str], policies: dict[str, dict[str, Any]],
+                all_in_one: bool = False) -> tuple[Path, Path, str]:
+    """(BMv2 JSON, P4Info, description) of the program a run loads: the BMv2 profile
+    of the one algorithm family the run's policies use (every profile also carries
+    DROP_TAIL, which the non-bottleneck ports run; docs/profiles.md), else, or with
+    all_in_one, the all-in-one program. A missing profile is built first."""
+    families = {str(policies[a].get("algorithm", a)) for a in algorithms} - {"DROP_TAIL"}
+    if all_in_one or len(families) > 1:
+        why = "forced" if all_in_one else f"{len(families)} algorithm families"
+        return DEFAULT_BMV2_JSON, DEFAULT_P4INFO, f"the all-in-one program ({why})"
+    profile = families.pop() if families else "DROP_TAIL"
+    folder = REPO / "build" / profile.lower()
+    bmv2_json, p4info = folder / "main.json", folder / "main.p4info.txtpb"
+    r = subprocess.run([sys.executable, str(REPO / "tools" / "build_profiles.py"),
+                        "--profile", profile], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise ExperimentError(f"building the {profile} profile failed:\n{r.stdout}{r.stderr}")
+    return bmv2_json, p4info, f"the {profile} profile"
+
+
 def controller_yaml(topo, policy: dict[str, Any]) -> str:
     """The controller config for this policy, validated like any user config."""
     from mmaqm.config import ConfigError, parse_config
@@ -345,6 +365,7 @@ def run_experiment(topology: Path, scenario_path: Path, policies_path: Path,
         "algorithms": list(algorithms), "duration_s": scenario.duration_s,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "nproc": os.cpu_count(),
         "command": shlex.join(sys.argv), "cwd": os.getcwd(), "git": git_state(),
+        "bmv2_json": str(bmv2_json), "p4info": str(p4info),
     }, indent=1))
     if capacity_json is not None:
         try:
@@ -425,8 +446,12 @@ def build_parser(registry) -> argparse.ArgumentParser:
     p.add_argument("--duration", type=float,
                    help="scale the scenario to this many seconds (overrides the experiment's)")
     p.add_argument("--out", type=Path, help="results folder [results/<experiment>-<time>]")
-    p.add_argument("--p4info", type=Path, default=DEFAULT_P4INFO)
-    p.add_argument("--bmv2-json", type=Path, default=DEFAULT_BMV2_JSON)
+    p.add_argument("--p4info", type=Path,
+                   help="a program's P4Info (with --bmv2-json) instead of the automatic choice")
+    p.add_argument("--bmv2-json", type=Path)
+    p.add_argument("--all-in-one", action="store_true",
+                   help="load the all-in-one program even when every algorithm of the run is "
+                        "one family (default: that family's BMv2 profile, docs/profiles.md)")
     p.add_argument("--capacity-json", type=Path,
                    help="a bench result (bench/run_bench.py); warn when the machine's measured "
                         "packet rate leaves too little margin for this topology (make run)")
@@ -482,10 +507,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         line, _ = capacity_warning(a.capacity_json, topo, plan.algorithms)
         print(f"mmaqm-exp: {line}", flush=True)
 
+    try:
+        if (a.p4info is None) != (a.bmv2_json is None):
+            raise ExperimentError("--p4info and --bmv2-json go together")
+        if a.p4info is not None:
+            bmv2_json, p4info, program = a.bmv2_json, a.p4info, f"{a.bmv2_json} (given)"
+        else:
+            bmv2_json, p4info, program = run_program(
+                plan.algorithms, load_policies(plan.policies), a.all_in_one)
+    except (ExperimentError, OSError, ValueError) as err:
+        print(f"mmaqm-exp: {err}", file=sys.stderr)
+        return 2
+    print(f"mmaqm-exp: program: {program}, {bmv2_json}", flush=True)
+
     catch_stop_signals(interrupt=True)
     try:
         run_experiment(plan.topology, plan.scenario, plan.policies, plan.algorithms, out,
-                       duration_s=plan.duration_s, p4info=a.p4info, bmv2_json=a.bmv2_json,
+                       duration_s=plan.duration_s, p4info=p4info, bmv2_json=bmv2_json,
                        experiment=plan.experiment,
                        paper_tagged_loss_pct=plan.paper_tagged_loss_pct,
                        register_samples=a.register_samples, capacity_json=a.capacity_json)
