@@ -31,7 +31,7 @@ GOLDEN_DIR = REPO / "p4src" / "v1model" / "profiles"
 # The Tofino build's names and order (tools/build-tna.sh VARIANTS).
 PROFILES = ("DROP_TAIL", "RED", "CBT_RED_ALL", "CBT_RED_TCP_ONLY", "DCBT", "DCBT_CHIPS",
             "MCDT", "FRED", "UPTA")
-P4C_FLAGS = ("--arch", "v1model", "--std", "p4-16", "--Wdisable=unused")
+P4C_FLAGS = ("--arch", "v1model", "--std", "p4-16")
 
 
 def golden_path(profile: str) -> Path:

@@ -7,20 +7,23 @@
 #ifndef MMAQM_DEFINES_P4
 #define MMAQM_DEFINES_P4
 
+#include "selection.p4"   // which algorithms' constants this program has
+
 // ---- types (fabric-tna style): what a value holds, and in which unit
 typedef bit<9>  port_t;         // v1model port number
 typedef bit<48> mac_addr_t;
 typedef bit<32> ipv4_addr_t;
 typedef bit<16> l4_port_t;
 typedef bit<32> pkts_t;         // whole packets
-typedef bit<32> scaled_t;       // packets * 2^AVG_FRAC_BITS (averages, thresholds)
-typedef bit<32> q16_t;          // a fraction in [0, 1] * 2^PROB_FRAC_BITS
-typedef bit<32> q24_t;          // RED slope: per packet * 2^SLOPE_FRAC_BITS
-typedef bit<32> policy_epoch_t; // a new value resets a port's averages (averages.p4)
 typedef bit<8>  shift_t;        // a right-shift amount (p4c limits bmv2 shifts to 8 bits)
 typedef bit<48> timestamp_us_t; // v1model global timestamps, microseconds since the switch started
-typedef bit<32> q32_t;          // a rate in halvings per microsecond * 2^32 (RED idle decay)
-typedef bit<1>  flag_t;         // a per-policy on/off option (P4Runtime action parameters are bit<W>)
+// The algorithms' parameter and average types; a BMv2 profile may use none of them.
+@noWarn("unused") typedef bit<32> scaled_t;       // packets * 2^AVG_FRAC_BITS (averages, thresholds)
+@noWarn("unused") typedef bit<32> q16_t;          // a fraction in [0, 1] * 2^PROB_FRAC_BITS
+@noWarn("unused") typedef bit<32> q24_t;          // RED slope: per packet * 2^SLOPE_FRAC_BITS
+@noWarn("unused") typedef bit<32> policy_epoch_t; // a new value resets a port's averages (averages.p4)
+@noWarn("unused") typedef bit<32> q32_t;          // a rate in halvings per microsecond * 2^32 (RED idle decay)
+@noWarn("unused") typedef bit<1>  flag_t;         // a per-policy on/off option (P4Runtime action parameters are bit<W>)
 
 // ---- traffic classes (all papers: TCP / tagged UDP / untagged = everything else)
 enum bit<8> traffic_class_t {
@@ -43,12 +46,14 @@ enum bit<8> drop_reason_t {
 }
 
 // ---- ChIPS events (chips_events counter, index port * NUM_CHIPS_EVENTS + event; dcbt §3.2)
+#ifdef MMAQM_USES_CHIPS
 const bit<32> CHIPS_ON_ADMITS = 0;         // packet admitted while ChIPS is on (tagged share <= limit)
 const bit<32> CHIPS_OFF_ADMITS = 1;        // packet admitted while ChIPS is off (tagged share > limit)
 const bit<32> CHIPS_CUT_IN = 2;            // tagged packet cut in (on, queue > average)
 const bit<32> CHIPS_NO_CONGESTION = 3;     // tagged packet, ChIPS on, queue <= average: FIFO
 const bit<32> CHIPS_SLOT_DEPARTED = 4;     // egress: a cut-in packet's virtual FIFO slot left
 const bit<32> NUM_CHIPS_EVENTS = 5;
+#endif
 
 // ---- sizes
 const bit<32> NUM_PORTS = 64;          // ports 0..63 carry AQM state
@@ -60,7 +65,9 @@ const bit<32> ROUTE_TABLE_SIZE = 1024;     // ipv4_lpm entries
 const bit<32> CLASSIFIER_TABLE_SIZE = 64;  // classifier entries: 1 (TCP) + one per tagged DSCP
 // FRED per-flow state (fred.p4): each port owns FRED_SLOTS_PER_PORT slots, index
 // port * FRED_SLOTS_PER_PORT + (crc32(5-tuple) & fred_slot_mask); a power of two.
+#ifdef MMAQM_USES_FRED
 const bit<32> FRED_SLOTS_PER_PORT = 4096;
+#endif
 
 // ---- protocols and header lengths
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
@@ -81,33 +88,47 @@ const bit<8> DISCARD_NO_ROUTE = 5;      // LPM miss
 const bit<8> DISCARD_NO_POLICY = 6;     // egress port has no port_policy entry
 
 // ---- ECN field of the IPv4 header (RFC 3168)
+#ifdef MMAQM_USES_RED_OPTIONS
 const bit<2> ECN_NOT_ECT = 0;
 const bit<2> ECN_CE = 3;
+#endif
 
 // ---- traffic-manager queues and clone sessions (ChIPS, chips.p4)
 // BMv2 runs with --priority-queues 2; the higher priority is served first.
 // Every packet starts at priority 0 (the FIFO), v1model's default.
+#ifdef MMAQM_USES_CHIPS
 const bit<3> PRIORITY_CUT_IN = 1;
 const bit<32> CHIPS_CLONE_SESSION_BASE = 100;  // clone session of port p: 100 + p
+#endif
 const bit<8> CHIPS_SLOT_FIELD_LIST = 1;        // metadata a cut-in packet's slot clone keeps
 
 // ---- RED idle-time decay (Floyd & Jacobson §11; Linux red_calc_qavg_from_idle_time)
+#ifdef MMAQM_USES_AVERAGES
 const bit<32> MAX_IDLE_US = 0xFFFFFFFF;        // idle time is capped at 2^32 - 1 us (71 min)
 const bit<8> IDLE_DECAY_MAX_HALVINGS = 32;     // a bit<32> average halved 32 times is 0
+#endif
 
 // ---- fixed point
+#ifdef MMAQM_USES_AVERAGES
 const bit<8> AVG_FRAC_BITS = 16;       // averages and thresholds: packets * 2^16
-const bit<8> PROB_FRAC_BITS = 16;      // probabilities: [0, 1) * 2^16
 const bit<8> SLOPE_FRAC_BITS = 24;     // RED slope max_p / (max_th - min_th): per packet * 2^24
-const bit<32> PROB_ONE = 65536;        // 1.0 in PROB_FRAC_BITS
+#endif
+#ifdef MMAQM_USES_RED_OPTIONS
+const bit<8> PROB_FRAC_BITS = 16;      // probabilities: [0, 1) * 2^16
+#endif
+@noWarn("unused")                      // not used by DROP_TAIL and MCDT
+const bit<32> PROB_ONE = 65536;        // 1.0 in 2^PROB_FRAC_BITS
 
 // ---- FRED (Lin & Morris 1997, their algorithm figure; fred.p4)
+#ifdef MMAQM_USES_FRED
 const bit<32> FRED_MAXQ_CONGESTED_PKTS = 2;  // maxq while avg >= max_th (A2)
 const bit<8> FRED_STRIKE_LIMIT = 1;          // R3 applies to flows with strike > 1
 const bit<8> FRED_STRIKE_MAX = 255;          // fred_strike saturates (bit<8>)
+#endif
 
 // ---- UPTA and BFD (Wu & Hassan 2002, upta.p4; docs/upta-plan.md)
 // Per-flow slots: index port * UPTA_SLOTS_PER_PORT + (crc32(5-tuple) & slot_mask); a power of two.
+#ifdef MMAQM_USES_UPTA
 const bit<32> UPTA_SLOTS_PER_PORT = 4096;
 const bit<8> UPTA_RATE_FRAC_BITS = 4;          // rates: bytes per K * 2^4 (plan §1.3)
 const bit<32> UPTA_Q16_ONE = 65536;            // loss thresholds and draws: [0, 1) * 2^16
@@ -118,11 +139,13 @@ const bit<8> UPTA_MODE_P = 1;                  // P-UPTA: q travels in the packe
 const bit<8> UPTA_MODE_C = 2;                  // C-UPTA: the ingress edge decides (upta §5)
 const bit<1> UPTA_STATE_U = 0;                 // U or new (Fig. 7 treats both alike)
 const bit<1> UPTA_STATE_I = 1;
+#endif
 // P-UPTA's field (plan §1.5): IPv4 option type 0x9E (copied, class 0, number 30), length 4.
 const bit<8> UPTA_OPTION_TYPE = 0x9E;
 const bit<8> UPTA_OPTION_LEN = 4;
 const bit<4> UPTA_OPTION_IHL = 6;              // IHL of a packet carrying only the UPTA option
 // upta_events counter, index port * NUM_UPTA_EVENTS + event (mmaqm.algorithms.upta.EVENTS)
+#ifdef MMAQM_USES_UPTA
 const bit<32> UPTA_EVENT_FLOW_COLLISION = 0;   // another flow used the slot less than K ago
 const bit<32> UPTA_EVENT_I_TO_U = 1;           // an I flow became U (Fig. 7)
 const bit<32> UPTA_EVENT_PROBE_SENT = 2;       // BFD: a probe left the ingress edge (from the controller port)
@@ -135,16 +158,21 @@ const bit<32> UPTA_EVENT_REPORT_FROM_EDGE = 8; // BFD: a report arrived on an ed
 const bit<32> UPTA_EVENT_REPORT_STALE = 9;     // BFD: wrong identifier or sequence: dropped
 const bit<32> UPTA_EVENT_REPORT_MALFORMED = 10; // BFD: wrong checksum or length: dropped
 const bit<32> NUM_UPTA_EVENTS = 11;
+#endif
 // BFD (upta §5.3, Fig. 8; plan §1.7): ICMP types, paths (identifiers) per switch,
 // flow specs parsed (a header stack of 4), message sizes.
 const bit<8> ICMP_QOS_PROBE = 20;
 const bit<8> ICMP_QOS_REPORT = 21;
+#ifdef MMAQM_USES_UPTA
 const bit<32> BFD_PATHS = 64;
+#endif
 const bit<16> BFD_IP_LEN = 36;                 // IPv4 20 + BFD 16: a report, or a probe without specs
 const bit<16> BFD_SPEC_BYTES = 16;
+#ifdef MMAQM_USES_UPTA
 const bit<32> BFD_REPORT_FRAME_BYTES = 50;     // Ethernet 14 + IPv4 20 + BFD 16
 const bit<8> BFD_REPORT_TTL = 64;
 const bit<17> BFD_SEQ_VALID = 0x10000;         // upta_probe_seq holds BFD_SEQ_VALID | sequence
+#endif
 
 // ---- digests
 const bit<32> FLOW_DIGEST_RECEIVER = 1;

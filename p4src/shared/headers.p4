@@ -91,48 +91,6 @@ struct headers_t {
     bfd_spec_t[4] bfd_specs;  // BFD_MAX_SPECS (upta.BFD_MAX_SPECS)
 }
 
-// Which algorithms' metadata fields the program carries. A BMv2 profile keeps
-// only its own algorithm's (p4src/v1model/profile.p4, included before this
-// file): BMv2 resets every metadata field of every packet, at about 650
-// instructions per field (docs/profiles.md). The all-in-one BMv2 program and
-// the Tofino build (which does not include profile.p4) carry every field.
-#if !defined(MMAQM_PROFILE_P4)
-#define MMAQM_META_ALL
-#endif
-#if defined(MMAQM_META_ALL) || defined(MMAQM_HAS_RED_FAMILY) || defined(MMAQM_HAS_MCDT) \
-    || defined(MMAQM_HAS_FRED) || defined(MMAQM_HAS_UPTA)
-#define MMAQM_META_POLICY_EPOCH
-#endif
-#if defined(MMAQM_META_ALL) || defined(MMAQM_HAS_RED_FAMILY) || defined(MMAQM_HAS_FRED)
-#define MMAQM_META_RED_AVERAGE
-#endif
-#if defined(MMAQM_META_ALL) || defined(MMAQM_HAS_RED_FAMILY)
-#define MMAQM_META_RED_OPTIONS
-#endif
-#if defined(MMAQM_META_ALL) || defined(MMAQM_HAS_CBT_RED_ALL) \
-    || defined(MMAQM_HAS_CBT_RED_TCP_ONLY)
-#define MMAQM_META_CBT
-#endif
-#if defined(MMAQM_META_ALL) || defined(MMAQM_META_CBT) || defined(MMAQM_HAS_DCBT) \
-    || defined(MMAQM_HAS_DCBT_CHIPS)
-#define MMAQM_META_UNTAGGED_TH
-#endif
-#if defined(MMAQM_META_ALL) || defined(MMAQM_HAS_DCBT) || defined(MMAQM_HAS_DCBT_CHIPS)
-#define MMAQM_META_DCBT
-#endif
-#if defined(MMAQM_META_ALL) || defined(MMAQM_HAS_DCBT_CHIPS)
-#define MMAQM_META_CHIPS
-#endif
-#if defined(MMAQM_META_ALL) || defined(MMAQM_HAS_MCDT)
-#define MMAQM_META_MCDT
-#endif
-#if defined(MMAQM_META_ALL) || defined(MMAQM_HAS_FRED)
-#define MMAQM_META_FRED
-#endif
-#if defined(MMAQM_META_ALL) || defined(MMAQM_HAS_UPTA)
-#define MMAQM_META_UPTA
-#endif
-
 // Exact occupancy of the egress port when the packet arrives (occupancy.p4).
 struct occupancy_t {
     pkts_t queue_pkts;   // every class
@@ -143,29 +101,29 @@ struct occupancy_t {
 // reads only its own parameters; the others stay 0.
 struct policy_params_t {
     pkts_t         queue_limit_pkts;    // every algorithm
-#ifdef MMAQM_META_POLICY_EPOCH
+#ifdef MMAQM_USES_POLICY_EPOCH
     policy_epoch_t policy_epoch;        // RED family: a new value resets the averages
 #endif
-#ifdef MMAQM_META_RED_AVERAGE
+#ifdef MMAQM_USES_RED_AVERAGE
     shift_t        ewma_shift;          // RED family: weight w = 2^-ewma_shift
     scaled_t       min_th_scaled;       // RED family
     scaled_t       max_th_scaled;       // RED family
     q24_t          red_slope_q24;       // RED family: max_p / (max_th - min_th)
 #endif
-#ifdef MMAQM_META_CBT
+#ifdef MMAQM_USES_CBT
     scaled_t       tagged_th_scaled;    // CBT
 #endif
-#ifdef MMAQM_META_UNTAGGED_TH
+#ifdef MMAQM_USES_CLASS_AVERAGES
     scaled_t       untagged_th_scaled;  // CBT, D-CBT
 #endif
-#ifdef MMAQM_META_DCBT
+#ifdef MMAQM_USES_DCBT
     q16_t          tagged_share_q16;    // D-CBT
 #endif
     // RED options (red.p4), tc-red's names where tc has the option
-#ifdef MMAQM_META_RED_AVERAGE
+#ifdef MMAQM_USES_RED_AVERAGE
     q32_t          idle_decay_q32;      // halvings of the average per idle us * 2^32; 0 = off
 #endif
-#ifdef MMAQM_META_RED_OPTIONS
+#ifdef MMAQM_USES_RED_OPTIONS
     flag_t         gentle;              // gentle RED: max_th..2*max_th ramp instead of forced drop
     q16_t          max_p_q16;           // gentle RED: p_b at max_th
     q24_t          gentle_slope_q24;    // gentle RED: (1 - max_p) / max_th per packet
@@ -174,23 +132,23 @@ struct policy_params_t {
     flag_t         wait;                // ns-2 wait_: no early drop while count * p_b <= 1
 #endif
     // ChIPS (dcbt §3.2, chips.p4)
-#ifdef MMAQM_META_CHIPS
+#ifdef MMAQM_USES_CHIPS
     shift_t        chips_ewma_shift;    // weight 2^-k of the tagged share of enqueues
     q16_t          chips_tagged_share_limit_q16;  // ChIPS is on while that share <= this
 #endif
     // MCDT (mcdt §II.2, mcdt.p4): per-class thresholds, whole packets, set each period
-#ifdef MMAQM_META_MCDT
+#ifdef MMAQM_USES_MCDT
     pkts_t         tcp_th_pkts;
     pkts_t         tagged_th_pkts;
     pkts_t         untagged_th_pkts;
 #endif
     // FRED (fred.p4); also the RED family's thresholds, slope, weight and idle decay
-#ifdef MMAQM_META_FRED
+#ifdef MMAQM_USES_FRED
     pkts_t         minq_pkts;           // a flow below max(minq, avgcq) is never dropped early
     bit<32>        fred_slot_mask;      // flow slots on the port - 1 (2^k - 1 < FRED_SLOTS_PER_PORT)
 #endif
     // UPTA (upta.p4; docs/upta-plan.md §1.8)
-#ifdef MMAQM_META_UPTA
+#ifdef MMAQM_USES_UPTA
     bit<8>         upta_mode;           // UPTA_MODE_B, _P or _C
     shift_t        upta_k_shift;        // the estimator's K = 2^k us
     bit<32>        upta_slot_mask;      // flow slots on the port - 1 (2^k - 1 < UPTA_SLOTS_PER_PORT)
@@ -219,7 +177,7 @@ struct local_metadata_t {
     shift_t         flow_epoch_shift; // from the port's policy; 0 = no flow reports
     policy_params_t policy;
     occupancy_t     occupancy;
-#ifdef MMAQM_META_RED_AVERAGE
+#ifdef MMAQM_USES_RED_AVERAGE
     scaled_t        red_avg_scaled;   // RED average after this packet's update
 #endif
     bool            aqm_drop;
@@ -229,18 +187,18 @@ struct local_metadata_t {
     // ChIPS: a cut-in packet goes to the cut-in queue; its clone holds its place
     // in the FIFO (the virtual FIFO slot, chips.p4) and keeps the fields
     // annotated @field_list(CHIPS_SLOT_FIELD_LIST): cut_in, port_index, class_index.
-#ifdef MMAQM_META_CHIPS
+#ifdef MMAQM_USES_CHIPS
     @field_list(CHIPS_SLOT_FIELD_LIST)
     bool            cut_in;
 #endif
     // FRED: ingress admitted the packet under FRED; egress releases its flow slot.
-#ifdef MMAQM_META_FRED
+#ifdef MMAQM_USES_FRED
     bool            fred_admitted;
     bit<32>         fred_slot_index;  // port * FRED_SLOTS_PER_PORT + slot
 #endif
     // UPTA, C-UPTA (upta.p4): the packet came in on an edge port (its ingress edge),
     // and then the path minima BFD reported for its path (UPTA_FS_NONE: no report).
-#ifdef MMAQM_META_UPTA
+#ifdef MMAQM_USES_UPTA
     bool            upta_from_edge;
     bool            upta_from_cpu;    // came in on the controller's port (BFD probe origin)
     bit<32>         upta_path_fs_u;
@@ -255,7 +213,7 @@ struct local_metadata_t {
     // v1model routes on hdr.ipv4.dst_addr (routing.p4 MMAQM_ROUTE_DST).
     ipv4_addr_t     route_dst_addr;
 #endif
-#ifdef MMAQM_META_UPTA
+#ifdef MMAQM_USES_UPTA
     bool            bfd_consumed;
 #endif
 }

@@ -16,6 +16,7 @@ register<policy_epoch_t>(NUM_PORTS) avg_policy_epoch;
 // PROB_ONE = all tagged. Here so that a new policy epoch resets it as well.
 register<q16_t>(NUM_PORTS) chips_tagged_share_q16;
 
+#ifdef MMAQM_USES_AVERAGES
 scaled_t to_scaled(in pkts_t pkts) {
     return pkts << AVG_FRAC_BITS;
 }
@@ -45,7 +46,9 @@ scaled_t idle_decay(in scaled_t avg_scaled, in bit<64> halvings_q32) {
     scaled_t halved = avg_scaled >> whole;
     return halved - (bit<32>)(((bit<64>)halved * frac_q16) >> 17);
 }
+#endif
 
+#ifdef MMAQM_USES_CLASS_AVERAGES
 // Update one class average of a port with a class occupancy, or, on an
 // arrival that ends an idle period (red_average_update), decay it by the
 // same factor as the RED average (D-CBT keeps its averages synchronised).
@@ -62,5 +65,6 @@ action class_average_update(in bit<32> port_index, in traffic_class_t class_id,
     }
     class_avg_scaled.write(index, class_avg);
 }
+#endif
 
 #endif

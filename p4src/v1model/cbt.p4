@@ -31,6 +31,7 @@ action cbt_class_test(in bit<32> port_index, in traffic_class_t class_id,
     }
 }
 
+#ifdef MMAQM_HAS_CBT_RED_ALL
 // CBT with RED for all.
 control CbtRedAll(inout headers_t hdr, inout local_metadata_t meta,
                   inout standard_metadata_t standard_metadata) {
@@ -73,7 +74,9 @@ control CbtRedAll(inout headers_t hdr, inout local_metadata_t meta,
         cbt_red_all_admission();
     }
 }
+#endif
 
+#ifdef MMAQM_HAS_CBT_RED_TCP_ONLY
 // CBT with RED for TCP only. A TCP packet's own class occupancy is the TCP
 // occupancy RED averages here (cbt §3).
 control CbtRedTcpOnly(inout headers_t hdr, inout local_metadata_t meta,
@@ -116,5 +119,6 @@ control CbtRedTcpOnly(inout headers_t hdr, inout local_metadata_t meta,
         cbt_red_tcp_only_admission();
     }
 }
+#endif
 
 #endif

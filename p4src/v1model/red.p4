@@ -33,7 +33,9 @@
 #include "occupancy.p4"
 
 register<bit<32>>(NUM_PORTS) red_count;     // early-zone arrivals since R was drawn; 0 = restarted
+#if defined(MMAQM_USES_RED_OPTIONS) || defined(MMAQM_USES_FRED)
 register<bit<32>>(NUM_PORTS) red_rand_q16;  // R
+#endif
 
 // A policy_epoch the port's packets have not carried before starts the port's
 // averages and RED state from zero (the controller installed a new policy).
@@ -53,6 +55,7 @@ action red_on_policy_epoch(in bit<32> port_index, in policy_epoch_t policy_epoch
     }
 }
 
+#if defined(MMAQM_USES_RED_OPTIONS) || defined(MMAQM_USES_FRED)  // the drop cycle (FRED's R4 too)
 // The next early-zone arrival of the port's drop cycle: count + 1, and R, drawn
 // by the cycle's first arrival (count 0 = restarted) and kept until the next
 // restart. FRED's R4 (fred.p4) shares it.
@@ -72,7 +75,9 @@ action red_next_count(in bit<32> port_index, out bit<32> count, out bit<32> rand
 bit<64> red_p_b_q16(in scaled_t avg_scaled, in scaled_t min_th_scaled, in q24_t red_slope_q24) {
     return ((bit<64>)(avg_scaled - min_th_scaled) * (bit<64>)red_slope_q24) >> SLOPE_FRAC_BITS;
 }
+#endif
 
+#ifdef MMAQM_USES_RED_AVERAGE
 // The RED average of the port with a new sample, or, when the packet arrives
 // at an empty queue and the policy has idle_decay_q32 (tc-red's bandwidth),
 // decayed for the time the queue has been empty (averages.p4 idle_decay;
@@ -100,7 +105,9 @@ action red_average_update(in bit<32> port_index, in pkts_t sample_pkts, in pkts_
     }
     red_avg_scaled.write(port_index, red_avg);
 }
+#endif
 
+#ifdef MMAQM_USES_RED_OPTIONS
 // The RED drop test on the port's average (Floyd & Jacobson 1993 §4). Used by
 // RED, CBT, D-CBT and D-CBT with ChIPS. Options, with Linux tc-red's semantics:
 //   gentle   (Floyd 2000, ns-2 gentle_): between max_th and 2 * max_th,
@@ -156,6 +163,7 @@ action red_drop_test(in bit<32> port_index, in scaled_t red_avg,
         red_count.write(port_index, count);
     }
 }
+#endif
 
 #ifdef MMAQM_HAS_RED  // FRED and MCDT use the functions above, not the control
 // The RED algorithm: the average of the whole queue, updated on every arrival.
