@@ -94,6 +94,36 @@ def self_cost_by_function(path: Path) -> dict[str, int]:
     return costs
 
 
+# Inclusive cost of these functions, per packet: BMv2's three packet threads and the
+# parts of their work (simple_switch.cpp: the receive thread resets the metadata of
+# every new packet; the ingress thread parses and runs the ingress pipeline; the
+# egress thread runs the egress pipeline, deparses and transmits).
+PARTS = {
+    "receive thread": "bm::packet_handler(",
+    "  reset_metadata": "bm::PHV::reset_metadata()",
+    "ingress thread": "SimpleSwitch::ingress_thread()",
+    "  parser": "bm::Parser::parse(",
+    "  pipelines": "bm::Pipeline::apply(",
+    "egress thread": "SimpleSwitch::egress_thread(",
+    "  deparser": "bm::Deparser::deparse(",
+}
+
+
+def inclusive_parts(path: Path) -> dict[str, int]:
+    """Inclusive Ir of PARTS (Pipeline::apply: ingress and egress together)."""
+    r = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(path)],
+                       capture_output=True, text=True, timeout=120)
+    found = {part: 0 for part in PARTS}
+    for line in r.stdout.splitlines():
+        m = re.match(r"\s*([\d,]+)\s+(?:\([^)]*\)\s+)?\S*?:(.*)$", line)
+        if not m:
+            continue
+        for part, needle in PARTS.items():
+            if m.group(2).startswith(needle) and not found[part]:
+                found[part] = int(m.group(1).replace(",", ""))
+    return found
+
+
 def iface_count(bed: lab.Lab, ifname: str, what: str) -> int:
     r = bed.run(rb.NETNS, ["cat", f"/sys/class/net/{ifname}/statistics/{what}"])
     return int(r.stdout)
@@ -136,12 +166,13 @@ def measure(bench: rb.Bench, variant: str, args: argparse.Namespace) -> dict:
             raise RuntimeError(f"simple_switch_grpc ({variant}) died under valgrind")
         idle_rate = idle_ir / idle_s
         per_packet = (busy_ir - idle_rate * busy_s) / max(delivered, 1)
+        parts = {k: round(v / max(delivered, 1)) for k, v in inclusive_parts(path).items()}
         functions = self_cost_by_function(path)
         top = sorted(functions.items(), key=lambda kv: -kv[1])[:args.top]
         return {"variant": variant, "program": info.get("program", "bench/minimal_ipv4.p4"),
                 "sent": sent, "delivered": delivered, "idle_ir_per_s": round(idle_rate),
                 "busy_ir": busy_ir, "busy_s": round(busy_s, 2),
-                "ir_per_packet": round(per_packet),
+                "ir_per_packet": round(per_packet), "parts_ir_per_packet": parts,
                 "top_self_ir_per_packet": [(name, round(ir / max(delivered, 1))) for name, ir in top],
                 "cost": rb.program_cost(variant)}
     finally:
@@ -215,6 +246,11 @@ def main() -> int:
         c = r["cost"] or {}
         print(f"{r['variant']:22s} {r['ir_per_packet']:10d} {base / r['ir_per_packet']:16.3f} "
               f"{c.get('bmv2_tables', '-'):>7} {c.get('phv_fields', '-'):>7}")
+    print("\nwhere they go, instructions per packet (inclusive; the receive thread includes "
+          "reset_metadata, the ingress thread the parser and the pipelines' ingress part):")
+    print(f"{'variant':22s} " + " ".join(f"{k.strip():>15s}" for k in PARTS))
+    for r in results:
+        print(f"{r['variant']:22s} " + " ".join(f"{r['parts_ir_per_packet'][k]:15d}" for k in PARTS))
     for r in results:
         print(f"\n{r['variant']}: self instructions per packet, top {args.top}")
         for name, ir in r["top_self_ir_per_packet"]:

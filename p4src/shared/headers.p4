@@ -97,6 +97,29 @@ struct occupancy_t {
     pkts_t class_pkts;   // the packet's own class
 }
 
+#ifdef MMAQM_USES_RED_STEPS
+// The RED family's working values (v1model red_steps.p4): one set, whatever the
+// algorithm, so that the all-in-one program pays for one (BMv2 resets every
+// metadata field of every packet).
+struct red_work_t {
+    policy_epoch_t stored_epoch;      // the port's last policy epoch (red_on_policy_epoch)
+    bit<32>        index;             // a class average's register index
+#ifdef MMAQM_USES_RED_AVERAGE
+    timestamp_us_t idle_since_us;
+    bool           idled;             // this arrival ended an idle period (idle decay)
+    bit<64>        idle_halvings_q32; // that period's decay: halvings * 2^32
+#endif
+#ifdef MMAQM_USES_CLASS_AVERAGES
+    scaled_t       class_avg_scaled;  // the class average class_average_update left
+#endif
+#if defined(MMAQM_USES_RED_OPTIONS) || defined(MMAQM_USES_FRED)
+    bit<32>        count;             // the drop cycle's count, this arrival included
+    bit<32>        rand_q16;          // the drop cycle's R
+    bit<64>        p_b_q16;
+#endif
+}
+#endif
+
 // The port's policy, loaded by its port_policy action (aqm.p4). Each algorithm
 // reads only its own parameters; the others stay 0.
 struct policy_params_t {
@@ -177,6 +200,9 @@ struct local_metadata_t {
     shift_t         flow_epoch_shift; // from the port's policy; 0 = no flow reports
     policy_params_t policy;
     occupancy_t     occupancy;
+#ifdef MMAQM_USES_RED_STEPS
+    red_work_t      red;
+#endif
 #ifdef MMAQM_USES_RED_AVERAGE
     scaled_t        red_avg_scaled;   // RED average after this packet's update
 #endif

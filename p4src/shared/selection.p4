@@ -18,6 +18,10 @@
 #if defined(MMAQM_USES_ALL) || defined(MMAQM_HAS_RED_FAMILY) || defined(MMAQM_HAS_FRED)
 #define MMAQM_USES_AVERAGES        // fixed point, EWMA and idle decay (averages.p4)
 #endif
+#if defined(MMAQM_USES_ALL) || defined(MMAQM_HAS_RED_FAMILY) || defined(MMAQM_HAS_FRED) \
+    || defined(MMAQM_HAS_MCDT)
+#define MMAQM_USES_RED_STEPS       // red_steps.p4 (MCDT: the policy epoch step)
+#endif
 #if defined(MMAQM_USES_ALL) || defined(MMAQM_HAS_RED_FAMILY) || defined(MMAQM_HAS_FRED)
 #define MMAQM_USES_RED_AVERAGE     // the port's RED average and its parameters
 #endif

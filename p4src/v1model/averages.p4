@@ -21,11 +21,10 @@ scaled_t to_scaled(in pkts_t pkts) {
     return pkts << AVG_FRAC_BITS;
 }
 
+// One expression, so that p4c inlines it without a return-value field.
 scaled_t ewma(in scaled_t avg_scaled, in scaled_t sample_scaled, in shift_t shift) {
-    if (sample_scaled >= avg_scaled) {
-        return avg_scaled + ((sample_scaled - avg_scaled) >> shift);
-    }
-    return avg_scaled - ((avg_scaled - sample_scaled) >> shift);
+    return sample_scaled >= avg_scaled ? avg_scaled + ((sample_scaled - avg_scaled) >> shift)
+                                       : avg_scaled - ((avg_scaled - sample_scaled) >> shift);
 }
 
 // Idle-time decay (Floyd & Jacobson 1993 §11; Linux red_calc_qavg_from_idle_time):
@@ -48,23 +47,6 @@ scaled_t idle_decay(in scaled_t avg_scaled, in bit<64> halvings_q32) {
 }
 #endif
 
-#ifdef MMAQM_USES_CLASS_AVERAGES
-// Update one class average of a port with a class occupancy, or, on an
-// arrival that ends an idle period (red_average_update), decay it by the
-// same factor as the RED average (D-CBT keeps its averages synchronised).
-action class_average_update(in bit<32> port_index, in traffic_class_t class_id,
-                            in pkts_t class_pkts, in shift_t ewma_shift,
-                            in bool idled, in bit<64> idle_halvings_q32,
-                            out scaled_t class_avg) {
-    bit<32> index = port_index * CLASS_SLOTS + (bit<32>)(bit<8>)class_id;
-    class_avg_scaled.read(class_avg, index);
-    if (idled) {
-        class_avg = idle_decay(class_avg, idle_halvings_q32);
-    } else {
-        class_avg = ewma(class_avg, to_scaled(class_pkts), ewma_shift);
-    }
-    class_avg_scaled.write(index, class_avg);
-}
-#endif
+// The class average step (class_average_update) is in red_steps.p4.
 
 #endif

@@ -20,54 +20,41 @@
 control Dcbt(inout headers_t hdr, inout local_metadata_t meta,
              inout standard_metadata_t standard_metadata) {
 #include "occupancy_steps.p4"
+#include "red_steps.p4"
 
     @hidden  // applied by the control, never by the controller: not in the P4Info
     action dcbt_admission() {
         queue_arrival();
-        red_on_policy_epoch(meta.port_index, meta.policy.policy_epoch);
-        bool idled;
-        bit<64> idle_halvings_q32;
-        red_average_update(meta.port_index, meta.occupancy.queue_pkts, meta.occupancy.queue_pkts,
-                           standard_metadata.ingress_global_timestamp, meta.policy.ewma_shift,
-                           meta.policy.idle_decay_q32, meta.red_avg_scaled,
-                           idled, idle_halvings_q32);
+        red_on_policy_epoch();
+        red_average_update(meta.occupancy.queue_pkts);
 
-        bit<32> base = meta.port_index * CLASS_SLOTS;
+        meta.red.index = meta.port_index * CLASS_SLOTS;
         pkts_t tcp_pkts;
         pkts_t tagged_pkts;
         pkts_t untagged_pkts;
-        class_queue_pkts.read(tcp_pkts, base + (bit<32>)(bit<8>)traffic_class_t.TCP);
-        class_queue_pkts.read(tagged_pkts, base + (bit<32>)(bit<8>)traffic_class_t.TAGGED);
-        class_queue_pkts.read(untagged_pkts, base + (bit<32>)(bit<8>)traffic_class_t.UNTAGGED);
-        scaled_t tagged_avg;
-        scaled_t untagged_avg;
-        class_average_update(meta.port_index, traffic_class_t.TAGGED, tagged_pkts,
-                             meta.policy.ewma_shift, idled, idle_halvings_q32, tagged_avg);
-        class_average_update(meta.port_index, traffic_class_t.UNTAGGED, untagged_pkts,
-                             meta.policy.ewma_shift, idled, idle_halvings_q32, untagged_avg);
-
-        if (meta.red_avg_scaled > meta.policy.min_th_scaled) {
-            if (meta.class_id == traffic_class_t.TAGGED) {
-                scaled_t tagged_th_scaled = (bit<32>)(((bit<64>)meta.red_avg_scaled
-                        * (bit<64>)meta.policy.tagged_share_q16) >> PROB_FRAC_BITS);
-                if (tagged_avg > tagged_th_scaled) {
-                    meta.aqm_drop = true;
-                    meta.drop_reason = drop_reason_t.CLASS_THRESHOLD;
-                }
-            } else if (meta.class_id == traffic_class_t.UNTAGGED) {
-                if (untagged_avg > meta.policy.untagged_th_scaled) {
-                    meta.aqm_drop = true;
-                    meta.drop_reason = drop_reason_t.CLASS_THRESHOLD;
-                }
-            }
+        class_queue_pkts.read(tcp_pkts, meta.red.index + (bit<32>)(bit<8>)traffic_class_t.TCP);
+        class_queue_pkts.read(tagged_pkts,
+                              meta.red.index + (bit<32>)(bit<8>)traffic_class_t.TAGGED);
+        class_queue_pkts.read(untagged_pkts,
+                              meta.red.index + (bit<32>)(bit<8>)traffic_class_t.UNTAGGED);
+        // Both class averages move with every arrival; a packet is tested
+        // against its own class's, while the RED average is above min_th.
+        bool congested = meta.red_avg_scaled > meta.policy.min_th_scaled;
+        class_average_update(traffic_class_t.TAGGED, tagged_pkts);
+        if (congested && meta.class_id == traffic_class_t.TAGGED
+            && meta.red.class_avg_scaled > (bit<32>)(((bit<64>)meta.red_avg_scaled
+                   * (bit<64>)meta.policy.tagged_share_q16) >> PROB_FRAC_BITS)) {
+            meta.aqm_drop = true;
+            meta.drop_reason = drop_reason_t.CLASS_THRESHOLD;
+        }
+        class_average_update(traffic_class_t.UNTAGGED, untagged_pkts);
+        if (congested && meta.class_id == traffic_class_t.UNTAGGED
+            && meta.red.class_avg_scaled > meta.policy.untagged_th_scaled) {
+            meta.aqm_drop = true;
+            meta.drop_reason = drop_reason_t.CLASS_THRESHOLD;
         }
         if (!meta.aqm_drop) {
-            red_drop_test(meta.port_index, meta.red_avg_scaled, meta.policy.min_th_scaled,
-                          meta.policy.max_th_scaled, meta.policy.red_slope_q24,
-                          meta.policy.gentle, meta.policy.max_p_q16,
-                          meta.policy.gentle_slope_q24, meta.policy.ecn, meta.policy.harddrop,
-                          meta.policy.wait, hdr.ipv4.ecn != ECN_NOT_ECT,
-                          meta.aqm_drop, meta.drop_reason, meta.ecn_mark);
+            red_drop_test();
         }
         // The queue limit holds for the virtual FIFO too: under ChIPS it is the
         // traffic manager's FIFO queue (packets plus cut-in slots), which must

@@ -68,11 +68,12 @@ control Fred(inout headers_t hdr, inout local_metadata_t meta,
              inout standard_metadata_t standard_metadata) {
 #include "occupancy_steps.p4"
 #include "flow_signature.p4"
+#include "red_steps.p4"
 
     @hidden  // applied by the control, never by the controller: not in the P4Info
     action fred_admission() {
         queue_arrival();
-        red_on_policy_epoch(meta.port_index, meta.policy.policy_epoch);
+        red_on_policy_epoch();
 
         compute_flow_signature();
         bit<32> slot_index = meta.port_index * FRED_SLOTS_PER_PORT
@@ -85,17 +86,12 @@ control Fred(inout headers_t hdr, inout local_metadata_t meta,
         fred_nactive.read(nactive, meta.port_index);
 
         // A1: only an arrival at an empty queue moves the average.
-        scaled_t avg;
         if (meta.occupancy.queue_pkts == 0) {
-            bool idled;
-            bit<64> idle_halvings_q32;
-            red_average_update(meta.port_index, 0, 0, standard_metadata.ingress_global_timestamp,
-                               meta.policy.ewma_shift, meta.policy.idle_decay_q32, avg,
-                               idled, idle_halvings_q32);
+            red_average_update(0);
         } else {
-            red_avg_scaled.read(avg, meta.port_index);
+            red_avg_scaled.read(meta.red_avg_scaled, meta.port_index);
         }
-        meta.red_avg_scaled = avg;
+        scaled_t avg = meta.red_avg_scaled;
         scaled_t min_th = meta.policy.min_th_scaled;
         scaled_t max_th = meta.policy.max_th_scaled;
 
@@ -123,19 +119,17 @@ control Fred(inout headers_t hdr, inout local_metadata_t meta,
         } else if (avg < min_th) {                                                       // R5
             red_count.write(meta.port_index, 0);
         } else {                                                                         // R4
-            bit<32> count;
-            bit<32> rand_q16;
-            red_next_count(meta.port_index, count, rand_q16);
+            red_next_count();
             // robust flow: qlen >= max(minq, avgcq); then red.p4's uniform-gap p_a
             if ((pkts_t)qlen >= meta.policy.minq_pkts && at_avgcq) {
-                bit<64> p_b_q16 = red_p_b_q16(avg, min_th, meta.policy.red_slope_q24);
-                if ((bit<64>)count * p_b_q16 > (bit<64>)rand_q16) {
+                meta.red.p_b_q16 = red_p_b_q16(avg, min_th, meta.policy.red_slope_q24);
+                if ((bit<64>)meta.red.count * meta.red.p_b_q16 > (bit<64>)meta.red.rand_q16) {
                     meta.aqm_drop = true;
                     meta.drop_reason = drop_reason_t.RED_EARLY;
-                    count = 0;
+                    meta.red.count = 0;
                 }
             }
-            red_count.write(meta.port_index, count);
+            red_count.write(meta.port_index, meta.red.count);
         }
         queue_admit_or_drop(); // R7
         if (meta.admitted) {                                                             // A3

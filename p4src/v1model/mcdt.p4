@@ -19,11 +19,12 @@
 control Mcdt(inout headers_t hdr, inout local_metadata_t meta,
              inout standard_metadata_t standard_metadata) {
 #include "occupancy_steps.p4"
+#include "red_steps.p4"
 
     @hidden  // applied by the control, never by the controller: not in the P4Info
     action mcdt_admission() {
         queue_arrival();
-        red_on_policy_epoch(meta.port_index, meta.policy.policy_epoch);
+        red_on_policy_epoch();
         pkts_t threshold = meta.policy.untagged_th_pkts;
         if (meta.class_id == traffic_class_t.TCP) {
             threshold = meta.policy.tcp_th_pkts;

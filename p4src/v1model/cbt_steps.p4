@@ -1,0 +1,17 @@
+// CBT's class threshold test, included inside both CBT controls (cbt.p4); it
+// reads and writes the control's own `meta`. No include guard.
+
+// The class threshold test of a UDP packet (cbt §3): its own class average,
+// updated with its class occupancy, against its class threshold. CBT decays no
+// class average for idle time: red_average_update, which sets meta.red.idled,
+// has not run for this packet.
+@hidden
+action cbt_class_test() {
+    class_average_update(meta.class_id, meta.occupancy.class_pkts);
+    scaled_t threshold = meta.class_id == traffic_class_t.TAGGED ? meta.policy.tagged_th_scaled
+                                                                 : meta.policy.untagged_th_scaled;
+    if (meta.red.class_avg_scaled > threshold) {
+        meta.aqm_drop = true;
+        meta.drop_reason = drop_reason_t.CLASS_THRESHOLD;
+    }
+}
