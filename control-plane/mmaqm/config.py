@@ -625,9 +625,13 @@ class _StrictLoader(yaml.SafeLoader):
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    """The mapping; a key written twice in it is recorded as a duplicate. Keys that a
+    merge key (<<) brings in are not: the mapping's own keys override them (YAML's
+    merge), and the merged mapping's own duplicates were checked where it is."""
+    own = [key_node for key_node, _ in node.value if key_node.tag != _MERGE_TAG]
     loader.flatten_mapping(node)
     seen: set[Any] = set()
-    for key_node, _ in node.value:
+    for key_node in own:
         key = loader.construct_object(key_node, deep=True)
         try:
             duplicate = key in seen
@@ -644,6 +648,7 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[An
     return loader.construct_mapping(node, deep=True)
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 _DECIMAL_INT_RE = re.compile(r"[-+]?(0|[1-9][0-9_]*)")
 
 
@@ -681,6 +686,10 @@ _StrictLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
 def _yaml_problem(exc: yaml.YAMLError) -> str:
     """PyYAML's error on one line: what, and where (line and column). PyYAML's own
     text spans lines and quotes the file's line, which may hold anything."""
+    if isinstance(exc, yaml.reader.ReaderError):
+        what = (f"character #x{exc.character:04x}" if isinstance(exc.character, int)
+                else f"byte #x{exc.character[0]:02x}" if exc.character else "input")
+        return f"offset {exc.position}: unacceptable {what}: {exc.reason}"
     if not isinstance(exc, yaml.MarkedYAMLError):
         return " ".join(str(exc).split())
     parts = [part for part in (exc.context, exc.problem) if part]
@@ -690,9 +699,10 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
 
 
 def load_yaml(text: str, *, source: str = "<config>") -> object:
-    loader = _StrictLoader(text)
-    loader.name = source                 # in the marks of PyYAML's messages
+    loader = None
     try:
+        loader = _StrictLoader(text)     # its reader refuses control characters at once
+        loader.name = source             # in the marks of PyYAML's messages
         data = loader.get_single_data()
     except yaml.YAMLError as exc:
         raise ConfigError([f"{V.escape(source)}: invalid YAML: {_yaml_problem(exc)}"]) from exc
@@ -701,7 +711,8 @@ def load_yaml(text: str, *, source: str = "<config>") -> object:
     except RecursionError as exc:      # a safety net: MAX_YAML_DEPTH stops nesting first
         raise ConfigError([f"{V.escape(source)}: invalid YAML: nested too deeply"]) from exc
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if loader.duplicates:
         raise ConfigError([f"{V.escape(source)}: {message}" for message in loader.duplicates])
     return data

@@ -353,7 +353,7 @@ class Upta(Algorithm):
             bps_to_rate_scaled(capacity * 1e6, k_shift)
         except (ValueError, OverflowError):
             errs.add(V.join(path, "capacity_mbps"),
-                     f"must be <= {math.floor(max_capacity_mbps(k_shift) * 1000) / 1000:g} "
+                     f"must be <= {V.fmt(math.floor(max_capacity_mbps(k_shift) * 1e3) / 1e3)} "
                      f"at upta_k_shift {k_shift} "
                      f"(a fair share is bytes per 2^k us * 2^{RATE_FRAC_BITS} in bit<32>), "
                      f"got {V.fmt(capacity)}")
