@@ -66,8 +66,8 @@ MIN_EXPIRY_INTERVAL_MS = 2 * 2**1 / 1000             # flow_epoch_shift_for() >=
 MAX_DEVICE_ID = 2**64 - 1
 # Input bounds (docs/configuration.md): a config is a few kB; these stop
 # a wrong or hostile file before it costs memory or time. PyYAML needs ~0.7 kB and
-# ~20 us per value; a full switch (NUM_PORTS ports, ROUTE_TABLE_SIZE routes, a
-# policy per port) is ~10k values.
+# ~5 us per value (libyaml's events, Python's nodes: _StrictLoader); a full switch
+# (NUM_PORTS ports, ROUTE_TABLE_SIZE routes, a policy per port) is ~10k values.
 MAX_CONFIG_BYTES = 1 << 20                           # 1 MiB
 MAX_YAML_NODES = 50_000                              # scalars, lists and mappings, with
                                                      # every alias (and merge key) counted
@@ -571,7 +571,19 @@ def parse_config(data: object) -> Config:
 
 
 # --- YAML
-class _StrictLoader(yaml.SafeLoader):
+# The events come from libyaml when PyYAML has it (yaml.cyaml.CParser: ~4x faster than the
+# pure-Python scanner, so a file of MAX_YAML_NODES values is refused in ~0.25 s),
+# the nodes from PyYAML's Python composer either way, so that every node passes
+# through _StrictLoader.compose_node (CSafeLoader would compose in C, unbounded).
+if getattr(yaml, "__with_libyaml__", False):
+    _LOADER_BASES: tuple[type, ...] = (yaml.composer.Composer, yaml.cyaml.CParser,
+                                       yaml.constructor.SafeConstructor,
+                                       yaml.resolver.Resolver)
+else:                                                     # pragma: no cover
+    _LOADER_BASES = (yaml.SafeLoader,)
+
+
+class _StrictLoader(*_LOADER_BASES):  # type: ignore[misc]
     """SafeLoader that records duplicate keys instead of keeping the last one, and
     stops at MAX_YAML_DEPTH levels of nesting or MAX_YAML_NODES nodes, before
     anything deeper or bigger is built (PyYAML recurses per level and keeps every
@@ -582,7 +594,13 @@ class _StrictLoader(yaml.SafeLoader):
     refused (a config has no cycles)."""
 
     def __init__(self, stream: str) -> None:
-        super().__init__(stream)
+        if _LOADER_BASES[0] is yaml.SafeLoader:           # pragma: no cover
+            yaml.SafeLoader.__init__(self, stream)
+        else:
+            yaml.cyaml.CParser.__init__(self, stream)
+            yaml.composer.Composer.__init__(self)
+            yaml.constructor.SafeConstructor.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
         self.duplicates: list[str] = []
         self._depth = 0
         self._nodes = 0                       # the expanded count

@@ -133,12 +133,12 @@ def read_utf8(path: str | Path, max_bytes: int, *, what: str = "an input file") 
     if len(data) > max_bytes:
         raise InputFileError(f"{escape(str(path))}: larger than {max_bytes} bytes: not {what}")
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise InputFileError(f"{escape(str(path))}: UTF-16 text (byte order mark {data[:2].hex()}): "
-                             f"save it as UTF-8")
+        raise InputFileError(f"{escape(str(path))}: UTF-16 text (byte order mark "
+                             f"{data[:2].hex()}): save it as UTF-8")
     nul = data.find(b"\0")
     if nul >= 0:
-        raise InputFileError(f"{escape(str(path))}: a NUL byte at offset {nul}: UTF-16 or binary, not "
-                             f"UTF-8 text")
+        raise InputFileError(f"{escape(str(path))}: a NUL byte at offset {nul}: UTF-16 or "
+                             f"binary, not UTF-8 text")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -445,6 +445,8 @@ def mac(value: object, path: str, errs: Errors) -> str | None:
     """A unicast, non-zero MAC "02:00:00:00:00:01", returned in lower case."""
     if value is MISSING:
         return None
+    if isinstance(value, NonDecimal):               # 12:00:00:00:00:01 is base 60 to YAML
+        value = value.value
     if errs.syntax == "yaml" and isinstance(value, int) and not isinstance(value, bool):
         errs.add(path, f"must be a quoted string: YAML read the unquoted MAC as the number {value}")
         return None

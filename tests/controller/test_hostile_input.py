@@ -104,6 +104,13 @@ def test_numbers_yaml_reads_in_another_base_are_refused_saying_so(text: str, for
         f"{form} = {value}: write numbers in decimal (or quote the text)"]
 
 
+def test_an_unquoted_mac_in_base_60_says_to_quote_it() -> None:
+    r = ctl("check", "-c", str(gen_hostile_configs.CORPUS / "unquoted-mac.yaml"))
+    assert r.returncode == 2
+    assert r.stderr.splitlines()[1] == ("  switches.s1.ports.1.mac: must be a quoted string: "
+                                        "YAML read the unquoted MAC as the number 9331200001")
+
+
 def test_decimal_numbers_with_sign_and_underscores_still_load() -> None:
     assert load_yaml("a: [+5, -0, 1_000, 0, 1.5, 1.0e+3]") == {"a": [5, 0, 1000, 0, 1.5, 1000.0]}
 
