@@ -4,8 +4,9 @@ Each config must give exit 2 (invalid config), no "Traceback" in the output, in
 under MAX_WALL_S wall time and under MAX_RSS_MB peak memory (ru_maxrss of the
 process that ran it). Besides the committed corpus (tests/controller/hostile_configs,
 tools/gen_hostile_configs.py) it makes the cases that are too large to commit or
-are no files at all: a file over the 1 MiB cap, a 1 MiB flow list, a 500 kB value,
-a FIFO without a writer, /dev/zero, a directory, a link to /dev/zero.
+are no files at all: a file over the 1 MiB cap, a 1 MiB flow list, a 500 kB key and
+value, 24 000 switches, 24 000 unknown keys, a FIFO without a writer, /dev/zero, a
+directory, a link to /dev/zero.
 
     .venv/bin/python tools/run_hostile_configs.py            # the corpus + generated
     .venv/bin/python tools/run_hostile_configs.py --exe FILE...  # via the installed CLI
@@ -48,13 +49,21 @@ def generated_cases(directory: Path) -> list[Path]:
     long_value.write_text('switches: {s1: {p4runtime_addr: "' + "a" * 500_000 + '"}}\n')
     long_key = directory / "key-500kB.yaml"
     long_key.write_text("switches: {" + "k" * 500_000 + ": 1}\n")
+    keys = directory / "24000-switches.yaml"              # ~48 000 values: near the cap
+    keys.write_text("switches:\n" + "".join(f"  s{i}: 1\n" for i in range(24_000)))
+    typos = directory / "24000-unknown-policy-keys.yaml"   # one difflib each, were they all
+    typos.write_text('switches:\n  s1:\n    p4runtime_addr: "127.0.0.1:9559"\n'
+                     '    ports: {1: {mac: "02:00:00:00:00:01"}}\n'
+                     '    policies:\n      default:\n        algorithm: RED\n'
+                     + "".join(f"        max_th_pkts_{i}: 1\n" for i in range(24_000)))
     fifo = directory / "fifo-no-writer.yaml"
     os.mkfifo(fifo)
     subdir = directory / "a-directory.yaml"
     subdir.mkdir()
     zero_link = directory / "link-to-dev-zero.yaml"
     zero_link.symlink_to("/dev/zero")
-    return [big, flat, long_value, long_key, fifo, subdir, zero_link, Path("/dev/zero")]
+    return [big, flat, long_value, long_key, keys, typos, fifo, subdir, zero_link,
+            Path("/dev/zero")]
 
 
 def _forked(argv: list[str]) -> tuple[int, str, float, float]:

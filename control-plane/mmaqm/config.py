@@ -612,33 +612,32 @@ class _StrictLoader(*_LOADER_BASES):  # type: ignore[misc]
                                           self.peek_event().start_mark)
 
     def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
+        event = self.peek_event()
         if self._depth >= MAX_YAML_DEPTH:
             self._limit(f"nested deeper than {MAX_YAML_DEPTH} levels")
-        if self.check_event(yaml.AliasEvent):
-            mark = self.peek_event().start_mark
+        if isinstance(event, yaml.AliasEvent):
             node = super().compose_node(parent, index)
             weight = self._weight.get(id(node))
             if weight is None:                # its anchor is still being composed
                 raise yaml.composer.ComposerError(
                     None, None, "an alias inside its own anchor (a cycle): not an mmaqm "
-                    "config", mark)
+                    "config", event.start_mark)
             self._nodes += weight
             if self._nodes > MAX_YAML_NODES:
                 raise yaml.composer.ComposerError(
                     None, None, f"more than {MAX_YAML_NODES} values once aliases are "
-                    f"expanded: not an mmaqm config", mark)
+                    f"expanded: not an mmaqm config", event.start_mark)
             return node
         self._nodes += 1
         if self._nodes > MAX_YAML_NODES:
             self._limit(f"more than {MAX_YAML_NODES} values")
         start = self._nodes
         self._depth += 1
-        try:
-            node = super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-        self._weight[id(node)] = self._nodes - start + 1
-        self._kept.append(node)
+        node = super().compose_node(parent, index)   # an error ends the whole load
+        self._depth -= 1
+        if event.anchor is not None:          # only an anchored node can be repeated
+            self._weight[id(node)] = self._nodes - start + 1
+            self._kept.append(node)
         return node
 
 

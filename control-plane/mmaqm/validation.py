@@ -46,6 +46,9 @@ MAX_SHOWN_CHARS = 80
 # A whole message line at most (a safety net behind shown(): every line is also
 # escaped, so no value can start a line of its own).
 MAX_MESSAGE_CHARS = 1000
+# Unknown keys of one mapping reported one by one (with a suggestion each); the
+# rest are counted in one line: 20 000 typos would cost seconds of difflib.
+MAX_UNKNOWN_KEYS = 20
 YAML_EXPONENT_HINT = "YAML 1.1 reads exponents without a dot as text: write 1.0e-3"
 
 Syntax = Literal["yaml", "json"]
@@ -315,9 +318,11 @@ def check_keys(raw: Mapping[Any, Any], path: str, errs: Errors, allowed: Sequenc
     """Every key not in allowed is an error (a typo, usually): "unknown key (allowed:
     ...)", and "; did you mean 'min_th_pkts'?" when an allowed key is close to it."""
     hint = f"allowed: {', '.join(allowed)}" if allowed else "no keys are allowed"
-    for key in raw:
-        if key not in allowed:
-            errs.add(join(path, key), f"unknown key ({hint}){did_you_mean(key, allowed)}")
+    unknown = [key for key in raw if key not in allowed]
+    for key in unknown[:MAX_UNKNOWN_KEYS]:
+        errs.add(join(path, key), f"unknown key ({hint}){did_you_mean(key, allowed)}")
+    if len(unknown) > MAX_UNKNOWN_KEYS:
+        errs.add(path, f"... and {len(unknown) - MAX_UNKNOWN_KEYS} more unknown keys")
 
 
 def did_you_mean(word: object, choices: Sequence[str]) -> str:

@@ -333,3 +333,12 @@ def test_a_fifo_output_without_a_reader_is_refused_at_once(tmp_path: Path) -> No
         cli.open_output(fifo, "--stats-out")
     assert time.monotonic() - started < 1
     assert math.isfinite(started)
+
+
+def test_unknown_keys_beyond_the_first_20_are_counted_on_one_line() -> None:
+    errs = V.Errors()
+    V.mapping({f"max_th_{i}": 1 for i in range(25_000)}, "p", errs, allowed=("max_th_pkts",))
+    assert len(errs.items) == V.MAX_UNKNOWN_KEYS + 1
+    assert errs.items[0] == ("p.max_th_0: unknown key (allowed: max_th_pkts); did you mean "
+                             "'max_th_pkts'?")
+    assert errs.items[-1] == f"p: ... and {25_000 - V.MAX_UNKNOWN_KEYS} more unknown keys"
