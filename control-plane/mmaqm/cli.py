@@ -90,8 +90,9 @@ class OutputFileError(OSError):
 def open_output(path: Path, flag: str) -> TextIO:
     """path opened to append text, created OUTPUT_MODE if absent. Never through a
     symbolic link (O_NOFOLLOW: a link planted at the path, in /tmp say, cannot
-    redirect a root controller's writes), never waiting for a FIFO's reader; only a
-    regular file or a character device (/dev/null) is written."""
+    redirect a root controller's writes; nor a file with a second hard link), never
+    waiting for a FIFO's reader; only a regular file or a character device
+    (/dev/null) is written."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | \
         os.O_NONBLOCK | os.O_NOCTTY
     shown = V.escape(str(path))
@@ -102,10 +103,14 @@ def open_output(path: Path, flag: str) -> TextIO:
             raise OutputFileError(f"{flag} {shown}: a symbolic link: refused (outputs are "
                                   f"never written through a link; give the real path)") from None
         raise OutputFileError(f"{flag} {shown}: {err.strerror}") from None
-    mode = os.fstat(fd).st_mode
-    if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):
+    st = os.fstat(fd)
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISCHR(st.st_mode)):
         os.close(fd)
         raise OutputFileError(f"{flag} {shown}: not a regular file")
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:     # a hard link planted at the path
+        os.close(fd)
+        raise OutputFileError(f"{flag} {shown}: has {st.st_nlink} hard links: refused "
+                              f"(outputs are never written through a link)")
     os.set_blocking(fd, True)
     return open(fd, "a", encoding="utf-8")
 

@@ -311,6 +311,18 @@ def test_a_dangling_symlink_output_creates_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "created-by-the-attacker").exists()
 
 
+def test_a_hard_linked_output_is_refused_and_dev_null_is_fine(tmp_path: Path) -> None:
+    target = tmp_path / "precious"
+    target.write_text("keep me\n")
+    link = tmp_path / "stats.jsonl"
+    os.link(target, link)
+    with pytest.raises(cli.OutputFileError, match="has 2 hard links: refused"):
+        cli.open_output(link, "--stats-out")
+    assert target.read_text() == "keep me\n"
+    with cli.open_output(Path("/dev/null"), "--stats-out") as f:
+        f.write("x\n")
+
+
 def test_an_output_is_created_0644_and_appended(tmp_path: Path) -> None:
     path = tmp_path / "stats.jsonl"
     old = os.umask(0)
