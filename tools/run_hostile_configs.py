@@ -66,6 +66,23 @@ def generated_cases(directory: Path) -> list[Path]:
             Path("/dev/zero")]
 
 
+def _wait(pid: int, started: float) -> tuple[int, float, float]:
+    """(exit status, wall s, peak RSS MB) of child pid, killed after KILL_AFTER_S:
+    wait4 gives that child's own rusage."""
+    deadline = started + KILL_AFTER_S
+    while True:
+        done, status, usage = os.wait4(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            _, status, usage = os.wait4(pid, 0)
+            break
+        time.sleep(0.002)
+    wall = time.monotonic() - started
+    return os.waitstatus_to_exitcode(status), wall, usage.ru_maxrss / 1024
+
+
 def _forked(argv: list[str]) -> tuple[int, str, float, float]:
     """(exit status, stdout + stderr, wall s, peak RSS MB) of mmaqm.cli.main(argv) in
     a forked child."""
@@ -90,44 +107,24 @@ def _forked(argv: list[str]) -> tuple[int, str, float, float]:
                 sys.stdout.flush()
                 sys.stderr.flush()
                 os._exit(code)
-        deadline = started + KILL_AFTER_S
-        while True:
-            done, status, usage = os.wait4(pid, os.WNOHANG)
-            if done:
-                break
-            if time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
-                _, status, usage = os.wait4(pid, 0)
-                break
-            time.sleep(0.002)
-        wall = time.monotonic() - started
+        code, wall, rss = _wait(pid, started)
         out.seek(0)
         text = out.read().decode("utf-8", "replace")
-    code = os.waitstatus_to_exitcode(status)
-    return code, text, wall, usage.ru_maxrss / 1024
+    return code, text, wall, rss
 
 
 def _exe(argv: list[str]) -> tuple[int, str, float, float]:
     """The same through a fresh `mmaqm-ctl` process (next to this Python)."""
     exe = Path(sys.executable).with_name("mmaqm-ctl")
     ctl = str(exe) if exe.exists() else (shutil.which("mmaqm-ctl") or "mmaqm-ctl")
-    started = time.monotonic()
-    proc = subprocess.Popen([ctl, *argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        text, _ = proc.communicate(timeout=KILL_AFTER_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        text, _ = proc.communicate()
-    _, status, usage = os.wait4(proc.pid, 0) if proc.returncode is None else (0, 0, None)
-    wall = time.monotonic() - started
-    code = proc.returncode
-    rss = usage.ru_maxrss / 1024 if usage is not None else _children_rss_mb()
-    return code, text.decode("utf-8", "replace"), wall, rss
-
-
-def _children_rss_mb() -> float:
-    import resource
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    with tempfile.TemporaryFile() as out:
+        started = time.monotonic()
+        proc = subprocess.Popen([ctl, *argv], stdout=out, stderr=subprocess.STDOUT)
+        code, wall, rss = _wait(proc.pid, started)
+        proc.returncode = code                         # reaped here: Popen must not wait
+        out.seek(0)
+        text = out.read().decode("utf-8", "replace")
+    return code, text, wall, rss
 
 
 def run_case(path: Path, *, exe: bool = False) -> dict[str, object]:
