@@ -44,6 +44,7 @@ import argparse
 import asyncio
 import contextlib
 import difflib
+import errno
 import importlib.metadata
 import json
 import logging
@@ -56,9 +57,9 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable, Sequence
-from typing import TextIO
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 import finsy as fy
 
@@ -102,6 +103,9 @@ def open_output(path: Path, flag: str) -> TextIO:
         if os.path.islink(path):
             raise OutputFileError(f"{flag} {shown}: a symbolic link: refused (outputs are "
                                   f"never written through a link; give the real path)") from None
+        if err.errno == errno.ENXIO:           # O_NONBLOCK: a FIFO nobody reads
+            raise OutputFileError(f"{flag} {shown}: a FIFO without a reader: refused "
+                                  f"(it would block the controller)") from None
         raise OutputFileError(f"{flag} {shown}: {err.strerror}") from None
     st = os.fstat(fd)
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISCHR(st.st_mode)):

@@ -6,7 +6,6 @@ bombs; special files; control characters in messages; outputs through links."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -349,10 +348,9 @@ def test_a_fifo_output_without_a_reader_is_refused_at_once(tmp_path: Path) -> No
     fifo = tmp_path / "stats.jsonl"
     os.mkfifo(fifo)
     started = time.monotonic()
-    with pytest.raises(cli.OutputFileError, match="--stats-out"):
+    with pytest.raises(cli.OutputFileError, match="a FIFO without a reader: refused"):
         cli.open_output(fifo, "--stats-out")
     assert time.monotonic() - started < 1
-    assert math.isfinite(started)
 
 
 def test_unknown_keys_beyond_the_first_20_are_counted_on_one_line() -> None:
