@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 import gen_hostile_configs
 import run_hostile_configs
