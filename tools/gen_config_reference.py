@@ -160,9 +160,11 @@ def render(fields: Sequence[CFG.FieldDoc] | None = None,
             "`switches.s1.policies.2.min_th_pkts: must be < max_th_pkts (15), got 20`. "
             "Unknown keys are errors everywhere (they are usually typos), with a suggestion "
             "when a known key is close (`did you mean 'max_th_pkts'?`); so are duplicate keys "
-            "in one mapping. A file is UTF-8, at most "
-            f"{CFG.MAX_CONFIG_BYTES} bytes, {CFG.MAX_YAML_NODES} values and "
-            f"{CFG.MAX_YAML_DEPTH} levels deep."),
+            "in one mapping. A file is a regular file of UTF-8 text, at most "
+            f"{CFG.MAX_CONFIG_BYTES} bytes, {CFG.MAX_YAML_NODES} values (every alias and "
+            f"merge key counted as the values it repeats) and {CFG.MAX_YAML_DEPTH} levels "
+            "deep. Numbers are written in decimal: YAML 1.1's other forms (`1:00` is 60 "
+            "in base 60, `0b111111`, `010`, `0x3f`) are errors wherever a number goes."),
         "",
         *paragraph(
             "In the tables, `<name>` and `<port>` stand for keys you choose, `[]` for every "

@@ -25,6 +25,7 @@ mutant run was caught.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import shutil
 import subprocess
@@ -39,7 +40,21 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 MUTANTS_YAML = REPO / "tools" / "mutants.yaml"
 DEFAULT_OUT = REPO / "docs" / "results" / "mutants.md"
-WORK = Path(os.environ.get("MMAQM_MUTANT_DIR", "/tmp/mmaqm-mutant"))
+# The mutated copy of the tree, which root builds and runs: <private dir>/tree. The
+# private directory is a fresh mkdtemp one, or $MMAQM_MUTANT_DIR if it is (or can be
+# made) a 0700 directory of this user (mmaqm_exp.private_dir): never a fixed /tmp path.
+ENV_WORK_DIR = "MMAQM_MUTANT_DIR"
+WORK = Path("/nonexistent-mmaqm-mutant")      # set by use_private_work_dir()
+
+
+def use_private_work_dir() -> Path:
+    """Point WORK at <a private directory>/tree and return the private directory."""
+    global WORK
+    from mmaqm_exp.private_dir import private_dir
+    given = os.environ.get(ENV_WORK_DIR)
+    root = private_dir(Path(given) if given else None, prefix="mmaqm-mutant-")
+    WORK = root / "tree"
+    return root
 NETNS = "mmaqm-mutant"
 TEST_TIMEOUT_S = 900
 
@@ -182,6 +197,14 @@ def main() -> int:
         print("mutants: needs root (PTF on BMv2)", file=sys.stderr)
         return 2
     out = args.out or (None if args.only else DEFAULT_OUT)
+    try:
+        work_root = use_private_work_dir()
+    except OSError as exc:
+        print(f"mutants: ${ENV_WORK_DIR}: {exc}", file=sys.stderr)
+        return 2
+    if not os.environ.get(ENV_WORK_DIR):            # our own mkdtemp: removed at exit
+        atexit.register(shutil.rmtree, work_root, ignore_errors=True)
+    print(f"mutants: working copy in {WORK}", file=sys.stderr)
     logs = REPO / "build" / "mutants"
     logs.mkdir(parents=True, exist_ok=True)
 

@@ -44,20 +44,26 @@ import argparse
 import asyncio
 import contextlib
 import difflib
+import errno
 import importlib.metadata
 import json
 import logging
 import math
+import os
+import re
 import signal
+import stat
 import sys
 import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 import finsy as fy
 
+from . import validation as V
 from .config import MIN_LOOP_INTERVAL_MS, ConfigError, load_config
 from .supervisor import ReconnectPolicy, jsonl_sink, run_switches
 from .driver import (CONNECT_TIMEOUT_S, CONTROLLER_ELECTION_ID, DEFAULT_BMV2_JSON,
@@ -70,6 +76,56 @@ EXIT_SWITCH = 1                        # a switch unreachable, or a request fail
 MAX_ELECTION_ID = 2**128 - 1           # P4Runtime's Uint128
 MAX_REPORTED_ERRORS = 50               # of an invalid config; then "... and N more"
 MIN_TIMEOUT_S = 0.001
+# --p4info and --bmv2-json are read whole by the P4Runtime client: a regular file
+# of at most this size (a P4Info is ~20 kB, BMv2's JSON a few MB), never a FIFO
+# or a device, which could block or never end.
+MAX_P4INFO_BYTES = 16 << 20
+MAX_DEVICE_CONFIG_BYTES = 256 << 20
+OUTPUT_MODE = 0o644                    # a new --stats-out / --events-out file
+
+
+class OutputFileError(OSError):
+    """An output path refused before anything was written (a symbolic link, a FIFO)."""
+
+
+def open_output(path: Path, flag: str) -> TextIO:
+    """path opened to append text, created OUTPUT_MODE if absent. Never through a
+    symbolic link (O_NOFOLLOW: a link planted at the path, in /tmp say, cannot
+    redirect a root controller's writes; nor a file with a second hard link), never
+    waiting for a FIFO's reader; only a regular file or a character device
+    (/dev/null) is written."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | \
+        os.O_NONBLOCK | os.O_NOCTTY
+    shown = V.escape(str(path))
+    try:
+        fd = os.open(path, flags, OUTPUT_MODE)
+    except OSError as err:
+        if os.path.islink(path):
+            raise OutputFileError(f"{flag} {shown}: a symbolic link: refused (outputs are "
+                                  f"never written through a link; give the real path)") from None
+        if err.errno == errno.ENXIO:           # O_NONBLOCK: a FIFO nobody reads
+            raise OutputFileError(f"{flag} {shown}: a FIFO without a reader: refused "
+                                  f"(it would block the controller)") from None
+        raise OutputFileError(f"{flag} {shown}: {err.strerror}") from None
+    st = os.fstat(fd)
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISCHR(st.st_mode)):
+        os.close(fd)
+        raise OutputFileError(f"{flag} {shown}: not a regular file")
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:     # a hard link planted at the path
+        os.close(fd)
+        raise OutputFileError(f"{flag} {shown}: has {st.st_nlink} hard links: refused "
+                              f"(outputs are never written through a link)")
+    os.set_blocking(fd, True)
+    return open(fd, "a", encoding="utf-8")
+
+
+def check_pipeline_files(p4info: Path, bmv2_json: Path | None) -> None:
+    """V.InputFileError if --p4info or --bmv2-json (a file; a Tofino build is a
+    directory) is not a regular file or is too large."""
+    V.check_regular_file(p4info, MAX_P4INFO_BYTES, what="a P4Info (--p4info)")
+    if bmv2_json is not None and not Path(bmv2_json).is_dir():
+        V.check_regular_file(bmv2_json, MAX_DEVICE_CONFIG_BYTES,
+                             what="a BMv2 JSON (--bmv2-json)")
 
 
 async def _read_stats(cfg, names, p4info: Path, as_json: bool = False, *,
@@ -116,13 +172,13 @@ def _number_flag(minimum: float) -> Callable[[str], float]:
 
 
 def _election_id_flag(text: str) -> int:
-    if not text.isdigit() or int(text) > MAX_ELECTION_ID:
+    if not re.fullmatch(r"[0-9]{1,39}", text) or int(text) > MAX_ELECTION_ID:
         raise argparse.ArgumentTypeError(f"must be an integer 0..2^128-1, got {text!r}")
     return int(text)
 
 
 def _print_config_errors(path: Path, errors: list[str]) -> None:
-    print(f"mmaqm-ctl: invalid config {path}:", file=sys.stderr)
+    print(f"mmaqm-ctl: invalid config {V.escape(str(path))}:", file=sys.stderr)
     for line in errors[:MAX_REPORTED_ERRORS]:
         print(f"  {line}", file=sys.stderr)
     if len(errors) > MAX_REPORTED_ERRORS:
@@ -390,7 +446,7 @@ def _check(path: Path, as_json: bool) -> int:
     except ConfigError as err:
         errors = list(err.errors)
     except OSError as err:
-        unreadable = str(err)
+        unreadable = V.escape(str(err))
         errors = [unreadable]
     if as_json:
         print(json.dumps({"config": str(path), "valid": not errors, "switches": switches,
@@ -400,7 +456,7 @@ def _check(path: Path, as_json: bool) -> int:
     elif errors:
         _print_config_errors(path, errors)
     else:
-        print(f"{path}: ok ({len(switches)} switches)")
+        print(f"{V.escape(str(path))}: ok ({len(switches)} switches)")
     return EXIT_CONFIG if errors else 0
 
 
@@ -420,13 +476,18 @@ def main(argv: list[str] | None = None) -> int:
         _print_config_errors(args.config, err.errors)
         return EXIT_CONFIG
     except OSError as err:
-        print(f"mmaqm-ctl: {err}", file=sys.stderr)
+        print(f"mmaqm-ctl: {V.escape(str(err))}", file=sys.stderr)
         return EXIT_CONFIG
     names = args.switch or sorted(cfg.switches)
     unknown = [n for n in names if n not in cfg.switches]
     if unknown:
-        print(f"mmaqm-ctl: unknown switch {unknown}; config has {sorted(cfg.switches)}",
-              file=sys.stderr)
+        print(f"mmaqm-ctl: unknown switch {V.escape(str(unknown))}; config has "
+              f"{sorted(cfg.switches)}", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        check_pipeline_files(args.p4info, args.bmv2_json if args.command != "stats" else None)
+    except V.InputFileError as err:
+        print(f"mmaqm-ctl: {err}", file=sys.stderr)
         return EXIT_CONFIG
 
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
@@ -439,11 +500,17 @@ def main(argv: list[str] | None = None) -> int:
         else:
             with contextlib.ExitStack() as stack:
                 sink = None
-                if args.stats_out is not None:
-                    sink = jsonl_sink(stack.enter_context(open(args.stats_out, "a")))
                 event_sink = None
-                if args.events_out is not None:
-                    event_sink = jsonl_sink(stack.enter_context(open(args.events_out, "a")))
+                try:
+                    if args.stats_out is not None:
+                        sink = jsonl_sink(stack.enter_context(
+                            open_output(args.stats_out, "--stats-out")))
+                    if args.events_out is not None:
+                        event_sink = jsonl_sink(stack.enter_context(
+                            open_output(args.events_out, "--events-out")))
+                except OutputFileError as err:
+                    print(f"mmaqm-ctl: {err}", file=sys.stderr)
+                    return EXIT_CONFIG
                 asyncio.run(run_switches(cfg, p4info=args.p4info, bmv2_json=args.bmv2_json,
                                          install_only=args.command == "install", names=names,
                                          stats_sink=sink,

@@ -66,24 +66,28 @@ MIN_EXPIRY_INTERVAL_MS = 2 * 2**1 / 1000             # flow_epoch_shift_for() >=
 MAX_DEVICE_ID = 2**64 - 1
 # Input bounds (docs/configuration.md): a config is a few kB; these stop
 # a wrong or hostile file before it costs memory or time. PyYAML needs ~0.7 kB and
-# ~20 us per value; a full switch (NUM_PORTS ports, ROUTE_TABLE_SIZE routes, a
-# policy per port) is ~10k values.
+# ~5 us per value (libyaml's events, Python's nodes: _StrictLoader); a full switch
+# (NUM_PORTS ports, ROUTE_TABLE_SIZE routes, a policy per port) is ~10k values.
 MAX_CONFIG_BYTES = 1 << 20                           # 1 MiB
-MAX_YAML_NODES = 100_000                             # scalars, lists and mappings
+MAX_YAML_NODES = 50_000                              # scalars, lists and mappings, with
+                                                     # every alias (and merge key) counted
+                                                     # as the nodes it repeats
 MAX_YAML_DEPTH = 32                                  # a config nests 6 levels
 MAX_YAML_INT_BITS = 128                              # device_id is the largest: 64 bits
+MAX_DUPLICATE_KEYS = 100                             # reported; then the file is refused
 MAX_SWITCHES = 64                                    # switches in one config (one process)
 
 LOCALHOST_ADDRESSES = ("127.0.0.1", "::1")
 
-_SWITCH_NAME_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+_SWITCH_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")       # fullmatch
 
 
 class ConfigError(ValueError):
     """Invalid configuration. ``errors`` lists every problem, "<field path>: <message>"."""
 
     def __init__(self, errors: list[str]) -> None:
-        self.errors = list(errors)
+        # control characters escaped, each line cut: a message never forges a line
+        self.errors = [V.safe_line(str(line)) for line in errors]
         super().__init__("\n".join(self.errors))
 
 
@@ -339,7 +343,8 @@ def _read_policies(value: object, path: str, ports_path: str, known_ports: set[i
                 broken.add(_DEFAULT_KEY)
             continue
         if isinstance(key, bool) or not isinstance(key, int):
-            errs.add(policy_path, "must be 'default' or a port number")
+            errs.add(policy_path, "must be 'default' or a port number"
+                     + (f", got {key.describe()}" if isinstance(key, V.NonDecimal) else ""))
             continue
         port = V.integer(key, policy_path, errs, lo=0, hi=_MAX_PORT)
         if port is not None and known_ports is not None and port not in known_ports:
@@ -423,8 +428,9 @@ def _read_bfd(value: object, path: str, known_ports: set[int] | None,
 
 
 def _read_switch(name: object, value: object, path: str, errs: V.Errors) -> SwitchConfig | None:
-    if not isinstance(name, str) or not _SWITCH_NAME_RE.match(name):
-        errs.add(path, f"switch name must match [A-Za-z0-9_-]+, got {V.describe(name)}")
+    if not isinstance(name, str) or not _SWITCH_NAME_RE.fullmatch(name):
+        errs.add(path, f"switch name must be 1..64 of A-Z a-z 0-9 _ -, got "
+                       f"{V.describe(name)}")
     raw = V.mapping(value, path, errs, allowed=_SWITCH_KEYS)
     if raw is None:
         return None
@@ -565,36 +571,84 @@ def parse_config(data: object) -> Config:
 
 
 # --- YAML
-class _StrictLoader(yaml.SafeLoader):
+# The events come from libyaml when PyYAML has it (yaml.cyaml.CParser: ~4x faster than the
+# pure-Python scanner, so a file of MAX_YAML_NODES values is refused in ~0.25 s),
+# the nodes from PyYAML's Python composer either way, so that every node passes
+# through _StrictLoader.compose_node (CSafeLoader would compose in C, unbounded).
+if getattr(yaml, "__with_libyaml__", False):
+    _LOADER_BASES: tuple[type, ...] = (yaml.composer.Composer, yaml.cyaml.CParser,
+                                       yaml.constructor.SafeConstructor,
+                                       yaml.resolver.Resolver)
+else:                                                     # pragma: no cover
+    _LOADER_BASES = (yaml.SafeLoader,)
+
+
+class _StrictLoader(*_LOADER_BASES):  # type: ignore[misc]
     """SafeLoader that records duplicate keys instead of keeping the last one, and
-    stops at MAX_YAML_DEPTH levels of nesting or MAX_YAML_NODES nodes (before
-    anything deeper or bigger is built: PyYAML recurses per level and keeps
-    every node)."""
+    stops at MAX_YAML_DEPTH levels of nesting or MAX_YAML_NODES nodes, before
+    anything deeper or bigger is built (PyYAML recurses per level and keeps every
+    node). Nodes are counted as the document reads once every alias is expanded:
+    an alias costs the nodes of its anchor, so anchors that repeat anchors (a
+    "billion laughs", through merge keys or not) stop at MAX_YAML_NODES after
+    composing at most that many real nodes. An alias inside its own anchor is
+    refused (a config has no cycles)."""
 
     def __init__(self, stream: str) -> None:
-        super().__init__(stream)
+        if _LOADER_BASES[0] is yaml.SafeLoader:           # pragma: no cover
+            yaml.SafeLoader.__init__(self, stream)
+        else:
+            yaml.cyaml.CParser.__init__(self, stream)
+            yaml.composer.Composer.__init__(self)
+            yaml.constructor.SafeConstructor.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
         self.duplicates: list[str] = []
         self._depth = 0
-        self._nodes = 0
+        self._nodes = 0                       # the expanded count
+        self._weight: dict[int, int] = {}     # id(node) -> its expanded node count
+        self._kept: list[yaml.Node] = []      # keeps the ids of _weight valid
+
+    def _limit(self, what: str) -> None:
+        raise yaml.composer.ComposerError(None, None, f"{what}: not an mmaqm config",
+                                          self.peek_event().start_mark)
 
     def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
+        event = self.peek_event()
+        if self._depth >= MAX_YAML_DEPTH:
+            self._limit(f"nested deeper than {MAX_YAML_DEPTH} levels")
+        if isinstance(event, yaml.AliasEvent):
+            node = super().compose_node(parent, index)
+            weight = self._weight.get(id(node))
+            if weight is None:                # its anchor is still being composed
+                raise yaml.composer.ComposerError(
+                    None, None, "an alias inside its own anchor (a cycle): not an mmaqm "
+                    "config", event.start_mark)
+            self._nodes += weight
+            if self._nodes > MAX_YAML_NODES:
+                raise yaml.composer.ComposerError(
+                    None, None, f"more than {MAX_YAML_NODES} values once aliases are "
+                    f"expanded: not an mmaqm config", event.start_mark)
+            return node
         self._nodes += 1
-        if self._depth >= MAX_YAML_DEPTH or self._nodes > MAX_YAML_NODES:
-            what = (f"nested deeper than {MAX_YAML_DEPTH} levels" if self._depth >= MAX_YAML_DEPTH
-                    else f"more than {MAX_YAML_NODES} values")
-            raise yaml.composer.ComposerError(
-                None, None, f"{what}: not an mmaqm config", self.peek_event().start_mark)
+        if self._nodes > MAX_YAML_NODES:
+            self._limit(f"more than {MAX_YAML_NODES} values")
+        start = self._nodes
         self._depth += 1
-        try:
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
+        node = super().compose_node(parent, index)   # an error ends the whole load
+        self._depth -= 1
+        if event.anchor is not None:          # only an anchored node can be repeated
+            self._weight[id(node)] = self._nodes - start + 1
+            self._kept.append(node)
+        return node
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    """The mapping; a key written twice in it is recorded as a duplicate. Keys that a
+    merge key (<<) brings in are not: the mapping's own keys override them (YAML's
+    merge), and the merged mapping's own duplicates were checked where it is."""
+    own = [key_node for key_node, _ in node.value if key_node.tag != _MERGE_TAG]
     loader.flatten_mapping(node)
     seen: set[Any] = set()
-    for key_node, _ in node.value:
+    for key_node in own:
         key = loader.construct_object(key_node, deep=True)
         try:
             duplicate = key in seen
@@ -602,13 +656,24 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[An
         except TypeError:
             continue  # unhashable key: construct_mapping reports it
         if duplicate:
-            loader.duplicates.append(f"line {key_node.start_mark.line + 1}: duplicate key {key!r}")
+            loader.duplicates.append(f"line {key_node.start_mark.line + 1}: duplicate key "
+                                     f"{V.shown(key)}")
+            if len(loader.duplicates) > MAX_DUPLICATE_KEYS:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"more than {MAX_DUPLICATE_KEYS} duplicate keys",
+                    key_node.start_mark)
     return loader.construct_mapping(node, deep=True)
 
 
-def _construct_int(loader: _StrictLoader, node: yaml.ScalarNode) -> int:
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_DECIMAL_INT_RE = re.compile(r"[-+]?(0|[1-9][0-9_]*)")
+
+
+def _construct_int(loader: _StrictLoader, node: yaml.ScalarNode) -> int | V.NonDecimal:
     """An int below 2^MAX_YAML_INT_BITS: a longer one is no config value, and Python
-    cannot even print one of more than 4300 digits (int_max_str_digits)."""
+    cannot even print one of more than 4300 digits (int_max_str_digits). YAML 1.1's
+    other forms of an int (base 60 1:00, 0b111111, 0x3f, octal 010) become a
+    V.NonDecimal, which every reader refuses with what YAML made of it."""
     text = str(node.value).replace("_", "").lstrip("+-")
     if len(text) > MAX_YAML_INT_BITS + 2:   # binary digits and "0b": longer is >= 2^128
         raise yaml.constructor.ConstructorError(
@@ -617,28 +682,56 @@ def _construct_int(loader: _StrictLoader, node: yaml.ScalarNode) -> int:
     if abs(value) >> MAX_YAML_INT_BITS:
         raise yaml.constructor.ConstructorError(
             None, None, f"integer >= 2^{MAX_YAML_INT_BITS}: too large", node.start_mark)
+    if not _DECIMAL_INT_RE.fullmatch(str(node.value)):
+        return V.NonDecimal(str(node.value), value)
+    return value
+
+
+def _construct_float(loader: _StrictLoader, node: yaml.ScalarNode) -> float | V.NonDecimal:
+    """A float; one written in base 60 (1:30.5) becomes a V.NonDecimal."""
+    value = loader.construct_yaml_float(node)
+    if ":" in str(node.value):
+        return V.NonDecimal(str(node.value), value)
     return value
 
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _StrictLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_StrictLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's error on one line: what, and where (line and column). PyYAML's own
+    text spans lines and quotes the file's line, which may hold anything."""
+    if isinstance(exc, yaml.reader.ReaderError):
+        what = (f"character #x{exc.character:04x}" if isinstance(exc.character, int)
+                else f"byte #x{exc.character[0]:02x}" if exc.character else "input")
+        return f"offset {exc.position}: unacceptable {what}: {exc.reason}"
+    if not isinstance(exc, yaml.MarkedYAMLError):
+        return " ".join(str(exc).split())
+    parts = [part for part in (exc.context, exc.problem) if part]
+    mark = exc.problem_mark or exc.context_mark
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return where + "; ".join(" ".join(str(part).split()) for part in parts)
 
 
 def load_yaml(text: str, *, source: str = "<config>") -> object:
-    loader = _StrictLoader(text)
-    loader.name = source                 # in the marks of PyYAML's messages
+    loader = None
     try:
+        loader = _StrictLoader(text)     # its reader refuses control characters at once
+        loader.name = source             # in the marks of PyYAML's messages
         data = loader.get_single_data()
     except yaml.YAMLError as exc:
-        raise ConfigError([f"{source}: invalid YAML: {exc}"]) from exc
+        raise ConfigError([f"{V.escape(source)}: invalid YAML: {_yaml_problem(exc)}"]) from exc
     except ValueError as exc:          # a scalar PyYAML cannot convert, e.g. 2001-02-30
-        raise ConfigError([f"{source}: invalid YAML value: {exc}"]) from exc
+        raise ConfigError([f"{V.escape(source)}: invalid YAML value: {exc}"]) from exc
     except RecursionError as exc:      # a safety net: MAX_YAML_DEPTH stops nesting first
-        raise ConfigError([f"{source}: invalid YAML: nested too deeply"]) from exc
+        raise ConfigError([f"{V.escape(source)}: invalid YAML: nested too deeply"]) from exc
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if loader.duplicates:
-        raise ConfigError([f"{source}: {message}" for message in loader.duplicates])
+        raise ConfigError([f"{V.escape(source)}: {message}" for message in loader.duplicates])
     return data
 
 
@@ -701,7 +794,7 @@ FIELDS: tuple[FieldDoc, ...] = (
     FieldDoc("switches", "mapping", "", f"1..{MAX_SWITCHES} switches", _REQUIRED,
              "the switches this controller programs, by name"),
     FieldDoc("switches.<name>", "mapping", "",
-             f"name matches {_SWITCH_NAME_RE.pattern.strip('^$')}", "",
+             "name: 1..64 of A-Z a-z 0-9 _ -", "",
              "one switch (names appear in logs and stats)"),
     FieldDoc("switches.<name>.p4runtime_addr", "string", "",
              "host:port, [v6addr]:port for IPv6; no two switches on one address and "

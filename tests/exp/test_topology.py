@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -16,7 +17,8 @@ import pytest
 import mmt_testenv
 
 from mmaqm_exp import topology as T
-from mmaqm_exp.topology import TopologyError, controller_config, load_topology, parse_topology
+from mmaqm_exp.topology import (MAX_TOPOLOGY_BYTES, TopologyError, controller_config,
+                                 load_topology, parse_topology)
 
 TOPOS = mmt_testenv.TOPO / "topos"
 DCBT_POLICY = {"algorithm": "DCBT", "min_th_pkts": 5, "max_th_pkts": 15, "max_p": 0.1}
@@ -128,6 +130,19 @@ def test_three_switch_chain_routes_and_delays():
     assert t.bottleneck.rate_pps == round(10e6 / (8 * 1500))
     assert t.egress_port("s3", "a") == t.switches["s3"].ports[1].number
     assert t.switches["s3"].ports[t.egress_port("s3", "a")].peer == "s2"
+
+
+def test_load_refuses_special_and_oversized_files_without_blocking(tmp_path: Path):
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    with pytest.raises(TopologyError, match="a FIFO, not a topology"):
+        load_topology(fifo)                      # no writer: an open() would block
+    with pytest.raises(TopologyError, match="a character device, not a topology"):
+        load_topology("/dev/zero")
+    big = tmp_path / "big.json"
+    big.write_text(" " * (MAX_TOPOLOGY_BYTES + 1))
+    with pytest.raises(TopologyError, match=f"larger than {MAX_TOPOLOGY_BYTES} bytes"):
+        load_topology(big)
 
 
 def test_load_reports_file_problems(tmp_path: Path):

@@ -49,6 +49,7 @@ OTHER_PORT_QUEUE_LIMIT_PKTS = 1000   # DROP_TAIL limit of every port but the bot
 TM_DEPTH_MARGIN_PKTS = 64            # BMv2 depth = P4 limit + this: only P4 drops (docs/design.md §1.3)
 MAX_SWITCH_PORT = 63                 # NUM_PORTS - 1 in p4src/shared/defines.p4 (a test checks)
 MIN_SWITCH_PORT = 1                  # port 0 is where v1model sends undecided packets: never used
+MAX_TOPOLOGY_BYTES = 1 << 20          # a topology is a few kB
 MAX_NAME_LEN = 10                    # "<switch>-p<port>" must fit Linux's 15-character IFNAMSIZ
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 SWITCH_PORT_RE = re.compile(r"^(?P<switch>[A-Za-z][A-Za-z0-9_]*)-p(?P<port>[0-9]+)$")
@@ -219,9 +220,11 @@ def load_topology(path: str | Path) -> Topology:
     """Read and validate a topology JSON file; raise TopologyError listing every problem."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = V.read_utf8(path, MAX_TOPOLOGY_BYTES, what="a topology")
     except OSError as exc:
         raise TopologyError([f"cannot read: {exc.strerror}"], str(path)) from exc
+    except V.InputFileError as exc:         # a FIFO, a device, too large, not UTF-8
+        raise TopologyError([str(exc)], str(path)) from exc
     return parse_topology(load_json(text, source=str(path)), source=str(path),
                           default_name=path.stem)
 

@@ -4,7 +4,9 @@
   mmaqm-topo config FILE --policy JSON [-o F] controller YAML for FILE with that bottleneck policy
   mmaqm-topo up FILE [--policy JSON] [--run-dir D] [--prefix P]
                                               bring up; with --policy also push the pipeline and
-                                              tables (mmaqm-ctl install); wait for Ctrl-C/SIGTERM
+                                              tables (mmaqm-ctl install); wait for Ctrl-C/SIGTERM;
+                                              logs and controller.yaml in D (0700, only yours)
+                                              [a fresh mkdtemp directory]
   mmaqm-topo clean [--prefix P]               remove namespaces and processes of a killed run
 
 Exit status: 0 ok, 1 failure, 2 invalid input; `up` stopped by a signal (Ctrl-C, SIGTERM,
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .lab import StopRequested, catch_stop_signals
+from .private_dir import private_dir
 from .topology import TopologyError, controller_config, describe, dump_controller_config, load_topology
 
 
@@ -49,10 +52,16 @@ def _up(args: argparse.Namespace, topo: Any, yaml_text: str | None) -> int:
 
     catch_stop_signals(interrupt=True)        # raises StopRequested: unwinds through Network.__exit__
     sys.stdout.reconfigure(line_buffering=True)   # status lines reach a pipe at once
-    run_dir = args.run_dir or Path(f"/tmp/mmaqm-topo-{topo.name}")
+    try:
+        # never a fixed /tmp path (root installs the yaml it writes there)
+        run_dir = private_dir(args.run_dir, prefix=f"mmaqm-topo-{topo.name}-")
+    except OSError as err:
+        print(f"mmaqm-topo: --run-dir: {err}", file=sys.stderr)
+        return 2
     try:
         with Network(topo, run_dir, args.bmv2_json, name_prefix=args.prefix) as net:
             print(describe(topo))
+            print(f"run directory (logs): {run_dir}")
             if yaml_text is not None:
                 cfg = run_dir / "controller.yaml"
                 cfg.write_text(yaml_text)

@@ -81,11 +81,11 @@ def gentle_slope_q24(max_th_pkts: float, max_p: float) -> int:
     """round((1 - max_p) / max_th * 2^24): p_b per packet above max_th (red.p4, gentle)."""
     if not max_th_pkts > 0:
         raise ValueError(f"max_th_pkts must be > 0 for gentle RED, got {max_th_pkts!r}")
-    slope = round((1 - max_p) / max_th_pkts * SLOPE_ONE)
-    if slope > MASK32:
-        raise ValueError(f"gentle slope (1 - max_p) / max_th = {slope} * 2^-24 does not fit "
-                         f"bit<32>: max_th_pkts {max_th_pkts!r} is too small")
-    return slope
+    exact = (1 - max_p) / max_th_pkts * SLOPE_ONE      # inf for a tiny max_th: no round()
+    if not exact < MASK32 + 0.5:
+        raise ValueError(f"gentle slope (1 - max_p) / max_th = {exact:.6g} * 2^-24 does not "
+                         f"fit bit<32>: max_th_pkts {max_th_pkts!r} is too small")
+    return round(exact)
 
 
 def max_p_q16(max_p: float) -> int:

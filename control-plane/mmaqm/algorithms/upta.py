@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .. import p4constants as C
+from .. import validation as V
 from ..fixedpoint import MASK32, check_int
 from .base import Algorithm, Param, PortInputs, PortPolicy
 # The same crc32 of the 5-tuple (flow_report.p4's field list) and slot sharing as FRED.
@@ -132,6 +133,12 @@ def bps_to_rate_scaled(bits_per_s: float, k_shift: int = DEFAULT_K_SHIFT) -> int
     if value > MASK32:
         raise ValueError(f"{bits_per_s!r} bit/s does not fit bit<32> at k_shift {k_shift}")
     return value
+
+
+def max_capacity_mbps(k_shift: int = DEFAULT_K_SHIFT) -> float:
+    """The largest link rate C (Mbit/s) whose fair shares fit the data plane's
+    bit<32> rate at K = 2^k_shift us (a share is at most C, eqs. 18-19)."""
+    return rate_scaled_to_bps(MASK32, k_shift) / 1e6
 
 
 def rate_scaled_to_bps(rate_scaled: int, k_shift: int = DEFAULT_K_SHIFT) -> float:
@@ -332,8 +339,24 @@ class Upta(Algorithm):
               lo=0, hi=1),
         Param("capacity_mbps", "number", "Mbit/s", "C of eqs. 18-19, the port's link rate: "
               "the controller's fair-share loop runs every T = K; absent: no loop, the "
-              "shares stay none", gt=0),
+              "shares stay none; below 2^32 * 2^-4 bytes per K (16383.999 at the default "
+              "upta_k_shift 17, 127.999 at 24): the shares are bit<32>", gt=0),
     )
+
+    def check(self, values: dict[str, Any], given: frozenset[str], queue_limit_pkts: int | None,
+              path: str, errs: V.Errors) -> None:
+        """C's fair shares (<= C) fit the bit<32> rate in bytes per K (eqs. 18-19)."""
+        capacity, k_shift = values["capacity_mbps"], values["upta_k_shift"]
+        if capacity is None or k_shift is None:
+            return
+        try:
+            bps_to_rate_scaled(capacity * 1e6, k_shift)
+        except (ValueError, OverflowError):
+            errs.add(V.join(path, "capacity_mbps"),
+                     f"must be <= {V.fmt(math.floor(max_capacity_mbps(k_shift) * 1e3) / 1e3)} "
+                     f"at upta_k_shift {k_shift} "
+                     f"(a fair share is bytes per 2^k us * 2^{RATE_FRAC_BITS} in bit<32>), "
+                     f"got {V.fmt(capacity)}")
 
     def action_params(self, policy: PortPolicy, inputs: PortInputs,
                       policy_epoch: int) -> dict[str, int]:
