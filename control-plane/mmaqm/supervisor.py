@@ -129,10 +129,16 @@ class SwitchSupervisor:
                             isinstance(exc, PrimaryLostError)
                             or not self.driver.switch.is_primary):
                         # a write can fail (PERMISSION_DENIED) before the check sees it
-                        LOG.warning("%s: another controller became primary (election id "
-                                    "%d); stopped writing, waiting as its backup", self.name,
-                                    self.driver.switch.primary_id)
-                        self._event("primary_lost", error=_why(exc))
+                        if self.driver.switch.is_primary:
+                            LOG.warning("%s: was a backup for a moment (another controller "
+                                        "was primary and may have written); primary again, "
+                                        "checking the switch", self.name)
+                        else:
+                            LOG.warning("%s: another controller became primary (election id "
+                                        "%d); stopped writing, waiting as its backup",
+                                        self.name, self.driver.switch.primary_id)
+                        self._event("primary_lost", error=_why(exc),
+                                    regained=self.driver.switch.is_primary)
                         reason = "primary regained"
                         continue
                     if not self.driver.connection_lost(exc):
@@ -154,6 +160,8 @@ class SwitchSupervisor:
         """On an open connection: wait to be primary, install (reason: why again),
         run the loops."""
         d = self.driver
+        if not d.ready_as_primary and d.switch.is_primary:
+            await d.wait_primary()       # primary again: finsy's pipeline check first
         if not d.ready_as_primary:
             if not self.wait_as_backup:
                 raise RuntimeError(f"{self.name}: another controller is primary "
@@ -172,7 +180,8 @@ class SwitchSupervisor:
         LOG.info("%s: installed in %.2f s (install %d)", self.name,
                  time.monotonic() - started, self.installs)
         self._event("installed", install=self.installs,
-                    duration_s=round(time.monotonic() - started, 4))
+                    duration_s=round(time.monotonic() - started, 4),
+                    election_id=self.driver.switch.election_id)
         if self.install_only:
             return
         LOG.info("%s: running the D-CBT/MCDT%s loops", self.name,

@@ -47,10 +47,11 @@ def write_config(tmp_path: Path, data: dict[str, Any]) -> Path:
 
 @pytest.fixture(autouse=True)
 def keep_sigterm_handler() -> Iterator[None]:
-    """main() installs a SIGTERM handler: give pytest its own back."""
-    handler = signal.getsignal(signal.SIGTERM)
+    """main() installs SIGTERM and SIGINT handlers: give pytest its own back."""
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
     yield
-    signal.signal(signal.SIGTERM, handler)
+    for signum, handler in handlers.items():
+        signal.signal(signum, handler)
 
 
 @pytest.fixture

@@ -171,6 +171,10 @@ class P4RuntimeSession:
             election_id, role, Empty() if role else None, switch_name=name,
             malformed=self.malformed)
         self.switch._handle_stream_message = self._on_stream_message
+        self._finsy_ready = self.switch._ready
+        self.switch._ready = self._guarded_ready
+        self._ready_error: SwitchConnectionError | None = None
+        self._ready_failed = asyncio.Event()
         self.switch._stream_digest_message = self._on_unread_digest
         self.switch.ee.on(fy.SwitchEvent.CHANNEL_READY, self._on_ready)
         for event in (fy.SwitchEvent.BECOME_PRIMARY, fy.SwitchEvent.BECOME_BACKUP,
@@ -254,9 +258,22 @@ class P4RuntimeSession:
         """finsy's Switch entry under a deadline: it waits for the arbitration answer
         without one (a server that accepts and never answers), and a SYN-dropping
         address takes the kernel's ~2 min of SYN retries."""
+        self._ready_error = None
+        self._ready_failed.clear()
+        entering = asyncio.ensure_future(self.switch.__aenter__())
+        failed = asyncio.ensure_future(self._ready_failed.wait())
         try:
-            await asyncio.wait_for(self.switch.__aenter__(), self.connect_timeout_s)
-        except TimeoutError:     # finsy's __aenter__ cleans up on the cancellation
+            done, _ = await asyncio.wait([entering, failed], timeout=self.connect_timeout_s,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if entering in done:
+                entering.result()
+            else:
+                entering.cancel()            # finsy's __aenter__ cleans up on the cancellation
+                await asyncio.gather(entering, return_exceptions=True)
+                if failed in done and self._ready_error is not None:
+                    raise self._ready_error
+                raise TimeoutError
+        except TimeoutError:
             raise TimeoutError(
                 f"{self.name}: no P4Runtime answer from {self.address} within "
                 f"{self.connect_timeout_s:g} s (connect, arbitration, pipeline)") from None
@@ -264,11 +281,32 @@ class P4RuntimeSession:
             raise SwitchConnectionError(
                 f"{self.name}: P4Runtime at {self.address} failed: "
                 f"{self.explain_error(err)}") from None
-        except ElectionIdInUse:
+        except (ElectionIdInUse, SwitchConnectionError):
             raise
         except RuntimeError as err:      # finsy's arbitration, e.g. its invariants
             raise SwitchConnectionError(f"{self.name}: P4Runtime at {self.address}: "
                                         f"{clip(str(err))}") from None
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise                        # we are being cancelled
+            # finsy cancelled its own tasks after one failed
+            raise SwitchConnectionError(f"{self.name}: P4Runtime at {self.address}: the "
+                                        f"connection failed") from None
+        finally:
+            failed.cancel()
+
+    async def _guarded_ready(self) -> None:
+        """finsy's pipeline step after arbitration (check the cookie or push, when
+        primary), its failure kept for this session instead of finsy's critical log
+        and traceback: _connect and check_connected_stream raise it."""
+        try:
+            await self._finsy_ready()
+        except fy.P4ClientError as err:
+            self._ready_error = SwitchConnectionError(
+                f"{self.name}: P4Runtime at {self.address}: the pipeline check or push "
+                f"failed: {self.explain_error(err)}")
+            self._ready_failed.set()
 
     async def _connect_reader(self) -> None:
         """read_only: a gRPC channel only. P4Runtime serves a Read to any client
@@ -289,8 +327,10 @@ class P4RuntimeSession:
                                              "failed to connect", "connections to all")):
             text += (" (a TLS handshake that failed looks like this: check the CA, the "
                      "client certificate and key, their dates and the server name)")
-        if err.code == fy.GRPCStatusCode.NOT_FOUND and "device" in lowered:
-            text += " (the switch has no such device id: check device_id)"
+        if "device" in lowered and (err.code == fy.GRPCStatusCode.NOT_FOUND
+                                    or "assign device" in lowered):
+            text += (f" (the switch has no device {self.switch.device_id}, or cannot take "
+                     f"it: check device_id)")
         return clip(text, 400)
 
     async def __aexit__(self, *exc: object) -> None:
@@ -342,6 +382,8 @@ class P4RuntimeSession:
 
     def check_connected_stream(self) -> None:
         """SwitchConnectionError once the P4Runtime stream is gone."""
+        if self._ready_error is not None:
+            raise self._ready_error
         if not self.switch.is_up:
             raise SwitchConnectionError(f"{self.name}: lost the P4Runtime connection to "
                                         f"{self.address}")
