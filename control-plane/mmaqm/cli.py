@@ -12,15 +12,19 @@
                                           connection_lost, reconnected, backup_waiting,
                                           became_primary, primary_lost)
       [--reconnect-timeout-s S]           give a lost switch up after S s without a
-                                          connection [never: retry forever]
+                                          working connection [never: retry forever]
+      [--enforce-interval-s 2]            read each switch this often and repair any
+                                          difference from the config (0: only when
+                                          the primary role is regained)
   mmaqm-ctl stats   -c cfg.yaml [--json]  per-port, per-class counters as a table, or
                                           one JSON line per switch (with ingress
-                                          discards); a backup reader: works beside a
-                                          running controller
-  install, run, stats: [--switch NAME]... [--p4info FILE] [--timeout-s 20]
-                       [--election-id N] [--role NAME]  (P4Runtime arbitration; defaults:
-                       run/install 10, stats 1: a backup of the controller)
+                                          discards); reads without arbitrating: works
+                                          beside a running controller, never primary
+  install, run, stats: [--switch NAME]... [--p4info FILE] [--timeout-s 20] [--role NAME]
+                       [--ca-cert FILE] [--cert FILE --key FILE] [--tls-server-name NAME]
   install, run:        [--bmv2-json FILE|DIR]  the pipeline to push
+                       [--election-id N]  (P4Runtime arbitration, default 10; the only
+                       id the controller bids)
 
 A subcommand is required: a bare `mmaqm-ctl` prints the help and exits 2. Options
 may also come before the subcommand (`mmaqm-ctl --config cfg.yaml --p4info P
@@ -35,7 +39,9 @@ again if the switch lost it, tables and policies are reinstalled and the loops
 resume; with --reconnect-timeout-s a switch away that long is given up (exit 1
 once no switch is left; the others go on meanwhile). A `run` whose election id
 is below another controller's waits as its backup and takes over (installs)
-when that one goes; `install` beside a primary exits 1.
+when that one goes; `install` beside a primary exits 1. `run` enforces its
+config: after any moment as a backup, and every --enforce-interval-s, it reads
+the switch and repairs what differs. Ctrl-C exits 130, SIGTERM 143.
 """
 
 from __future__ import annotations

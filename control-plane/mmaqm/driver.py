@@ -22,7 +22,7 @@ from .p4rt.codec import (CounterValue, FlowReport, check_action, describe_error,
 from .p4rt.counters import CounterReads
 from .p4rt.digests import DIGEST_QUEUE_LISTS, FlowReportStream
 from .p4rt.session import (CONNECT_TIMEOUT_S, CONTROLLER_ELECTION_ID, DEFAULT_BMV2_JSON,
-                           DEFAULT_P4INFO, GRPC_WAIT_TIMEOUT_S, READER_ELECTION_ID, REQUEST_TIMEOUT_S,
+                           DEFAULT_P4INFO, GRPC_WAIT_TIMEOUT_S, REQUEST_TIMEOUT_S,
                            TCP_CONNECT_TIMEOUT_S, P4RuntimeSession, PrimaryLostError,
                            SwitchConnectionError, SwitchNotAnswering, TlsConfig,
                            tcp_connect_once, wait_for_grpc)
@@ -35,7 +35,7 @@ class SwitchDriver(TableWrites, CounterReads, FlowReportStream, P4RuntimeSession
 
 
 __all__ = ["CONNECT_TIMEOUT_S", "CONTROLLER_ELECTION_ID", "DEFAULT_BMV2_JSON", "DEFAULT_P4INFO",
-           "DIGEST_QUEUE_LISTS", "GRPC_WAIT_TIMEOUT_S", "READER_ELECTION_ID", "REQUEST_TIMEOUT_S", "SwitchNotAnswering",
+           "DIGEST_QUEUE_LISTS", "GRPC_WAIT_TIMEOUT_S", "REQUEST_TIMEOUT_S", "SwitchNotAnswering",
            "TlsConfig",
            "TCP_CONNECT_TIMEOUT_S", "CounterValue", "FlowReport", "PrimaryLostError",
            "SwitchConnectionError", "SwitchDriver", "check_action", "describe_error",

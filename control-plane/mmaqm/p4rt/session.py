@@ -36,7 +36,6 @@ RPC_TIMEOUT_MARGIN_S = 1.0
 # Election ids (P4Runtime spec "Client Arbitration"): the highest connected one is
 # primary and alone may write; a Read needs none ("Read RPC").
 CONTROLLER_ELECTION_ID = 10    # run, install
-READER_ELECTION_ID = 1         # a tool's backup reader on the stream (below the controller's)
 # stats reads without arbitrating (read_only: no stream, no election id): it never
 # bids to be primary, so it can neither take the role nor move anyone's id.
 
