@@ -22,6 +22,7 @@ import asyncio
 import logging
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -442,3 +443,51 @@ def test_sigterm_to_the_process_group_exits_143_without_a_traceback(
     assert "Traceback" not in stderr and "was destroyed but it is pending" not in stderr, stderr
     assert elapsed < 2
     print(f"SIGTERM to the group: exit 143 after {elapsed:.2f} s")
+
+
+# ---------------------------------------------------------------- small parts
+def test_an_election_id_in_use_is_one_line_naming_the_switch_not_a_lower_bid(
+        tmp_path: Path, p4info_path: Path, device_config: Path) -> None:
+    """finsy bid one lower, up to five times, and then held an id nobody chose."""
+    server = FakeP4RuntimeServer()
+    with serve_in_thread(server) as threaded:
+        path = tmp_path / "cfg.yaml"
+        path.write_text(yaml.safe_dump(_config_data(threaded.server.address)))
+        common = ["-c", str(path), "--p4info", str(p4info_path), "--bmv2-json",
+                  str(device_config), "--timeout-s", "3"]
+        proc = subprocess.Popen([sys.executable, "-m", "mmaqm.cli", "run", *common],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 10
+            while not server.digest_configs:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.02)
+            result = _cli(["install", *common])
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=10)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        "mmaqm-ctl: s1: election id 10 is in use by another client of the switch; choose "
+        "another (--election-id)"), result.stderr
+    assert "Traceback" not in result.stderr
+    assert [a.election_id.low for a in server.arbitrations] == [10, 10]
+
+
+def test_malformed_messages_are_logged_at_most_once_a_second_per_kind(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from mmaqm.p4rt.guard import MalformedCounter
+
+    now = [100.0]
+    counter = MalformedCounter("s1", clock=lambda: now[0])
+    caplog.set_level(logging.WARNING, logger="mmaqm.driver")
+    for step in range(30):                     # 3 s, two kinds, every 0.1 s
+        counter.add("flow report", f"bad {step}")
+        counter.add("arbitration", "\x1b[2J" + "x" * 1000)
+        now[0] += 0.1
+    lines = [r.getMessage() for r in caplog.records]
+    assert counter.counts == {"flow report": 30, "arbitration": 30}
+    assert sum("flow report" in line for line in lines) == 3
+    assert sum("arbitration" in line for line in lines) == 3
+    assert all("\x1b" not in line and len(line) < 400 for line in lines)
+    assert re.search(r"; 2\d so far$", lines[-1]), lines[-1]     # the count so far

@@ -63,6 +63,25 @@ class ElectionIdInUse(RuntimeError):
     """Another client of the switch holds this election id."""
 
 
+class _QuietKnownFailures(logging.Filter):
+    """finsy logs a task that failed with an exception as CRITICAL, with its
+    traceback; an ElectionIdInUse is reported once by the session instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, ElectionIdInUse)
+
+
+_QUIET = _QuietKnownFailures()
+
+
+def quiet_known_failures() -> None:
+    """Install the filter on finsy's logger (idempotent)."""
+    logger = logging.getLogger("finsy")
+    if _QUIET not in logger.filters:
+        logger.addFilter(_QUIET)
+
+
 class FixedElectionArbitrator(Arbitrator):
     """finsy's Arbitrator, bidding only with its own election id (module docstring).
     Arbitration updates are checked (device id, status); a malformed one is counted

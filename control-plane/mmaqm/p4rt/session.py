@@ -20,7 +20,8 @@ from google.protobuf.empty_pb2 import Empty
 from .. import reconcile as R
 from .. import targets
 from .codec import TABLE_POLICY, describe_error, flow_digest_alias, policy_actions_missing
-from .guard import ElectionIdInUse, FixedElectionArbitrator, MalformedCounter, clip
+from .guard import (ElectionIdInUse, FixedElectionArbitrator, MalformedCounter, clip,
+                    quiet_known_failures)
 
 LOG = logging.getLogger("mmaqm.driver")
 
@@ -141,6 +142,7 @@ class P4RuntimeSession:
                                                request_timeout_s + RPC_TIMEOUT_MARGIN_S,
                                                connect_timeout_s + RPC_TIMEOUT_MARGIN_S)
         self.malformed = MalformedCounter(name)
+        quiet_known_failures()
         self.primary_changes = 0         # the primary role lost or regained, since the start
         self._reader: fy.P4Client | None = None     # read_only's channel
         self.address = address
