@@ -88,6 +88,9 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
         self.enforce_interval_s = enforce_interval_s
         self.repairs = 0                 # repairing writes sent (foreign writes undone)
         self._primary_changes = driver.primary_changes   # as of the last install
+        # one port_policy writer at a time: a loop's push, or enforce's read-compare-write
+        # (else enforce could read a push that `pushed` does not hold yet, and undo it)
+        self._write_lock = asyncio.Lock()
         self._init_periods()             # MCDT's period state (algorithms.mcdt_loop)
         # the loops the switch's algorithms run for the whole switch (UPTA's intervals)
         self.loops: dict[str, Any] = {
@@ -140,14 +143,15 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
         """Read the switch, compare with the desired state (the configuration, with
         the loops' current shares and thresholds), write back any difference with
         install's reconcile writes, and log it (`repaired`). Nothing differs:
-        one Read, no write."""
-        current = await self.driver.read_state()
-        plan = R.plan_writes(current, self.desired_state())
-        if plan.writes:
-            await self.driver.apply_writes(plan)
-            self.pushed = {port: self.policy_action(port)
-                           for port in sorted(self.switch.policies)}
-            self._repaired(current, plan, reason)
+        one Read, no write. The port policies wanted are the ones the loops last
+        pushed (`pushed`), so a share or threshold the loops have not pushed yet is
+        not taken for a difference."""
+        async with self._write_lock:
+            current = await self.driver.read_state()
+            plan = R.plan_writes(current, self.desired_state(as_pushed=True))
+            if plan.writes:
+                await self.driver.apply_writes(plan)
+                self._repaired(current, plan, reason)
         return plan
 
     def _repaired(self, current: R.SwitchState, plan: R.WritePlan, reason: str) -> None:
@@ -174,18 +178,22 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
         # still holds the policy this controller has been updating
         self._prepare_periods(port, continues and R.same_policy(self.pushed.get(port), template))
 
-    def desired_state(self) -> R.SwitchState:
+    def desired_state(self, as_pushed: bool = False) -> R.SwitchState:
         """What the switch should hold: the flow digest config, ChIPS's clone
-        sessions, the classifier, the routes, a policy for every configured port."""
+        sessions, the classifier, the routes, a policy for every configured port
+        (as_pushed: the action last pushed, where there is one)."""
         sw = self.switch
+
+        def action(port: int) -> PolicyAction:
+            pushed = self.pushed.get(port) if as_pushed else None
+            return pushed if pushed is not None else self.policy_action(port)
         entries = R.classifier_entries(self.config.classifier.tagged_dscp)
         entries += [R.route_entry(str(r.prefix), r.port, sw.ports[r.port].mac, r.next_hop_mac)
                     for r in sw.routes]
-        entries += [R.policy_entry(port, self.policy_action(port))
-                    for port in sorted(sw.policies)]
+        entries += [R.policy_entry(port, action(port)) for port in sorted(sw.policies)]
         # the range tables that encode each policy on a target that has them
         entries += [e for port in sorted(sw.policies)
-                    for e in self.driver.range_entries(port, self.policy_action(port))]
+                    for e in self.driver.range_entries(port, action(port))]
         if sw.bfd is not None:      # C-UPTA / BFD (upta.p4, docs/upta-plan.md §1.6-1.7)
             entries += R.bfd_entries(sw.bfd)
         # ChIPS's slot sessions (and on Tofino the departure reports' session)
@@ -209,8 +217,9 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
             **{k: v for loop in self.loops.values() for k, v in loop.port_inputs(port).items()})
 
     async def _push(self, port: int, action: PolicyAction) -> None:
-        await self.driver.write_port_policy(port, action)
-        self.pushed[port] = action
+        async with self._write_lock:
+            await self.driver.write_port_policy(port, action)
+            self.pushed[port] = action
 
     def extra_tasks(self) -> list[Any]:
         """Coroutines run() adds beside its own loops: the algorithms' switch loops."""

@@ -491,3 +491,39 @@ def test_malformed_messages_are_logged_at_most_once_a_second_per_kind(
     assert sum("arbitration" in line for line in lines) == 3
     assert all("\x1b" not in line and len(line) < 400 for line in lines)
     assert re.search(r"; 2\d so far$", lines[-1]), lines[-1]     # the count so far
+
+
+def test_share_pushes_are_not_taken_for_foreign_writes(
+        p4info_path: Path, device_config: Path) -> None:
+    """Flows come and go while the periodic check runs every 0.1 s: the D-CBT share
+    pushes are the controller's own, never repaired."""
+    from mmaqm.supervisor import run_switches
+
+    events: list[dict[str, Any]] = []
+
+    async def body() -> None:
+        server = FakeP4RuntimeServer()
+        async with server.run():
+            task = asyncio.create_task(run_switches(
+                parse_config(_config_data(server.address)), p4info=p4info_path,
+                bmv2_json=device_config, event_sink=events.append, enforce_interval_s=0.1))
+            try:
+                while not any(e["event"] == "installed" for e in events):
+                    assert not task.done(), task.result()
+                    await asyncio.sleep(0.01)
+                started = time.monotonic()
+                list_id = 0
+                while time.monotonic() - started < 2.0:
+                    list_id += 1
+                    flows = [{**GOOD, "class_id": list_id % 3, "protocol": 17,
+                              "src_port": 6000 + (list_id % 7)}]
+                    server.send_digest("flow_digest_t", flows, list_id=list_id)
+                    await asyncio.sleep(0.01)
+                assert not task.done()
+            finally:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+    run_async(body(), timeout_s=15)
+    assert sum(e["event"] == "share_push" for e in events) >= 3
+    assert [e for e in events if e["event"] == "repaired"] == []

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from operator import ge
 from collections.abc import AsyncIterator
 
 import finsy as fy
@@ -84,16 +85,17 @@ class FlowReportStream:
                 await switch.write([fy.P4DigestListAck(self.flow_digest, digest_list.list_id)])
                 reports = []
                 for item in digest_list.data:
-                    members = item.struct.members
-                    if len(members) != count or item.WhichOneof("data") != "struct":
+                    members = item.struct.members     # none when the item is not a struct
+                    if len(members) != count:
                         malformed("flow report", f"{item.WhichOneof('data')} of "
                                   f"{len(members)} members, the digest has {count}")
                         continue
-                    m = [from_bytes(member.bitstring, "big") for member in members]
-                    if any(v >= limit for v, limit in zip(m, limits)) \
-                            or m[class_i] not in REPORTED_CLASSES \
-                            or any(member.WhichOneof("data") != "bitstring"
-                                   for member in members):
+                    bitstrings = [member.bitstring for member in members]
+                    m = [from_bytes(b, "big") for b in bitstrings]
+                    # a member that is not a bitstring has an empty one (BMv2 sends
+                    # every member at its full width); a value wider than its member
+                    if not all(bitstrings) or any(map(ge, m, limits)) \
+                            or m[class_i] not in REPORTED_CLASSES:
                         malformed("flow report", _describe(names, members, m))
                         continue
                     reports.append(FlowReport(
