@@ -121,9 +121,9 @@ def test_each_malformed_flow_report_is_dropped_counted_and_the_good_ones_go_on(
     received, counts = run_async(body())
     assert [len(reports) for reports in received] == [1] * 5
     assert all(r.class_id == TAGGED for reports in received for r in reports)
-    assert counts == {"flow report": 5}
+    assert counts == {"malformed flow report": 5}
     lines = [r.message for r in caplog.records if "malformed flow report" in r.message]
-    assert len(lines) == 1 and "s1: dropped a malformed flow report" in lines[0]
+    assert len(lines) == 1 and "s1: dropped from the switch: malformed flow report" in lines[0]
 
 
 def test_read_answers_with_unknown_ids_are_counted_and_left_out(

@@ -87,7 +87,7 @@ class FlowReportStream:
                 for item in digest_list.data:
                     members = item.struct.members     # none when the item is not a struct
                     if len(members) != count:
-                        malformed("flow report", f"{item.WhichOneof('data')} of "
+                        malformed("malformed flow report", f"{item.WhichOneof('data')} of "
                                   f"{len(members)} members, the digest has {count}")
                         continue
                     bitstrings = [member.bitstring for member in members]
@@ -96,7 +96,7 @@ class FlowReportStream:
                     # every member at its full width); a value wider than its member
                     if not all(bitstrings) or any(map(ge, m, limits)) \
                             or m[class_i] not in REPORTED_CLASSES:
-                        malformed("flow report", _describe(names, members, m))
+                        malformed("malformed flow report", _describe(names, members, m))
                         continue
                     reports.append(FlowReport(
                         m[port_i], m[class_i],

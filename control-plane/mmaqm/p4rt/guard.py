@@ -36,8 +36,9 @@ def clip(text: str, limit: int = MAX_DETAIL_CHARS) -> str:
 
 
 class MalformedCounter:
-    """Messages from one switch dropped as malformed, counted per kind; each kind is
-    logged at most once per MALFORMED_LOG_INTERVAL_S (with the count so far)."""
+    """Messages from one switch dropped (malformed, or not asked for), counted per
+    kind; each kind is logged at most once per MALFORMED_LOG_INTERVAL_S (with the
+    count so far)."""
 
     def __init__(self, switch: str, clock: Callable[[], float] = time.monotonic) -> None:
         self.switch = switch
@@ -51,7 +52,7 @@ class MalformedCounter:
         last = self._logged_at.get(kind)
         if last is None or now - last >= MALFORMED_LOG_INTERVAL_S:
             self._logged_at[kind] = now
-            LOG.warning("%s: dropped a malformed %s from the switch (%s); %d so far",
+            LOG.warning("%s: dropped from the switch: %s (%s); %d so far",
                         self.switch, kind, clip(detail), self.counts[kind])
 
     @property

@@ -332,6 +332,9 @@ class P4RuntimeSession:
                                     or "assign device" in lowered):
             text += (f" (the switch has no device {self.switch.device_id}, or cannot take "
                      f"it: check device_id)")
+        elif err.code == fy.GRPCStatusCode.FAILED_PRECONDITION and "pipeline" in lowered:
+            text += (f" (no program on device {self.switch.device_id}: install first, or "
+                     f"check device_id)")
         return clip(text, 400)
 
     async def __aexit__(self, *exc: object) -> None:
