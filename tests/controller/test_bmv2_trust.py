@@ -225,3 +225,20 @@ def test_an_expired_switch_certificate_exits_1_naming_the_switch(
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("mmaqm-ctl: s1: ") and address in last, result.stderr
     assert "Traceback" not in result.stderr
+
+
+# ------------------------------------------------------------------ device id
+def test_a_device_id_bmv2_does_not_have_is_one_line_naming_the_switch(tmp_path: Path) -> None:
+    """BMv2 accepts the arbitration for any device id and refuses the pipeline
+    (`Error when trying to assign device`); it was an uncaught CancelledError."""
+    with B.bmv2(tmp_path, device_id=1) as address:
+        data = _config(address)
+        data["switches"]["s1"]["device_id"] = 2
+        path = _write(tmp_path / "cfg.yaml", data)
+        result = B.ctl(["install", "-c", str(path), *_pipeline(), "--timeout-s", "5"])
+    assert result.returncode == 1, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"mmaqm-ctl: s1: P4Runtime at {address}: the pipeline check or "
+                           f"push failed: "), result.stderr
+    assert last.endswith("(the switch has no device 2, or cannot take it: check device_id)")
+    assert "Traceback" not in result.stderr and "CancelledError" not in result.stderr

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -315,7 +314,9 @@ class P4RuntimeSession:
         to be primary. The first Read is the connection's test."""
         client = fy.P4Client(self.address, self.switch.options.channel_credentials,
                              wait_for_ready=False)
-        await client.open(schema=self.switch.p4info)
+        # the arbitrator only adds the role to a ReadRequest (--role)
+        await client.open(schema=self.switch.p4info,
+                          complete_request=self.switch._arbitrator.complete_request)
         self._reader = client
         self.switch._p4client = client
 
@@ -364,7 +365,8 @@ class P4RuntimeSession:
     def connection_lost(self, exc: BaseException | None = None) -> bool:
         """Whether the P4Runtime stream is gone, or exc says the server is unavailable
         (a request can fail before finsy has noticed that the stream ended) or did not
-        answer within finsy's 10 s (a stopped switch keeps its TCP connections)."""
+        answer within request_timeout_s (a stopped or wedged switch keeps its TCP
+        connections), or the connection failed otherwise (SwitchConnectionError)."""
         if isinstance(exc, SwitchConnectionError):
             return True
         if not self.read_only and not self.switch.is_up:
@@ -440,6 +442,7 @@ class P4RuntimeSession:
                     self.malformed.add(f"read {entity.WhichOneof('entity') or 'entity'}",
                                        f"{type(exc).__name__}: {exc}")
         return result
+
 
 async def wait_for_grpc(address: str, timeout_s: float = GRPC_WAIT_TIMEOUT_S,
                         attempt_timeout_s: float = TCP_CONNECT_TIMEOUT_S, *,
