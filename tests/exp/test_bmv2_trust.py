@@ -1,4 +1,4 @@
-"""On a real simple_switch_grpc (no program, no interfaces, 127.0.0.1, no root):
+"""On a real simple_switch_grpc (no program, no interfaces, 127.0.0.1; no root needed):
 what the controller trusts and what it enforces.
 
 * a foreign `install --election-id 11` under `run` (election id 10) with another
