@@ -41,14 +41,15 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def bmv2(log_dir: Path, grpc_args: Sequence[str] = (), device_id: int = 1) -> Iterator[str]:
+def bmv2(log_dir: Path, grpc_args: Sequence[str] = (), device_id: int = 1,
+         thrift_port: int | None = None) -> Iterator[str]:
     """simple_switch_grpc --no-p4 on a free 127.0.0.1 port; yields its gRPC address
-    once it listens."""
+    once it listens. thrift_port: its Thrift port (simple_switch_CLI) [a free one]."""
     address = f"127.0.0.1:{free_port()}"
     log = (log_dir / f"bmv2-{address.rsplit(':', 1)[1]}.log").open("w")
     proc = subprocess.Popen(
         ["simple_switch_grpc", "--no-p4", "--device-id", str(device_id), "--thrift-port",
-         str(free_port()), "--log-level", "off", "--", "--grpc-server-addr", address,
+         str(thrift_port or free_port()), "--log-level", "off", "--", "--grpc-server-addr", address,
          *grpc_args],
         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -141,6 +142,17 @@ def tls_server_args(certs: Certificates, *, expired: bool = False) -> list[str]:
             "--grpc-server-cert", str(certs.expired_server_cert if expired
                                       else certs.server_cert),
             "--grpc-server-key", str(certs.server_key), "--grpc-server-with-client-auth"]
+
+
+def switch_cli(thrift_port: int, commands: str) -> str:
+    """simple_switch_CLI's output for the commands (BMv2's Thrift: no P4Runtime, no
+    arbitration)."""
+    # run by this Python: the virtualenv has thrift (requirements.in)
+    cli = shutil.which("simple_switch_CLI")
+    assert cli is not None
+    return subprocess.run([sys.executable, cli, "--thrift-port", str(thrift_port)],
+                          input=commands, capture_output=True, text=True, check=True,
+                          timeout=30).stdout
 
 
 def ctl(args: Sequence[str], timeout_s: float = 30) -> subprocess.CompletedProcess[str]:

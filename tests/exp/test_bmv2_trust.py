@@ -147,6 +147,48 @@ def _logged_ns(stderr: str, text: str) -> int:
     return int(stamp.timestamp() * 1e9)
 
 
+def test_a_write_no_arbitration_announced_is_repaired_by_the_periodic_check(
+        tmp_path: Path) -> None:
+    """BMv2's Thrift (simple_switch_CLI) changes port 2's queue limit behind
+    P4Runtime's back: no primary change tells the controller; its periodic read does."""
+    import shutil
+    if shutil.which("simple_switch_CLI") is None:
+        pytest.skip("simple_switch_CLI is not installed")
+    events_path = tmp_path / "events.jsonl"
+    thrift_port = B.free_port()
+    with B.bmv2(tmp_path, thrift_port=thrift_port) as address:
+        ours = _write(tmp_path / "ours.yaml", _config(address, limit=64))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mmaqm.cli", "run", "-c", str(ours), *_pipeline(),
+             "--events-out", str(events_path),
+             "--enforce-interval-s", str(ENFORCE_INTERVAL_S)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            _wait(lambda: any(e["event"] == "installed" for e in _events(events_path)),
+                  "run installed", proc)
+            dump = B.switch_cli(thrift_port, "table_dump port_policy\n")
+            assert dump.count("drop_tail - 40, 11") == 2, dump    # 64 packets, shift 17
+            handle = dump.split("EXACT     0002")[0].rsplit("Dumping entry ", 1)[1].split()[0]
+            B.switch_cli(thrift_port, f"table_modify port_policy drop_tail {int(handle, 16)} "
+                                      f"7 17\n")
+            changed_ns = time.time_ns()
+            _wait(lambda: any(e["event"] == "repaired" for e in _events(events_path)),
+                  "periodic repair", proc, timeout_s=ENFORCE_INTERVAL_S + REPAIR_BOUND_S)
+            [repair] = [e for e in _events(events_path) if e["event"] == "repaired"]
+            assert repair["reason"] == "periodic"
+            assert repair["writes"] == [{"type": "MODIFY", "table": "port_policy",
+                                         "match": {"port": 2},
+                                         "changed": {"queue_limit_pkts": [7, 64]}}]
+            assert _queue_limits(address) == {1: 64, 2: 64}
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=10)
+    latency = (repair["t_ns"] - changed_ns) / 1e9
+    print(f"a Thrift write repaired {latency:.3f} s later (--enforce-interval-s "
+          f"{ENFORCE_INTERVAL_S:g})")
+    assert latency < ENFORCE_INTERVAL_S + 0.5
+
+
 # ------------------------------------------------------------------ TLS
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> B.Certificates:
