@@ -278,8 +278,9 @@ OPTIONS: tuple[Option, ...] = (
            "reconnected, backup_waiting, became_primary, primary_lost)",
            kwargs={"type": Path, "metavar": "FILE.jsonl"}),
     Option(("--reconnect-timeout-s",), ("run",),
-           "give a switch up after this long without a P4Runtime connection once it was "
-           "lost (exit 1 when no switch is left) [never: reconnect forever]",
+           "give a switch up after this long without a working P4Runtime connection "
+           "once it was lost or stopped answering (exit 1 when no switch is left) "
+           "[never: reconnect forever]",
            kwargs={"type": _number_flag(MIN_TIMEOUT_S), "metavar": "S"}),
     Option(("--json",), ("check", "stats"),
            {"check": 'print the result as one JSON object on stdout: {"config", "valid", '
