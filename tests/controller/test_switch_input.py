@@ -322,7 +322,7 @@ def test_a_switch_that_never_answers_fails_after_the_timeout_saying_so(
     last = result.stderr.strip().splitlines()[-1]
     assert last == (f"mmaqm-ctl: s1: the switch at {server.address} did not answer a {rpc} "
                     f"within 1 s (--timeout-s); its connection is up"), result.stderr
-    assert 1.0 <= elapsed < 4.5, elapsed
+    assert 1.0 <= elapsed < 8.0, elapsed      # finsy alone: 10.3 s, whatever the flag
     print(f"{command} against a switch that never answers a {rpc}: exit 1 after "
           f"{elapsed:.2f} s (--timeout-s 1)")
 
@@ -358,7 +358,7 @@ def test_run_counts_a_wedged_switch_toward_the_reconnect_timeout(
     assert "reconnected to" in stderr                  # the connection itself came back
     last = stderr.strip().splitlines()[-1]
     assert "giving up (--reconnect-timeout-s 2)" in last and last.startswith("mmaqm-ctl: s1:")
-    assert 2.0 <= elapsed < 6.0, elapsed
+    assert 2.0 <= elapsed < 10.0, elapsed     # before: never given up
     print(f"run given up {elapsed:.2f} s after its switch wedged (--reconnect-timeout-s 2)")
 
 
@@ -408,7 +408,7 @@ def test_run_repairs_a_foreign_change_within_the_enforce_interval(
     assert repair["reason"] == "periodic"
     assert repair["writes"] == [{"type": "MODIFY", "table": "port_policy", "match": {"port": 2},
                                  "changed": {"queue_limit_pkts": [7, 60]}}]
-    assert latency < 0.3 + 0.2
+    assert latency < 0.3 + 1.0                # an interval, a Read and a Write
     print(f"a foreign change repaired {latency:.3f} s later (--enforce-interval-s 0.3)")
 
 
@@ -441,7 +441,7 @@ def test_sigterm_to_the_process_group_exits_143_without_a_traceback(
             proc.wait()
     assert proc.returncode == 143, stderr
     assert "Traceback" not in stderr and "was destroyed but it is pending" not in stderr, stderr
-    assert elapsed < 2
+    assert elapsed < 5
     print(f"SIGTERM to the group: exit 143 after {elapsed:.2f} s")
 
 
