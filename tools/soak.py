@@ -135,7 +135,7 @@ def final_check(config_path: Path, thrift_ports: dict[str, int]) -> int:
     from mmaqm import p4constants as C
     from mmaqm.blocking import BlockingSwitch
     from mmaqm.config import load_config
-    from mmaqm.driver import READER_ELECTION_ID, SwitchDriver
+    from mmaqm.driver import SwitchDriver
 
     logging.getLogger("finsy").setLevel(logging.ERROR)
     cfg = load_config(config_path)
@@ -145,7 +145,7 @@ def final_check(config_path: Path, thrift_ports: dict[str, int]) -> int:
         regs = parse_register_arrays(cli_lines(thrift, [f"register_read {r}"
                                                         for r in OCCUPANCY_REGISTERS]))
         drv = BlockingSwitch(SwitchDriver(name, sw.p4runtime_addr, device_id=sw.device_id,
-                                          p4info=P4INFO, election_id=READER_ELECTION_ID,
+                                          p4info=P4INFO, read_only=True,
                                           push_pipeline=False, require_primary=False))
         try:
             values = drv.read_counters(("queue_arrivals", "queue_admits", "queue_departures",

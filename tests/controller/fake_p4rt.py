@@ -20,7 +20,11 @@ and adds what the driver needs, the way simple_switch_grpc behaves:
   one table, or one match), digest configs (by id; NOT_FOUND when not configured,
   as simple_switch_grpc) and counters (every index, or the
   ones asked) from ``counters``; clone sessions and multicast groups: none;
-- ``send_digest`` pushes a DigestList on the stream; DigestListAcks are recorded.
+- ``send_digest`` pushes a DigestList on the stream; DigestListAcks are recorded;
+  ``send_stream`` pushes any StreamMessageResponse (malformed ones too);
+- ``extra_read_entities`` are added to every Read's answer (entities the P4Info
+  does not know); an RPC named in ``stalled_rpcs`` ("Write", "Read") is accepted and
+  never answered (a wedged switch).
 
 Entries are decoded for assertions with the raw P4Info (names, ints), not with
 finsy's encoder: a test compares what went over the wire with values worked
@@ -212,6 +216,8 @@ class FakeP4RuntimeServer(P4RuntimeServer):
         self.digest_configs: dict[int, p4r.DigestEntry] = {}
         self.value_sets: dict[int, list] = {}      # value set id -> members [(field, bytes)]
         self.counters: dict[str, dict[int, tuple[int, int]]] = {}   # name -> index -> (pkts, bytes)
+        self.extra_read_entities: list[p4r.Entity] = []
+        self.stalled_rpcs: set[str] = set()
 
     @property
     def address(self) -> str:
@@ -311,6 +317,18 @@ class FakeP4RuntimeServer(P4RuntimeServer):
         self._send(p4r.StreamMessageResponse(digest=p4r.DigestList(
             digest_id=digest.preamble.id, list_id=list_id, data=data,
             timestamp=time.time_ns())))
+
+    def send_stream(self, response: p4r.StreamMessageResponse) -> None:
+        """Push any message to the primary's stream, as it is (call on the server's loop)."""
+        self._send(response)
+
+    def notify_arbitration(self) -> None:
+        """Tell every client who is primary again (the truth after forged updates)."""
+        self._notify_all()
+
+    async def _stall(self, rpc: str) -> None:
+        if rpc in self.stalled_rpcs:
+            await asyncio.Event().wait()          # accepted, never answered
 
     # ---- gRPC plumbing ------------------------------------------------
     def _create_server(self) -> grpc.aio.Server:
@@ -440,6 +458,7 @@ class FakeP4RuntimeServer(P4RuntimeServer):
 
     async def Write(self, request, context):  # type: ignore[override]
         self.write_requests.append(request)
+        await self._stall("Write")
         await self._check_primary(request, context)
         await self._check_pipeline(request, context)
         errors = []
@@ -543,6 +562,7 @@ class FakeP4RuntimeServer(P4RuntimeServer):
 
     async def Read(self, request, context):  # type: ignore[override]
         self.read_requests.append(request)
+        await self._stall("Read")
         await self._check_pipeline(request, context)
         entities: list[p4r.Entity] = []
         try:
@@ -563,7 +583,7 @@ class FakeP4RuntimeServer(P4RuntimeServer):
                     raise _P4Error(rpc_code.UNIMPLEMENTED, f"fake: cannot read {kind}")
         except _P4Error as err:
             await context.abort(_grpc_code(err.code), err.message)
-        yield p4r.ReadResponse(entities=entities)
+        yield p4r.ReadResponse(entities=entities + self.extra_read_entities)
 
     def _read_table_entries(self, wanted: p4r.TableEntry) -> list[p4r.Entity]:
         result = []

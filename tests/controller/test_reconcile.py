@@ -161,3 +161,23 @@ def test_same_policy_ignores_the_epoch_and_what_the_loops_change() -> None:
     assert R.same_policy(mcdt, mcdt.with_params(tcp_th_pkts=5, policy_epoch=2))
     assert not R.same_policy(mcdt, mcdt.with_params(queue_limit_pkts=99))
     assert not R.same_policy(None, RED) and not R.same_policy(RED, None)
+
+
+def test_describe_writes_names_the_entity_and_the_changed_parameters() -> None:
+    old = R.TableEntry.make(R.TABLE_POLICY, {"port": 2}, "drop_tail",
+                            {"queue_limit_pkts": 7, "flow_epoch_shift": 17})
+    new = R.TableEntry.make(R.TABLE_POLICY, {"port": 2}, "drop_tail",
+                            {"queue_limit_pkts": 64, "flow_epoch_shift": 17})
+    route = R.route_entry("10.0.2.0/24", 2, "02:00:00:00:00:02", "02:00:00:02:00:01")
+    stray = R.TableEntry.make(R.TABLE_POLICY, {"port": 5}, "drop_tail",
+                              {"queue_limit_pkts": 9, "flow_epoch_shift": 17})
+    current = R.SwitchState(entries=(old, stray))
+    desired = R.SwitchState(clone_sessions=(R.cut_in_slot_session(3),), entries=(new, route))
+    plan = R.plan_writes(current, desired)
+    assert R.describe_writes(current, plan) == [
+        {"type": "INSERT", "CloneSession": R.cut_in_slot_session(3).key},
+        {"type": "MODIFY", "table": "port_policy", "match": {"port": 2},
+         "changed": {"queue_limit_pkts": [7, 64]}},
+        {"type": "INSERT", "table": "ipv4_lpm", "match": {"ipv4_dst": [0x0A000200, 24]}},
+        {"type": "DELETE", "table": "port_policy", "match": {"port": 5}},
+    ]

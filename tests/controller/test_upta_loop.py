@@ -45,6 +45,8 @@ def config(mode: str = "B") -> Any:
 
 
 class FakeDriver:
+    primary_changes = 0           # the primary role never changes hands here
+
     def __init__(self) -> None:
         self.counters: dict[int, CounterValue] = {}
         self.states: dict[int, int] = {}
