@@ -124,6 +124,7 @@ struct policy_params_t {
     pkts_t         tcp_th_pkts;
     pkts_t         tagged_th_pkts;
     pkts_t         untagged_th_pkts;
+    bit<8>         mcdt_mode;           // 0 = mode A, MCDT_MODE_B, MCDT_MODE_C
     // FRED (fred.p4); also the RED family's thresholds, slope, weight and idle decay
     pkts_t         minq_pkts;           // a flow below max(minq, avgcq) is never dropped early
     bit<32>        fred_slot_mask;      // flow slots on the port - 1 (2^k - 1 < FRED_SLOTS_PER_PORT)
