@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 MUTANTS_YAML = REPO / "tools" / "mutants.yaml"
 DEFAULT_OUT = REPO / "docs" / "results" / "mutants.md"
 WORK = Path(os.environ.get("MMAQM_MUTANT_DIR", "/tmp/mmaqm-mutant"))
-NETNS = "mmaqm-mutant"
+NETNS = os.environ.get("MMAQM_MUTANT_NETNS", "mmaqm-mutant")   # one per concurrent runner
 TEST_TIMEOUT_S = 900
 
 
