@@ -39,7 +39,7 @@ Choices where the paper is silent or ambiguous (each repeated where it applies):
     sum_c T5_c + S R = B. (The alternative, alpha_c > 0, would make TCP active
     whenever tagged or untagged packets arrive, through eq. 6.)
   * **No arrival at all** (S = 0, R undefined): the thresholds stay as they are.
-  * **Before the first update** every class's threshold is B (mode A is then
+  * **Before the first update** every class's threshold is B (every mode is then
     drop-tail) and that B is the T_c,last of the first update.
   * **"Exceeds"**: a packet is dropped when the class's logical queue length
     before it (the paper tests before "Enque") is > T_c, so a class holds at
