@@ -391,6 +391,12 @@ control TnaAqm(inout headers_t hdr, inout tna_report_h report, inout tna_ingress
         // ingress test (so its port has a policy: TnaPortPolicy's parameters)
         if (!md.is_report) {
             scale_policy_counts.apply();
+#ifdef MMAQM_TNA_MCDT
+            // mode C's sum of thresholds needs only the policy: here, beside the
+            // occupancy registers' stages (Tofino 1 keeps the tables' order)
+            mcdt_sum.apply();
+            mcdt_sum_scaled.apply();
+#endif
 #if !defined(MMAQM_TNA_FRED) && !defined(MMAQM_TNA_UPTA)
             flow_report.apply(hdr, md, ig_dprsr_md);
 #endif
@@ -441,8 +447,6 @@ control TnaAqm(inout headers_t hdr, inout tna_report_h report, inout tna_ingress
             // (modes A and C: the class's count; B: the whole queue); in mode C
             // only while the queue holds the thresholds' sum
             mcdt_excess.apply();
-            mcdt_sum.apply();
-            mcdt_sum_scaled.apply();
             mcdt_room.apply();
             if (md.excess[31:16] != 0) {
                 if (md.base.policy.mcdt_mode != MCDT_MODE_C || md.mcdt_room_scaled == 0) {
