@@ -437,7 +437,7 @@ def test_install_of_an_mcdt_policy_writes_thresholds_at_the_queue_limit(
     entry.params.pop("policy_epoch")
     assert (entry.match, entry.action, entry.params) == ({"port": 2}, "mcdt", {
         "queue_limit_pkts": 100, "flow_epoch_shift": 17, "tcp_th_pkts": 100,
-        "tagged_th_pkts": 100, "untagged_th_pkts": 100})
+        "tagged_th_pkts": 100, "untagged_th_pkts": 100, "mcdt_mode": 0})
 
 
 # ---------------------------------------------------- stats beside a running controller

@@ -622,7 +622,8 @@ MCDT_CONFIG: dict[str, Any] = {
 # Before the first update every class's threshold is B = 100 packets.
 MCDT_INSTALLED = PolicyAction("mcdt", {**COMMON, "queue_limit_pkts": 100,
                                        "policy_epoch": MCDT_EPOCH, "tcp_th_pkts": 100,
-                                       "tagged_th_pkts": 100, "untagged_th_pkts": 100})
+                                       "tagged_th_pkts": 100, "untagged_th_pkts": 100,
+                                       "mcdt_mode": 0})     # mode A, the default
 # Port 2: class index 2 * 4 + class -> 8 (TCP), 9 (tagged), 10 (untagged).
 MCDT_INDEXES = [8, 9, 10]
 MCDT_READ = ("read_counter_indexes", {"queue_arrivals": MCDT_INDEXES,
@@ -638,8 +639,12 @@ def mcdt_counters(arrivals: tuple[int, int, int], admits: tuple[int, int, int],
                                  ("queue_departures", departures))}
 
 
-def mcdt_controller(driver: FakeDriver, **kwargs: Any) -> SwitchController:
-    cfg = parse_config(MCDT_CONFIG)
+def mcdt_controller(driver: FakeDriver, mode: str | None = None,
+                    **kwargs: Any) -> SwitchController:
+    raw = copy.deepcopy(MCDT_CONFIG)
+    if mode is not None:
+        raw["switches"]["s1"]["policies"][MCDT_PORT]["mcdt_mode"] = mode
+    cfg = parse_config(raw)
     return SwitchController(cfg, cfg.switches["s1"], driver,  # type: ignore[arg-type]
                             clock_ms=Clock(), **kwargs)
 
@@ -1140,3 +1145,24 @@ def test_a_primary_that_loses_the_role_waits_as_backup_and_takes_it_back(
     kinds = [e["event"] for e in events if e["event"] != "share_push"]
     assert kinds == ["installed", "primary_lost", "backup_waiting", "became_primary",
                      "installed"]
+
+
+@pytest.mark.parametrize("mode, code", [("B", 1), ("C", 2)])
+def test_mcdt_period_keeps_the_mode(mode: str, code: int) -> None:
+    """The modes share eqs. 5-10 (mcdt §II.2): a period of a mode-B or mode-C port
+    pushes the same thresholds as mode A's first period (59, 59, 41, worked out
+    above), with the port's mcdt_mode installed and kept."""
+    async def body() -> tuple[FakeDriver, SwitchController]:
+        driver = FakeDriver(counters=mcdt_counters((100, 50, 20), (90, 45, 20), (90, 45, 20)))
+        controller = mcdt_controller(driver, mode=mode)
+        await controller.install()
+        del driver.calls[:]
+        driver.counters = mcdt_counters((110, 70, 25), (98, 63, 25), (94, 45, 17))
+        assert await controller.mcdt_update(2) is True
+        return driver, controller
+
+    driver, controller = run_async(body())
+    want = MCDT_INSTALLED.with_params(tcp_th_pkts=59, tagged_th_pkts=59, untagged_th_pkts=41,
+                                      mcdt_mode=code)
+    assert driver.calls == [MCDT_READ, ("write_port_policy", 2, want)]
+    assert controller.pushed[2] == want

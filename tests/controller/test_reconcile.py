@@ -157,9 +157,10 @@ def test_same_policy_ignores_the_epoch_and_what_the_loops_change() -> None:
     assert not R.same_policy(cbt, cbt.with_params(untagged_th_scaled=3))   # static for CBT
     mcdt = PolicyAction("mcdt", {"queue_limit_pkts": 100, "flow_epoch_shift": 17,
                                  "policy_epoch": 1, "tcp_th_pkts": 100, "tagged_th_pkts": 100,
-                                 "untagged_th_pkts": 100})
+                                 "untagged_th_pkts": 100, "mcdt_mode": 0})
     assert R.same_policy(mcdt, mcdt.with_params(tcp_th_pkts=5, policy_epoch=2))
     assert not R.same_policy(mcdt, mcdt.with_params(queue_limit_pkts=99))
+    assert not R.same_policy(mcdt, mcdt.with_params(mcdt_mode=1))   # the mode is static
     assert not R.same_policy(None, RED) and not R.same_policy(RED, None)
 
 
