@@ -73,7 +73,7 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
         self.clock_ms = clock_ms
         self.flows = ActiveFlowTable(config.active_flows.max_flows)
         # Report times: the switch's clock mapped to clock_ms (flows.SwitchClock).
-        self.switch_clock = SwitchClock()
+        self.switch_clock = SwitchClock(modulus_us=driver.target.report_ts_modulus_us)
         self.flow_reports = 0            # reports received since the start
         self.report_age_max_ms = 0.0     # the oldest report handled since the last sample
         self._report_ages: deque[tuple[float, float]] = deque()   # (handled at, oldest age)

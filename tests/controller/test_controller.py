@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from mmaqm.targets.v1model import TARGET as V1MODEL_TARGET
+
 from fake_p4rt import run_async
 from mmaqm.algorithms import fred, mcdt
 from mmaqm.config import Config, ConfigError, parse_config
@@ -83,6 +85,7 @@ class FakeDriver:
 
     flow_digest = R.DIGEST_FLOW
     primary_changes = 0           # the primary role never changes hands here
+    target = V1MODEL_TARGET        # a v1model program
 
     def clone_sessions(self, cut_in_ports) -> list:      # a v1model program
         return [R.cut_in_slot_session(p) for p in cut_in_ports]

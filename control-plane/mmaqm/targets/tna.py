@@ -259,6 +259,7 @@ TNA_REPORT_COPY_BYTES = 64
 
 
 TNA_TS_UNIT_NS = 1024   # flow_report_tna.p4: ingress_ts_us counts bits 41..10 of the ns clock
+TNA_TS_WIDTH_BITS = 32  # ... in a bit<32> (it wraps every 73.3 minutes)
 
 
 def tna_ts_to_us(ts_1024ns: int) -> int:
@@ -520,6 +521,9 @@ class Tna(Target):
 
     def ts_to_us(self, ts: int) -> int:
         return tna_ts_to_us(ts)
+
+    # the report's bit<32> of 1.024 us units wraps every 2^32 * 1.024 us (73.3 min)
+    report_ts_modulus_us: ClassVar[float] = (1 << TNA_TS_WIDTH_BITS) * TNA_TS_UNIT_NS / 1000
 
 
 TARGET = Tna()
