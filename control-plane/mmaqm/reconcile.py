@@ -230,11 +230,16 @@ def bfd_entries(bfd) -> list[TableEntry]:      # config.BfdConfig
     return entries
 
 
+# A clone session's replica instance. P4Runtime leaves its meaning to the target;
+# Stratum accepts only 0 in a clone session (and a non-zero egress port), BMv2 any.
+CLONE_REPLICA_INSTANCE = 0
+
+
 def cut_in_slot_session(port: int) -> CloneSession:
     """ChIPS's FIFO slot clones of one port (chips.p4): session
     CHIPS_CLONE_SESSION_BASE + port replicates to the port itself."""
     check_port(port)
-    return CloneSession(C.CHIPS_CLONE_SESSION_BASE + port, ((port, 1),))
+    return CloneSession(C.CHIPS_CLONE_SESSION_BASE + port, ((port, CLONE_REPLICA_INSTANCE),))
 
 
 def flow_digest_config(max_list_size: int = 64, max_timeout_ms: int = 10, *,

@@ -194,7 +194,8 @@ class FakeP4RuntimeServer(P4RuntimeServer):
 
     def __init__(self, *, device_id: int = 1, p4info: p4i.P4Info | None = None,
                  other_primary_election_id: int | None = None,
-                 answer_arbitration: bool = True, port: int = 0) -> None:
+                 answer_arbitration: bool = True, port: int = 0,
+                 stratum_rules: bool = False) -> None:
         super().__init__("127.0.0.1:0")
         self.device_id = device_id
         self.port = port            # 0: a free one; another: a restarted switch's
@@ -215,6 +216,11 @@ class FakeP4RuntimeServer(P4RuntimeServer):
         self.entries: dict[TableKey, p4r.TableEntry] = {}
         self.digest_configs: dict[int, p4r.DigestEntry] = {}
         self.value_sets: dict[int, list] = {}      # value set id -> members [(field, bytes)]
+        self.clone_sessions: dict[int, p4r.CloneSessionEntry] = {}
+        # stratum_rules: refuse what Stratum refuses (its P4Runtime server): a clone
+        # session replica with an instance other than 0 or egress port 0, and any
+        # parser value set write (UNIMPLEMENTED).
+        self.stratum_rules = stratum_rules
         self.counters: dict[str, dict[int, tuple[int, int]]] = {}   # name -> index -> (pkts, bytes)
         self.extra_read_entities: list[p4r.Entity] = []
         self.stalled_rpcs: set[str] = set()
@@ -482,7 +488,15 @@ class FakeP4RuntimeServer(P4RuntimeServer):
         elif kind == "digest_entry":
             self._apply_digest_entry(update.type, update.entity.digest_entry)
         elif kind == "value_set_entry":
+            if self.stratum_rules:
+                raise _P4Error(rpc_code.UNIMPLEMENTED, "Stratum: value sets are not supported")
             self._apply_value_set_entry(update.type, update.entity.value_set_entry)
+        elif kind == "packet_replication_engine_entry" and \
+                update.entity.packet_replication_engine_entry.WhichOneof("type") == \
+                "clone_session_entry":
+            self._apply_clone_session(update.type,
+                                      update.entity.packet_replication_engine_entry
+                                      .clone_session_entry)
         else:
             raise _P4Error(rpc_code.UNIMPLEMENTED, f"fake: cannot write {kind}")
 
@@ -560,6 +574,27 @@ class FakeP4RuntimeServer(P4RuntimeServer):
             stored.CopyFrom(entry)
             self.digest_configs[entry.digest_id] = stored
 
+    def _apply_clone_session(self, kind: int, entry: p4r.CloneSessionEntry) -> None:
+        if self.stratum_rules:
+            for r in entry.replicas:
+                port = int.from_bytes(r.port, "big") if r.port else r.egress_port
+                if r.instance != 0:
+                    raise _P4Error(rpc_code.INVALID_ARGUMENT, f"Stratum: clone session "
+                                   f"{entry.session_id}: replica instance must be 0")
+                if port == 0:
+                    raise _P4Error(rpc_code.INVALID_ARGUMENT, f"Stratum: clone session "
+                                   f"{entry.session_id}: egress port 0")
+        if kind == p4r.Update.DELETE:
+            if self.clone_sessions.pop(entry.session_id, None) is None:
+                raise _P4Error(rpc_code.NOT_FOUND, f"no clone session {entry.session_id}")
+            return
+        if (kind == p4r.Update.INSERT) == (entry.session_id in self.clone_sessions):
+            raise _P4Error(rpc_code.ALREADY_EXISTS if kind == p4r.Update.INSERT
+                           else rpc_code.NOT_FOUND, f"clone session {entry.session_id}")
+        stored = p4r.CloneSessionEntry()
+        stored.CopyFrom(entry)
+        self.clone_sessions[entry.session_id] = stored
+
     async def Read(self, request, context):  # type: ignore[override]
         self.read_requests.append(request)
         await self._stall("Read")
@@ -578,6 +613,13 @@ class FakeP4RuntimeServer(P4RuntimeServer):
                         raise _P4Error(rpc_code.NOT_FOUND, f"Digest "
                                        f"{wanted.digest_entry.digest_id} not configured")
                     entities.append(p4r.Entity(digest_entry=stored))
+                elif kind == "packet_replication_engine_entry" and \
+                        wanted.packet_replication_engine_entry.WhichOneof("type") == \
+                        "clone_session_entry":
+                    entities += [p4r.Entity(packet_replication_engine_entry=
+                                            p4r.PacketReplicationEngineEntry(
+                                                clone_session_entry=e))
+                                 for _, e in sorted(self.clone_sessions.items())]
                 elif kind not in ("packet_replication_engine_entry", "action_profile_member",
                                   "action_profile_group"):   # none in this program
                     raise _P4Error(rpc_code.UNIMPLEMENTED, f"fake: cannot read {kind}")

@@ -43,7 +43,7 @@ def test_the_entries_are_finsys_decoded_form() -> None:
                                     (("class_id", 0),), 100)
     assert EF_RULE.match == (("dscp", (46, 0x3F)), ("ip_proto", (17, 0xFF)))
     assert EF_RULE.priority == 50 and dict(EF_RULE.params) == {"class_id": 1}
-    assert SESSION_2 == R.CloneSession(102, ((2, 1),))
+    assert SESSION_2 == R.CloneSession(102, ((2, 0),))
     assert DIGEST == R.DigestConfig("flow_digest_t", 64, 10_000_000, 1_000_000_000)
     assert INSTALLED.port_policies() == {1: DROP_TAIL, 2: CHIPS}
 
