@@ -142,8 +142,8 @@ def test_a_linked_run_must_hold_its_evidence(tmp_path) -> None:
     errors, _ = check_results.check_evidence("docs/results/done/ docs/results/gone/", results,
                                              {"done": check_results.Run("done")},
                                              legacy={"done": "old"})
-    assert errors == ["done is complete: remove it from LEGACY_RUNS",
-                      "README.md links docs/results/gone/, which does not exist"]
+    assert errors == ["README.md links docs/results/gone/, which does not exist",
+                      "done is complete: remove it from LEGACY_RUNS"]
 
 
 def test_counters_that_do_not_back_the_summary_are_an_error(tmp_path) -> None:
