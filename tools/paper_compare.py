@@ -383,6 +383,22 @@ def m_bw_delay_to_match_s(runs: Summaries, algorithm: str, baseline: str, cls: s
     raise CompareError(f"{algorithm}: variation never falls to {baseline}'s")
 
 
+def m_queue_mean_pkts(runs: Summaries, algorithm: str, phase: str) -> str:
+    """The bottleneck's time-average queue in a phase, packets (counters, every 100 ms)."""
+    q = _summary(runs, algorithm)["switch"]["occupancy"]["mean_pkts_by_phase"][phase]["total"]
+    return f"{float(q):.1f} pkts"
+
+
+def m_tagged_delay_variance_ms2(runs: Summaries, algorithm: str) -> str:
+    """The tagged class's one-way delay variance over the run (dcbt §4's jitter measure)."""
+    return f"{float(_phase(runs, algorithm, 'run')['udp_class']['TAGGED']['variance_ms2']):.1f} ms²"
+
+
+def m_tagged_jitter_ms(runs: Summaries, algorithm: str) -> str:
+    """The tagged flows' mean RFC 3550 jitter over the run."""
+    return f"{float(_phase(runs, algorithm, 'run')['udp_class']['TAGGED']['jitter_ms_mean']):.2f} ms"
+
+
 METRICS: dict[str, Metric] = {
     "bw_variation_kbps": m_bw_variation_kbps,
     "flow_mean_kbps": m_flow_mean_kbps,
@@ -414,6 +430,9 @@ METRICS: dict[str, Metric] = {
     "video_hop_loss_pct": m_video_hop_loss_pct,
     "video_e2e_loss_pct": m_video_e2e_loss_pct,
     "video_hop_q_pct": m_video_hop_q_pct,
+    "queue_mean_pkts": m_queue_mean_pkts,
+    "tagged_delay_variance_ms2": m_tagged_delay_variance_ms2,
+    "tagged_jitter_ms": m_tagged_jitter_ms,
     "bw_variation_unsmoothed_kbps": m_bw_variation_unsmoothed_kbps,
     "bw_delay_to_match_s": m_bw_delay_to_match_s,
 }
@@ -750,6 +769,77 @@ def check_words(text: str, page: str, computed: Mapping[str, str], write: bool =
     return text, problems
 
 
+# ------------------------------------------------------------ tables of run values
+# docs/run-tables.yaml: the tables of measured values that are not paper comparisons (the
+# README's headline, per-run detail tables of the experiment pages). Each sits between
+# <!-- run-table:NAME --> markers and must equal its rendering, as the paper tables do.
+# NAME: {runs: [...], corner: "...", columns: [{header, args}], rows: [{label, args}],
+#        decimals: N (optional)}; a cell is the metric of row args updated by column args,
+#        in every run, joined by " / "; `decimals` reformats each number.
+RUN_TABLES = REPO / "docs" / "run-tables.yaml"
+
+
+def _decimals(text: str, nd: Optional[int]) -> str:
+    if nd is None:
+        return text
+    return NUMBER.sub(lambda m: _like(m.group(0).split(".")[0] + ("." + "0" * nd if nd else ""),
+                                      float(m.group(0).replace(" ", "").replace("−", "-"))),
+                      text)
+
+
+def render_run_table(table: Mapping[str, Any], results: Path = RESULTS,
+                     base: str = "docs/results") -> str:
+    loaded = {r: load_run(results, r) for r in table["runs"]}
+    lines = ["| " + " | ".join([table.get("corner", "")] + [c["header"] for c in table["columns"]])
+             + " |", "|---" + "|---:" * len(table["columns"]) + "|"]
+    for row in table["rows"]:
+        nd = row.get("decimals", table.get("decimals"))
+        cells = []
+        for col in table["columns"]:
+            spec = {**row.get("args", {}), **col.get("args", {})}
+            if "text" in spec:
+                cells.append(str(spec["text"]))
+                continue
+            cells.append(" / ".join(_decimals(value(loaded[r], spec), nd) for r in table["runs"]))
+        lines.append("| " + " | ".join([row["label"]] + [_cell(c) for c in cells]) + " |")
+    lines += ["", "Data: " + ", ".join(f"[docs/results/{n}/]({base}/{n}/)" for n in table["runs"])
+              + " (`docs/run-tables.yaml`, rendered by `tools/paper_compare.py`)."]
+    return "\n".join(lines)
+
+
+def _run_table_re(name: str) -> "re.Pattern[str]":
+    return re.compile(rf"(<!-- run-table:{re.escape(name)} -->\n)(.*?)(\n<!-- /run-table:"
+                      rf"{re.escape(name)} -->)", re.S)
+
+
+def process_run_tables(texts: Mapping[Path, str], tables: Mapping[str, Any], results: Path,
+                       write: bool) -> tuple[dict[Path, str], list[str]]:
+    """Each run table re-rendered in the one page that holds its markers."""
+    out, problems = dict(texts), []
+    for name, table in tables.items():
+        holders = [p for p, t in out.items() if f"<!-- run-table:{name} -->" in t]
+        if len(holders) != 1:
+            problems.append(f"run table {name}: its markers must be in exactly one page, found "
+                            f"in {len(holders)}")
+            continue
+        page = holders[0]
+        try:
+            rendered = render_run_table(table, results, link_base(page, results))
+        except (CompareError, OSError, ValueError, KeyError) as e:
+            problems.append(f"run table {name}: {e}")
+            continue
+        m = _run_table_re(name).search(out[page])
+        if not m:
+            problems.append(f"run table {name}: malformed markers in {_page_name(page)}")
+        elif m.group(2) != rendered:
+            if write:
+                out[page] = out[page][:m.start(2)] + rendered + out[page][m.end(2):]
+            else:
+                problems.append(f"run table {name}: the table in {_page_name(page)} differs "
+                                f"from its data; run 'python tools/paper_compare.py --write'")
+    return out, problems
+
+
 def _marker_re(name: str) -> re.Pattern[str]:
     return re.compile(rf"(<!-- paper-compare:{re.escape(name)} -->\n)(.*?)(\n<!-- /paper-compare:"
                       rf"{re.escape(name)} -->)", re.S)
@@ -817,6 +907,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                          "but docs/results)")
     ap.add_argument("--spec", type=Path, default=SPEC)
     ap.add_argument("--results", type=Path, default=RESULTS)
+    ap.add_argument("--run-tables", type=Path, default=RUN_TABLES)
     ap.add_argument("--write", action="store_true", help="rewrite the tables in their pages")
     a = ap.parse_args(argv)
     try:   # the controller's strict loader: a duplicated key is an error, not "last wins"
@@ -826,6 +917,16 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 2
     texts = {page: page.read_text() for page in (a.pages or default_pages())}
     by_page, problems = locate(spec, texts)
+    try:
+        tables = load_yaml(a.run_tables.read_text(), source=str(a.run_tables)) or {} \
+            if a.run_tables.is_file() else {}
+    except ValueError as err:
+        print(f"paper_compare: {err}", file=sys.stderr)
+        return 2
+    new_texts, run_table_problems = process_run_tables(texts, tables, a.results, a.write)
+    problems += run_table_problems
+    texts_before = texts
+    texts = new_texts
     new_texts = dict(texts)
     for page, part in by_page.items():
         new, page_problems = process(texts[page], part, a.results, a.write,
@@ -844,7 +945,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         else:
             new, word_problems = check_words(text, _page_name(page), computed, a.write)
         problems += word_problems
-        if a.write and new != texts[page]:
+        if a.write and new != texts_before[page]:
             page.write_text(new)
             print(f"paper_compare: rewrote {_page_name(page)}")
     for p in problems:

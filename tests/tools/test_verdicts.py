@@ -182,3 +182,27 @@ def test_every_paper_table_and_measured_figure_has_a_row(evaluated) -> None:
         for r in rows.values():
             if r["verdict"] == "declined":
                 assert len(r["row"]["declined"]) > 40, r["row"]["id"]   # a reason, not a word
+
+
+# ------------------------------------------------------------ tables of run values
+def test_the_run_tables_match_their_data_and_a_hand_edit_is_caught(tmp_path) -> None:
+    tables = yaml.safe_load(pc.RUN_TABLES.read_text())
+    assert {"headline", "dcbt-delay", "feng-4tcp", "feng-mm"} <= set(tables)
+    readme = REPO / "README.md"
+    text = readme.read_text()
+    out, problems = pc.process_run_tables({readme: text}, {"headline": tables["headline"]},
+                                          pc.RESULTS, write=False)
+    assert problems == [] and out[readme] == text
+    row = next(line for line in text.splitlines() if line.startswith("| Jain's fairness index"))
+    edited = text.replace(row, row.replace("| 0.32 |", "| 0.33 |", 1))
+    assert edited != text
+    _, problems = pc.process_run_tables({readme: edited}, {"headline": tables["headline"]},
+                                        pc.RESULTS, write=False)
+    assert problems == ["run table headline: the table in README.md differs from its data; "
+                        "run 'python tools/paper_compare.py --write'"]
+    out, problems = pc.process_run_tables({readme: edited}, {"headline": tables["headline"]},
+                                          pc.RESULTS, write=True)
+    assert problems == [] and out[readme] == text
+    _, problems = pc.process_run_tables({readme: "no markers"}, {"headline": tables["headline"]},
+                                        pc.RESULTS, write=False)
+    assert problems == ["run table headline: its markers must be in exactly one page, found in 0"]
