@@ -802,6 +802,13 @@ def render_run_table(table: Mapping[str, Any], results: Path = RESULTS,
                 continue
             cells.append(" / ".join(_decimals(value(loaded[r], spec), nd) for r in table["runs"]))
         lines.append("| " + " | ".join([row["label"]] + [_cell(c) for c in cells]) + " |")
+    used = {spec.get("algorithm") for row in table["rows"] for col in table["columns"]
+            for spec in [{**row.get("args", {}), **col.get("args", {})}]}
+    warned = [f"⚠ {r} {a}: {len(s['warnings'])} validity warning"
+              f"{'s' if len(s['warnings']) != 1 else ''}"
+              for r in table["runs"] for a, s in loaded[r].items()
+              if a in used and s.get("warnings")]
+    lines += ["", "; ".join(warned) + "."] if warned else []
     lines += ["", "Data: " + ", ".join(f"[docs/results/{n}/]({base}/{n}/)" for n in table["runs"])
               + " (`docs/run-tables.yaml`, rendered by `tools/paper_compare.py`)."]
     return "\n".join(lines)

@@ -206,3 +206,13 @@ def test_the_run_tables_match_their_data_and_a_hand_edit_is_caught(tmp_path) -> 
     _, problems = pc.process_run_tables({readme: "no markers"}, {"headline": tables["headline"]},
                                         pc.RESULTS, write=False)
     assert problems == ["run table headline: its markers must be in exactly one page, found in 0"]
+
+
+def test_a_run_table_marks_the_runs_with_validity_warnings() -> None:
+    table = {"runs": ["upta-s4-20261125", "upta-s1-20261125"], "corner": "",
+             "columns": [{"header": "τ", "args": {"fn": "tcp_mbps"}}],
+             "rows": [{"label": "fair share", "args": {"algorithm": "FAIR_SHARE"}}]}
+    text = pc.render_run_table(table)
+    assert "| fair share | 0.806 Mbit/s / 1.532 Mbit/s |" in text
+    assert "⚠ upta-s4-20261125 FAIR_SHARE: 2 validity warnings." in text
+    assert "upta-s1-20261125 FAIR_SHARE:" not in text
