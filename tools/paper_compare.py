@@ -399,6 +399,46 @@ def m_tagged_jitter_ms(runs: Summaries, algorithm: str) -> str:
     return f"{float(_phase(runs, algorithm, 'run')['udp_class']['TAGGED']['jitter_ms_mean']):.2f} ms"
 
 
+def m_class_queue_pkts(runs: Summaries, algorithm: str, phase: str, cls: str) -> str:
+    """A class's time-average queue at the bottleneck in a phase, packets (counters)."""
+    occ = _summary(runs, algorithm)["switch"]["occupancy"]["mean_pkts_by_phase"][phase]
+    return f"{float(occ[cls]):.1f} pkts"
+
+
+def m_class_drop_reason_pct(runs: Summaries, algorithm: str, phase: str, cls: str,
+                            reason: str) -> str:
+    """A class's drops of one reason over its arrivals at the bottleneck in a phase, %."""
+    c = _counts(runs, algorithm, cls, phase)
+    if not c["arrivals"]:
+        return "–"
+    return f"{100 * c['drops'].get(reason, 0) / c['arrivals']:.1f} %"
+
+
+def m_class_arrival_share_pct(runs: Summaries, algorithm: str, phase: str, cls: str) -> str:
+    """A class's share of all arrivals at the bottleneck in a phase, %."""
+    port = _bottleneck_port(runs, algorithm)
+    counts = port["run"] if phase == "run" else port["phases"][phase]
+    total = sum(c["arrivals"] for c in counts.values())
+    return f"{100 * counts[cls]['arrivals'] / total:.0f} %"
+
+
+def m_mcdt_threshold_pkts(runs: Summaries, algorithm: str, phase: str, cls: str) -> str:
+    """MCDT's class threshold, mean over the controller's pushes (share_events.jsonl,
+    mcdt_push) within the phase, packets."""
+    s = _summary(runs, algorithm)
+    ph = next((p for p in s["scenario"]["phases"] if p["name"] == phase), None)
+    if ph is None:
+        raise CompareError(f"{algorithm}: no phase {phase!r}")
+    lo = s["t0_ns"] + ph["start_s"] * 1e9
+    hi = s["t0_ns"] + ph["end_s"] * 1e9
+    path = Path(s["_run_dir"]) / "share_events.jsonl"
+    ths = [e["th_pkts"][cls] for line in read_text(path).splitlines() if line.strip()
+           for e in [json.loads(line)] if e.get("event") == "mcdt_push" and lo <= e["t_ns"] < hi]
+    if not ths:
+        raise CompareError(f"{algorithm} {phase}: no mcdt_push events")
+    return f"{sum(ths) / len(ths):.1f} pkts"
+
+
 METRICS: dict[str, Metric] = {
     "bw_variation_kbps": m_bw_variation_kbps,
     "flow_mean_kbps": m_flow_mean_kbps,
@@ -433,6 +473,10 @@ METRICS: dict[str, Metric] = {
     "queue_mean_pkts": m_queue_mean_pkts,
     "tagged_delay_variance_ms2": m_tagged_delay_variance_ms2,
     "tagged_jitter_ms": m_tagged_jitter_ms,
+    "class_queue_pkts": m_class_queue_pkts,
+    "class_drop_reason_pct": m_class_drop_reason_pct,
+    "class_arrival_share_pct": m_class_arrival_share_pct,
+    "mcdt_threshold_pkts": m_mcdt_threshold_pkts,
     "bw_variation_unsmoothed_kbps": m_bw_variation_unsmoothed_kbps,
     "bw_delay_to_match_s": m_bw_delay_to_match_s,
 }
@@ -472,6 +516,9 @@ def value(runs: Summaries, spec: Mapping[str, Any]) -> str:
     if "phases" in args:           # the same metric over several phases: "a / b / c"
         phases = args.pop("phases")
         return " / ".join(value(runs, {"fn": name, **args, "phase": p}) for p in phases)
+    if "classes" in args:          # the same metric over several classes: "a / b / c"
+        classes = args.pop("classes")
+        return " / ".join(value(runs, {"fn": name, **args, "cls": c}) for c in classes)
     try:
         return METRICS[name](runs, **args)
     except TypeError as e:

@@ -216,3 +216,20 @@ def test_a_run_table_marks_the_runs_with_validity_warnings() -> None:
     assert "| fair share | 0.806 Mbit/s / 1.532 Mbit/s |" in text
     assert "⚠ upta-s4-20261125 FAIR_SHARE: 2 validity warnings." in text
     assert "upta-s1-20261125 FAIR_SHARE:" not in text
+
+
+def test_mcdt_threshold_is_the_mean_of_the_pushes_within_the_phase(tmp_path) -> None:
+    import json
+    t0 = 1_000_000_000_000
+    events = [{"event": "mcdt_push", "t_ns": t0 + int(s * 1e9), "th_pkts": {"TCP": th}}
+              for s, th in ((0.5, 10), (1.5, 20), (2.5, 40), (3.5, 80))]
+    events.append({"event": "other", "t_ns": t0 + int(2e9)})
+    (tmp_path / "share_events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    s = {"t0_ns": t0, "_run_dir": str(tmp_path),
+         "scenario": {"phases": [{"name": "a", "start_s": 0, "end_s": 2},
+                                 {"name": "b", "start_s": 2, "end_s": 4}]}}
+    runs = {"MCDT": s}
+    assert pc.value(runs, {"fn": "mcdt_threshold_pkts", "algorithm": "MCDT", "phase": "a",
+                           "cls": "TCP"}) == "15.0 pkts"
+    assert pc.value(runs, {"fn": "mcdt_threshold_pkts", "algorithm": "MCDT",
+                           "phases": ["a", "b"], "cls": "TCP"}) == "15.0 pkts / 60.0 pkts"
