@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
 
+import yaml
 from archive_run import read_text  # noqa: E402
 from mmaqm.config import load_yaml  # noqa: E402
 
@@ -694,6 +695,23 @@ def row_runs(paper: Mapping[str, Any], row: Mapping[str, Any]) -> list[Any]:
     return list(runs)
 
 
+def same_scenario(results: Path, row: Mapping[str, Any], runs: list[Any]) -> None:
+    """A row pools runs of one scenario only: the i-th folder of every run must hold the
+    same scenario.yaml (as parsed; a legacy run without one is not compared)."""
+    groups = [[r] if isinstance(r, str) else list(r) for r in runs]
+    for i in range(max(len(g) for g in groups)):
+        seen: dict[str, Any] = {}
+        for g in groups:
+            if i >= len(g):
+                raise CompareError(f"{row['quantity']!r}: runs of different shapes {runs}")
+            f = results / g[i] / "scenario.yaml"
+            if f.is_file():
+                seen[g[i]] = yaml.safe_load(f.read_text())
+        if len({json.dumps(v, sort_keys=True) for v in seen.values()}) > 1:
+            raise CompareError(f"{row['quantity']!r}: pools runs of different scenarios "
+                               f"({', '.join(seen)})")
+
+
 def check_row(row: Mapping[str, Any]) -> list[str]:
     """The fields every row must state (docs/verdicts.md)."""
     q = row.get("quantity", "?")
@@ -732,6 +750,7 @@ def evaluate(paper: Mapping[str, Any], results: Path = RESULTS) -> list[dict[str
                         "verdict": verdict(row, [])})
             continue
         runs = row_runs(paper, row)
+        same_scenario(results, row, runs)
         for r in runs:
             if _key(r) not in loaded:
                 loaded[_key(r)] = load_run(results, r)

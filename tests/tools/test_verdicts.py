@@ -233,3 +233,17 @@ def test_mcdt_threshold_is_the_mean_of_the_pushes_within_the_phase(tmp_path) -> 
                            "cls": "TCP"}) == "15.0 pkts"
     assert pc.value(runs, {"fn": "mcdt_threshold_pkts", "algorithm": "MCDT",
                            "phases": ["a", "b"], "cls": "TCP"}) == "15.0 pkts / 60.0 pkts"
+
+
+def test_a_row_may_not_pool_runs_of_different_scenarios() -> None:
+    row = _number(0.98, {"abs": 0.05})
+    row["mmaqm"] = {"fn": "jain", "algorithm": "RED", "phase": "blast"}
+    pc.same_scenario(pc.RESULTS, row, ["dcbt-fig7-20261124-2117", "dcbt-fig7-20261125-all"])
+    with pytest.raises(pc.CompareError, match="different scenarios"):
+        pc.same_scenario(pc.RESULTS, row, ["dcbt-fig7-20261124-2117", "cbt-fig4-20261124"])
+    # pairs: the FAIR_SHARE folders and the P-UPTA folders each of one scenario
+    pc.same_scenario(pc.RESULTS, row, [["upta-s6-20261125", "upta-table2-20261125"],
+                                       ["upta-s6-20261125-r1", "upta-s6-p-20261125-r1"]])
+    with pytest.raises(pc.CompareError, match="different scenarios"):
+        pc.same_scenario(pc.RESULTS, row, [["upta-s6-20261125", "upta-table2-20261125"],
+                                           ["upta-s5-20261125", "upta-s5-p-20261125"]])
