@@ -1,23 +1,29 @@
 #!/usr/bin/env python3
-"""The docs' "paper value / mmaqm value / why they differ" tables, from committed data.
+"""The docs' "paper value / mmaqm value / verdict / why they differ" tables, from committed data.
 
-docs/paper-comparison.yaml lists, per paper, the committed run the comparison
-uses (docs/results/<run>/) and one row per number the paper reports: what it
-is, the paper's value, how to compute mmaqm's value from the run's
-summary.json files (a metric below), and why they differ. Each paper's table
-sits in one documentation page (README.md or docs/**/*.md, usually the paper's
-experiment page docs/experiments/<paper>.md) between the markers
+docs/paper-comparison.yaml lists, per paper, the committed runs of its experiment
+(docs/results/<run>/) and one row per number or claim the paper reports: what it
+is, the paper's value and where it comes from (stated, read off a figure,
+derived), its kind (number, ordering, shape), expectation and tolerance, how to
+compute mmaqm's value from the runs' summary.json files (a metric below), and why
+they differ; or why the row is declined, or what it waits for. The mmaqm cell is
+the median over the runs with the range; the verdict is computed from the
+tolerance (docs/verdicts.md). Each paper's table sits in one documentation page
+(usually docs/experiments/<paper>.md) between the markers
 
     <!-- paper-compare:NAME -->  ...  <!-- /paper-compare:NAME -->
 
-The tool finds the page that holds each NAME's markers; the table's "Data:"
-links are relative to that page.
+and the tables of measured values of docs/run-tables.yaml between
+<!-- run-table:NAME --> markers. A page may say "reproduced" only in such a table
+or in a verdict span <!-- verdict:PAPER/ID -->WORD<!-- /verdict --> whose WORD is
+the row's computed verdict. The table's "Data:" links are relative to its page.
 
   python tools/paper_compare.py            # check: each table equals its rendering
-  python tools/paper_compare.py --write    # rewrite the tables from the data
+  python tools/paper_compare.py --write    # rewrite the tables and spans from the data
 
 A changed number in a summary, a row added to the YAML, or a hand edit of a
-table makes the check fail (it is part of `make check-results`, hence `make test`).
+table or verdict makes the check fail (it is part of `make check-results`, hence
+`make test`).
 """
 
 from __future__ import annotations
