@@ -182,3 +182,13 @@ def test_describe_writes_names_the_entity_and_the_changed_parameters() -> None:
         {"type": "INSERT", "table": "ipv4_lpm", "match": {"ipv4_dst": [0x0A000200, 24]}},
         {"type": "DELETE", "table": "port_policy", "match": {"port": 5}},
     ]
+
+
+def test_replicas_of_instance_0_decode_as_finsy_gives_them() -> None:
+    """finsy decodes a replica of instance 0 as its port alone (an int). Reading such
+    a clone session back once stopped a switch's controller in a soak ('int' object
+    has no attribute 'port'); both forms decode to (port, instance)."""
+    from finsy.p4entity import P4Replica
+    from mmaqm.p4rt.codec import _replicas
+
+    assert _replicas([5, P4Replica(6, instance=2)]) == ((5, 0), (6, 2))

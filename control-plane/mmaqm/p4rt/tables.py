@@ -118,11 +118,18 @@ class TableWrites:
                     except (ValueError, TypeError) as exc:
                         self.malformed.add("read table_entry", str(exc))
             elif isinstance(entity, fy.P4CloneSessionEntry):
-                clones.append(R.CloneSession(entity.session_id, _replicas(entity.replicas),
-                                             entity.class_of_service, entity.packet_length_bytes))
+                try:
+                    clones.append(R.CloneSession(entity.session_id, _replicas(entity.replicas),
+                                                 entity.class_of_service,
+                                                 entity.packet_length_bytes))
+                except (ValueError, TypeError, AttributeError) as exc:
+                    self.malformed.add("read clone_session_entry", str(exc))
             elif isinstance(entity, fy.P4MulticastGroupEntry):
-                groups.append(R.MulticastGroup(entity.multicast_group_id,
-                                               _replicas(entity.replicas)))
+                try:
+                    groups.append(R.MulticastGroup(entity.multicast_group_id,
+                                                   _replicas(entity.replicas)))
+                except (ValueError, TypeError, AttributeError) as exc:
+                    self.malformed.add("read multicast_group_entry", str(exc))
         for digest in self.switch.p4info.digests:
             try:
                 for entity in await self.read(fy.P4DigestEntry(digest.alias)):
