@@ -91,7 +91,8 @@ struct headers_t {
     bfd_spec_t[4] bfd_specs;  // BFD_MAX_SPECS (upta.BFD_MAX_SPECS)
 }
 
-// Exact occupancy of the egress port when the packet arrives (occupancy.p4).
+// Exact occupancy of the egress port when the packet arrives (occupancy.p4);
+// on v1model, once admitted, with the packet counted in (occupancy_steps.p4).
 struct occupancy_t {
     pkts_t queue_pkts;   // every class
     pkts_t class_pkts;   // the packet's own class
@@ -103,7 +104,6 @@ struct occupancy_t {
 // metadata field of every packet).
 struct red_work_t {
     policy_epoch_t stored_epoch;      // the port's last policy epoch (red_on_policy_epoch)
-    bit<32>        index;             // a class average's register index
 #ifdef MMAQM_USES_RED_AVERAGE
     timestamp_us_t idle_since_us;
     bool           idled;             // this arrival ended an idle period (idle decay)
@@ -207,6 +207,7 @@ struct local_metadata_t {
 #ifdef MMAQM_USES_RED_AVERAGE
     scaled_t        red_avg_scaled;   // RED average after this packet's update
 #endif
+    bit<32>         discard_index;    // v1model: ingress_discards index of this packet's discard
     bool            aqm_drop;
     drop_reason_t   drop_reason;      // why the AQM dropped, or why RED marked (ecn_mark)
     bool            ecn_mark;         // RED marked this ECN-capable packet CE instead of dropping

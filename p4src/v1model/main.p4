@@ -27,18 +27,21 @@ control MmaqmIngress(inout headers_t hdr,
     BfdEndpoint() bfd_endpoint;
 #endif
 
-    // The counter index of a discard. One variable for every discard call: p4c
-    // gives each inlined call of the action its own PHV field for an index
-    // expression, and BMv2 resets every field on every packet.
-    bit<32> discard_index;
-
-    // Frames from port numbers >= NUM_PORTS (outside the counter) are dropped uncounted.
+    // A discard drops the packet and leaves its counter index in meta.discard_index;
+    // count_discard, a separate action at the end of apply, counts it. Counted
+    // where it is computed, p4c would give each of the nine calls' index
+    // expressions a PHV field of its own, which BMv2 resets on every packet.
     action discard(bit<8> reason) {
         mark_to_drop(standard_metadata);
+        meta.discard_index = (bit<32>)standard_metadata.ingress_port * NUM_DISCARD_REASONS
+                          + (bit<32>)reason;
+    }
+
+    // Frames from port numbers >= NUM_PORTS (outside the counter) are dropped uncounted.
+    @hidden
+    action count_discard() {
         if ((bit<32>)standard_metadata.ingress_port < NUM_PORTS) {
-            discard_index = (bit<32>)standard_metadata.ingress_port * NUM_DISCARD_REASONS
-                            + (bit<32>)reason;
-            ingress_discards.count(discard_index);
+            ingress_discards.count(meta.discard_index);
         }
     }
 
@@ -88,6 +91,15 @@ control MmaqmIngress(inout headers_t hdr,
                 }
             }
         }
+        // Every packet the AQM did not decide on was discarded, except a BFD
+        // message the endpoint consumed.
+#ifdef MMAQM_HAS_UPTA
+        if (!meta.aqm_applied && !meta.bfd_consumed) {
+#else
+        if (!meta.aqm_applied) {
+#endif
+            count_discard();
+        }
     }
 }
 
@@ -102,9 +114,11 @@ control MmaqmEgress(inout headers_t hdr,
     // occupancy left behind.
     @hidden
     action release_departure() {
+        // Decremented in place: an expression argument would cost a PHV field.
         queue_pkts.read(meta.occupancy.queue_pkts, meta.port_index);
-        queue_pkts.write(meta.port_index, meta.occupancy.queue_pkts - 1);
-        if (meta.occupancy.queue_pkts == 1) {
+        meta.occupancy.queue_pkts = meta.occupancy.queue_pkts - 1;
+        queue_pkts.write(meta.port_index, meta.occupancy.queue_pkts);
+        if (meta.occupancy.queue_pkts == 0) {
             queue_idle_since_us.write(meta.port_index,
                                       standard_metadata.egress_global_timestamp);
         }
@@ -113,7 +127,8 @@ control MmaqmEgress(inout headers_t hdr,
 #endif
         {
             class_queue_pkts.read(meta.occupancy.class_pkts, meta.class_index);
-            class_queue_pkts.write(meta.class_index, meta.occupancy.class_pkts - 1);
+            meta.occupancy.class_pkts = meta.occupancy.class_pkts - 1;
+            class_queue_pkts.write(meta.class_index, meta.occupancy.class_pkts);
         }
         queue_departures.count(meta.class_index);
 #ifdef MMAQM_HAS_FRED
