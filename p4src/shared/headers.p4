@@ -26,6 +26,31 @@ header ipv4_t {
     ipv4_addr_t dst_addr;
 }
 
+#ifdef MMAQM_HAS_IPV6
+// IPv6 fixed header (RFC 8200 §3); the traffic class split as DSCP and ECN
+// (RFC 2474, RFC 3168) like the IPv4 TOS byte.
+header ipv6_t {
+    bit<4>      version;
+    bit<6>      dscp;
+    bit<2>      ecn;
+    bit<20>     flow_label;
+    bit<16>     payload_len;
+    bit<8>      next_hdr;
+    bit<8>      hop_limit;
+    ipv6_addr_t src_addr;
+    ipv6_addr_t dst_addr;
+}
+
+// An extension header the parser skips (RFC 8200 §4.3-4.5: hop-by-hop,
+// routing, destination options: 8 + 8 * hdr_ext_len bytes; §4.5 fragment: 8
+// bytes, its second byte reserved). Kept whole, opaque, and emitted again.
+header ipv6_ext_t {
+    bit<8>            next_hdr;
+    bit<8>            hdr_ext_len;
+    varbit<IPV6_EXT_MAX_REST_BITS> rest;
+}
+#endif
+
 // P-UPTA's loss threshold (upta §4, eq. 17; docs/upta-plan.md §1.5): an IPv4
 // option of 4 bytes, type UPTA_OPTION_TYPE, length 4, q in units of 2^-16.
 header upta_option_t {
@@ -84,6 +109,11 @@ struct headers_t {
     ethernet_t ethernet;
     ipv4_t     ipv4;
     upta_option_t upta_option;
+#ifdef MMAQM_HAS_IPV6
+    ipv6_t     ipv6;
+    ipv6_ext_t ipv6_ext1;     // IPV6_EXT_MAX_DEPTH extension headers (parser.p4)
+    ipv6_ext_t ipv6_ext2;
+#endif
     tcp_t      tcp;
     udp_t      udp;
     icmp_t     icmp;
@@ -193,6 +223,12 @@ struct local_metadata_t {
     bit<32>         port_index;       // routed_port as a register index
     @field_list(CHIPS_SLOT_FIELD_LIST)
     bit<32>         class_index;      // port_index * CLASS_SLOTS + class_id
+#ifdef MMAQM_HAS_IPV6
+    // Family-independent copies (parser.p4): the classifier's keys, and the
+    // protocol after IPv6's extension headers (the flow's 5-tuple).
+    bit<8>          ip_proto;
+    bit<6>          dscp;
+#endif
     l4_port_t       l4_src_port;
     l4_port_t       l4_dst_port;
     bit<32>         flow_signature;   // crc32 of the 5-tuple, once per packet (v1model flow_signature.p4)
@@ -262,5 +298,21 @@ struct flow_digest_t {
     // the switch started (flow_report.p4); the controller maps it to its own clock.
     bit<48>     ingress_ts_us;
 }
+
+#ifdef MMAQM_HAS_IPV6
+// The same report for an IPv6 flow (its own digest, so that an IPv4 report
+// costs what it did): the addresses are IPv6's, protocol is the next header
+// after the extension headers. The flow label is not part of the flow.
+struct flow6_digest_t {
+    port_t      egress_port;
+    bit<8>      class_id;
+    ipv6_addr_t src_addr;
+    ipv6_addr_t dst_addr;
+    bit<8>      protocol;
+    l4_port_t   src_port;
+    l4_port_t   dst_port;
+    bit<48>     ingress_ts_us;
+}
+#endif
 
 #endif

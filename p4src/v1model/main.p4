@@ -46,20 +46,30 @@ control MmaqmIngress(inout headers_t hdr,
         // Every branch ends in a discard (mark_to_drop) or in the AQM's
         // decision on a routed packet: no packet leaves on v1model's default
         // egress_spec 0 (one table apply per packet fewer than a mark_to_drop here).
-        if (standard_metadata.parser_error != error.NoError) {
+        // IPv6 (docs/ipv6.md): the same outcomes by the same reasons, plus
+        // DISCARD_IPV6_EXT_LIMIT; the IPv4-only checks guard on hdr.ipv4.
+        if (standard_metadata.parser_error == error.IPv6ExtensionLimit) {
+            discard(DISCARD_IPV6_EXT_LIMIT);
+        } else if (standard_metadata.parser_error != error.NoError) {
             discard(DISCARD_MALFORMED);
-        } else if (!hdr.ipv4.isValid()) {
+        } else if (!hdr.ipv4.isValid() && !hdr.ipv6.isValid()) {
             discard(DISCARD_NOT_IPV4);
-        } else if (hdr.ipv4.ihl != IPV4_MIN_IHL && !hdr.upta_option.isValid()) {
+        } else if (hdr.ipv4.isValid() && hdr.ipv4.ihl != IPV4_MIN_IHL
+                   && !hdr.upta_option.isValid()) {
             discard(DISCARD_IPV4_OPTIONS);
         } else if (standard_metadata.checksum_error == 1) {
             discard(DISCARD_BAD_CHECKSUM);
-        } else if (hdr.ipv4.total_len < IPV4_MIN_HEADER_BYTES
+        } else if (hdr.ipv4.isValid() && (hdr.ipv4.total_len < IPV4_MIN_HEADER_BYTES
                    || (bit<32>)hdr.ipv4.total_len + ETHERNET_HEADER_BYTES
-                      > standard_metadata.packet_length) {
+                      > standard_metadata.packet_length)) {
             // IPv4 length field claims more than the frame carries: truncated.
             discard(DISCARD_MALFORMED);
-        } else if (hdr.ipv4.ttl <= 1) {
+        } else if (hdr.ipv6.isValid() && (bit<32>)hdr.ipv6.payload_len + IPV6_HEADER_BYTES
+                   + ETHERNET_HEADER_BYTES > standard_metadata.packet_length) {
+            // IPv6 payload length claims more than the frame carries: truncated.
+            discard(DISCARD_MALFORMED);
+        } else if ((hdr.ipv4.isValid() && hdr.ipv4.ttl <= 1)
+                   || (hdr.ipv6.isValid() && hdr.ipv6.hop_limit <= 1)) {
             discard(DISCARD_TTL_EXPIRED);
         } else {
 #ifdef MMAQM_HAS_UPTA

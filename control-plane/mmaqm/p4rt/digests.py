@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 from collections.abc import AsyncIterator
 
 import finsy as fy
@@ -22,14 +23,19 @@ class FlowReportStream:
         """Configure the flow digest: insert it, or, when an earlier controller left it
         configured (clear() keeps it), modify it to these settings (a MODIFY never
         resets PI's digest state, unlike a DELETE)."""
-        config = R.flow_digest_config(max_list_size, max_timeout_ms,
-                                      digest=self.flow_digest)
-        try:
-            await self.switch.write([+to_finsy(config)])
-        except fy.P4ClientError as err:
-            if err.code != fy.GRPCStatusCode.UNKNOWN or not _already_exists(err):
-                raise
-            await self.switch.write([~to_finsy(config)])
+        for alias in self.flow_digests():
+            config = R.flow_digest_config(max_list_size, max_timeout_ms, digest=alias)
+            try:
+                await self.switch.write([+to_finsy(config)])
+            except fy.P4ClientError as err:
+                if err.code != fy.GRPCStatusCode.UNKNOWN or not _already_exists(err):
+                    raise
+                await self.switch.write([~to_finsy(config)])
+
+    def flow_digests(self) -> tuple[str, ...]:
+        """The flow digests' aliases: IPv4's, then IPv6's where the program has it
+        (flow6_digest_t, v1model)."""
+        return (self.flow_digest,) + ((self.flow6_digest,) if self.flow6_digest else ())
 
     async def flow_reports(self) -> AsyncIterator[list[FlowReport]]:
         """Digest lists as FlowReports, each list acknowledged as soon as it is taken.
@@ -43,19 +49,23 @@ class FlowReportStream:
         10 us per report). At most DIGEST_QUEUE_LISTS lists wait; one arriving
         beyond them is dropped unacknowledged and counted in digest_lists_dropped."""
         schema = self.switch.p4info
-        digest = schema.digests[self.flow_digest]
-        names = list(digest.type_spec.members)
-        index = {name: names.index(name) for name in (
-            "egress_port", "class_id", "src_addr", "dst_addr", "protocol", "src_port",
-            "dst_port")}
-        ts_index = names.index("ingress_ts_us") if "ingress_ts_us" in names else None
+        # digest id -> (alias, member indexes, timestamp index, IPv6)
+        layouts = {}
+        for alias in self.flow_digests():
+            digest = schema.digests[alias]
+            names = list(digest.type_spec.members)
+            index = tuple(names.index(name) for name in (
+                "egress_port", "class_id", "src_addr", "dst_addr", "protocol", "src_port",
+                "dst_port"))
+            ts_index = names.index("ingress_ts_us") if "ingress_ts_us" in names else None
+            layouts[digest.id] = (alias, index, ts_index, alias == self.flow6_digest)
         to_us = self.target.ts_to_us          # the target's clock unit -> us
         queue: asyncio.Queue = asyncio.Queue(DIGEST_QUEUE_LISTS)
         switch = self.switch
         finsy_handler = switch._stream_digest_message
 
         def on_digest(msg) -> None:     # in finsy's stream task: no decoding here
-            if msg.digest.digest_id != digest.id:
+            if msg.digest.digest_id not in layouts:
                 finsy_handler(msg)
             elif queue.full():
                 self.digest_lists_dropped += 1
@@ -63,18 +73,24 @@ class FlowReportStream:
                 queue.put_nowait(msg.digest)
 
         switch._stream_digest_message = on_digest
-        port_i, class_i, src_i, dst_i, proto_i, sport_i, dport_i = index.values()
         from_bytes = int.from_bytes
+        ipv6 = ipaddress.IPv6Address
         try:
             while True:
                 digest_list = await queue.get()
-                await switch.write([fy.P4DigestListAck(self.flow_digest, digest_list.list_id)])
+                alias, index, ts_index, is_ipv6 = layouts[digest_list.digest_id]
+                port_i, class_i, src_i, dst_i, proto_i, sport_i, dport_i = index
+                await switch.write([fy.P4DigestListAck(alias, digest_list.list_id)])
                 reports = []
                 for item in digest_list.data:
                     m = [from_bytes(member.bitstring, "big") for member in item.struct.members]
+                    # an IPv6 flow's addresses are IPv6Address objects: never equal
+                    # to an IPv4 flow's ints, so the two families never share a key
+                    src, dst = (ipv6(m[src_i]), ipv6(m[dst_i])) if is_ipv6 \
+                        else (m[src_i], m[dst_i])
                     reports.append(FlowReport(
                         m[port_i], m[class_i],
-                        (m[src_i], m[dst_i], m[proto_i], m[sport_i], m[dport_i]),
+                        (src, dst, m[proto_i], m[sport_i], m[dport_i]),
                         None if ts_index is None else to_us(m[ts_index])))
                 yield reports
         finally:

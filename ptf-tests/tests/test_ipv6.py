@@ -1,0 +1,174 @@
+"""IPv6 (docs/ipv6.md): routing with the hop-limit decrement, classification by
+the traffic class's DSCP and the next header after extension headers, every
+algorithm's admission path (counters per class), RED's ECN mark in the IPv6
+ECN bits, and the discards: hop limit 0/1, no route, truncated, payload length
+beyond the frame, extension chain over the limit, wrong version."""
+
+import time
+
+import ptf.testutils as tu
+from scapy.layers.inet import TCP, UDP
+from scapy.layers.inet6 import (ICMPv6EchoRequest, IPv6, IPv6ExtHdrDestOpt,
+                                IPv6ExtHdrFragment, IPv6ExtHdrHopByHop, IPv6ExtHdrRouting)
+from scapy.layers.l2 import Ether
+
+from mmaqm import p4constants as C
+from mmaqm_base import MmaqmTest, OUT_PORT, PROFILE, SRC_HOST_PORT, host_mac, router_mac
+
+
+def ip6(port: int, host: int = 2) -> str:
+    return f"2001:db8:{port:x}::{host:x}"
+
+
+def packet6(kind: str, *, out_port: int = OUT_PORT, in_port: int = SRC_HOST_PORT,
+            dscp: int = 0, ecn: int = 0, hlim: int = 64, ext=(), seq: int = 0) -> Ether:
+    """An IPv6 packet from the host behind in_port to one behind out_port; seq in
+    the flow label and the payload (to tell packets apart)."""
+    pkt = IPv6(src=ip6(in_port), dst=ip6(out_port), tc=(dscp << 2) | ecn, hlim=hlim, fl=seq)
+    for header in ext:
+        pkt = pkt / header
+    payload = seq.to_bytes(4, "big") + bytes(60)
+    if kind == "tcp":
+        pkt = pkt / TCP(sport=1000, dport=2000, flags="A") / payload
+    elif kind == "udp":
+        pkt = pkt / UDP(sport=1000, dport=2000) / payload
+    elif kind == "icmp":
+        pkt = pkt / ICMPv6EchoRequest() / payload
+    else:
+        raise ValueError(kind)
+    return Ether(src=host_mac(in_port), dst=router_mac(in_port)) / pkt
+
+
+def forwarded6(pkt: Ether, out_port: int = OUT_PORT, *, ecn: int | None = None) -> Ether:
+    """What the router emits: MACs rewritten, hop limit - 1 (RFC 8200 §3), nothing else
+    (no IPv6 header checksum; the L4 checksums do not cover the hop limit or ECN)."""
+    out = Ether(bytes(pkt))
+    out[Ether].src = router_mac(out_port)
+    out[Ether].dst = host_mac(out_port)
+    out[IPv6].hlim -= 1
+    if ecn is not None:
+        out[IPv6].tc = (out[IPv6].tc & ~0b11) | ecn
+    return out
+
+
+class Ipv6Test(MmaqmTest):
+    def send_and_count(self, pkt: Ether, key: str) -> "object":
+        before = self.counters()
+        self.send(pkt)
+        return self.wait_counter(
+            lambda c: getattr(c.minus(before), key)).minus(before)
+
+
+class Ipv6ForwardTest(Ipv6Test):
+    """Each packet is routed to port 2 (2001:db8:2::/64), its hop limit 64 -> 63 and
+    MACs rewritten, and counted as one arrival and one admit of its class under
+    the baseline DROP_TAIL: TCP (also behind hop-by-hop + destination options, and
+    behind a first fragment), tagged UDP (DSCP 46 and 34 in the traffic class),
+    untagged UDP (DSCP 0, and 46 over ICMPv6: only UDP is tagged)."""
+
+    CASES = [
+        ("tcp", {}, "TCP"),
+        ("tcp", {"ext": (IPv6ExtHdrHopByHop(), IPv6ExtHdrDestOpt())}, "TCP"),
+        ("tcp", {"ext": (IPv6ExtHdrFragment(offset=0, m=1, id=7),)}, "TCP"),
+        ("udp", {"dscp": 46}, "TAGGED"),
+        ("udp", {"dscp": 34, "ext": (IPv6ExtHdrRouting(addresses=["2001:db8::9"]),)}, "TAGGED"),
+        ("udp", {}, "UNTAGGED"),
+        ("icmp", {"dscp": 46}, "UNTAGGED"),
+    ]
+
+    def runTest(self):
+        for seq, (kind, kw, cls) in enumerate(self.CASES, 1):
+            pkt = packet6(kind, seq=seq, **kw)
+            before = self.counters()
+            self.send(pkt)
+            tu.verify_packet(self, forwarded6(pkt), OUT_PORT)
+            delta = self.wait_counter(lambda c: c.minus(before).departures).minus(before)
+            self.assertEqual(delta.per_class(delta.arrivals, OUT_PORT), {cls: 1}, (kind, kw))
+            self.assertEqual(delta.per_class(delta.admits, OUT_PORT), {cls: 1}, (kind, kw))
+            self.assertEqual(delta.discards, {}, (kind, kw))
+        tu.verify_no_other_packets(self)
+
+
+class Ipv6DiscardTest(Ipv6Test):
+    """Each frame is discarded on the ingress port with its reason, nothing else counted."""
+
+    def frames(self):
+        good = bytes(packet6("udp"))
+        cases = [
+            ("hop limit 1", packet6("udp", hlim=1), "TTL_EXPIRED"),
+            ("hop limit 0", packet6("udp", hlim=0), "TTL_EXPIRED"),
+            ("no route", Ether(src=host_mac(SRC_HOST_PORT), dst=router_mac(SRC_HOST_PORT))
+             / IPv6(src=ip6(1), dst="2001:db8:99::1") / UDP(), "NO_ROUTE"),
+            ("truncated header", good[:14 + 30], "MALFORMED"),
+            ("truncated udp", good[:14 + 40 + 4], "MALFORMED"),
+            ("version 4 in 86dd", bytes([*good[:14], 0x40 | (good[14] & 0x0F)]) + good[15:],
+             "MALFORMED"),
+            ("three extension headers",
+             packet6("tcp", ext=(IPv6ExtHdrHopByHop(), IPv6ExtHdrDestOpt(),
+                                 IPv6ExtHdrRouting())), "IPV6_EXT_LIMIT"),
+            ("truncated extension header",
+             bytes(packet6("tcp", ext=(IPv6ExtHdrDestOpt(options=[]),)))[:14 + 40 + 4],
+             "MALFORMED"),
+        ]
+        lie = bytearray(good)
+        lie[18:20] = (len(good) - 54 + 1).to_bytes(2, "big")   # one byte beyond the frame
+        cases.append(("payload length beyond the frame", bytes(lie), "MALFORMED"))
+        return cases
+
+    def runTest(self):
+        for name, frame, reason in self.frames():
+            before = self.counters()
+            tu.send_packet(self, SRC_HOST_PORT, bytes(frame))
+            delta = self.wait_counter(lambda c: c.minus(before).discards).minus(before)
+            self.assertEqual(delta.discard_reasons(SRC_HOST_PORT), {reason: 1}, name)
+            self.assertEqual((delta.arrivals, delta.admits), ({}, {}), name)
+        tu.verify_no_other_packets(self)
+
+
+RED_BASE = {"queue_limit_pkts": 100, "min_th_pkts": 5, "max_th_pkts": 50, "max_p": 0.1,
+            "ewma_weight": 0.001953125}
+POLICIES = {
+    "DROP_TAIL": {"algorithm": "DROP_TAIL", "queue_limit_pkts": 100},
+    "RED": {"algorithm": "RED", **RED_BASE},
+    "CBT_RED_ALL": {"algorithm": "CBT_RED_ALL", **RED_BASE, "tagged_th_pkts": 10,
+                    "untagged_th_pkts": 10},
+    "CBT_RED_TCP_ONLY": {"algorithm": "CBT_RED_TCP_ONLY", **RED_BASE, "tagged_th_pkts": 10,
+                         "untagged_th_pkts": 10},
+    "DCBT": {"algorithm": "DCBT", **RED_BASE},
+    "DCBT_CHIPS": {"algorithm": "DCBT_CHIPS", **RED_BASE, "chips_max_tagged_ratio": 0.5},
+    "MCDT": {"algorithm": "MCDT", "queue_limit_pkts": 100},
+    "FRED": {"algorithm": "FRED", **RED_BASE, "fred_minq_pkts": 2, "fred_flow_slots": 4096},
+    "UPTA": {"algorithm": "UPTA", "queue_limit_pkts": 100, "upta_mode": "B"},
+}
+
+
+class Ipv6EveryAlgorithmTest(Ipv6Test):
+    """Under each algorithm on port 2 (its own profile's only, on a profile), an
+    empty queue admits IPv6 TCP, tagged UDP and untagged UDP: one arrival, one admit
+    and one departure per class, forwarded unchanged but for MACs and hop limit.
+    UPTA's rule for IPv6 (queue limit only) is checked by the same counts."""
+
+    def runTest(self):
+        ran = 0
+        for algorithm, raw in POLICIES.items():
+            if PROFILE and algorithm not in (PROFILE, "DROP_TAIL"):
+                continue
+            try:
+                self.set_policy(OUT_PORT, raw)
+            except Exception as err:           # a policy this build's validation rejects
+                self.fail(f"{algorithm}: {err}")
+            ran += 1
+            for seq, (kind, dscp, cls) in enumerate(
+                    (("tcp", 0, "TCP"), ("udp", 46, "TAGGED"), ("udp", 0, "UNTAGGED")), 1):
+                pkt = packet6(kind, dscp=dscp, seq=seq)
+                before = self.counters()
+                self.send(pkt)
+                tu.verify_packet(self, forwarded6(pkt), OUT_PORT)
+                delta = self.wait_counter(lambda c: c.minus(before).departures).minus(before)
+                self.assertEqual(delta.per_class(delta.arrivals, OUT_PORT), {cls: 1}, algorithm)
+                self.assertEqual(delta.per_class(delta.admits, OUT_PORT), {cls: 1}, algorithm)
+                self.assertEqual(delta.per_class(delta.departures, OUT_PORT), {cls: 1}, algorithm)
+                self.assertEqual(delta.drops, {}, algorithm)
+            self.wait_queues_empty()
+        self.assertGreater(ran, 0)
+        tu.verify_no_other_packets(self)
