@@ -248,7 +248,7 @@ def test_clear_deletes_every_entry_but_keeps_the_digest_config(
         return server
 
     server = run_async(body())
-    assert server.entries == {} and len(server.digest_configs) == 1
+    assert server.entries == {} and len(server.digest_configs) == 2   # IPv4's and IPv6's
     assert "DELETE" not in [u.type for u in server.written_updates()
                             if u.entity == ("digest", "flow_digest_t")]
     assert len(server.pipeline_pushes) == 1
@@ -271,7 +271,7 @@ def test_read_state_reads_everything_in_one_request_and_apply_writes_sends_each_
                 digests=(R.flow_digest_config(),), entries=(*R.classifier_entries([46]),
                                                             route, policy))))
             states.append(await d.read_state())
-            assert len(server.read_requests) == requests + 2   # entities, the digest
+            assert len(server.read_requests) == requests + 3   # entities, the two digests
             writes = len(server.write_requests)
             await d.apply_writes(R.plan_writes(states[1], replace(states[1], entries=(
                 *R.classifier_entries([46]), moved))))
@@ -356,10 +356,14 @@ def test_enable_flow_reports_configures_the_digest_once(
         return server
 
     server = run_async(body())
-    [config] = [c.config for c in server.digest_configs.values()]
-    assert (config.max_list_size, config.max_timeout_ns, config.ack_timeout_ns) == (
-        64, 10_000_000, 1_000_000_000)
-    assert [u.type for u in server.written_updates()] == ["INSERT", "INSERT", "MODIFY"]
+    configs = [c.config for c in server.digest_configs.values()]   # IPv4's and IPv6's
+    assert len(configs) == 2
+    for config in configs:
+        assert (config.max_list_size, config.max_timeout_ns, config.ack_timeout_ns) == (
+            64, 10_000_000, 1_000_000_000)
+    # each digest: inserted, then (already there) an INSERT refused and a MODIFY
+    assert [u.type for u in server.written_updates()] == [
+        "INSERT", "INSERT", "INSERT", "MODIFY", "INSERT", "MODIFY"]
 
 
 def test_flow_reports_decode_each_digest_list_and_ack_it(
