@@ -4,6 +4,8 @@ algorithm's admission path (counters per class), RED's ECN mark in the IPv6
 ECN bits, and the discards: hop limit 0/1, no route, truncated, payload length
 beyond the frame, extension chain over the limit, wrong version."""
 
+import asyncio
+import ipaddress
 import time
 
 import ptf.testutils as tu
@@ -12,8 +14,15 @@ from scapy.layers.inet6 import (ICMPv6EchoRequest, IPv6, IPv6ExtHdrDestOpt,
                                 IPv6ExtHdrFragment, IPv6ExtHdrHopByHop, IPv6ExtHdrRouting)
 from scapy.layers.l2 import Ether
 
+from mmaqm import bmv2_tm
 from mmaqm import p4constants as C
-from mmaqm_base import MmaqmTest, OUT_PORT, PROFILE, SRC_HOST_PORT, host_mac, router_mac
+from mmaqm.algorithms.fred import flow_hash
+from mmaqm.flows import ActiveFlowTable
+from mmaqm_base import (CONFIG, MmaqmTest, OUT_PORT, PROFILE, SRC_HOST_PORT, burst_packet,
+                        host_mac, router_mac)
+
+FLOW_SLOTS = C.CONSTANTS["FLOW_SLOTS"]
+SLOTS_REGISTER = "MmaqmIngress.flow_report.flow_slots"
 
 
 def ip6(port: int, host: int = 2) -> str:
@@ -21,7 +30,8 @@ def ip6(port: int, host: int = 2) -> str:
 
 
 def packet6(kind: str, *, out_port: int = OUT_PORT, in_port: int = SRC_HOST_PORT,
-            dscp: int = 0, ecn: int = 0, hlim: int = 64, ext=(), seq: int = 0) -> Ether:
+            dscp: int = 0, ecn: int = 0, hlim: int = 64, ext=(), seq: int = 0,
+            sport: int = 1000) -> Ether:
     """An IPv6 packet from the host behind in_port to one behind out_port; seq in
     the flow label and the payload (to tell packets apart)."""
     pkt = IPv6(src=ip6(in_port), dst=ip6(out_port), tc=(dscp << 2) | ecn, hlim=hlim, fl=seq)
@@ -29,9 +39,9 @@ def packet6(kind: str, *, out_port: int = OUT_PORT, in_port: int = SRC_HOST_PORT
         pkt = pkt / header
     payload = seq.to_bytes(4, "big") + bytes(60)
     if kind == "tcp":
-        pkt = pkt / TCP(sport=1000, dport=2000, flags="A") / payload
+        pkt = pkt / TCP(sport=sport, dport=2000, flags="A") / payload
     elif kind == "udp":
-        pkt = pkt / UDP(sport=1000, dport=2000) / payload
+        pkt = pkt / UDP(sport=sport, dport=2000) / payload
     elif kind == "icmp":
         pkt = pkt / ICMPv6EchoRequest() / payload
     else:
@@ -172,3 +182,73 @@ class Ipv6EveryAlgorithmTest(Ipv6Test):
             self.wait_queues_empty()
         self.assertGreater(ran, 0)
         tu.verify_no_other_packets(self)
+
+
+class Ipv6FlowReportTest(MmaqmTest):
+    """With flow reports on, an IPv6 TCP flow, an IPv6 tagged UDP flow (each sent
+    twice in one epoch) and an IPv4 flow give exactly three reports: the IPv6 ones
+    (flow6_digest_t) with IPv6Address addresses, the next header and the ports, on
+    port 2, classes TCP and TAGGED. The flow slot of each holds crc32 << 32 | epoch
+    with crc32 = flow_hash of the report's key: BMv2 hashes IPv6's 37 bytes as the
+    controller (and FRED's slot model) does. The active-flow table counts three
+    flows, two IPv6 and one IPv4."""
+
+    async def gather_reports(self, reports: list) -> None:
+        async for batch in self.sw.driver.flow_reports():
+            reports.extend(batch)
+
+    def runTest(self):
+        shift = CONFIG.active_flows.flow_epoch_shift
+        self.set_policy(OUT_PORT, {"algorithm": "DROP_TAIL", "queue_limit_pkts": 100},
+                        flow_epoch_shift=shift)
+        self.sw.enable_flow_reports()
+        reports: list = []
+        collector = asyncio.run_coroutine_threadsafe(self.gather_reports(reports), self.sw._loop)
+        v6 = ipaddress.IPv6Address
+        src, dst = v6(ip6(SRC_HOST_PORT)), v6(ip6(OUT_PORT))
+        # BMv2's Thrift register read is a signed i64: a slot is readable when its
+        # signature is below 2^31; each flow's first source port giving one
+        tcp_sport, udp_sport = (next(p for p in range(1000, 2000)
+                                     if flow_hash(src, dst, proto, p, 2000) < 2 ** 31)
+                                for proto in (C.IP_PROTO_TCP, C.IP_PROTO_UDP))
+        try:
+            pkts = [packet6("tcp", seq=1, sport=tcp_sport),
+                    packet6("udp", dscp=46, seq=2, sport=udp_sport),
+                    packet6("tcp", seq=3, sport=tcp_sport),
+                    packet6("udp", dscp=46, seq=4, sport=udp_sport),
+                    burst_packet("untagged", seq=5, flow=0)]
+            for pkt in pkts:
+                self.send(pkt)
+            deadline = time.monotonic() + 3.0
+            while len(reports) < 3 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            time.sleep(0.2)                   # no fourth report may follow
+            got = list(reports)
+            self.assertEqual(len(got), 3, got)
+            by_key = {r.flow_key: r for r in got}
+            tcp_key = (src, dst, C.IP_PROTO_TCP, tcp_sport, 2000)
+            udp_key = (src, dst, C.IP_PROTO_UDP, udp_sport, 2000)
+            self.assertEqual(by_key[tcp_key].class_id, C.CLASS_TCP)
+            self.assertEqual(by_key[udp_key].class_id, C.CLASS_TAGGED)
+            self.assertEqual({r.egress_port for r in got}, {OUT_PORT})
+            ipv4 = [k for k in by_key if isinstance(k[0], int)]
+            self.assertEqual(len(ipv4), 1)
+            reads = {key: flow_hash(*key) for key in by_key
+                     if flow_hash(*key) < 2 ** 31}      # the IPv4 flow's may be higher
+            self.assertIn(tcp_key, reads)
+            self.assertIn(udp_key, reads)
+            values = bmv2_tm.register_read(
+                self.thrift_port, [(SLOTS_REGISTER, sig & (FLOW_SLOTS - 1))
+                                   for sig in reads.values()])
+            for key, sig in reads.items():
+                self.assertEqual(values[(SLOTS_REGISTER, sig & (FLOW_SLOTS - 1))],
+                                 sig << 32 | (by_key[key].ingress_ts_us >> shift), key)
+            table = ActiveFlowTable()
+            for r in got:
+                table.observe(r.egress_port, r.class_id, r.flow_key, 0.0)
+            self.assertEqual(table.counts(OUT_PORT), {C.CLASS_TCP: 1, C.CLASS_TAGGED: 1,
+                                                      C.CLASS_UNTAGGED: 1})
+            for _ in pkts:
+                self.dataplane.poll(port_number=OUT_PORT, timeout=1)
+        finally:
+            collector.cancel()
