@@ -18,8 +18,8 @@ from mmaqm import bmv2_tm
 from mmaqm import p4constants as C
 from mmaqm.algorithms.fred import flow_hash
 from mmaqm.flows import ActiveFlowTable
-from mmaqm_base import (CONFIG, MmaqmTest, OUT_PORT, PROFILE, SRC_HOST_PORT, burst_packet,
-                        host_mac, router_mac)
+from mmaqm_base import (CONFIG, MmaqmTest, OUT_PORT, PROFILE, QueueTest, SRC_HOST_PORT,
+                        burst_packet, no_early_drop_max_p, predict, host_mac, router_mac)
 
 FLOW_SLOTS = C.CONSTANTS["FLOW_SLOTS"]
 SLOTS_REGISTER = "MmaqmIngress.flow_report.flow_slots"
@@ -252,3 +252,100 @@ class Ipv6FlowReportTest(MmaqmTest):
                 self.dataplane.poll(port_number=OUT_PORT, timeout=1)
         finally:
             collector.cancel()
+
+
+def burst_packet6(kind: str, seq: int, out_port: int = OUT_PORT, flow: int = 0,
+                  ecn: int = 0) -> Ether:
+    """burst_packet in IPv6: "tcp", "tagged" (UDP, DSCP EF in the traffic class) or
+    "untagged" (UDP, DSCP 0); seq in the flow label."""
+    if kind == "tcp":
+        return packet6("tcp", out_port=out_port, seq=seq, sport=1000 + flow, ecn=ecn)
+    return packet6("udp", out_port=out_port, seq=seq, sport=3000 + flow, ecn=ecn,
+                   dscp=46 if kind == "tagged" else 0)
+
+
+RED_DET = {"min_th_pkts": 2, "max_th_pkts": 4, "max_p": no_early_drop_max_p(2, 4),
+           "ewma_weight": 1.0}
+
+
+class Ipv6BurstTest(QueueTest):
+    """Each algorithm's drop rule on a frozen burst of IPv6 packets, decisions and
+    exact counter deltas per class (arrivals, admits, departures, drops by reason)
+    as the reference model predicts them: the model is family-independent, so
+    these are the IPv4 expectations, here met by IPv6 packets. Worked by hand:
+      DROP_TAIL limit 3, 5 TCP: q = 0, 1, 2 admitted, q = 3, 3: QUEUE_LIMIT x2.
+      RED weight 1 (avg = q), min_th 2, max_th 4, no early drops: q = 0..3
+        admitted, then avg 4 >= max_th: RED_FORCED x2.
+      CBT_RED_ALL tagged_th 1, untagged_th 1 (class averages weight 1): 4 tagged,
+        then 4 untagged: each class admitted until its average passes its
+        threshold, then CLASS_THRESHOLD (the model gives the exact sequence).
+      DCBT / DCBT_CHIPS (shares 1.0: each class threshold = max_th 4; no tagged
+        packet, so no ChIPS cut-in): 6 untagged: 4 admitted, then RED_FORCED
+        (avg 4 >= max_th comes first).
+      MCDT thresholds TCP 1, tagged 3, untagged 0 (test_mcdt's
+        McdtClassThresholdTest): 6 tagged: 4 admitted, 2 CLASS_THRESHOLD; then
+        TCP and untagged alternate: TCP 2 admitted then CLASS_THRESHOLD, untagged
+        1 admitted then CLASS_THRESHOLD; a last tagged: CLASS_THRESHOLD."""
+
+    CASES = {
+        "DROP_TAIL": ({"algorithm": "DROP_TAIL", "queue_limit_pkts": 3}, ["tcp"] * 5, {}),
+        "RED": ({"algorithm": "RED", "queue_limit_pkts": 100, **RED_DET}, ["tcp"] * 6, {}),
+        "CBT_RED_ALL": ({"algorithm": "CBT_RED_ALL", "queue_limit_pkts": 100, **RED_DET,
+                         "max_th_pkts": 50, "max_p": no_early_drop_max_p(2, 50),
+                         "tagged_th_pkts": 1, "untagged_th_pkts": 1},
+                        ["tagged"] * 4 + ["untagged"] * 4, {}),
+        "DCBT": ({"algorithm": "DCBT", "queue_limit_pkts": 100, **RED_DET},
+                 ["untagged"] * 6, {}),
+        "DCBT_CHIPS": ({"algorithm": "DCBT_CHIPS", "queue_limit_pkts": 100, **RED_DET,
+                        "chips_max_tagged_ratio": 0.5}, ["untagged"] * 6, {}),
+        "MCDT": ({"algorithm": "MCDT", "queue_limit_pkts": 100},
+                 ["tagged"] * 6 + ["tcp", "untagged"] * 3 + ["tcp", "tagged"],
+                 {"mcdt_th_pkts": {C.CLASS_TCP: 1, C.CLASS_TAGGED: 3, C.CLASS_UNTAGGED: 0}}),
+    }
+
+    def runTest(self):
+        ran = 0
+        for algorithm, (raw, kinds, extra) in self.CASES.items():
+            if PROFILE and algorithm not in (PROFILE, "DROP_TAIL"):
+                continue
+            action = self.set_policy(OUT_PORT, raw, **extra)
+            expected = predict(action, kinds)
+            self.assertTrue(any(d != "ADMIT" for d in expected), (algorithm, expected))
+            decisions, _ = self.run_burst(action, kinds, make_packet=burst_packet6)
+            self.assertEqual(decisions, expected, algorithm)
+            self.wait_queues_empty()
+            ran += 1
+        self.assertGreater(ran, 0)
+
+
+class Ipv6RedEcnTest(QueueTest):
+    """RED's ecn option marks the IPv6 ECN bits (the traffic class's low two).
+    Weight 1 (avg = q), min_th 2, max_th 4, no early drops, ecn on: 6 ECT(0) TCP
+    packets: q = 0..3 unmarked, q = 4, 5 forced zone: marked CE and admitted
+    (RED_FORCED marks 2); then one Not-ECT packet at q = 6: RED_FORCED drop."""
+
+    def runTest(self):
+        if PROFILE and PROFILE != "RED":
+            self.skipTest(f"RED is not in the profile {PROFILE}")
+        action = self.set_policy(OUT_PORT, {"algorithm": "RED", "queue_limit_pkts": 100,
+                                            **RED_DET, "ecn": True})
+        ecns = [0b10] * 6 + [0b00]
+        expected = predict(action, ["tcp"] * 7, ecn_capable=[e != 0 for e in ecns])
+        self.assertEqual(expected, ["ADMIT"] * 4 + ["MARK_RED_FORCED"] * 2 + ["RED_FORCED"])
+        pkts = [burst_packet6("tcp", seq=i + 1, ecn=e) for i, e in enumerate(ecns)]
+        before, _ = self.frozen_burst(action, OUT_PORT, pkts,
+                                      burst_packet("tcp", seq=self.SACRIFICIAL_ID))
+        received = {}
+        deadline = time.monotonic() + len(pkts) / self.freeze_rate_pps + 3
+        while len(received) < 6 and time.monotonic() < deadline:
+            res = self.dataplane.poll(port_number=OUT_PORT, timeout=0.5)
+            if isinstance(res, self.dataplane.PollSuccess):
+                ip = Ether(res.packet)[IPv6]
+                received[ip.fl] = ip.tc & 0b11
+        self.target.set_queue_rate(OUT_PORT, 0)
+        self.assertEqual(received, {1: 0b10, 2: 0b10, 3: 0b10, 4: 0b10, 5: 0b11, 6: 0b11})
+        delta = self.wait_counter(lambda c: sum(c.minus(before).departures.values()) >= 7
+                                  ).minus(before)
+        self.assertEqual(delta.mark_reasons(OUT_PORT, C.CLASS_TCP), {"RED_FORCED": 2})
+        self.assertEqual(delta.drop_reasons(OUT_PORT, C.CLASS_TCP), {"RED_FORCED": 1})
+        tu.verify_no_other_packets(self)
