@@ -14,8 +14,10 @@ from scapy.layers.inet6 import (ICMPv6EchoRequest, IPv6, IPv6ExtHdrDestOpt,
                                 IPv6ExtHdrFragment, IPv6ExtHdrHopByHop, IPv6ExtHdrRouting)
 from scapy.layers.l2 import Ether
 
+import test_fred
 from mmaqm import bmv2_tm
 from mmaqm import p4constants as C
+from mmaqm.algorithms import fred
 from mmaqm.algorithms.fred import flow_hash
 from mmaqm.flows import ActiveFlowTable
 from mmaqm_base import (CONFIG, MmaqmTest, OUT_PORT, PROFILE, QueueTest, SRC_HOST_PORT,
@@ -349,3 +351,30 @@ class Ipv6RedEcnTest(QueueTest):
         self.assertEqual(delta.mark_reasons(OUT_PORT, C.CLASS_TCP), {"RED_FORCED": 2})
         self.assertEqual(delta.drop_reasons(OUT_PORT, C.CLASS_TCP), {"RED_FORCED": 1})
         tu.verify_no_other_packets(self)
+
+
+class Ipv6FredMaxqStrikeTest(test_fred.FredMaxqStrikeTest):
+    """test_fred's FredMaxqStrikeTest (R1, R3, R5, D2; its docstring works every
+    decision out) with IPv6 TCP flows 2001:db8:1::2 -> 2001:db8:2::2: the flow
+    slots are the IPv6 5-tuple's crc32 (fred.flow_slot of IPv6 addresses), the
+    drops by reason, the forwarded order and the per-flow state left (none) are
+    the same. The sacrificial packet stays IPv4."""
+
+    def source_of(self, flow: str) -> tuple[str, int]:
+        if flow == test_fred.SACRIFICIAL:
+            return test_fred.flow_source(flow)
+        return ip6(SRC_HOST_PORT), test_fred.flow_sport(flow)
+
+    def slot_of(self, source: tuple[str, int], table_slots: int) -> int:
+        src, sport = source
+        if ":" not in src:
+            return test_fred.flow_slot(source, table_slots)
+        return fred.flow_slot(src, ip6(OUT_PORT), C.IP_PROTO_TCP, sport, test_fred.DPORT,
+                              table_slots=table_slots)
+
+    def flow_packet(self, flow: str, seq: int):
+        src, sport = self.source_of(flow)
+        pkt = packet6("tcp", seq=seq, sport=sport)
+        pkt[TCP].dport = test_fred.DPORT
+        del pkt[TCP].chksum
+        return pkt
