@@ -431,3 +431,21 @@ def test_shared_slot_flows_counts_the_flows_in_shared_slots() -> None:
     b = next(k for k in keys[1:] if fred.flow_hash(*k) & 7 == fred.flow_hash(*a) & 7)
     c = next(k for k in keys[1:] if fred.flow_hash(*k) & 7 != fred.flow_hash(*a) & 7)
     assert fred.shared_slot_flows([a, b, c], 8) == (3, 2)
+
+
+def test_an_ipv6_flow_hashes_its_37_bytes() -> None:
+    """flow_signature.p4's IPv6 field list: src(16) dst(16) next header(1) ports(2+2)."""
+    import ipaddress
+    import zlib
+
+    from mmaqm.algorithms import fred as F
+    key = F.flow_key_bytes("2001:db8:1::2", "2001:db8:2::2", 6, 1000, 2000)
+    assert key == (ipaddress.IPv6Address("2001:db8:1::2").packed
+                   + ipaddress.IPv6Address("2001:db8:2::2").packed
+                   + bytes([6]) + (1000).to_bytes(2, "big") + (2000).to_bytes(2, "big"))
+    assert F.flow_hash(ipaddress.IPv6Address("2001:db8:1::2"), "2001:db8:2::2", 6, 1000,
+                       2000) == zlib.crc32(key)
+    with pytest.raises(ValueError, match="one family"):
+        F.flow_key_bytes("2001:db8:1::2", "10.0.2.2", 6)
+    with pytest.raises(ValueError, match="IPv6 address"):
+        F.flow_key_bytes("2001:zz::2", "2001:db8:2::2", 6)
