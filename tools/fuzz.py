@@ -59,7 +59,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-NETNS = "mmaqm-fuzz"
+NETNS = os.environ.get("MMAQM_FUZZ_NETNS", "mmaqm-fuzz")   # a unique one per concurrent run
 NUM_PORTS = 4
 SEND_PORTS = (1, 3)                 # frames enter from h1 and h3
 VALID_PORT = 2                      # valid packets go to the host behind port 2
