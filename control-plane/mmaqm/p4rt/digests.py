@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+from operator import ge
 from collections.abc import AsyncIterator
 
 import finsy as fy
 
+from .. import p4constants as C
 from .. import reconcile as R
 from .codec import FlowReport, _already_exists, to_finsy
+
+# The classes a flow report may carry (defines.p4's CLASS_*); any other is malformed.
+REPORTED_CLASSES = frozenset(C.CLASSES.values())
 
 # Flow digest lists that may wait for the controller (flow_reports; finsy's own
 # queue, 50 lists of up to 64 reports, overflowed under 100 000 flows).
@@ -26,11 +31,11 @@ class FlowReportStream:
         for alias in self.flow_digests():
             config = R.flow_digest_config(max_list_size, max_timeout_ms, digest=alias)
             try:
-                await self.switch.write([+to_finsy(config)])
+                await self.write([+to_finsy(config)])
             except fy.P4ClientError as err:
                 if err.code != fy.GRPCStatusCode.UNKNOWN or not _already_exists(err):
                     raise
-                await self.switch.write([~to_finsy(config)])
+                await self.write([~to_finsy(config)])
 
     def flow_digests(self) -> tuple[str, ...]:
         """The flow digests' aliases: IPv4's, then IPv6's where the program has it
@@ -49,7 +54,11 @@ class FlowReportStream:
         10 us per report). At most DIGEST_QUEUE_LISTS lists wait; one arriving
         beyond them is dropped unacknowledged and counted in digest_lists_dropped."""
         schema = self.switch.p4info
-        # digest id -> (alias, member indexes, timestamp index, IPv6)
+        structs = schema.p4info.type_info.structs
+        # digest id -> (alias, member names, member indexes, timestamp index, value
+        # limits, IPv6). Every member's bit width: a member wider than it, a missing
+        # one or an item that is not a struct is malformed (counted, the item
+        # dropped, the list goes on)
         layouts = {}
         for alias in self.flow_digests():
             digest = schema.digests[alias]
@@ -58,7 +67,12 @@ class FlowReportStream:
                 "egress_port", "class_id", "src_addr", "dst_addr", "protocol", "src_port",
                 "dst_port"))
             ts_index = names.index("ingress_ts_us") if "ingress_ts_us" in names else None
-            layouts[digest.id] = (alias, index, ts_index, alias == self.flow6_digest)
+            widths = [member.type_spec.bitstring.bit.bitwidth or
+                      member.type_spec.bitstring.varbit.max_bitwidth or 64
+                      for member in structs[digest.pbuf.type_spec.struct.name].members]
+            layouts[digest.id] = (alias, names, index, ts_index, [1 << w for w in widths],
+                                  alias == self.flow6_digest)
+        malformed = self.malformed.add
         to_us = self.target.ts_to_us          # the target's clock unit -> us
         queue: asyncio.Queue = asyncio.Queue(DIGEST_QUEUE_LISTS)
         switch = self.switch
@@ -78,12 +92,26 @@ class FlowReportStream:
         try:
             while True:
                 digest_list = await queue.get()
-                alias, index, ts_index, is_ipv6 = layouts[digest_list.digest_id]
+                alias, names, index, ts_index, limits, is_ipv6 = \
+                    layouts[digest_list.digest_id]
                 port_i, class_i, src_i, dst_i, proto_i, sport_i, dport_i = index
+                count = len(names)
                 await switch.write([fy.P4DigestListAck(alias, digest_list.list_id)])
                 reports = []
                 for item in digest_list.data:
-                    m = [from_bytes(member.bitstring, "big") for member in item.struct.members]
+                    members = item.struct.members     # none when the item is not a struct
+                    if len(members) != count:
+                        malformed("malformed flow report", f"{item.WhichOneof('data')} of "
+                                  f"{len(members)} members, the digest has {count}")
+                        continue
+                    bitstrings = [member.bitstring for member in members]
+                    m = [from_bytes(b, "big") for b in bitstrings]
+                    # a member that is not a bitstring has an empty one (BMv2 sends
+                    # every member at its full width); a value wider than its member
+                    if not all(bitstrings) or any(map(ge, m, limits)) \
+                            or m[class_i] not in REPORTED_CLASSES:
+                        malformed("malformed flow report", _describe(names, members, m))
+                        continue
                     # an IPv6 flow's addresses are IPv6Address objects: never equal
                     # to an IPv4 flow's ints, so the two families never share a key
                     src, dst = (ipv6(m[src_i]), ipv6(m[dst_i])) if is_ipv6 \
@@ -96,3 +124,13 @@ class FlowReportStream:
         finally:
             switch._stream_digest_message = finsy_handler
 
+
+
+def _describe(names: list[str], members, values: list[int]) -> str:
+    """A malformed flow report's members, each shortened."""
+    parts = []
+    for name, member, value in zip(names, members, values):
+        kind = member.WhichOneof("data")
+        shown = str(value) if value < 1 << 64 else f"{len(member.bitstring)}-byte value"
+        parts.append(f"{name}={shown}" if kind == "bitstring" else f"{name}: a {kind}")
+    return ", ".join(parts)
