@@ -199,11 +199,8 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
         # ChIPS's slot sessions (and on Tofino the departure reports' session)
         clones = self.driver.clone_sessions(port for port, policy in sorted(sw.policies.items())
                                             if policy.plugin.needs_cut_in_sessions)
-        digests = [self.driver.flow_digest]
-        if getattr(self.driver, "flow6_digest", None):    # IPv6 flows' reports (v1model)
-            digests.append(self.driver.flow6_digest)
-        return R.SwitchState(digests=tuple(R.flow_digest_config(digest=d) for d in digests),
-                             clone_sessions=tuple(clones),
+        return R.SwitchState(digests=(R.flow_digest_config(
+            digest=self.driver.flow_digest),), clone_sessions=tuple(clones),
                              entries=tuple(entries))
 
     def policy_action(self, port: int, policy_epoch: int | None = None) -> PolicyAction:

@@ -40,7 +40,6 @@ TABLE_UPTA_EDGE_PORT = "upta_edge_port"
 TABLE_UPTA_LOCAL_ADDR = "upta_local_addr"
 TABLE_UPTA_BFD_PATH = "upta_bfd_path"
 DIGEST_FLOW = "flow_digest_t"
-DIGEST_FLOW6 = "flow6_digest_t"   # an IPv6 flow's report (v1model only)
 PRIO_TCP = 100          # classifier priorities: TCP wins over any DSCP rule
 PRIO_TAGGED = 50
 IP_PROTO_MASK = 0xFF

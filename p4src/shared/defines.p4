@@ -86,8 +86,17 @@ const bit<8> IPV6_EXT_FRAGMENT = 44;
 const bit<8> IPV6_EXT_DEST_OPTS = 60;
 // IPV6_EXT_MAX_DEPTH = 2: the parser's ipv6_ext1 and ipv6_ext2 states.
 const bit<32> IPV6_HEADER_BYTES = 40;
-// An extension header past its first two bytes: at most (255 * 8 + 6) bytes.
-#define IPV6_EXT_MAX_REST_BITS 16368
+// An IPv6 address folded to 32 bits for the flow signature (flow_signature.p4):
+// (w0 * MUL0 + w1 * MUL1 + w2 * MUL2 + w3) mod 2^32 over its big-endian words;
+// odd multipliers, so that addresses differing in one or two words (a subnet and
+// a host number) do not fold alike (mmaqm.algorithms.fred.fold_ipv6).
+const bit<32> FLOW_FOLD_MUL0 = 0x9E3779B1;
+const bit<32> FLOW_FOLD_MUL1 = 0x85EBCA77;
+const bit<32> FLOW_FOLD_MUL2 = 0xC2B2AE3D;
+#define FLOW_FOLD(a) ((a)[127:96] * FLOW_FOLD_MUL0 + (a)[95:64] * FLOW_FOLD_MUL1 \
+                      + (a)[63:32] * FLOW_FOLD_MUL2 + (a)[31:0])
+// An extension header past its first 8 bytes: at most 255 * 8 bytes.
+#define IPV6_EXT_MAX_REST_BITS 16320
 const bit<32> ETHERNET_HEADER_BYTES = 14;
 const bit<16> IPV4_MIN_HEADER_BYTES = 20;  // IHL 5; options are discarded
 const bit<4> IPV4_MIN_IHL = 5;

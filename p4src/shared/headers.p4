@@ -41,12 +41,21 @@ header ipv6_t {
     ipv6_addr_t dst_addr;
 }
 
-// An extension header the parser skips (RFC 8200 §4.3-4.5: hop-by-hop,
-// routing, destination options: 8 + 8 * hdr_ext_len bytes; §4.5 fragment: 8
-// bytes, its second byte reserved). Kept whole, opaque, and emitted again.
+// The first 8 bytes of an extension header the parser skips (RFC 8200
+// §4.3-4.6: hop-by-hop, routing, destination options; §4.5 fragment, all of
+// it). The fragment fields are a fragment header's; in the others they are the
+// first option bytes, opaque. Kept whole and emitted again.
 header ipv6_ext_t {
-    bit<8>            next_hdr;
-    bit<8>            hdr_ext_len;
+    bit<8>  next_hdr;
+    bit<8>  hdr_ext_len;      // a fragment header's reserved byte
+    bit<13> frag_offset;
+    bit<3>  frag_flags;
+    bit<32> frag_id;
+}
+
+// The rest of a hop-by-hop, routing or destination options header:
+// 8 * hdr_ext_len bytes, opaque.
+header ipv6_ext_rest_t {
     varbit<IPV6_EXT_MAX_REST_BITS> rest;
 }
 #endif
@@ -112,7 +121,9 @@ struct headers_t {
 #ifdef MMAQM_HAS_IPV6
     ipv6_t     ipv6;
     ipv6_ext_t ipv6_ext1;     // IPV6_EXT_MAX_DEPTH extension headers (parser.p4)
+    ipv6_ext_rest_t ipv6_ext1_rest;
     ipv6_ext_t ipv6_ext2;
+    ipv6_ext_rest_t ipv6_ext2_rest;
 #endif
     tcp_t      tcp;
     udp_t      udp;
@@ -290,30 +301,24 @@ struct local_metadata_t {
 struct flow_digest_t {
     port_t      egress_port;
     bit<8>      class_id;     // a traffic_class_t value
+#ifdef MMAQM_HAS_IPV6
+    // Either family's flow in one digest: an IPv4 address zero-extended, the
+    // family in ip_version (4 or 6), so that the two never share a key.
+    ipv6_addr_t src_addr;
+    ipv6_addr_t dst_addr;
+#else
     ipv4_addr_t src_addr;
     ipv4_addr_t dst_addr;
-    bit<8>      protocol;
+#endif
+    bit<8>      protocol;     // IPv6: the next header after the extension headers
     l4_port_t   src_port;
     l4_port_t   dst_port;
     // When the reporting packet arrived: BMv2's ingress_global_timestamp, us since
     // the switch started (flow_report.p4); the controller maps it to its own clock.
     bit<48>     ingress_ts_us;
-}
-
 #ifdef MMAQM_HAS_IPV6
-// The same report for an IPv6 flow (its own digest, so that an IPv4 report
-// costs what it did): the addresses are IPv6's, protocol is the next header
-// after the extension headers. The flow label is not part of the flow.
-struct flow6_digest_t {
-    port_t      egress_port;
-    bit<8>      class_id;
-    ipv6_addr_t src_addr;
-    ipv6_addr_t dst_addr;
-    bit<8>      protocol;
-    l4_port_t   src_port;
-    l4_port_t   dst_port;
-    bit<48>     ingress_ts_us;
-}
+    bit<8>      ip_version;
 #endif
+}
 
 #endif

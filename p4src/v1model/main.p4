@@ -48,10 +48,12 @@ control MmaqmIngress(inout headers_t hdr,
         // egress_spec 0 (one table apply per packet fewer than a mark_to_drop here).
         // IPv6 (docs/ipv6.md): the same outcomes by the same reasons, plus
         // DISCARD_IPV6_EXT_LIMIT; the IPv4-only checks guard on hdr.ipv4.
-        if (standard_metadata.parser_error == error.IPv6ExtensionLimit) {
-            discard(DISCARD_IPV6_EXT_LIMIT);
-        } else if (standard_metadata.parser_error != error.NoError) {
-            discard(DISCARD_MALFORMED);
+        if (standard_metadata.parser_error != error.NoError) {
+            if (standard_metadata.parser_error == error.IPv6ExtensionLimit) {
+                discard(DISCARD_IPV6_EXT_LIMIT);
+            } else {
+                discard(DISCARD_MALFORMED);
+            }
         } else if (!hdr.ipv4.isValid() && !hdr.ipv6.isValid()) {
             discard(DISCARD_NOT_IPV4);
         } else if (hdr.ipv4.isValid() && hdr.ipv4.ihl != IPV4_MIN_IHL
@@ -64,13 +66,20 @@ control MmaqmIngress(inout headers_t hdr,
                       > standard_metadata.packet_length)) {
             // IPv4 length field claims more than the frame carries: truncated.
             discard(DISCARD_MALFORMED);
-        } else if (hdr.ipv6.isValid() && (bit<32>)hdr.ipv6.payload_len + IPV6_HEADER_BYTES
-                   + ETHERNET_HEADER_BYTES > standard_metadata.packet_length) {
-            // IPv6 payload length claims more than the frame carries: truncated.
-            discard(DISCARD_MALFORMED);
-        } else if ((hdr.ipv4.isValid() && hdr.ipv4.ttl <= 1)
-                   || (hdr.ipv6.isValid() && hdr.ipv6.hop_limit <= 1)) {
+        } else if (hdr.ipv4.isValid() && hdr.ipv4.ttl <= 1) {
             discard(DISCARD_TTL_EXPIRED);
+        } else if (hdr.ipv6.isValid() && ((bit<32>)hdr.ipv6.payload_len + IPV6_HEADER_BYTES
+                   + ETHERNET_HEADER_BYTES > standard_metadata.packet_length
+                   || hdr.ipv6.hop_limit <= 1)) {
+            // one test of IPv6's two for an IPv4 packet
+            if (hdr.ipv6.hop_limit <= 1
+                && (bit<32>)hdr.ipv6.payload_len + IPV6_HEADER_BYTES
+                   + ETHERNET_HEADER_BYTES <= standard_metadata.packet_length) {
+                discard(DISCARD_TTL_EXPIRED);
+            } else {
+                // IPv6 payload length claims more than the frame carries: truncated.
+                discard(DISCARD_MALFORMED);
+            }
         } else {
 #ifdef MMAQM_HAS_UPTA
             upta_edge.apply(hdr, meta, standard_metadata);   // C-UPTA and BFD (upta.p4)

@@ -67,52 +67,59 @@ parser MmaqmParser(packet_in packet,
         }
     }
 
+    // The version is checked by the transition (an unmatched version ends in
+    // ipv6_bad_version): a verify() here would cost a PHV field per packet.
     state parse_ipv6 {
         packet.extract(hdr.ipv6);
-        verify(hdr.ipv6.version == 6, error.IPv6BadVersion);
         meta.ip_proto = hdr.ipv6.next_hdr;
         meta.dscp = hdr.ipv6.dscp;
-        transition select(hdr.ipv6.next_hdr) {
-            IPV6_EXT_HOP_BY_HOP: parse_ipv6_ext1;
-            IPV6_EXT_ROUTING: parse_ipv6_ext1;
-            IPV6_EXT_DEST_OPTS: parse_ipv6_ext1;
-            IPV6_EXT_FRAGMENT: parse_ipv6_frag1;
-            IP_PROTO_TCP: parse_tcp;
-            IP_PROTO_UDP: parse_udp;
-            IP_PROTO_ICMPV6: parse_icmpv6;
+        transition select(hdr.ipv6.version, hdr.ipv6.next_hdr) {
+            (6, IPV6_EXT_HOP_BY_HOP): parse_ipv6_ext1;
+            (6, IPV6_EXT_ROUTING): parse_ipv6_ext1;
+            (6, IPV6_EXT_DEST_OPTS): parse_ipv6_ext1;
+            (6, IPV6_EXT_FRAGMENT): parse_ipv6_frag1;
+            (6, IP_PROTO_TCP): parse_tcp;
+            (6, IP_PROTO_UDP): parse_udp;
+            (6, IP_PROTO_ICMPV6): parse_icmpv6;
+            (6, _): accept;
+            default: ipv6_bad_version;
+        }
+    }
+
+    state ipv6_bad_version {
+        verify(false, error.IPv6BadVersion);
+        transition accept;
+    }
+
+    // Extension header 1 of IPV6_EXT_MAX_DEPTH: its first 8 bytes, then
+    // 8 * hdr_ext_len more (RFC 8200 §4.3-4.6). Read from the extracted length,
+    // not by a lookahead (each lookahead costs PHV fields, per packet).
+    state parse_ipv6_ext1 {
+        packet.extract(hdr.ipv6_ext1);
+        meta.ip_proto = hdr.ipv6_ext1.next_hdr;
+        transition select(hdr.ipv6_ext1.hdr_ext_len) {
+            0: ipv6_after_ext1;
+            default: parse_ipv6_ext1_rest;
+        }
+    }
+
+    state parse_ipv6_ext1_rest {
+        packet.extract(hdr.ipv6_ext1_rest, (bit<32>)hdr.ipv6_ext1.hdr_ext_len << 6);
+        transition ipv6_after_ext1;
+    }
+
+    // A fragment header (§4.5) is 8 bytes; a non-first fragment (offset != 0)
+    // has no upper-layer header.
+    state parse_ipv6_frag1 {
+        packet.extract(hdr.ipv6_ext1);
+        meta.ip_proto = hdr.ipv6_ext1.next_hdr;
+        transition select(hdr.ipv6_ext1.frag_offset) {
+            0: ipv6_after_ext1;
             default: accept;
         }
     }
 
-    // Extension header 1 of IPV6_EXT_MAX_DEPTH: 8 + 8 * hdr_ext_len bytes
-    // (RFC 8200 §4.3-4.6), or a fragment header's 8 (§4.5).
-    state parse_ipv6_ext1 {
-        packet.extract(hdr.ipv6_ext1,
-                       ((bit<32>)packet.lookahead<bit<16>>()[7:0] << 6) + 48);
-        transition ipv6_after_ext1;
-    }
-
-    // A non-first fragment (offset != 0) has no upper-layer header (§4.5).
-    state parse_ipv6_frag1 {
-        transition select(packet.lookahead<bit<32>>()[15:3]) {
-            0: parse_ipv6_frag1_first;
-            default: parse_ipv6_frag1_later;
-        }
-    }
-
-    state parse_ipv6_frag1_first {
-        packet.extract(hdr.ipv6_ext1, 48);
-        transition ipv6_after_ext1;
-    }
-
-    state parse_ipv6_frag1_later {
-        packet.extract(hdr.ipv6_ext1, 48);
-        meta.ip_proto = hdr.ipv6_ext1.next_hdr;
-        transition accept;
-    }
-
     state ipv6_after_ext1 {
-        meta.ip_proto = hdr.ipv6_ext1.next_hdr;
         transition select(hdr.ipv6_ext1.next_hdr) {
             IPV6_EXT_HOP_BY_HOP: parse_ipv6_ext2;
             IPV6_EXT_ROUTING: parse_ipv6_ext2;
@@ -127,31 +134,29 @@ parser MmaqmParser(packet_in packet,
 
     // Extension header 2 of IPV6_EXT_MAX_DEPTH, the last one skipped.
     state parse_ipv6_ext2 {
-        packet.extract(hdr.ipv6_ext2,
-                       ((bit<32>)packet.lookahead<bit<16>>()[7:0] << 6) + 48);
+        packet.extract(hdr.ipv6_ext2);
+        meta.ip_proto = hdr.ipv6_ext2.next_hdr;
+        transition select(hdr.ipv6_ext2.hdr_ext_len) {
+            0: ipv6_after_ext2;
+            default: parse_ipv6_ext2_rest;
+        }
+    }
+
+    state parse_ipv6_ext2_rest {
+        packet.extract(hdr.ipv6_ext2_rest, (bit<32>)hdr.ipv6_ext2.hdr_ext_len << 6);
         transition ipv6_after_ext2;
     }
 
     state parse_ipv6_frag2 {
-        transition select(packet.lookahead<bit<32>>()[15:3]) {
-            0: parse_ipv6_frag2_first;
-            default: parse_ipv6_frag2_later;
+        packet.extract(hdr.ipv6_ext2);
+        meta.ip_proto = hdr.ipv6_ext2.next_hdr;
+        transition select(hdr.ipv6_ext2.frag_offset) {
+            0: ipv6_after_ext2;
+            default: accept;
         }
     }
 
-    state parse_ipv6_frag2_first {
-        packet.extract(hdr.ipv6_ext2, 48);
-        transition ipv6_after_ext2;
-    }
-
-    state parse_ipv6_frag2_later {
-        packet.extract(hdr.ipv6_ext2, 48);
-        meta.ip_proto = hdr.ipv6_ext2.next_hdr;
-        transition accept;
-    }
-
     state ipv6_after_ext2 {
-        meta.ip_proto = hdr.ipv6_ext2.next_hdr;
         transition select(hdr.ipv6_ext2.next_hdr) {
             IPV6_EXT_HOP_BY_HOP: ipv6_extension_limit;
             IPV6_EXT_ROUTING: ipv6_extension_limit;
@@ -284,7 +289,9 @@ control MmaqmDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.upta_option);
         packet.emit(hdr.ipv6);
         packet.emit(hdr.ipv6_ext1);
+        packet.emit(hdr.ipv6_ext1_rest);
         packet.emit(hdr.ipv6_ext2);
+        packet.emit(hdr.ipv6_ext2_rest);
         packet.emit(hdr.tcp);
         packet.emit(hdr.udp);
         packet.emit(hdr.icmp);

@@ -93,10 +93,6 @@ def tna_shaped(p4info_path: Path):
             if ref.id == red_id or ref.scope == ref.DEFAULT_ONLY]
     del policy.action_refs[:]
     policy.action_refs.extend(kept)
-    # the TNA build has no IPv6 report (flow6_digest_t, v1model only)
-    kept_digests = [d for d in info.digests if d.preamble.alias == "flow_digest_t"]
-    del info.digests[:]
-    info.digests.extend(kept_digests)
     digest = info.digests[0]
     digest.preamble.name = "TnaIngressDeparser.flow_digest"
     digest.preamble.alias = "flow_digest"

@@ -28,19 +28,14 @@ class FlowReportStream:
         """Configure the flow digest: insert it, or, when an earlier controller left it
         configured (clear() keeps it), modify it to these settings (a MODIFY never
         resets PI's digest state, unlike a DELETE)."""
-        for alias in self.flow_digests():
-            config = R.flow_digest_config(max_list_size, max_timeout_ms, digest=alias)
-            try:
-                await self.write([+to_finsy(config)])
-            except fy.P4ClientError as err:
-                if err.code != fy.GRPCStatusCode.UNKNOWN or not _already_exists(err):
-                    raise
-                await self.write([~to_finsy(config)])
-
-    def flow_digests(self) -> tuple[str, ...]:
-        """The flow digests' aliases: IPv4's, then IPv6's where the program has it
-        (flow6_digest_t, v1model)."""
-        return (self.flow_digest,) + ((self.flow6_digest,) if self.flow6_digest else ())
+        config = R.flow_digest_config(max_list_size, max_timeout_ms,
+                                      digest=self.flow_digest)
+        try:
+            await self.write([+to_finsy(config)])
+        except fy.P4ClientError as err:
+            if err.code != fy.GRPCStatusCode.UNKNOWN or not _already_exists(err):
+                raise
+            await self.write([~to_finsy(config)])
 
     async def flow_reports(self) -> AsyncIterator[list[FlowReport]]:
         """Digest lists as FlowReports, each list acknowledged as soon as it is taken.
@@ -54,24 +49,23 @@ class FlowReportStream:
         10 us per report). At most DIGEST_QUEUE_LISTS lists wait; one arriving
         beyond them is dropped unacknowledged and counted in digest_lists_dropped."""
         schema = self.switch.p4info
+        digest = schema.digests[self.flow_digest]
+        names = list(digest.type_spec.members)
+        index = {name: names.index(name) for name in (
+            "egress_port", "class_id", "src_addr", "dst_addr", "protocol", "src_port",
+            "dst_port")}
+        ts_index = names.index("ingress_ts_us") if "ingress_ts_us" in names else None
+        # v1model's digest carries either family (128-bit addresses, an IPv4 one
+        # zero-extended, and ip_version 4 or 6); TNA's is IPv4's (32-bit addresses)
+        ver_index = names.index("ip_version") if "ip_version" in names else None
+        # every member's bit width: a member wider than it, a missing one or an item
+        # that is not a struct is malformed (counted, the item dropped, the list goes on)
         structs = schema.p4info.type_info.structs
-        # digest id -> (alias, member names, member indexes, timestamp index, value
-        # limits, IPv6). Every member's bit width: a member wider than it, a missing
-        # one or an item that is not a struct is malformed (counted, the item
-        # dropped, the list goes on)
-        layouts = {}
-        for alias in self.flow_digests():
-            digest = schema.digests[alias]
-            names = list(digest.type_spec.members)
-            index = tuple(names.index(name) for name in (
-                "egress_port", "class_id", "src_addr", "dst_addr", "protocol", "src_port",
-                "dst_port"))
-            ts_index = names.index("ingress_ts_us") if "ingress_ts_us" in names else None
-            widths = [member.type_spec.bitstring.bit.bitwidth or
-                      member.type_spec.bitstring.varbit.max_bitwidth or 64
-                      for member in structs[digest.pbuf.type_spec.struct.name].members]
-            layouts[digest.id] = (alias, names, index, ts_index, [1 << w for w in widths],
-                                  alias == self.flow6_digest)
+        widths = [member.type_spec.bitstring.bit.bitwidth or
+                  member.type_spec.bitstring.varbit.max_bitwidth or 64
+                  for member in structs[digest.pbuf.type_spec.struct.name].members]
+        limits = [1 << w for w in widths]
+        count = len(names)
         malformed = self.malformed.add
         to_us = self.target.ts_to_us          # the target's clock unit -> us
         queue: asyncio.Queue = asyncio.Queue(DIGEST_QUEUE_LISTS)
@@ -79,7 +73,7 @@ class FlowReportStream:
         finsy_handler = switch._stream_digest_message
 
         def on_digest(msg) -> None:     # in finsy's stream task: no decoding here
-            if msg.digest.digest_id not in layouts:
+            if msg.digest.digest_id != digest.id:
                 finsy_handler(msg)
             elif queue.full():
                 self.digest_lists_dropped += 1
@@ -87,16 +81,13 @@ class FlowReportStream:
                 queue.put_nowait(msg.digest)
 
         switch._stream_digest_message = on_digest
+        port_i, class_i, src_i, dst_i, proto_i, sport_i, dport_i = index.values()
         from_bytes = int.from_bytes
         ipv6 = ipaddress.IPv6Address
         try:
             while True:
                 digest_list = await queue.get()
-                alias, names, index, ts_index, limits, is_ipv6 = \
-                    layouts[digest_list.digest_id]
-                port_i, class_i, src_i, dst_i, proto_i, sport_i, dport_i = index
-                count = len(names)
-                await switch.write([fy.P4DigestListAck(alias, digest_list.list_id)])
+                await switch.write([fy.P4DigestListAck(self.flow_digest, digest_list.list_id)])
                 reports = []
                 for item in digest_list.data:
                     members = item.struct.members     # none when the item is not a struct
@@ -112,10 +103,16 @@ class FlowReportStream:
                             or m[class_i] not in REPORTED_CLASSES:
                         malformed("malformed flow report", _describe(names, members, m))
                         continue
-                    # an IPv6 flow's addresses are IPv6Address objects: never equal
-                    # to an IPv4 flow's ints, so the two families never share a key
-                    src, dst = (ipv6(m[src_i]), ipv6(m[dst_i])) if is_ipv6 \
-                        else (m[src_i], m[dst_i])
+                    src, dst = m[src_i], m[dst_i]
+                    if ver_index is not None:
+                        version = m[ver_index]
+                        if version == 6:
+                            # IPv6Address objects: never equal to an IPv4 flow's
+                            # ints, so the two families never share a key
+                            src, dst = ipv6(src), ipv6(dst)
+                        elif version != 4 or src >> 32 or dst >> 32:
+                            malformed("malformed flow report", _describe(names, members, m))
+                            continue
                     reports.append(FlowReport(
                         m[port_i], m[class_i],
                         (src, dst, m[proto_i], m[sport_i], m[dport_i]),

@@ -160,9 +160,6 @@ class P4RuntimeSession:
         # the bench's minimal router has none, and the controller then enables no reports
         self.flow_digest = (flow_digest_alias(self.switch.p4info)
                             if self.switch.p4info.digests else R.DIGEST_FLOW)
-        # IPv6 flows' reports (flow6_digest_t): BMv2 programs only
-        self.flow6_digest = (R.DIGEST_FLOW6 if self.switch.p4info.digests.get(R.DIGEST_FLOW6)
-                             is not None else None)
         self._open = False
         self._local_addrs: set[int] = set()     # a target's upta_local_addr value set
         # finsy announces the pipeline ready (CHANNEL_READY) after its arbitration and,
