@@ -188,12 +188,13 @@ class Ipv6EveryAlgorithmTest(Ipv6Test):
 
 class Ipv6FlowReportTest(MmaqmTest):
     """With flow reports on, an IPv6 TCP flow, an IPv6 tagged UDP flow (each sent
-    twice in one epoch) and an IPv4 flow give exactly three reports: the IPv6 ones
-    (flow6_digest_t) with IPv6Address addresses, the next header and the ports, on
-    port 2, classes TCP and TAGGED. The flow slot of each holds crc32 << 32 | epoch
-    with crc32 = flow_hash of the report's key: BMv2 hashes IPv6's 37 bytes as the
-    controller (and FRED's slot model) does. The active-flow table counts three
-    flows, two IPv6 and one IPv4."""
+    twice in one epoch) and an IPv4 flow give exactly three reports, all of the one
+    flow_digest_t: the IPv6 ones (ip_version 6) with IPv6Address addresses, the
+    next header and the ports, on port 2, classes TCP and TAGGED. The flow slot of
+    each holds crc32 << 32 | epoch with crc32 = flow_hash of the report's key: BMv2
+    folds each IPv6 address to 32 bits and hashes 13 bytes as the controller (and
+    FRED's slot model) does. The active-flow table counts three flows, two IPv6
+    and one IPv4."""
 
     async def gather_reports(self, reports: list) -> None:
         async for batch in self.sw.driver.flow_reports():
