@@ -100,7 +100,7 @@ BFD_HEADER_BYTES = 12                       # bfd_t after the ICMP header (heade
 BFD_IP_LEN, BFD_SPEC_BYTES = 36, 16
 ETHERTYPE_IPV6 = 0x86DD
 IPV6_EXT_HEADERS = (0, 43, 60, 44)          # hop-by-hop, routing, destination options, fragment
-IPV6_EXT_MAX_DEPTH = 2                      # parser.p4's ipv6_ext1, ipv6_ext2
+IPV6_EXT_MAX_DEPTH = 2                      # parser.p4's ipv6_ext1, ipv6_ext2 states
 L6_HEADER_BYTES = {6: 20, 17: 8, 58: 4}     # TCP, UDP, ICMPv6 after IPv6
 
 
@@ -219,7 +219,7 @@ def expected_fate_ipv6(frame: bytes) -> Fate:
     if n < 54:
         return Fate("MALFORMED")                # PacketTooShort on the IPv6 header
     if frame[14] >> 4 != 6:
-        return Fate("MALFORMED")                # verify(): IPv6BadVersion
+        return Fate("MALFORMED")                # ipv6_bad_version: IPv6BadVersion
     payload_len, = struct.unpack("!H", frame[18:20])
     proto, hop_limit = frame[20], frame[21]
     off, l4 = 54, True
@@ -228,18 +228,16 @@ def expected_fate_ipv6(frame: bytes) -> Fate:
             break
         if depth == IPV6_EXT_MAX_DEPTH:
             return Fate("IPV6_EXT_LIMIT")       # verify(false): IPv6ExtensionLimit
-        if proto == 44:                         # fragment: lookahead 4 bytes, then 8
-            if n < off + 4:
-                return Fate("MALFORMED")
-            frag_offset = struct.unpack("!H", frame[off + 2:off + 4])[0] >> 3
+        if proto == 44:                         # fragment: its 8 bytes, then its offset
             if n < off + 8:
                 return Fate("MALFORMED")
+            frag_offset = struct.unpack("!H", frame[off + 2:off + 4])[0] >> 3
             proto, off = frame[off], off + 8
             if frag_offset != 0:
                 l4 = False                      # a non-first fragment: no L4 header
                 break
-        else:                                   # lookahead 2 bytes, then 8 + 8 * len
-            if n < off + 2:
+        else:                                   # 8 bytes, then 8 * len more
+            if n < off + 8:
                 return Fate("MALFORMED")
             length = 8 + 8 * frame[off + 1]
             if n < off + length:

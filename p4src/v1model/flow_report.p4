@@ -35,7 +35,6 @@ control FlowReport(in headers_t hdr,
         flow_slots.read(stored, slot);
         if (stored != current) {
             flow_slots.write(slot, current);
-#ifdef MMAQM_HAS_IPV6
             // One digest call for both families (p4c copies every member into a
             // PHV field, per call). The family selects by multiplying with a
             // header's validity rather than by ?:, which p4c lowers to one more
@@ -50,13 +49,6 @@ control FlowReport(in headers_t hdr,
                 meta.ip_proto, meta.l4_src_port, meta.l4_dst_port,
                 standard_metadata.ingress_global_timestamp,
                 8w4 + ((bit<8>)(bit<1>)hdr.ipv6.isValid() << 1) });
-#else
-            digest<flow_digest_t>(FLOW_DIGEST_RECEIVER, {
-                meta.routed_port, (bit<8>)meta.class_id,
-                hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
-                meta.l4_src_port, meta.l4_dst_port,
-                standard_metadata.ingress_global_timestamp });
-#endif
         }
     }
 

@@ -17,7 +17,6 @@
 @hidden
 action compute_flow_signature() {
     if (meta.flow_signature == 0) {
-#ifdef MMAQM_HAS_IPV6
         // the family selected by multiplying with a header's validity: exact
         // whatever an invalid header's fields hold, and no PHV field for a ?:
         hash(meta.flow_signature, HashAlgorithm.crc32, (bit<32>)0,
@@ -26,10 +25,5 @@ action compute_flow_signature() {
                (bit<32>)(bit<1>)hdr.ipv6.isValid() * FLOW_FOLD(hdr.ipv6.dst_addr)
                    + (bit<32>)(bit<1>)hdr.ipv4.isValid() * hdr.ipv4.dst_addr,
                meta.ip_proto, meta.l4_src_port, meta.l4_dst_port }, (bit<64>)0x100000000);
-#else
-        hash(meta.flow_signature, HashAlgorithm.crc32, (bit<32>)0,
-             { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
-               meta.l4_src_port, meta.l4_dst_port }, (bit<64>)0x100000000);
-#endif
     }
 }

@@ -69,16 +69,15 @@ control MmaqmIngress(inout headers_t hdr,
         } else if (hdr.ipv4.isValid() && hdr.ipv4.ttl <= 1) {
             discard(DISCARD_TTL_EXPIRED);
         } else if (hdr.ipv6.isValid() && ((bit<32>)hdr.ipv6.payload_len + IPV6_HEADER_BYTES
-                   + ETHERNET_HEADER_BYTES > standard_metadata.packet_length
+                      + ETHERNET_HEADER_BYTES > standard_metadata.packet_length
                    || hdr.ipv6.hop_limit <= 1)) {
-            // one test of IPv6's two for an IPv4 packet
-            if (hdr.ipv6.hop_limit <= 1
-                && (bit<32>)hdr.ipv6.payload_len + IPV6_HEADER_BYTES
-                   + ETHERNET_HEADER_BYTES <= standard_metadata.packet_length) {
-                discard(DISCARD_TTL_EXPIRED);
-            } else {
-                // IPv6 payload length claims more than the frame carries: truncated.
+            // IPv6's two checks, one conditional for an IPv4 packet. A payload
+            // length beyond the frame (truncated) wins over the hop limit.
+            if ((bit<32>)hdr.ipv6.payload_len + IPV6_HEADER_BYTES
+                + ETHERNET_HEADER_BYTES > standard_metadata.packet_length) {
                 discard(DISCARD_MALFORMED);
+            } else {
+                discard(DISCARD_TTL_EXPIRED);
             }
         } else {
 #ifdef MMAQM_HAS_UPTA
