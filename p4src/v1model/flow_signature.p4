@@ -10,20 +10,22 @@
 // mod 2^32 over its big-endian words w0..w3 (mmaqm.algorithms.fred.fold_ipv6),
 // and the next header after the extension headers as the protocol. One hash for
 // both families: p4c copies every hash input into a PHV field, so a second,
-// IPv6-only hash would cost every IPv4 packet five more fields to reset. The
+// IPv6-only hash would cost every IPv4 packet five more fields to reset. Each
+// ?: costs one field more, but an IPv4 packet evaluates only its own side (a
+// selection by multiplying with the headers' validity costs no field, but
+// evaluates the fold for IPv4 too: about 11 000 instructions per packet more
+// under callgrind, docs/ipv6.md). The
 // flow label is not hashed (a host may change it within one connection, RFC
 // 6437 §3). An IPv4 flow's signature is what it was before IPv6.
 // No include guard: each including control gets its own copy of the action.
 @hidden
 action compute_flow_signature() {
     if (meta.flow_signature == 0) {
-        // the family selected by multiplying with a header's validity: exact
-        // whatever an invalid header's fields hold, and no PHV field for a ?:
+        // one call site for both families (a second would cost its five
+        // copies again); ?: picks the family, evaluating only that side
         hash(meta.flow_signature, HashAlgorithm.crc32, (bit<32>)0,
-             { (bit<32>)(bit<1>)hdr.ipv6.isValid() * FLOW_FOLD(hdr.ipv6.src_addr)
-                   + (bit<32>)(bit<1>)hdr.ipv4.isValid() * hdr.ipv4.src_addr,
-               (bit<32>)(bit<1>)hdr.ipv6.isValid() * FLOW_FOLD(hdr.ipv6.dst_addr)
-                   + (bit<32>)(bit<1>)hdr.ipv4.isValid() * hdr.ipv4.dst_addr,
+             { hdr.ipv6.isValid() ? FLOW_FOLD(hdr.ipv6.src_addr) : hdr.ipv4.src_addr,
+               hdr.ipv6.isValid() ? FLOW_FOLD(hdr.ipv6.dst_addr) : hdr.ipv4.dst_addr,
                meta.ip_proto, meta.l4_src_port, meta.l4_dst_port }, (bit<64>)0x100000000);
     }
 }
