@@ -39,7 +39,8 @@ control CbtRedAll(inout headers_t hdr, inout local_metadata_t meta,
             mark_to_drop(standard_metadata);
         }
         if (meta.ecn_mark) {
-            hdr.ipv4.ecn = ECN_CE;
+            hdr.ipv4.ecn = ECN_CE;   // the invalid family's write is never emitted
+            hdr.ipv6.ecn = ECN_CE;
         }
     }
 
@@ -73,7 +74,8 @@ control CbtRedTcpOnly(inout headers_t hdr, inout local_metadata_t meta,
             mark_to_drop(standard_metadata);
         }
         if (meta.ecn_mark) {
-            hdr.ipv4.ecn = ECN_CE;
+            hdr.ipv4.ecn = ECN_CE;   // the invalid family's write is never emitted
+            hdr.ipv6.ecn = ECN_CE;
         }
     }
 

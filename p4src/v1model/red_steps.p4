@@ -88,7 +88,8 @@ action red_next_count() {
 // meta.drop_reason says why RED acted, for a drop or a mark.
 @noWarn("unused") @hidden
 action red_drop_test() {
-    bool ecn_capable = hdr.ipv4.ecn != ECN_NOT_ECT;
+    bool ecn_capable = (hdr.ipv4.isValid() && hdr.ipv4.ecn != ECN_NOT_ECT)
+                       || (hdr.ipv6.isValid() && hdr.ipv6.ecn != ECN_NOT_ECT);
     bool forced_zone = meta.red_avg_scaled >= meta.policy.max_th_scaled
         && (meta.policy.gentle == 0
             || (bit<64>)meta.red_avg_scaled >= ((bit<64>)meta.policy.max_th_scaled << 1));

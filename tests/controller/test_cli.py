@@ -183,7 +183,7 @@ def test_install_against_the_fake_switch_exits_0_and_writes_the_config(
     assert [e.match for e in server.table_entries("classifier")] == [
         {"ip_proto": (6, 0xFF)}, {"ip_proto": (17, 0xFF), "dscp": (46, 0x3F)},
         {"ip_proto": (17, 0xFF), "dscp": (34, 0x3F)}]
-    assert len(server.digest_configs) == 1
+    assert len(server.digest_configs) == 1       # one flow report for both families
 
 
 def test_stats_against_the_fake_switch_prints_the_counter_table(

@@ -42,7 +42,7 @@ from mmaqm.driver import SwitchDriver
 TAGGED = 1
 GOOD = {"egress_port": 2, "class_id": TAGGED, "src_addr": ipv4_int("10.0.1.10"),
         "dst_addr": ipv4_int("10.0.2.10"), "protocol": 17, "src_port": 5000,
-        "dst_port": 5004, "ingress_ts_us": 1000}
+        "dst_port": 5004, "ingress_ts_us": 1000, "ip_version": 4}
 DCBT_2 = {"algorithm": "DCBT", "min_th_pkts": 5, "max_th_pkts": 15, "max_p": 0.1,
           "queue_limit_pkts": 60}
 FUZZ_MESSAGES = 3000
