@@ -319,6 +319,12 @@ def _cli(args: list[str], timeout_s: float = 30) -> subprocess.CompletedProcess[
                           text=True, timeout=timeout_s)
 
 
+def _start_run(args: list[str], **popen: Any) -> subprocess.Popen[str]:
+    """`mmaqm-ctl run` with args, its output piped."""
+    return subprocess.Popen([sys.executable, "-m", "mmaqm.cli", "run", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+
+
 @pytest.mark.parametrize("command, rpc", [("install", "Write"), ("install", "Read"),
                                           ("stats", "Read")])
 def test_a_switch_that_never_answers_fails_after_the_timeout_saying_so(
@@ -351,11 +357,9 @@ def test_run_counts_a_wedged_switch_toward_the_reconnect_timeout(
     with serve_in_thread(server) as threaded:
         path = tmp_path / "cfg.yaml"
         path.write_text(yaml.safe_dump(_config_data(threaded.server.address)))
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "mmaqm.cli", "run", "-c", str(path), "--p4info",
-             str(p4info_path), "--bmv2-json", str(device_config), "--timeout-s", "0.5",
-             "--reconnect-timeout-s", "2", "--enforce-interval-s", "0.2"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = _start_run(["-c", str(path), "--p4info", str(p4info_path), "--bmv2-json",
+                           str(device_config), "--timeout-s", "0.5",
+                           "--reconnect-timeout-s", "2", "--enforce-interval-s", "0.2"])
         try:
             deadline = time.monotonic() + 10
             while not server.digest_configs:
@@ -426,11 +430,9 @@ def test_sigterm_to_the_process_group_exits_143_without_a_traceback(
     with serve_in_thread(server) as threaded:
         path = tmp_path / "cfg.yaml"
         path.write_text(yaml.safe_dump(_config_data(threaded.server.address)))
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "mmaqm.cli", "run", "-c", str(path), "--p4info",
-             str(p4info_path), "--bmv2-json", str(device_config), "--stats-out",
-             str(tmp_path / "stats.jsonl"), "--stats-interval-ms", "20"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        proc = _start_run(["-c", str(path), "--p4info", str(p4info_path), "--bmv2-json",
+                           str(device_config), "--stats-out", str(tmp_path / "stats.jsonl"),
+                           "--stats-interval-ms", "20"], start_new_session=True)
         try:
             deadline = time.monotonic() + 10
             while not (tmp_path / "stats.jsonl").exists() \
@@ -460,8 +462,7 @@ def test_an_election_id_in_use_is_one_line_naming_the_switch_not_a_lower_bid(
         path.write_text(yaml.safe_dump(_config_data(threaded.server.address)))
         common = ["-c", str(path), "--p4info", str(p4info_path), "--bmv2-json",
                   str(device_config), "--timeout-s", "3"]
-        proc = subprocess.Popen([sys.executable, "-m", "mmaqm.cli", "run", *common],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = _start_run(common)
         try:
             deadline = time.monotonic() + 10
             while not server.digest_configs:
