@@ -288,6 +288,9 @@ struct local_metadata_t {
     // v1model routes on hdr.ipv4.dst_addr (routing.p4 MMAQM_ROUTE_DST).
     ipv4_addr_t     route_dst_addr;
 #endif
+#ifdef MMAQM_ROUTE_ANSWERS
+    bool            bfd_to_local;     // to this router (routing.p4 upta_local_addr)
+#endif
 #ifdef MMAQM_USES_UPTA
     bool            bfd_consumed;
 #endif

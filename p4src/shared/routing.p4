@@ -67,6 +67,32 @@ control Routing(inout headers_t hdr,
         size = ROUTE_TABLE_SIZE;
     }
 
+#ifdef MMAQM_ROUTE_ANSWERS
+    // Tofino's UPTA build (p4src/tna/main.p4): this router's own addresses
+    // (upta.p4's upta_local_addr: same name, key and action), looked up beside
+    // routing. A packet to one is routed on route_dst_addr (the parser's: a QoS
+    // Probe's source, where the answer goes; else the destination) by
+    // ipv4_answer_lpm, which holds ipv4_lpm's entries (the controller writes
+    // each route to both), so that routing stays in the first stage: a
+    // table's hit predicates the next in its stage, a key written by a
+    // table's action would wait a stage.
+    action upta_local() { meta.bfd_to_local = true; }
+
+    table upta_local_addr {
+        key = { hdr.ipv4.dst_addr : exact @name("addr"); }
+        actions = { upta_local; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = 4;
+    }
+
+    table ipv4_answer_lpm {
+        key = { meta.route_dst_addr : lpm @name("ipv4_dst"); }
+        actions = { route; @defaultonly route_miss; }
+        const default_action = route_miss();
+        size = ROUTE_TABLE_SIZE;
+    }
+#endif
+
     apply {
 #ifdef MMAQM_HAS_IPV6
         if (hdr.ipv6.isValid()) {
@@ -74,7 +100,14 @@ control Routing(inout headers_t hdr,
         } else
 #endif
         {
-            ipv4_lpm.apply();
+#ifdef MMAQM_ROUTE_ANSWERS
+            if (upta_local_addr.apply().hit) {
+                ipv4_answer_lpm.apply();
+            } else
+#endif
+            {
+                ipv4_lpm.apply();
+            }
         }
     }
 }
