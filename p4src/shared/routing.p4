@@ -15,13 +15,6 @@
 #define MMAQM_EGRESS_PORT(md) md.egress_spec
 #endif
 
-// The address routed on: the IPv4 destination, unless the top file says
-// otherwise (p4src/tna/main.p4's UPTA build: meta.route_dst_addr, so that the
-// BFD endpoint's answer, decided after routing's stage, goes back to the probe's source).
-#ifndef MMAQM_ROUTE_DST
-#define MMAQM_ROUTE_DST(hdr, meta) hdr.ipv4.dst_addr
-#endif
-
 // Sets meta.routed on a match. (A flag in metadata, not an out parameter:
 // p4c turns an assignment of the table's hit bit into a table of its own.)
 control Routing(inout headers_t hdr,
@@ -61,7 +54,7 @@ control Routing(inout headers_t hdr,
 #endif
 
     table ipv4_lpm {
-        key = { MMAQM_ROUTE_DST(hdr, meta) : lpm @name("ipv4_dst"); }
+        key = { hdr.ipv4.dst_addr : lpm @name("ipv4_dst"); }
         actions = { route; @defaultonly route_miss; }
         const default_action = route_miss();
         size = ROUTE_TABLE_SIZE;
