@@ -188,8 +188,9 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
             pushed = self.pushed.get(port) if as_pushed else None
             return pushed if pushed is not None else self.policy_action(port)
         entries = R.classifier_entries(self.config.classifier.tagged_dscp)
-        entries += [R.route_entry(str(r.prefix), r.port, sw.ports[r.port].mac, r.next_hop_mac)
-                    for r in sw.routes]
+        # (a route and, where the program has one, its copy: driver.route_entries)
+        entries += [e for r in sw.routes for e in self.driver.route_entries(
+            R.route_entry(str(r.prefix), r.port, sw.ports[r.port].mac, r.next_hop_mac))]
         entries += [R.policy_entry(port, action(port)) for port in sorted(sw.policies)]
         # the range tables that encode each policy on a target that has them
         entries += [e for port in sorted(sw.policies)

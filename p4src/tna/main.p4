@@ -20,9 +20,11 @@
 #define MMAQM_AFTER_IPV4_LENGTH parse_ipv4_ttl
 #endif
 #ifdef MMAQM_TNA_UPTA
-// The UPTA build routes on the parser's route_dst_addr (routing.p4): the
-// destination, or a probe-to-this-router's source, where its answer goes.
-#define MMAQM_ROUTE_DST(hdr, meta) meta.route_dst_addr
+// The UPTA build's routing (routing.p4) holds this router's addresses
+// (upta_local_addr): a packet to one is routed on the parser's route_dst_addr
+// (a QoS Probe's source, where its answer goes) by ipv4_answer_lpm, a copy of
+// ipv4_lpm's entries, in the same stage.
+#define MMAQM_ROUTE_ANSWERS
 #endif
 
 #include "../shared/defines.p4"
@@ -45,10 +47,6 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
     Checksum() ipv4_checksum;
 #ifdef MMAQM_TNA_UPTA
     Checksum() icmp_checksum;
-    // This router's own addresses (upta.p4's upta_local_addr table; the driver
-    // writes the same addresses here): known in the parser, so that a probe
-    // to one is routed on its source, where the answer goes.
-    @name("upta_local_addr") value_set<bit<32>>(4) upta_local_addr;
 #endif
 
     state start {
@@ -59,7 +57,7 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         md.ttl_expired = false;
 #ifdef MMAQM_TNA_UPTA
         md.bfd_event = BFD_NO_EVENT;
-        md.bfd_to_local = false;
+        md.base.bfd_to_local = false;
         md.bfd_checksum_error = false;
         md.base.bfd_complete = false;
 #endif
@@ -106,7 +104,7 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         pkt.extract(hdr.pkt.ethernet);
         transition select(hdr.pkt.ethernet.ether_type) {
 #ifdef MMAQM_TNA_UPTA
-            ETHERTYPE_IPV4: parse_ipv4_local_check;
+            ETHERTYPE_IPV4: parse_ipv4_probe_check;
 #else
             ETHERTYPE_IPV4: parse_ipv4;
 #endif
@@ -115,31 +113,23 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
     }
 
 #ifdef MMAQM_TNA_UPTA
-    // To this router (the BFD endpoint's upta_local_addr)? Looked ahead, before
-    // the IPv4 header is extracted, so that a QoS Probe's extraction (IHL 5: the
-    // ICMP type is the byte after it) can route on its source, where the
-    // answer goes (a Tofino parser writes a field once on a path, and reads a
-    // header's bytes only while extracting it). Lookahead bits: version and
-    // IHL 167:160, protocol 95:88, dst 39:8, the next byte 7:0.
-    state parse_ipv4_local_check {
-        transition select(pkt.lookahead<bit<168>>()[39:8]) {
-            upta_local_addr: ipv4_to_local;
-            default: parse_ipv4;
-        }
-    }
-
-    state ipv4_to_local {
-        md.bfd_to_local = true;
-        // version and IHL (0x45), protocol, the byte after the header (three of
-        // the parser's match registers; a non-first fragment is not told apart)
+    // A QoS Probe (IHL 5, ICMP, the ICMP type: the byte after the header),
+    // looked ahead before the IPv4 header is extracted, leaves its source in
+    // route_dst_addr: if routing's upta_local_addr finds its destination to be
+    // this router's, it is routed on it, where the answer goes (a Tofino parser
+    // writes a field once on a path, and reads a header's bytes only while
+    // extracting it). Lookahead bits: version and IHL 167:160, protocol 95:88,
+    // the next byte 7:0 (three of the parser's match registers; a non-first
+    // fragment is not told apart).
+    state parse_ipv4_probe_check {
         transition select(pkt.lookahead<bit<168>>()[167:160], pkt.lookahead<bit<168>>()[95:88],
                           pkt.lookahead<bit<168>>()[7:0]) {
-            (0x45, IP_PROTO_ICMP, ICMP_QOS_PROBE): parse_ipv4_local_probe;
+            (0x45, IP_PROTO_ICMP, ICMP_QOS_PROBE): parse_ipv4_probe;
             default: parse_ipv4;
         }
     }
 
-    state parse_ipv4_local_probe {
+    state parse_ipv4_probe {
         pkt.extract(hdr.pkt.ipv4);
         ipv4_checksum.add(hdr.pkt.ipv4);
         md.base.route_dst_addr = hdr.pkt.ipv4.src_addr;

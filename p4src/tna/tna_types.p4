@@ -154,7 +154,6 @@ struct tna_ingress_metadata_t {
     bit<1>           fred_robust;       // R4: qlen >= max(minq, avgcq)
     bit<1>           fred_struck;       // the strike register's verdict (R1-R3)
     // UPTA (upta_tna.p4)
-    bool             bfd_to_local;        // the parser: to this router (upta_local_addr)
     bool             bfd_checksum_error;  // the parser: the ICMP checksum of a complete message
     bool             bfd_rewritten;       // the deparser recomputes the ICMP checksum
     bit<8>           bfd_event;           // the endpoint's UPTA_EVENT_*, counted when != 0xFF

@@ -93,6 +93,9 @@ class FakeDriver:
     def range_entries(self, port, action) -> list:   # a v1model program
         return []
 
+    def route_entries(self, route) -> list:          # a v1model program: no copy
+        return [route]
+
     def __init__(self, reports: Iterable[list[FlowReport]] = (),
                  counters: Mapping[str, Mapping[int, CounterValue]] | None = None,
                  reports_end: bool = True) -> None:

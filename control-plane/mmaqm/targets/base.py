@@ -42,16 +42,6 @@ class Target:
         """The clone sessions the program needs: ChIPS's slot sessions of these ports."""
         return [R.cut_in_slot_session(p) for p in cut_in_ports]
 
-    # ---- this router's BFD addresses: a table on v1model
-    @property
-    def local_addr_value_set(self) -> str | None:
-        """The parser value set that holds this router's addresses, or None when
-        they are entries of the table upta_local_addr."""
-        return None
-
-    def local_addr_members(self, addrs: Iterable[int]) -> list[bytes]:
-        raise NotImplementedError(f"{self.name} keeps the router's addresses in a table")
-
     # ---- counters: (program counter, program index) <-> v1model's (name, index)
     def counter_reads(self, name: str, index: int | None,
                       have: frozenset[str]) -> list[tuple[str, int | None]]:

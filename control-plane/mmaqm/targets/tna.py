@@ -416,25 +416,6 @@ TNA_REINDEXED_COUNTERS: Mapping[str, tuple[Callable[[int], int],
 })
 
 
-# BFD: this router's addresses are the parser value set upta_local_addr
-# (v1model: the table of that name), written whole: its members replace the old.
-TNA_LOCAL_ADDR_VALUE_SET = "upta_local_addr"
-TNA_LOCAL_ADDRS_MAX = 4
-
-
-def tna_local_addr_members(addrs) -> list[bytes]:
-    """The value set's members (P4Runtime canonical bytes of each address), sorted,
-    duplicates once; more than the set holds is an error."""
-    unique = sorted({int(a) for a in addrs})
-    for a in unique:
-        if not 0 <= a < 1 << 32:
-            raise ValueError(f"IPv4 address {a} out of range")
-    if len(unique) > TNA_LOCAL_ADDRS_MAX:
-        raise ValueError(f"{len(unique)} router addresses: the Tofino build's "
-                         f"{TNA_LOCAL_ADDR_VALUE_SET} value set holds {TNA_LOCAL_ADDRS_MAX}")
-    return [a.to_bytes(max(1, (a.bit_length() + 7) // 8), "big") for a in unique]
-
-
 # ---- the range tables, per port (what the data plane reads instead of multiplying)
 TABLE_RED_ZONE = "red_zone"
 TABLE_DCBT_THRESHOLDS = "dcbt_tagged_threshold"
@@ -497,13 +478,6 @@ class Tna(Target):
 
     def clone_sessions(self, cut_in_ports) -> list[R.CloneSession]:
         return [report_session()] + [cut_in_slot_session(p) for p in cut_in_ports]
-
-    @property
-    def local_addr_value_set(self) -> str | None:
-        return TNA_LOCAL_ADDR_VALUE_SET
-
-    def local_addr_members(self, addrs) -> list[bytes]:
-        return tna_local_addr_members(addrs)
 
     def counter_reads(self, name: str, index: int | None,
                       have: frozenset[str]) -> list[tuple[str, int | None]]:
