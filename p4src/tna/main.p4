@@ -563,7 +563,7 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             hdr.report.chips_off = 0;
             hdr.report.chips_congested = 0;
             hdr.report.counted = 0;
-            hdr.report._pad = 0;
+            hdr.report.queue_empty = 0;
             hdr.report._pad2 = 0;
 #ifdef MMAQM_TNA_FRED
             // fred_tna.p4 counts every arrival in its flow's slot: every report
@@ -686,7 +686,7 @@ control TnaIngressDeparser(packet_out pkt, inout tna_ingress_headers_t hdr,
                 {md.slot_pkt_type, hdr.report.port_index, hdr.report.class_id,
                  hdr.report.admitted, hdr.report.cut_in, hdr.report.fred_admitted,
                  hdr.report.chips_on, hdr.report.chips_off, hdr.report.chips_congested,
-                 hdr.report.counted, hdr.report._pad, hdr.report._pad2, hdr.report.fred_slot_index});
+                 hdr.report.counted, hdr.report.queue_empty, hdr.report._pad2, hdr.report.fred_slot_index});
         }
         if (ig_dprsr_md.resubmit_type == TNA_RESUBMIT_CANCEL) {
             cancel.emit<tna_report_h>(hdr.report);
@@ -764,12 +764,21 @@ control TnaEgress(inout tna_egress_headers_t hdr,
             md.mirror_session = TNA_REPORT_SESSION;
             eg_dprsr_md.mirror_type = TNA_MIRROR_REPORT;
             eg_dprsr_md.drop_ctl = 1;
+            // the FIFO (qid 0) is empty behind it: the counts heal (occupancy_tna.p4)
+            if (eg_intr_md.deq_qdepth == 0) {
+                md.report.queue_empty = 1;
+            }
         } else if (hdr.bridged.pkt_type == TNA_PKT_BRIDGED) {
             // main.p4's MmaqmEgress: an admitted packet left the queue
             md.report = hdr.bridged;
             md.report.pkt_type = TNA_PKT_DEPARTURE;
             md.mirror_session = TNA_REPORT_SESSION;
             eg_dprsr_md.mirror_type = TNA_MIRROR_REPORT;
+            // a FIFO (qid 0) departure that leaves its queue empty: the counts
+            // heal (occupancy_tna.p4). A cut-in packet's (qid 1) never does.
+            if (eg_intr_md.deq_qdepth == 0 && md.report.cut_in == 0) {
+                md.report.queue_empty = 1;
+            }
             hdr.bridged.setInvalid();
             // frame shorter than Ethernet + total_len: a gateway compares a field
             // with a constant only, so the difference is taken first (saturating)
@@ -794,7 +803,7 @@ control TnaEgressDeparser(packet_out pkt, inout tna_egress_headers_t hdr,
                 {md.report.pkt_type, md.report.port_index, md.report.class_id,
                  md.report.admitted, md.report.cut_in, md.report.fred_admitted,
                  md.report.chips_on, md.report.chips_off, md.report.chips_congested,
-                 md.report.counted, md.report._pad, md.report._pad2, md.report.fred_slot_index});
+                 md.report.counted, md.report.queue_empty, md.report._pad2, md.report.fred_slot_index});
         }
         pkt.emit(hdr);
     }

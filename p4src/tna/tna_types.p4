@@ -87,7 +87,7 @@ header tna_report_h {
     bit<1>  chips_off;        // admitted; a tagged one found the queue congested
     bit<1>  chips_congested;  // (cut in) or not: chips_events, counted at departure
     bit<1>  counted;          // a cancel: occupancy counted the arrival (undo it)
-    bit<1>  _pad;
+    bit<1>  queue_empty;      // a FIFO departure left the port empty: heal (occupancy_tna.p4)
     bit<8>  _pad2;
     bit<32> fred_slot_index;   // port * FRED_SLOTS_PER_PORT + slot
 }
