@@ -121,3 +121,30 @@ def test_replica_matches_the_p4_source() -> None:
     for reg in ("queue_heal", "tcp_pkts_heal", "tagged_pkts_heal", "untagged_pkts_heal",
                 "fifo_pkts_heal"):
         assert f"{reg}.execute(port)" in occ
+
+
+def test_a_port_flush_heals_when_traffic_resumes_and_drains() -> None:
+    port = H.Port()
+    for c in TRACE_CLASSES:
+        port.arrive(c)
+    port.fifo_q.clear()                        # a flush: no departures, no reports
+    assert port.counts.packets()["queue"] == 8 and port.truth()["queue"] == 0
+    port.arrive("tcp")                         # resumes: counted on top of the stale 8
+    assert port.counts.packets()["queue"] == 9
+    port.depart()                              # the FIFO is empty again: heals
+    assert port.counts.packets() == port.truth()
+
+
+def test_a_stale_count_at_the_limit_never_heals_in_the_data_plane() -> None:
+    # The idle case the controller audit is for (docs/tofino.md): the count is at
+    # the limit with the queue empty, every arrival is refused, nothing departs.
+    port = H.Port(queue_limit_pkts=4)
+    for c in TRACE_CLASSES[:4]:
+        port.arrive(c)
+    for _ in range(4):
+        port.depart(lost=True)                 # the emptying report lost as well
+    assert port.truth()["queue"] == 0 and port.counts.packets()["queue"] == 4
+    for c in TRACE_CLASSES:
+        port.arrive(c)
+        assert not port.fifo_q
+    assert port.counts.packets()["queue"] == 4
