@@ -116,3 +116,24 @@ def test_on_tofino_a_config_of_pipe_0_ports_installs(device_config: Path) -> Non
     assert policy.match["port"] == 2 and policy.action == "red"
     assert {e.match["port"] for e in server.table_entries("red_zone")} == {2}
     assert sorted(server.clone_sessions) == [T.TNA_REPORT_SESSION]
+
+
+def test_install_refuses_another_pipes_port_before_contacting_the_switch(
+        device_config: Path) -> None:
+    """`mmaqm-ctl install`'s path (supervisor.run_switches) raises the refusal
+    before it connects: no switch listens at the address, and the error is the
+    refusal, not a connection failure (the CLI exits 2 on it)."""
+    from mmaqm.supervisor import run_switches
+    cfg = with_port(red_config(), 200, as_route=False)
+    cfg = dataclasses.replace(cfg, switches={"s1": dataclasses.replace(
+        cfg.switches["s1"], p4runtime_addr="127.0.0.1:1")})
+    with pytest.raises(TargetRefusal, match=r"dev port 200 \(switches.s1.ports\) is in pipe 1"):
+        run_async(run_switches(cfg, p4info=TNA_RED_P4INFO, bmv2_json=device_config,
+                               install_only=True, timeout_s=0.5))
+    unreachable = red_config()
+    unreachable = dataclasses.replace(unreachable, switches={"s1": dataclasses.replace(
+        unreachable.switches["s1"], p4runtime_addr="127.0.0.1:1")})
+    with pytest.raises(Exception) as err:         # the same path, pipe-0 ports: it connects
+        run_async(run_switches(unreachable, p4info=TNA_RED_P4INFO, bmv2_json=device_config,
+                               install_only=True, timeout_s=0.5))
+    assert not isinstance(err.value, TargetRefusal)
