@@ -71,6 +71,7 @@ import finsy as fy
 
 from . import validation as V
 from .config import MIN_LOOP_INTERVAL_MS, ConfigError, load_config
+from .targets.base import TargetRefusal
 from .memory import limit_malloc_arenas
 from .supervisor import ReconnectPolicy, jsonl_sink, run_switches
 from .controller import ENFORCE_INTERVAL_S
@@ -614,6 +615,9 @@ def main(argv: list[str] | None = None) -> int:
         return 128 + stop.signum
     except KeyboardInterrupt:       # SIGINT where Python's own handler was in place
         return 128 + signal.SIGINT
+    except TargetRefusal as err:     # the target cannot hold the config: nothing contacted
+        print(f"mmaqm-ctl: {err}", file=sys.stderr)
+        return EXIT_CONFIG
     # TimeoutError, SwitchConnectionError, FileNotFoundError (P4Info, device config)
     except (OSError, RuntimeError) as err:
         print(f"mmaqm-ctl: {err}", file=sys.stderr)

@@ -58,6 +58,24 @@ class LoopLateness:
         return values
 
 
+def configured_ports(switch: SwitchConfig) -> dict[int, str]:
+    """Every port the switch's configuration names -> where it is named (the
+    first place): its ports, its policies, its routes' egress ports, BFD's."""
+    at = f"switches.{switch.name}"
+    named: list[tuple[int, str]] = [(p, f"{at}.ports") for p in switch.ports]
+    named += [(p, f"{at}.policies") for p in switch.policies]
+    named += [(r.port, f"{at}.routes: {r.prefix}") for r in switch.routes]
+    if switch.bfd is not None:
+        named += [(p, f"{at}.bfd.edge_ports") for p in switch.bfd.edge_ports]
+        named += [(p.port, f"{at}.bfd.paths: id {p.path_id}") for p in switch.bfd.paths]
+        if switch.bfd.cpu_port is not None:
+            named.append((switch.bfd.cpu_port, f"{at}.bfd.cpu_port"))
+    ports: dict[int, str] = {}
+    for port, where in named:
+        ports.setdefault(port, where)
+    return ports
+
+
 class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
     """Keeps one switch configured, and its algorithms' inputs (D-CBT shares, MCDT
     thresholds, UPTA fair shares) current."""
@@ -67,6 +85,8 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
                  stats_sink: StatsSink | None = None, stats_interval_ms: float = 100,
                  event_sink: StatsSink | None = None,
                  enforce_interval_s: float = ENFORCE_INTERVAL_S) -> None:
+        # ports the target cannot hold: refused before the switch is contacted
+        driver.target.check_ports(configured_ports(switch))
         self.config = config
         self.switch = switch
         self.driver = driver

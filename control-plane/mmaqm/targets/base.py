@@ -8,11 +8,16 @@ picks it from a P4Info. Nothing else names a target.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import ClassVar
 
 from .. import reconcile as R
 from ..encoding import PolicyAction
+
+
+class TargetRefusal(ValueError):
+    """A configuration the target cannot hold, found before the switch is
+    contacted (the CLI exits 2, as for an invalid configuration)."""
 
 
 class Target:
@@ -27,6 +32,11 @@ class Target:
 
     def check_action(self, action: PolicyAction) -> None:
         """Refuse, before any write, an action the target cannot hold (ValueError)."""
+
+    def check_ports(self, ports: Mapping[int, str]) -> None:
+        """Refuse, before the switch is contacted, configured ports the target
+        cannot hold (TargetRefusal). ports: each port -> where the configuration
+        names it."""
 
     @property
     def range_tables(self) -> tuple[str, ...]:

@@ -36,7 +36,7 @@ from .. import p4constants as C
 from .. import p4generated
 from .. import reconcile as R
 from ..encoding import PolicyAction
-from .base import Target
+from .base import Target, TargetRefusal
 
 # red_tna.p4's constants, generated at build time (tools/gen_p4constants.py)
 _TNA_CONSTANTS = p4generated.TNA_RED_CONSTANTS
@@ -458,6 +458,37 @@ def cut_in_slot_session(port: int) -> R.CloneSession:
     return R.CloneSession(TNA_CHIPS_SESSION_BASE + port, ((port, R.CLONE_REPLICA_INSTANCE),))
 
 
+# ---- pipes. A Tofino 1 dev port is {pipe: bits 8..7, port in the pipe: 6..0}
+# (the SDE's DEV_PORT_TO_PIPE(x) = (x >> 7) & 7). Registers are per pipe: an
+# arrival is counted in its ingress pipe's copy, and every departure report
+# returns through TNA_RECIRC_PORT (pipe 0) to pipe 0's copy. So the counts are
+# right only when every port that feeds a port under AQM is in pipe 0
+# (docs/tofino.md, "State on every pipe"): the configured ports must be.
+TNA_PIPE_SHIFT = 7
+TNA_STATE_PIPE = TNA_RECIRC_PORT >> TNA_PIPE_SHIFT     # 0: where the reports return
+
+
+def dev_port_pipe(port: int) -> int:
+    """The pipe of a Tofino 1 dev port."""
+    return port >> TNA_PIPE_SHIFT
+
+
+def check_tna_ports(ports: Mapping[int, str]) -> None:
+    """Every configured port (port -> where the configuration names it) in pipe
+    TNA_STATE_PIPE; else TargetRefusal naming each port, its pipe and the rule."""
+    outside = sorted(p for p in ports if dev_port_pipe(p) != TNA_STATE_PIPE)
+    if outside:
+        lo = TNA_STATE_PIPE << TNA_PIPE_SHIFT
+        hi = lo + (1 << TNA_PIPE_SHIFT) - 1
+        named = "; ".join(f"dev port {p} ({ports[p]}) is in pipe {dev_port_pipe(p)}"
+                          for p in outside)
+        raise TargetRefusal(
+            f"{named}: on Tofino every configured port must be in pipe {TNA_STATE_PIPE} "
+            f"(dev ports {lo}..{hi}), because an arrival is counted in its ingress pipe's "
+            f"registers and its departure report returns to pipe {TNA_STATE_PIPE}'s (dev "
+            f"port {TNA_RECIRC_PORT}); see docs/tofino.md, 'State on every pipe'")
+
+
 class Tna(Target):
     """A Tofino 1 program of make build-tna: one program per algorithm."""
 
@@ -468,6 +499,9 @@ class Tna(Target):
     def check_action(self, action: PolicyAction) -> None:
         if "slot_mask" in action.params:            # UPTA: fewer flow slots than v1model
             check_tna_upta_slot_mask(action.params["slot_mask"])
+
+    def check_ports(self, ports: Mapping[int, str]) -> None:
+        check_tna_ports(ports)
 
     @property
     def range_tables(self) -> tuple[str, ...]:
