@@ -91,6 +91,9 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         transition select(ig_intr_md.ingress_port) {
             TNA_RECIRC_PORT: parse_departure_report;
 #ifdef MMAQM_TNA_UPTA
+            // pipe 0's dev ports 0..63 (NUM_PORTS, the ports under AQM, the
+            // hosts') send no PacketOut: a host cannot pass for the controller
+            0 &&& 0x1C0: parse_ethernet;
             default: check_packet_out;
 #else
             default: parse_ethernet;
@@ -100,7 +103,8 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
 
 #ifdef MMAQM_TNA_UPTA
     // fabric-tna's check_ethernet: a PacketOut header carries its ether type
-    // where an Ethernet header does (tna_packet_out_h). A probe behind one is
+    // where an Ethernet header does (tna_packet_out_h), on a port other than
+    // 0..63 (the CPU port: 192 or 320 on Tofino 1). A probe behind one is
     // the controller's: upta_from_cpu, as an upta_cpu entry of upta_edge_port
     // marks a frame from the CPU port on v1model.
     state check_packet_out {
