@@ -718,7 +718,9 @@ control TnaIngressDeparser(packet_out pkt, inout tna_ingress_headers_t hdr,
         if (ig_dprsr_md.resubmit_type == TNA_RESUBMIT_CANCEL) {
             cancel.emit<tna_report_h>(hdr.report);
         }
-        pkt.emit(hdr);
+        // every header but the controller's packet_out (UPTA build), which stays behind
+        pkt.emit(hdr.report);
+        pkt.emit(hdr.pkt);
     }
 }
 
