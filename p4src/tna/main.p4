@@ -90,9 +90,36 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         pkt.advance(PORT_METADATA_SIZE);
         transition select(ig_intr_md.ingress_port) {
             TNA_RECIRC_PORT: parse_departure_report;
+#ifdef MMAQM_TNA_UPTA
+            // pipe 0's dev ports 0..63 (NUM_PORTS, the ports under AQM, the
+            // hosts') send no PacketOut: a host cannot pass for the controller
+            0 &&& 0x1C0: parse_ethernet;
+            default: check_packet_out;
+#else
+            default: parse_ethernet;
+#endif
+        }
+    }
+
+#ifdef MMAQM_TNA_UPTA
+    // fabric-tna's check_ethernet: a PacketOut header carries its ether type
+    // where an Ethernet header does (tna_packet_out_h), on a port other than
+    // 0..63 (the CPU port: 192 or 320 on Tofino 1). A probe behind one is
+    // the controller's: upta_from_cpu, as an upta_cpu entry of upta_edge_port
+    // marks a frame from the CPU port on v1model.
+    state check_packet_out {
+        transition select(pkt.lookahead<tna_packet_out_h>().ether_type) {
+            TNA_ETHERTYPE_PACKET_OUT: parse_packet_out;
             default: parse_ethernet;
         }
     }
+
+    state parse_packet_out {
+        pkt.extract(hdr.packet_out);
+        md.base.upta_from_cpu = true;
+        transition parse_ethernet;
+    }
+#endif
 
     state parse_departure_report {
         pkt.extract(hdr.report);
@@ -691,7 +718,9 @@ control TnaIngressDeparser(packet_out pkt, inout tna_ingress_headers_t hdr,
         if (ig_dprsr_md.resubmit_type == TNA_RESUBMIT_CANCEL) {
             cancel.emit<tna_report_h>(hdr.report);
         }
-        pkt.emit(hdr);
+        // every header but the controller's packet_out (UPTA build), which stays behind
+        pkt.emit(hdr.report);
+        pkt.emit(hdr.pkt);
     }
 }
 

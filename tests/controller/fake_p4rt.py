@@ -224,6 +224,10 @@ class FakeP4RuntimeServer(P4RuntimeServer):
         self.counters: dict[str, dict[int, tuple[int, int]]] = {}   # name -> index -> (pkts, bytes)
         self.extra_read_entities: list[p4r.Entity] = []
         self.stalled_rpcs: set[str] = set()
+        # PacketOuts of the primary the switch took, and those it refused (with
+        # stratum_rules: metadata that is not the P4Info's packet_out header)
+        self.packets_out: list[p4r.PacketOut] = []
+        self.refused_packets_out: list[tuple[p4r.PacketOut, str]] = []
 
     @property
     def address(self) -> str:
@@ -359,6 +363,8 @@ class FakeP4RuntimeServer(P4RuntimeServer):
                     problem = self._arbitrate(client, request.arbitration)
                     if problem is not None:
                         break
+                elif kind == "packet" and client is self._primary_client():
+                    self._packet_out(request.packet)
                 elif kind == "digest_ack" and client is self._primary_client():
                     self.digest_acks.append((request.digest_ack.digest_id,
                                              request.digest_ack.list_id))
@@ -372,6 +378,30 @@ class FakeP4RuntimeServer(P4RuntimeServer):
                 self._notify_all()
         if problem is not None:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
+
+    def _packet_out(self, packet: p4r.PacketOut) -> None:
+        problem = self._packet_out_problem(packet) if self.stratum_rules else None
+        if problem is None:
+            self.packets_out.append(packet)
+        else:
+            self.refused_packets_out.append((packet, problem))
+
+    def _packet_out_problem(self, packet: p4r.PacketOut) -> str | None:
+        """Stratum builds the packet_out header from the P4Info: every field of it,
+        each value within its bitwidth, nothing else (a program without the header
+        takes no metadata)."""
+        p4info = self.config.p4info if self.config is not None else p4i.P4Info()
+        header = next((c for c in p4info.controller_packet_metadata
+                       if c.preamble.name == "packet_out"), None)
+        fields = {m.id: m for m in header.metadata} if header is not None else {}
+        given = {m.metadata_id: m.value for m in packet.metadata}
+        if set(given) != set(fields):
+            return (f"PacketOut metadata ids {sorted(given)}, the P4Info's packet_out "
+                    f"header has {sorted(fields)}")
+        for mid, value in given.items():
+            if int.from_bytes(value, "big") >> fields[mid].bitwidth:
+                return f"packet_out.{fields[mid].name} wider than {fields[mid].bitwidth} bits"
+        return None
 
     async def _stream_write_to(self, client: _Client,
                                context: grpc.aio.ServicerContext) -> None:

@@ -13,7 +13,8 @@ from finsy.proto import p4r
 from .. import reconcile as R
 from ..encoding import PolicyAction, policy_epoch_from_clock
 from .codec import (TABLE_POLICY, _UPDATE, _check_port, _replicas, check_action,
-                    check_policy_in_program, from_finsy_entry, to_finsy)
+                    check_policy_in_program, from_finsy_entry, packet_out_metadata,
+                    to_finsy)
 
 
 class TableWrites:
@@ -63,15 +64,21 @@ class TableWrites:
 
     async def send_probe(self, port: int, datagram: bytes) -> None:
         """C-UPTA ingress edge: one QoS Probe (an IPv4 datagram, upta_control.probe_datagrams)
-        as a P4Runtime PacketOut. BMv2 (--cpu-port) injects the payload as a frame arriving on
-        its CPU port, an `upta_cpu` entry of upta_edge_port; the P4 routes it like data
-        (port is the path's output port, for the log: routing decides) and lowers it on
-        every upta port (eqs. 25-26). The program has no packet_out header, so the
-        PacketOut carries no metadata and finsy's P4PacketOut (which requires one) is
-        bypassed. The Ethernet addresses are placeholders: the route rewrites them."""
+        as a P4Runtime PacketOut. Its metadata is the P4Info's packet_out header, filled
+        by the target (Target.packet_out_metadata): none on v1model, where BMv2
+        (--cpu-port) injects the payload as a frame arriving on its CPU port, an
+        `upta_cpu` entry of upta_edge_port; on Tofino the egress port and the
+        PacketOut ether type, by which the parser marks the probe as the
+        controller's. The P4 routes it like data (port is the path's output port:
+        routing decides) and lowers it on every upta port (eqs. 25-26). finsy's
+        P4PacketOut (which requires metadata) is bypassed. The Ethernet addresses are
+        placeholders: the route rewrites them."""
         _check_port(port)
+        metadata = packet_out_metadata(self.switch.p4info.p4info,
+                                       self.target.packet_out_metadata(port))
         frame = b"\x02\x00\x00\x00\x00\x01" + b"\x02\x00\x00\x00\x00\x02" + b"\x08\x00" + datagram
-        await self.write([p4r.StreamMessageRequest(packet=p4r.PacketOut(payload=frame))])
+        await self.write([p4r.StreamMessageRequest(
+            packet=p4r.PacketOut(payload=frame, metadata=metadata))])
 
     async def install_cut_in_slot_session(self, port: int) -> None:
         """The clone session of ChIPS's FIFO slot clones for one port (chips.p4):

@@ -52,6 +52,13 @@ class Target:
         """The clone sessions the program needs: ChIPS's slot sessions of these ports."""
         return [R.cut_in_slot_session(p) for p in cut_in_ports]
 
+    def packet_out_metadata(self, port: int) -> dict[str, int]:
+        """The values of a controller PacketOut's packet_out header (P4Info field
+        names) for a packet that leaves through `port`: none on v1model, whose
+        program has no such header (BMv2 injects the payload on its --cpu-port)."""
+        R.check_port(port)
+        return {}
+
     # ---- counters: (program counter, program index) <-> v1model's (name, index)
     def counter_reads(self, name: str, index: int | None,
                       have: frozenset[str]) -> list[tuple[str, int | None]]:

@@ -252,6 +252,9 @@ def _typed_constant(name: str) -> int:
 TNA_RECIRC_PORT = _typed_constant("TNA_RECIRC_PORT")
 TNA_REPORT_SESSION = _typed_constant("TNA_REPORT_SESSION")
 TNA_CHIPS_SESSION_BASE = _typed_constant("TNA_CHIPS_SESSION_BASE")
+# A controller PacketOut's header (tna_types.p4 tna_packet_out_h, UPTA build) carries
+# this in its ether_type field: the parser finds the header by it on any port.
+TNA_ETHERTYPE_PACKET_OUT = _typed_constant("TNA_ETHERTYPE_PACKET_OUT")
 # The report copy is truncated: the 8-byte report leads it and ingress reads
 # nothing else. 64 bytes, a minimum Ethernet frame, is an assumption (not
 # checked on a switch) that the recirculation path wants a full minimum frame.
@@ -509,6 +512,10 @@ class Tna(Target):
 
     def range_entries(self, port: int, action: PolicyAction) -> list[R.TableEntry]:
         return range_entries(port, action)
+
+    def packet_out_metadata(self, port: int) -> dict[str, int]:
+        R.check_port(port)
+        return {"egress_port": port, "ether_type": TNA_ETHERTYPE_PACKET_OUT}
 
     def clone_sessions(self, cut_in_ports) -> list[R.CloneSession]:
         return [report_session()] + [cut_in_slot_session(p) for p in cut_in_ports]
