@@ -8,7 +8,8 @@ flow_report.p4) and counters; outputs leave as table entries (port_policy action
 parameters). The arithmetic lives in mmaqm.algorithms and mmaqm.config; the
 controller only moves data. Its loops are one module each: flow_loop (reports and
 shares), algorithms.mcdt_loop (MCDT periods), algorithms.upta_loop (UPTA's intervals),
-stats_loop (samples); this module installs and runs them.
+stats_loop (samples), occupancy_audit (Tofino's counts left high on an idle port);
+this module installs and runs them.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from .driver import PrimaryLostError, SwitchDriver
 from .encoding import PolicyAction, policy_action
 from .flow_loop import FlowReportLoop
 from .flows import ActiveFlowTable, SwitchClock
+from .occupancy_audit import OccupancyAudit
 from .stats_loop import StatsLoop, StatsSink
 
 LOG = logging.getLogger(__name__)
@@ -76,7 +78,7 @@ def configured_ports(switch: SwitchConfig) -> dict[int, str]:
     return ports
 
 
-class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
+class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop, OccupancyAudit):
     """Keeps one switch configured, and its algorithms' inputs (D-CBT shares, MCDT
     thresholds, UPTA fair shares) current."""
 
@@ -112,6 +114,7 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
         # (else enforce could read a push that `pushed` does not hold yet, and undo it)
         self._write_lock = asyncio.Lock()
         self._init_periods()             # MCDT's period state (algorithms.mcdt_loop)
+        self._init_audit()               # the occupancy audit (occupancy_audit; Tofino only)
         # the loops the switch's algorithms run for the whole switch (UPTA's intervals)
         self.loops: dict[str, Any] = {
             name: loop for name, plugin in A.REGISTRY.items()
@@ -249,7 +252,8 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
     async def run(self) -> None:
         """Receive flow reports and update shares every update_interval_ms, forever;
         update each MCDT port every mcdt_period_ms; with a stats sink, also sample
-        counters every stats_interval_ms. Ends with SwitchConnectionError when the
+        counters every stats_interval_ms; on Tofino, audit the occupancy counts every
+        switch.occupancy_audit_interval_s (occupancy_audit). Ends with SwitchConnectionError when the
         switch goes away and PrimaryLostError when another controller takes the
         primary role (SwitchSupervisor reconnects, or waits as a backup)."""
         tasks = [asyncio.create_task(self.receive_flow_reports())]
@@ -261,6 +265,7 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
         tasks += [asyncio.create_task(c) for c in self.extra_tasks()]
         clock = asyncio.get_running_loop().time
         next_enforce = clock() + self.enforce_interval_s
+        next_audit = clock() + self.audit_interval_s      # 0: the target is not audited
         try:
             while True:
                 for task in tasks:  # a failed reader must not go unnoticed
@@ -276,6 +281,9 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
                 if self.enforce_interval_s > 0 and clock() >= next_enforce:
                     await self.enforce()
                     next_enforce = clock() + self.enforce_interval_s
+                if self.audit_interval_s > 0 and clock() >= next_audit:
+                    await self.audit_occupancy()
+                    next_audit = clock() + self.audit_interval_s
                 await self.update_shares()
                 await self.update_lateness.sleep(self.config.active_flows.update_interval_ms / 1000)
         finally:

@@ -30,6 +30,17 @@ class Target:
     # action); False: a program per algorithm, which needs only its own.
     every_algorithm_in_one_program: ClassVar[bool] = True
 
+    # The occupancy registers (port-indexed packet counts) whose counts can be left
+    # too high by a lost departure, which the controller audits on an idle port
+    # (docs/tofino.md "Counts that heal"); the first is the port's total. None on
+    # v1model: egress decrements the counts in the same pipeline, so they are exact.
+    occupancy_registers: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def audits_occupancy(self) -> bool:
+        """Whether the controller audits this target's occupancy registers."""
+        return bool(self.occupancy_registers)
+
     def check_action(self, action: PolicyAction) -> None:
         """Refuse, before any write, an action the target cannot hold (ValueError)."""
 

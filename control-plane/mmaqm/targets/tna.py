@@ -520,6 +520,12 @@ class Tna(Target):
     def clone_sessions(self, cut_in_ports) -> list[R.CloneSession]:
         return [report_session()] + [cut_in_slot_session(p) for p in cut_in_ports]
 
+    # occupancy_tna.p4: the total, the three class counts and D-CBT's virtual FIFO
+    # (the builds without D-CBT have no fifo_pkts: the driver reads what the
+    # program has); indexed by the port, as the data plane's heal resets them.
+    occupancy_registers: ClassVar[tuple[str, ...]] = (
+        "queue_pkts", "tcp_pkts", "tagged_pkts", "untagged_pkts", "fifo_pkts")
+
     def counter_reads(self, name: str, index: int | None,
                       have: frozenset[str]) -> list[tuple[str, int | None]]:
         if name in TNA_EVENT_COUNTERS:                     # a counter per event
