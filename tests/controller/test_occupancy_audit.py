@@ -91,6 +91,7 @@ def test_a_stale_count_on_an_idle_tofino_port_is_reset_within_two_audits(
     assert (event["switch"], event["port"], event["departures"]) == ("r1", 1, 40)
     assert event["stale"]["queue_pkts"] == 3 * ONE and event["stale"]["fifo_pkts"] == 3 * ONE
     assert ctl.occupancy_resets == 1
+    assert ctl.controller_sample()["occupancy_resets"] == 1
 
 
 def test_a_busy_tofino_port_is_never_reset(device_config: Path) -> None:
