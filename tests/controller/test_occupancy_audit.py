@@ -201,3 +201,17 @@ def test_run_audits_a_tofino_switch_every_interval(device_config: Path) -> None:
     server, elapsed = run_async(body())
     assert server.registers["queue_pkts"][2] == 0
     assert elapsed < 2
+
+
+def test_check_refuses_a_bad_audit_interval_with_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`mmaqm-ctl check` exits 2 naming the field (the switch is never contacted)."""
+    import yaml
+    from mmaqm import cli
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump({"switches": {"r1": {
+        "p4runtime_addr": "127.0.0.1:1", "occupancy_audit_interval_s": 0.01,
+        "ports": {1: {"mac": "02:01:00:00:01:01"}}}}}))
+    assert cli.main(["--config", str(path), "check"]) == 2
+    assert ("  switches.r1.occupancy_audit_interval_s: must be 0 (off) or >= 0.1, got 0.01\n"
+            in capsys.readouterr().err)
