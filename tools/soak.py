@@ -282,6 +282,45 @@ def rss_summary(rows: list[dict[str, Any]], name: str) -> dict[str, Any]:
             "second_half_slope_kib_per_min": round(slope * 60, 1)}
 
 
+# Memory "flat within noise" (docs/reliability.md), decided on the controller's RSS
+# floors: the minimum of each minute and of each 5-minute window. A floor ignores the
+# blocks the controller holds for seconds (the 2.8 MB BMv2 JSON of a reinstall shows
+# as a +-2.7 MB toggle of single 10-s samples).
+FLOOR_FROM_MIN = 10                 # the warm-up before is not judged
+FLAT_SLOPE_KIB_PER_MIN = 10.0       # per-minute floor's least-squares slope, minute 10 on
+FLAT_DRIFT_KIB = 1024               # last 5-minute floor against minutes 10-15's
+
+
+def rss_floors(rows: list[dict[str, Any]], name: str = "controller") -> dict[str, Any]:
+    """Per-minute and 5-minute RSS floors of one process (rows: rss.csv's, t_s and
+    KiB), the per-minute floor's slope from minute FLOOR_FROM_MIN, the drift of the
+    last 5-minute floor from minutes 10-15's, and whether both are within the limits."""
+    minute: dict[int, int] = {}
+    samples: dict[int, int] = {}
+    for r in rows:
+        if r.get(name):
+            m, v = int(float(r["t_s"]) // 60), int(r[name])
+            minute[m] = min(v, minute.get(m, v))
+            samples[m] = samples.get(m, 0) + 1
+    for m in [m for m in minute if samples[m] < 3]:     # a last, partial minute
+        del minute[m]
+    five: dict[int, int] = {}
+    for m, v in minute.items():
+        five[m // 5] = min(v, five.get(m // 5, v))
+    judged = [(m, v) for m, v in sorted(minute.items()) if m >= FLOOR_FROM_MIN]
+    if len(judged) < 3 or FLOOR_FROM_MIN // 5 not in five:
+        return {"five_min_floors_kib": [five[k] for k in sorted(five)], "judged": False}
+    n = len(judged)
+    mt, mv = sum(m for m, _ in judged) / n, sum(v for _, v in judged) / n
+    slope = (sum((m - mt) * (v - mv) for m, v in judged)
+             / sum((m - mt) ** 2 for m, _ in judged))
+    drift = five[max(five)] - five[FLOOR_FROM_MIN // 5]
+    return {"five_min_floors_kib": [five[k] for k in sorted(five)],
+            "minute_floor_slope_kib_per_min": round(slope, 1),
+            "drift_kib": drift, "judged": True,
+            "flat": abs(slope) <= FLAT_SLOPE_KIB_PER_MIN and abs(drift) <= FLAT_DRIFT_KIB}
+
+
 FOREIGN_ELECTION_ID = 11         # above the controller's 10: the foreign client is primary
 FOREIGN_QUEUE_LIMIT_PKTS = 999   # what it writes into r1's port policies (valid for any policy)
 
@@ -487,6 +526,7 @@ def run_soak(args: argparse.Namespace) -> int:
     summary["controller_events"] = events
     summary["heap"] = [e for e in events if e.get("event") == "heap"]
     summary["rss"] = {name: rss_summary(sampler.rows, name) for name in sampler.pids}
+    summary["controller_rss_floors"] = rss_floors(sampler.rows)
     with open(out / "rss.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(sampler.rows[0]))
         w.writeheader()
@@ -525,6 +565,9 @@ def run_soak(args: argparse.Namespace) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rss-floors", type=Path, metavar="RSS_CSV",
+                        help="print the controller's RSS floors of a soak's rss.csv, "
+                             "and whether they are flat; run nothing")
     parser.add_argument("--duration-s", type=float, default=600)
     parser.add_argument("--policy-interval-s", type=float, default=30)
     parser.add_argument("--restart-switch", action="store_true",
@@ -544,6 +587,12 @@ def main() -> int:
         return controller_host(args.controller_host, args.events)
     if args.final_check:
         return final_check(args.final_check, args.thrift_ports)
+    if args.rss_floors:
+        import csv
+        with open(args.rss_floors, newline="") as f:
+            floors = rss_floors(list(csv.DictReader(f)))
+        print(json.dumps(floors))
+        return 0 if floors.get("flat") else 1
     if args.duration_s <= 0 or args.policy_interval_s <= 0:
         parser.error("--duration-s and --policy-interval-s must be > 0")
     return run_soak(args)

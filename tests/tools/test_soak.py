@@ -43,6 +43,42 @@ def test_rss_summary_slope():
     assert s["second_half_slope_kib_per_min"] == pytest.approx(120.0)
 
 
+def test_rss_floors_ignore_a_held_block_and_see_growth():
+    # 10-s samples for an hour: 50 MB, a 2.7 MB block held for 10 s every minute
+    # (the per-minute floor never sees it), and in one case a steady +20 KiB/min.
+    def rows(growth_kib_per_min: float) -> list[dict]:
+        return [{"t_s": t, "controller": int(51200 + growth_kib_per_min * t / 60
+                                             + (2765 if t % 60 == 30 else 0))}
+                for t in range(0, 3600, 10)]
+    flat = soak.rss_floors(rows(0))
+    assert flat["judged"] and flat["flat"]
+    assert flat["minute_floor_slope_kib_per_min"] == 0 and flat["drift_kib"] == 0
+    growing = soak.rss_floors(rows(20))
+    assert not growing["flat"]
+    assert growing["minute_floor_slope_kib_per_min"] == pytest.approx(20, abs=0.5)
+    # a block held through one whole minute moves that minute's floor: the slope sees it
+    held = rows(0)
+    for r in held:
+        if 3000 <= r["t_s"] < 3060:
+            r["controller"] += 2765
+    assert soak.rss_floors(held)["minute_floor_slope_kib_per_min"] > 0
+
+
+def test_rss_floors_of_the_committed_hour_runs():
+    """The figures docs/reliability.md quotes, from the committed rss.csv files."""
+    import csv
+
+    def floors(name: str) -> dict:
+        with open(REPO / "docs" / "results" / "soak" / name, newline="") as f:
+            return soak.rss_floors(list(csv.DictReader(f)))
+    run2 = floors("soak-20261127-3600s-restart-foreign-run2-rss.csv")
+    assert run2["minute_floor_slope_kib_per_min"] == pytest.approx(89.6)
+    assert run2["drift_kib"] == 1720 and not run2["flat"]
+    run4 = floors("soak-20261127-3600s-restart-foreign-run4-arenas2-rss.csv")
+    assert run4["minute_floor_slope_kib_per_min"] == pytest.approx(14.3)
+    assert run4["drift_kib"] == 104 and not run4["flat"]       # the slope is over 10
+
+
 @pytest.mark.skipif(os.environ.get("MMAQM_SOAK") != "1" or os.geteuid() != 0
                     or shutil.which("simple_switch_grpc") is None
                     or not (REPO / "build" / "main.json").exists(),
