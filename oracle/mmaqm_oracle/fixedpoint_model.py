@@ -39,8 +39,9 @@ FRED_TWICE_AVGCQ = "FRED_TWICE_AVGCQ"    # FRED R2
 FRED_STRIKE = "FRED_STRIKE"              # FRED R3
 UPTA_USELESS = "UPTA_USELESS"            # UPTA: the flow is U (mmaqm.algorithms.upta, Fig. 7)
 UPTA_FAIR_SHARE = "UPTA_FAIR_SHARE"      # UPTA: an I flow's probabilistic drop (Fig. 7)
+TAG_GUARD = "TAG_GUARD"                  # the tag guard (tag_guard.p4)
 if {QUEUE_LIMIT, RED_EARLY, RED_FORCED, CLASS_THRESHOLD, FRED_MAXQ, FRED_TWICE_AVGCQ,
-        FRED_STRIKE, UPTA_USELESS, UPTA_FAIR_SHARE} != set(C.DROP_REASONS):
+        FRED_STRIKE, UPTA_USELESS, UPTA_FAIR_SHARE, TAG_GUARD} != set(C.DROP_REASONS):
     raise ImportError(f"drop_reason_t members {sorted(C.DROP_REASONS)} differ from the model's")
 
 RandSource = Callable[[], int]
@@ -86,6 +87,17 @@ def dcbt_tagged_th_scaled(red_avg_scaled: int, tagged_share_q16: int) -> int:
     _check_bits("red_avg_scaled", red_avg_scaled, 32)
     _check_bits("tagged_share_q16", tagged_share_q16, 32)
     return (((red_avg_scaled * tagged_share_q16) & MASK64) >> C.PROB_FRAC_BITS) & MASK32
+
+
+def tag_guard_drops(flow_pkts: int, class_th_scaled: int, flow_q16: int) -> bool:
+    """tag_guard_steps.p4 tag_guard_test: the flow holds at least
+    TAG_GUARD_MIN_PKTS packets and its part of the class threshold,
+    qlen << 32 >= class_th_scaled * flow_q16 (bit<64>; qlen is bit<16>)."""
+    _check_bits("flow_pkts", flow_pkts, 16)
+    _check_bits("class_th_scaled", class_th_scaled, 32)
+    _check_bits("flow_q16", flow_q16, 32)
+    return (flow_pkts >= C.CONSTANTS["TAG_GUARD_MIN_PKTS"]
+            and flow_pkts << 32 >= (class_th_scaled * flow_q16) & MASK64)
 
 
 def idle_decay(avg_scaled: int, halvings_q32: int) -> int:
@@ -225,6 +237,7 @@ class PortModel:
         self.red_state = RedState()
         self.queue_idle_since_us = 0
         self.chips_tagged_share_q16 = 0
+        self._flow_pkts = 0
         # Counters (packets): per class, and per (class, reason).
         self.arrivals: Counter[int] = Counter()
         self.admits: Counter[int] = Counter()
@@ -243,12 +256,17 @@ class PortModel:
 
     # -- the port_policy actions
     def arrive(self, class_id: int, occupancy: OccupancyLike, *, now_us: int = 0,
-               ecn_capable: bool = False) -> str:
+               ecn_capable: bool = False, flow_pkts: int = 0) -> str:
         """One packet of class_id arrives -> ADMIT, CUT_IN, MARK_<reason> or a
-        drop_reason_t name. ecn_capable: the packet's ECN field is not Not-ECT."""
+        drop_reason_t name. ecn_capable: the packet's ECN field is not Not-ECT.
+        flow_pkts: the packets its flow's tag guard slot holds (tag_guard.p4; the
+        caller counts them, as it does the occupancy: with the guard on, every
+        admitted tagged packet, until it leaves)."""
         if class_id not in C.CLASS_NAMES:
             raise ValueError(f"class_id {class_id!r} is not one of {C.CLASSES}")
         _check_bits("now_us", now_us, 48)
+        _check_bits("flow_pkts", flow_pkts, 16)
+        self._flow_pkts = flow_pkts
         occ = as_occupancy(occupancy)
         p = self.action.params
         self.arrivals[class_id] += 1                  # queue_arrival
@@ -349,6 +367,8 @@ class PortModel:
                 else p["untagged_th_scaled"]
             if self._update_class_avg(class_id, self._class_pkts(class_id, occ)) > threshold:
                 return CLASS_THRESHOLD, False
+            if class_id == C.CLASS_TAGGED and self._guard_drops(threshold):
+                return TAG_GUARD, False
             if red_for_all:
                 return self._red_test(self._update_red_avg(occ.queue_pkts, occ.queue_pkts,
                                                            now_us), ecn_capable)
@@ -376,6 +396,8 @@ class PortModel:
                 tagged_th = dcbt_tagged_th_scaled(red_avg, p["tagged_share_q16"])
                 if tagged_avg > tagged_th:
                     reason = CLASS_THRESHOLD
+                elif self._guard_drops(tagged_th):
+                    reason = TAG_GUARD
             elif class_id == C.CLASS_UNTAGGED:
                 if untagged_avg > p["untagged_th_scaled"]:
                     reason = CLASS_THRESHOLD
@@ -385,6 +407,11 @@ class PortModel:
         if (reason is None or mark) and virtual_pkts >= p["queue_limit_pkts"]:
             reason, mark = QUEUE_LIMIT, False
         return reason, mark
+
+    def _guard_drops(self, class_th_scaled: int) -> bool:
+        """The tag guard on a tagged packet that passed its class test (off: 0)."""
+        flow_q16 = self.action.params.get("tag_guard_flow_q16", 0)
+        return flow_q16 != 0 and tag_guard_drops(self._flow_pkts, class_th_scaled, flow_q16)
 
     def _chips_cut_in(self, class_id: int, occ: Occupancy) -> bool:
         """chips.p4 chips_schedule, on an admitted packet (dcbt §3.2)."""

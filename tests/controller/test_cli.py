@@ -202,7 +202,7 @@ def test_stats_against_the_fake_switch_prints_the_counter_table(
     assert lines[1].split() == ["port", "class", "arrivals", "admitted", "departed", "queued",
                                 "QUEUE_LIMIT", "RED_EARLY", "RED_FORCED", "CLASS_THRESHOLD",
                                 "FRED_MAXQ", "FRED_TWICE_AVGCQ", "FRED_STRIKE",
-                                "UPTA_USELESS", "UPTA_FAIR_SHARE", "ecn_marked", "loss%"]
+                                "UPTA_USELESS", "UPTA_FAIR_SHARE", "TAG_GUARD", "ecn_marked", "loss%"]
     assert lines[5].split() == ["2", "TCP", "10", "9", "7", "2", "0", "1", "0", "0", "0", "0",
                                 "0", "0", "0", "0", "10.00"]
     assert lines[2 + 6:] == [""]      # 2 ports x 3 classes, then the table's own newline

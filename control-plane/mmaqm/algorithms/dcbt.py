@@ -14,7 +14,8 @@ import math
 from typing import ClassVar
 
 from ..fixedpoint import PROB_ONE, to_scaled
-from .base import PortInputs, PortPolicy
+from . import tag_guard
+from .base import Param, PortInputs, PortPolicy
 from .red import Red, red_action_params
 
 
@@ -87,13 +88,15 @@ class Dcbt(Red):
     doc_page: ClassVar[str] = "docs/algorithms/dcbt.md"
     follows_flow_shares: ClassVar[bool] = True
     range_tables: ClassVar[tuple[str, ...]] = ("red_zone", "dcbt_tagged_threshold")
+    params: ClassVar[tuple[Param, ...]] = Red.params + tag_guard.PARAMS
 
     def action_params(self, policy: PortPolicy, inputs: PortInputs,
                       policy_epoch: int) -> dict[str, int]:
         s = policy.settings
         return {**red_action_params(s, policy_epoch),
                 **action_params(inputs.share_tagged, inputs.share_untagged, s["min_th_pkts"],
-                                s["max_th_pkts"], s["max_p"])}
+                                s["max_th_pkts"], s["max_p"]),
+                **tag_guard.action_params(s, inputs.tagged_flows)}
 
 
 PLUGIN = Dcbt()
