@@ -30,6 +30,7 @@ from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.l2 import Ether
 
 from mmaqm import bmv2_tm
+from mmaqm.algorithms import fred
 from mmaqm import p4constants as C
 from mmaqm.blocking import BlockingSwitch
 from mmaqm.config import Config, PortPolicy, load_config, parse_policy
@@ -246,9 +247,11 @@ class MmaqmTest(BaseTest):
     # ---- policies ---------------------------------------------------------
     def set_policy(self, port: int, policy: PortPolicy | dict, *, flow_epoch_shift: int = 0,
                    share_tagged: float = 1.0, share_untagged: float = 1.0,
-                   mcdt_th_pkts: dict[int, int] | None = None) -> PolicyAction:
+                   mcdt_th_pkts: dict[int, int] | None = None,
+                   tagged_flows: int = 0) -> PolicyAction:
         """Install a policy (a dict is validated like a config entry) with a new epoch.
-        mcdt_th_pkts: MCDT's class thresholds (class id -> packets; None: B each)."""
+        mcdt_th_pkts: MCDT's class thresholds (class id -> packets; None: B each);
+        tagged_flows: the tagged active flows (the tag guard's part)."""
         if isinstance(policy, dict):
             policy = parse_policy(policy)
         if PROFILE and policy.algorithm not in (PROFILE, "DROP_TAIL"):
@@ -256,7 +259,8 @@ class MmaqmTest(BaseTest):
         action = policy_action(
             policy, policy_epoch=self.sw.next_policy_epoch(port),
             flow_epoch_shift=flow_epoch_shift,
-            share_tagged=share_tagged, share_untagged=share_untagged, mcdt_th_pkts=mcdt_th_pkts)
+            share_tagged=share_tagged, share_untagged=share_untagged, mcdt_th_pkts=mcdt_th_pkts,
+            tagged_flows=tagged_flows)
         self.sw.write_port_policy(port, action)
         return action
 
@@ -420,28 +424,51 @@ def admitted(decision: str) -> bool:
     return decision in ("ADMIT", fpm.CUT_IN) or decision.startswith(fpm.MARK_PREFIX)
 
 
+def burst_flows(kinds: Sequence[str], flows: Sequence[int] | None = None) -> list[int]:
+    """Each packet's flow number (burst_packet's flow): `flows`, or i % 4."""
+    return list(flows) if flows is not None else [i % 4 for i in range(len(kinds))]
+
+
+def tag_guard_slot(kind: str, flow: int, out_port: int = OUT_PORT) -> int:
+    """The tag guard's slot of burst_packet(kind, _, out_port, flow) on its port:
+    crc32 of the 5-tuple & TAG_GUARD_SLOT_MASK (tag_guard_steps.p4)."""
+    ip = burst_packet(kind, seq=0, out_port=out_port, flow=flow)[IP]
+    l4 = ip.payload
+    return fred.flow_hash(ip.src, ip.dst, ip.proto, l4.sport, l4.dport) \
+        & C.CONSTANTS["TAG_GUARD_SLOT_MASK"]
+
+
 def predict(action: PolicyAction, kinds: Sequence[str], rand_source=lambda: 0,
-            model: PortModel | None = None, ecn_capable: Sequence[bool] | None = None) -> list[str]:
+            model: PortModel | None = None, ecn_capable: Sequence[bool] | None = None,
+            flows: Sequence[int] | None = None) -> list[str]:
     """Decisions of the reference model for: the sacrificial TCP packet at an
     empty queue (it leaves at once), then `kinds` arriving at a frozen queue.
 
     A CUT_IN packet (ChIPS) leaves at once through the cut-in queue: it leaves
     the physical queue but stays in its class's virtual FIFO count (occupancy.p4).
+    With the tag guard on, each admitted tagged packet that stays queued counts
+    in its flow's slot (tag_guard.p4); flows: as burst_flows.
     Pass `model` to read its registers and counters afterwards."""
     model = model or PortModel(action, rand_source)
     assert admitted(model.arrive(C.CLASSES["TCP"], Occupancy()))
     occ = {"TCP": 0, "TAGGED": 0, "UNTAGGED": 0}
     physical = 0
     decisions = []
-    for i, kind in enumerate(kinds):
+    guard_on = action.params.get("tag_guard_flow_q16", 0) != 0
+    slot_pkts: dict[int, int] = {}
+    for i, (kind, flow) in enumerate(zip(kinds, burst_flows(kinds, flows))):
         cls = CLASS_OF[kind]
+        slot = tag_guard_slot(kind, flow) if guard_on and cls == "TAGGED" else None
         decision = model.arrive(C.CLASSES[cls], Occupancy(
             queue_pkts=physical, tcp_pkts=occ["TCP"],
             tagged_pkts=occ["TAGGED"], untagged_pkts=occ["UNTAGGED"]),
-            ecn_capable=bool(ecn_capable and ecn_capable[i]))
+            ecn_capable=bool(ecn_capable and ecn_capable[i]),
+            flow_pkts=slot_pkts.get(slot, 0))
         if admitted(decision):
             occ[cls] += 1
             physical += decision != fpm.CUT_IN
+            if slot is not None and decision != fpm.CUT_IN:   # a cut-in packet left at once
+                slot_pkts[slot] = slot_pkts.get(slot, 0) + 1
         decisions.append(decision)
     return decisions
 
@@ -452,7 +479,8 @@ class QueueTest(MmaqmTest):
     SACRIFICIAL_ID = 0xFFFF
 
     def run_burst(self, action: PolicyAction, kinds: Sequence[str], out_port: int = OUT_PORT,
-                  expected: Sequence[str] | None = None) -> tuple[list[str], Counters]:
+                  expected: Sequence[str] | None = None,
+                  flows: Sequence[int] | None = None) -> tuple[list[str], Counters]:
         """Send `kinds` as a frozen burst; return (observed decisions, counter delta).
 
         Observed decisions: "ADMIT" for a forwarded packet, else the drop reason
@@ -460,8 +488,9 @@ class QueueTest(MmaqmTest):
         model's prediction when `expected` is None).
         """
         if expected is None:
-            expected = predict(action, kinds)
-        pkts = [burst_packet(k, seq=i + 1, out_port=out_port, flow=i % 4) for i, k in enumerate(kinds)]
+            expected = predict(action, kinds, flows=flows)
+        pkts = [burst_packet(k, seq=i + 1, out_port=out_port, flow=f)
+                for i, (k, f) in enumerate(zip(kinds, burst_flows(kinds, flows)))]
         sacrificial = burst_packet("tcp", seq=self.SACRIFICIAL_ID, out_port=out_port)
         before, _ = self.frozen_burst(action, out_port, pkts, sacrificial)
         admitted_ids = [i + 1 for i, d in enumerate(expected) if admitted(d)]
