@@ -88,3 +88,17 @@ def test_the_scenario_rates_are_1_2_4_8_times_the_fair_share() -> None:
     assert n_flows == 11
     assert [round(f * n_flows, 4) for f in fractions] == [1.0, 2.0, 4.0, 8.0]
     assert all(g.cls == "TAGGED" for g in cbr)
+
+
+def test_the_tag_guard_experiment_is_registered_and_a_run_can_have_its_own_prefix() -> None:
+    from mmaqm_exp import experiment
+    from mmaqm_exp.experiments import load_registry
+    from mmaqm_exp.network import DEFAULT_PREFIX
+    reg = load_registry()
+    plan = experiment.resolve_plan(
+        experiment.build_parser(reg).parse_args(["--experiment", "tag-guard"]), reg, "S")
+    assert plan.algorithms == ["RED", "DCBT", "DCBT_GUARD", "FRED"]
+    assert plan.scenario.name == "tag-guard-abuse.yaml"
+    parser = experiment.build_parser(reg)
+    assert parser.parse_args([]).prefix == DEFAULT_PREFIX
+    assert parser.parse_args(["--prefix", "tagg"]).prefix == "tagg"
