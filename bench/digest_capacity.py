@@ -35,12 +35,12 @@ packet sequence through that logic (timestamps n / R) with the real slots and
 with one slot per flow: the difference is the digests the collisions cost. It
 also replays a dense case no BMv2 here can carry (every flow every 100 ms).
 
-Needs root; run under the shared lock, e.g. for the committed figures:
+Needs root; run it on an otherwise idle machine (other BMv2 runs, builds and
+tests paused), e.g. for the committed figures:
 
-    /tmp/quiet.sh .venv/bin/python bench/digest_capacity.py --out docs/results/digest-capacity.json
+    .venv/bin/python bench/digest_capacity.py --out docs/results/digest-capacity.json
 
-(`flock /tmp/mmaqm-bmv2.lock ...` when the figures are not quoted). Prints a
-table; --out writes the summary as JSON (raw samples stay in build/digest/).
+Prints a table; --out writes the summary as JSON (raw samples stay in build/digest/).
 """
 
 from __future__ import annotations

@@ -518,7 +518,7 @@ def inside(args: argparse.Namespace) -> int:
     """Generate, send, capture, read and judge (runs inside the namespace)."""
     from mmaqm import p4constants as C
     from mmaqm.blocking import BlockingSwitch
-    from mmaqm.driver import READER_ELECTION_ID, SwitchDriver
+    from mmaqm.driver import SwitchDriver
 
     report: dict = {"count": args.count, "seed": args.seed, "rate_pps_target": args.rate_pps}
     t = time.monotonic()
@@ -532,10 +532,10 @@ def inside(args: argparse.Namespace) -> int:
                              sum(s > 1514 for s in sizes)}
 
     logging.getLogger("finsy").setLevel(logging.ERROR)
-    # A reader beside the controller (P4Runtime serves reads to backups).
+    # A reader beside the controller (P4Runtime serves reads to any client: no arbitration).
     sw = BlockingSwitch(SwitchDriver("fuzz", f"127.0.0.1:{GRPC_PORT}", device_id=DEVICE_ID,
                                      p4info=REPO / "build" / "main.p4info.txtpb",
-                                     election_id=READER_ELECTION_ID, push_pipeline=False,
+                                     read_only=True, push_pipeline=False,
                                      require_primary=False))
     try:
         before = read_counters(sw)

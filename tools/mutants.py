@@ -55,7 +55,7 @@ def use_private_work_dir() -> Path:
     root = private_dir(Path(given) if given else None, prefix="mmaqm-mutant-")
     WORK = root / "tree"
     return root
-NETNS = "mmaqm-mutant"
+NETNS = os.environ.get("MMAQM_MUTANT_NETNS", "mmaqm-mutant")   # one per concurrent runner
 TEST_TIMEOUT_S = 900
 
 

@@ -1,23 +1,29 @@
 #!/usr/bin/env python3
-"""The docs' "paper value / mmaqm value / why they differ" tables, from committed data.
+"""The docs' "paper value / mmaqm value / verdict / why they differ" tables, from committed data.
 
-docs/paper-comparison.yaml lists, per paper, the committed run the comparison
-uses (docs/results/<run>/) and one row per number the paper reports: what it
-is, the paper's value, how to compute mmaqm's value from the run's
-summary.json files (a metric below), and why they differ. Each paper's table
-sits in one documentation page (README.md or docs/**/*.md, usually the paper's
-experiment page docs/experiments/<paper>.md) between the markers
+docs/paper-comparison.yaml lists, per paper, the committed runs of its experiment
+(docs/results/<run>/) and one row per number or claim the paper reports: what it
+is, the paper's value and where it comes from (stated, read off a figure,
+derived), its kind (number, ordering, shape), expectation and tolerance, how to
+compute mmaqm's value from the runs' summary.json files (a metric below), and why
+they differ; or why the row is declined, or what it waits for. The mmaqm cell is
+the median over the runs with the range; the verdict is computed from the
+tolerance (docs/verdicts.md). Each paper's table sits in one documentation page
+(usually docs/experiments/<paper>.md) between the markers
 
     <!-- paper-compare:NAME -->  ...  <!-- /paper-compare:NAME -->
 
-The tool finds the page that holds each NAME's markers; the table's "Data:"
-links are relative to that page.
+and the tables of measured values of docs/run-tables.yaml between
+<!-- run-table:NAME --> markers. A page may say "reproduced" only in such a table
+or in a verdict span <!-- verdict:PAPER/ID -->WORD<!-- /verdict --> whose WORD is
+the row's computed verdict. The table's "Data:" links are relative to its page.
 
   python tools/paper_compare.py            # check: each table equals its rendering
-  python tools/paper_compare.py --write    # rewrite the tables from the data
+  python tools/paper_compare.py --write    # rewrite the tables and spans from the data
 
 A changed number in a summary, a row added to the YAML, or a hand edit of a
-table makes the check fail (it is part of `make check-results`, hence `make test`).
+table or verdict makes the check fail (it is part of `make check-results`, hence
+`make test`).
 """
 
 from __future__ import annotations
@@ -26,11 +32,13 @@ import argparse
 import json
 import os
 import re
+import statistics
 import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
 
+import yaml
 from archive_run import read_text  # noqa: E402
 from mmaqm.config import load_yaml  # noqa: E402
 
@@ -295,6 +303,149 @@ def m_udp_queueing_ms(runs: Summaries, algorithm: str, phase: str, cls: str) -> 
     return f"{float(udp['mean_ms']) - _propagation_floor_ms(runs):.1f} ms"
 
 
+def m_accounting_diff_pts(runs: Summaries, algorithm: str, baseline: str, field: str) -> str:
+    """A Tables 1-2 rate under algorithm minus the same under baseline, percentage points."""
+    return f"{accounting(runs, algorithm, field) - accounting(runs, baseline, field):+.2f} pts"
+
+
+def m_udp_loss_gap_pts(runs: Summaries, algorithm: str, baseline: str, phase: str,
+                       cls: str) -> str:
+    """Receiver-side loss of a UDP class under baseline minus under algorithm, points."""
+    def loss(a: str) -> float:
+        return 100 * float(_phase(runs, a, phase)["udp_class"][cls]["loss"])
+    return f"{loss(baseline) - loss(algorithm):+.2f} pts"
+
+
+def _tcp_mbps(runs: Summaries, algorithm: str) -> float:
+    """upta §7: TCP's received IP bytes over the run's duration (mmaqm_exp.upta_tables)."""
+    s = _summary(runs, algorithm)
+    tcp = [f["received_bytes_ip"] for f in s["flows"].values() if f["kind"] == "tcp"]
+    if not tcp:
+        raise CompareError(f"{algorithm}: no TCP flow")
+    return sum(tcp) * 8 / float(s["scenario"]["duration_s"]) / 1e6
+
+
+def m_tcp_mbps(runs: Summaries, algorithm: str) -> str:
+    return f"{_tcp_mbps(runs, algorithm):.3f} Mbit/s"
+
+
+def m_tcp_gain_rho(runs: Summaries, algorithm: str, baseline: str) -> str:
+    """upta eq. 22's rho = tau' / tau - 1: TCP's throughput under algorithm over baseline's."""
+    return f"{_tcp_mbps(runs, algorithm) / _tcp_mbps(runs, baseline) - 1:+.3f}"
+
+
+def _video_hops(runs: Summaries, algorithm: str) -> list[dict[str, Any]]:
+    from mmaqm_exp import upta_tables
+    return upta_tables.per_hop(Path(_summary(runs, algorithm)["_run_dir"]))
+
+
+def m_video_hop_loss_pct(runs: Summaries, algorithm: str, hops: list[str]) -> str:
+    """upta Tables 1-2: the video's local loss rate at each router of its path (counters)."""
+    by = {h["switch"]: h for h in _video_hops(runs, algorithm)}
+    out = []
+    for hop in hops:
+        if by.get(hop, {}).get("loss") is None:
+            raise CompareError(f"{algorithm}: no video counts at {hop}")
+        out.append(f"{100 * by[hop]['loss']:.1f} %")
+    return " / ".join(out)
+
+
+def m_video_hop_q_pct(runs: Summaries, algorithm: str, hops: list[str]) -> str:
+    """upta Table 2: the loss threshold eq. 17 gives at each router from the measured
+    losses of the hops before (mmaqm_exp.upta_tables.per_hop)."""
+    by = {h["switch"]: h for h in _video_hops(runs, algorithm)}
+    if any(by.get(h, {}).get("q_eq17") is None for h in hops):
+        raise CompareError(f"{algorithm}: no eq. 17 threshold at {hops}")
+    return " / ".join(f"{100 * by[h]['q_eq17']:.1f} %" for h in hops)
+
+
+def m_video_e2e_loss_pct(runs: Summaries, algorithm: str) -> str:
+    """upta Table 1's D_2 row: the video's end-to-end loss (first hop's arrivals, last
+    hop's departures)."""
+    hops = [h for h in _video_hops(runs, algorithm) if h.get("arrivals") is not None]
+    if not hops or not hops[0]["arrivals"]:
+        raise CompareError(f"{algorithm}: no video counts")
+    return f"{100 * (1 - hops[-1]['departures'] / hops[0]['arrivals']):.1f} %"
+
+
+def m_bw_variation_unsmoothed_kbps(runs: Summaries, algorithm: str, cls: str) -> str:
+    """feng Fig. 3(a) at no smoothing: the class's bandwidth variation at the smallest
+    window of its curve (report.class_variation_curve)."""
+    curve = report.class_variation_curve(_summary(runs, algorithm), cls)
+    if not curve:
+        raise CompareError(f"{algorithm}: no {cls} variation curve")
+    return f"{_fmt(curve[0][1], 0)} kbit/s"
+
+
+def m_bw_delay_to_match_s(runs: Summaries, algorithm: str, baseline: str, cls: str) -> str:
+    """feng Fig. 3(a): the smoothing window (delay) at which algorithm's variation first
+    falls to baseline's unsmoothed variation; 0 if it starts at or below it."""
+    target = report.class_variation_curve(_summary(runs, baseline), cls)
+    curve = report.class_variation_curve(_summary(runs, algorithm), cls)
+    if not target or not curve:
+        raise CompareError(f"{algorithm}/{baseline}: no {cls} variation curve")
+    for w, v in curve:
+        if v <= target[0][1]:
+            return f"{w:.2f} s"
+    raise CompareError(f"{algorithm}: variation never falls to {baseline}'s")
+
+
+def m_queue_mean_pkts(runs: Summaries, algorithm: str, phase: str) -> str:
+    """The bottleneck's time-average queue in a phase, packets (counters, every 100 ms)."""
+    q = _summary(runs, algorithm)["switch"]["occupancy"]["mean_pkts_by_phase"][phase]["total"]
+    return f"{float(q):.1f} pkts"
+
+
+def m_tagged_delay_variance_ms2(runs: Summaries, algorithm: str) -> str:
+    """The tagged class's one-way delay variance over the run (dcbt §4's jitter measure)."""
+    return f"{float(_phase(runs, algorithm, 'run')['udp_class']['TAGGED']['variance_ms2']):.1f} ms²"
+
+
+def m_tagged_jitter_ms(runs: Summaries, algorithm: str) -> str:
+    """The tagged flows' mean RFC 3550 jitter over the run."""
+    return f"{float(_phase(runs, algorithm, 'run')['udp_class']['TAGGED']['jitter_ms_mean']):.2f} ms"
+
+
+def m_class_queue_pkts(runs: Summaries, algorithm: str, phase: str, cls: str) -> str:
+    """A class's time-average queue at the bottleneck in a phase, packets (counters)."""
+    occ = _summary(runs, algorithm)["switch"]["occupancy"]["mean_pkts_by_phase"][phase]
+    return f"{float(occ[cls]):.1f} pkts"
+
+
+def m_class_drop_reason_pct(runs: Summaries, algorithm: str, phase: str, cls: str,
+                            reason: str) -> str:
+    """A class's drops of one reason over its arrivals at the bottleneck in a phase, %."""
+    c = _counts(runs, algorithm, cls, phase)
+    if not c["arrivals"]:
+        return "–"
+    return f"{100 * c['drops'].get(reason, 0) / c['arrivals']:.1f} %"
+
+
+def m_class_arrival_share_pct(runs: Summaries, algorithm: str, phase: str, cls: str) -> str:
+    """A class's share of all arrivals at the bottleneck in a phase, %."""
+    port = _bottleneck_port(runs, algorithm)
+    counts = port["run"] if phase == "run" else port["phases"][phase]
+    total = sum(c["arrivals"] for c in counts.values())
+    return f"{100 * counts[cls]['arrivals'] / total:.0f} %"
+
+
+def m_mcdt_threshold_pkts(runs: Summaries, algorithm: str, phase: str, cls: str) -> str:
+    """MCDT's class threshold, mean over the controller's pushes (share_events.jsonl,
+    mcdt_push) within the phase, packets."""
+    s = _summary(runs, algorithm)
+    ph = next((p for p in s["scenario"]["phases"] if p["name"] == phase), None)
+    if ph is None:
+        raise CompareError(f"{algorithm}: no phase {phase!r}")
+    lo = s["t0_ns"] + ph["start_s"] * 1e9
+    hi = s["t0_ns"] + ph["end_s"] * 1e9
+    path = Path(s["_run_dir"]) / "share_events.jsonl"
+    ths = [e["th_pkts"][cls] for line in read_text(path).splitlines() if line.strip()
+           for e in [json.loads(line)] if e.get("event") == "mcdt_push" and lo <= e["t_ns"] < hi]
+    if not ths:
+        raise CompareError(f"{algorithm} {phase}: no mcdt_push events")
+    return f"{sum(ths) / len(ths):.1f} pkts"
+
+
 METRICS: dict[str, Metric] = {
     "bw_variation_kbps": m_bw_variation_kbps,
     "flow_mean_kbps": m_flow_mean_kbps,
@@ -319,17 +470,42 @@ METRICS: dict[str, Metric] = {
     "class_total_kbps": m_class_total_kbps,
     "queue_delay_ms": m_queue_delay_ms,
     "udp_queueing_ms": m_udp_queueing_ms,
+    "accounting_diff_pts": m_accounting_diff_pts,
+    "udp_loss_gap_pts": m_udp_loss_gap_pts,
+    "tcp_mbps": m_tcp_mbps,
+    "tcp_gain_rho": m_tcp_gain_rho,
+    "video_hop_loss_pct": m_video_hop_loss_pct,
+    "video_e2e_loss_pct": m_video_e2e_loss_pct,
+    "video_hop_q_pct": m_video_hop_q_pct,
+    "queue_mean_pkts": m_queue_mean_pkts,
+    "tagged_delay_variance_ms2": m_tagged_delay_variance_ms2,
+    "tagged_jitter_ms": m_tagged_jitter_ms,
+    "class_queue_pkts": m_class_queue_pkts,
+    "class_drop_reason_pct": m_class_drop_reason_pct,
+    "class_arrival_share_pct": m_class_arrival_share_pct,
+    "mcdt_threshold_pkts": m_mcdt_threshold_pkts,
+    "bw_variation_unsmoothed_kbps": m_bw_variation_unsmoothed_kbps,
+    "bw_delay_to_match_s": m_bw_delay_to_match_s,
 }
 
 
-def load_run(results: Path, run: str) -> dict[str, Mapping[str, Any]]:
-    """{algorithm: summary} of docs/results/<run>/."""
-    d = results / run
-    runs = {p.parent.name: json.loads(read_text(p.parent / "summary.json"))
-            for p in sorted([*d.glob("*/summary.json"), *d.glob("*/summary.json.gz")])}
-    if not runs:
-        raise CompareError(f"{d}: no <ALGORITHM>/summary.json")
-    return runs
+def load_run(results: Path, run: "str | list[str]") -> dict[str, Mapping[str, Any]]:
+    """{algorithm: summary} of docs/results/<run>/, or of several folders together (a
+    list: one measurement whose algorithms ran in separate folders, e.g. FAIR_SHARE and
+    P_UPTA). Each summary gets "_run_dir", the folder of its algorithm."""
+    out: dict[str, Mapping[str, Any]] = {}
+    for name in ([run] if isinstance(run, str) else run):
+        d = results / name
+        found = sorted([*d.glob("*/summary.json"), *d.glob("*/summary.json.gz")])
+        if not found:
+            raise CompareError(f"{d}: no <ALGORITHM>/summary.json")
+        for p in found:
+            if p.parent.name in out:
+                raise CompareError(f"{p.parent.name} in more than one folder of {run}")
+            s = json.loads(read_text(p.parent / "summary.json"))
+            s["_run_dir"] = str(p.parent)
+            out[p.parent.name] = s
+    return out
 
 
 def value(runs: Summaries, spec: Mapping[str, Any]) -> str:
@@ -347,12 +523,247 @@ def value(runs: Summaries, spec: Mapping[str, Any]) -> str:
     if "phases" in args:           # the same metric over several phases: "a / b / c"
         phases = args.pop("phases")
         return " / ".join(value(runs, {"fn": name, **args, "phase": p}) for p in phases)
+    if "classes" in args:          # the same metric over several classes: "a / b / c"
+        classes = args.pop("classes")
+        return " / ".join(value(runs, {"fn": name, **args, "cls": c}) for c in classes)
     try:
         return METRICS[name](runs, **args)
     except TypeError as e:
         raise CompareError(f"metric {name}: {e}") from None
     except KeyError as e:
         raise CompareError(f"metric {name} {args}: missing key {e}") from None
+
+
+# ------------------------------------------------------------ verdicts
+# A row's verdict is computed (docs/verdicts.md): from the row's kind, its expectation
+# and tolerance, and its value in each of its runs. Nothing else may call a row
+# reproduced: the `why` texts may not use the word, and a page may use it only in a
+# computed table or in a verdict span <!-- verdict:PAPER/ID -->WORD<!-- /verdict -->.
+MIN_RUNS = 3
+KINDS = ("number", "ordering", "shape", "none")
+SOURCES = {"stated": "stated", "figure": "read off a figure", "derived": "derived",
+           "design": "design value", "none": ""}
+VERDICT_WORD = re.compile(r"\breproduced\b", re.I)
+NUMBER = re.compile(r"[+\-−]?\d{1,3}(?: \d{3})+(?:\.\d+)?(?![\d.])|[+\-−]?\d+(?:\.\d+)?")
+
+
+def _number(text: str) -> tuple[float, "re.Match[str]"]:
+    m = NUMBER.search(text)
+    if not m:
+        raise CompareError(f"no number in the metric's value {text!r}")
+    return float(m.group(0).replace(" ", "").replace("−", "-")), m
+
+
+def _like(sample: str, v: float) -> str:
+    """v formatted as the number in sample is (decimals, sign, thousands separator)."""
+    decimals = len(sample.split(".", 1)[1]) if "." in sample else 0
+    sign = "+" if sample[0] in "+-−" else ""
+    sep = " " in sample or (abs(v) >= 1000 and "." not in sample)
+    s = f"{v:{sign},.{decimals}f}" if sep else f"{v:{sign}.{decimals}f}"
+    return s.replace(",", " ").replace("-", "−") if sample[0] == "−" else s.replace(",", " ")
+
+
+def _positions(text: str) -> list[str]:
+    return [p.strip() for p in text.split(" / ")]
+
+
+def _algorithm_names(spec: Mapping[str, Any]) -> list[str]:
+    names = list(spec.get("algorithms") or [])
+    names += [spec[k] for k in ("algorithm", "baseline") if k in spec]
+    return names
+
+
+def _tolerance_text(tol: Mapping[str, Any], kind: str = "number") -> str:
+    if kind == "ordering" and "abs" in tol:
+        return f"margin {tol['abs']:g}" + (f" {tol['unit']}" if tol.get("unit") else "")
+    if "rel_pct" in tol:
+        return f"±{tol['rel_pct']:g} %"
+    if "abs" in tol:
+        return f"±{tol['abs']:g}" + (f" {tol['unit']}" if tol.get("unit") else "")
+    return ""
+
+
+def _within(v: float, target: float, tol: Mapping[str, Any]) -> bool:
+    if "rel_pct" in tol:
+        return abs(v - target) <= abs(target) * float(tol["rel_pct"]) / 100 + 1e-9
+    return abs(v - target) <= float(tol.get("abs", 0)) + 1e-9
+
+
+def _holds(row: Mapping[str, Any], vals: list[float]) -> list[bool]:
+    """Per position, whether one run's values meet the row's expectation."""
+    kind, exp, tol = row["kind"], row.get("expect") or {}, row.get("tolerance") or {}
+    if kind == "number":
+        targets = exp.get("values", [exp.get("value")] * len(vals))
+        if len(targets) != len(vals) or any(t is None for t in targets):
+            raise CompareError(f"{row['quantity']!r}: expect.value(s) must give one number per "
+                               f"value ({len(vals)})")
+        return [_within(v, float(t), tol) for v, t in zip(vals, targets)]
+    if kind == "shape" and ("decreasing" in exp or "increasing" in exp):
+        sign = -1 if "decreasing" in exp else 1
+        return [all(sign * (b - a) > 0 for a, b in zip(vals, vals[1:]))]
+    if kind == "shape":
+        def ok(v: float) -> bool:
+            if "below" in exp:
+                return v < float(exp["below"])
+            if "above" in exp:
+                return v > float(exp["above"])
+            if "between" in exp:
+                return float(exp["between"][0]) <= v <= float(exp["between"][1])
+            raise CompareError(f"{row['quantity']!r}: shape needs below, above or between")
+        return [ok(v) for v in vals]
+    # ordering: among the algorithms of the cell, per phase (algorithms outer, phases inner)
+    algos = list(row["mmaqm"].get("algorithms") or [])
+    n_ph = len(row["mmaqm"].get("phases") or [None])
+    if len(algos) * n_ph != len(vals):
+        raise CompareError(f"{row['quantity']!r}: an ordering needs `algorithms` in mmaqm")
+    margin = float(tol.get("abs", 0))
+    out = []
+    for j in range(n_ph):
+        by = {a: vals[i * n_ph + j] for i, a in enumerate(algos)}
+        if "lowest" in exp:
+            x = by[exp["lowest"]]
+            out.append(all(x + margin < v for a, v in by.items() if a != exp["lowest"]))
+        elif "highest" in exp:
+            x = by[exp["highest"]]
+            out.append(all(x - margin > v for a, v in by.items() if a != exp["highest"]))
+        elif "greater" in exp:
+            a, b = exp["greater"]
+            out.append(by[a] - margin > by[b])
+        else:
+            raise CompareError(f"{row['quantity']!r}: ordering needs lowest, highest or greater")
+    return out
+
+
+def verdict(row: Mapping[str, Any], per_run: list[list[float]]) -> str:
+    """The row's verdict word from the runs' values (docs/verdicts.md). Per value (an
+    ordering: per phase): the expectation met by the median over the runs and by every
+    run: reproduced; by the median but not every run: partly; not by the median: not
+    reproduced. A row is reproduced (not reproduced) if every value is, else partly;
+    with fewer than MIN_RUNS runs it is "not established", with the number of runs in
+    which it held."""
+    if row.get("declined"):
+        return "declined"
+    if row.get("needs"):
+        return f"needs runs: {row['needs']}"
+    if row["kind"] == "none":
+        return "— (no paper value)"
+    n = len(per_run)
+    if n == 0:
+        raise CompareError(f"{row['quantity']!r}: no runs")
+    checks = [_holds(row, vals) for vals in per_run]
+    if n < MIN_RUNS:
+        held = sum(all(c) for c in checks)
+        return f"not established ({n} run{'s' if n != 1 else ''}, held in {held})"
+    medians = [statistics.median(col) for col in zip(*per_run)]
+    words = ["reproduced" if m and all(c[i] for c in checks) else "partly" if m
+             else "not reproduced" for i, m in enumerate(_holds(row, medians))]
+    return words[0] if len(set(words)) == 1 else "partly"
+
+
+def measure(loaded: Mapping[str, Summaries], row: Mapping[str, Any],
+            runs: list[Any]) -> tuple[str, list[list[float]], list[str]]:
+    """(the mmaqm cell, each run's values, validity notes) of one row over its runs."""
+    texts = [value(loaded[_key(r)], row["mmaqm"]) for r in runs]
+    if "text" in row["mmaqm"] or row["kind"] == "none" and row["mmaqm"].get("fn") is None:
+        return texts[0], [], []
+    per_run = [[_number(p)[0] for p in _positions(t)] for t in texts]
+    samples = _positions(texts[0])
+    cells = []
+    for i, sample in enumerate(samples):
+        xs = [vals[i] for vals in per_run]
+        v, m = _number(sample)
+        med = statistics.median(xs)
+        text = _like(m.group(0), med)
+        if len(xs) > 1:
+            text += f" [{_like(m.group(0), min(xs))}–{_like(m.group(0), max(xs))}]"
+        cells.append(sample[:m.start()] + text + sample[m.end():])
+    cell = " / ".join(cells)
+    cell += f" ({len(runs)} run{'s' if len(runs) != 1 else ''}" + \
+        (", median [range])" if len(runs) > 1 else ")")
+    notes = []
+    for r in runs:
+        for a in _algorithm_names(row["mmaqm"]):
+            s = loaded[_key(r)].get(a) or {}
+            if s.get("warnings"):
+                notes.append(f"⚠ {_key(r)} {a}: {len(s['warnings'])} validity warning"
+                             f"{'s' if len(s['warnings']) != 1 else ''}")
+    return cell, per_run, notes
+
+
+def _key(run: Any) -> str:
+    return run if isinstance(run, str) else "+".join(run)
+
+
+def row_runs(paper: Mapping[str, Any], row: Mapping[str, Any]) -> list[Any]:
+    runs = row.get("runs", paper.get("runs"))
+    if not runs:
+        raise CompareError(f"{row['quantity']!r}: no runs (give `runs` to the paper or the row)")
+    return list(runs)
+
+
+def same_scenario(results: Path, row: Mapping[str, Any], runs: list[Any]) -> None:
+    """A row pools runs of one scenario only: the i-th folder of every run must hold the
+    same scenario.yaml (as parsed; a legacy run without one is not compared)."""
+    groups = [[r] if isinstance(r, str) else list(r) for r in runs]
+    for i in range(max(len(g) for g in groups)):
+        seen: dict[str, Any] = {}
+        for g in groups:
+            if i >= len(g):
+                raise CompareError(f"{row['quantity']!r}: runs of different shapes {runs}")
+            f = results / g[i] / "scenario.yaml"
+            if f.is_file():
+                seen[g[i]] = yaml.safe_load(f.read_text())
+        if len({json.dumps(v, sort_keys=True) for v in seen.values()}) > 1:
+            raise CompareError(f"{row['quantity']!r}: pools runs of different scenarios "
+                               f"({', '.join(seen)})")
+
+
+def check_row(row: Mapping[str, Any]) -> list[str]:
+    """The fields every row must state (docs/verdicts.md)."""
+    q = row.get("quantity", "?")
+    required = ("id", "quantity", "paper", "kind", "source") + \
+        (() if row.get("declined") or row.get("needs") else ("mmaqm",))
+    problems = [f"{q!r}: no `{k}`" for k in required if k not in row]
+    if row.get("kind") not in KINDS:
+        problems.append(f"{q!r}: kind must be one of {KINDS}")
+    if row.get("source") not in SOURCES:
+        problems.append(f"{q!r}: source must be one of {sorted(SOURCES)}")
+    if row.get("kind") in ("number", "ordering") and not row.get("declined") and \
+            not row.get("needs") and "tolerance" not in row:
+        problems.append(f"{q!r}: a {row['kind']} row states its tolerance")
+    if row.get("kind") == "number" and "tolerance" in row and not _tolerance_text(row["tolerance"]):
+        problems.append(f"{q!r}: tolerance is {{abs: X}} or {{rel_pct: X}}")
+    for k in ("why", "quantity", "paper"):
+        if VERDICT_WORD.search(str(row.get(k, ""))):
+            problems.append(f"{q!r}: `{k}` says 'reproduced'; the verdict column is computed")
+    return problems
+
+
+def evaluate(paper: Mapping[str, Any], results: Path = RESULTS) -> list[dict[str, Any]]:
+    """Each row of one paper with its mmaqm cell, per-run values, verdict and notes."""
+    loaded: dict[str, Summaries] = {}
+    out = []
+    ids = set()
+    for row in paper["rows"]:
+        problems = check_row(row)
+        if problems:
+            raise CompareError("; ".join(problems))
+        if row["id"] in ids:
+            raise CompareError(f"row id {row['id']!r} twice")
+        ids.add(row["id"])
+        if row.get("needs") or row.get("declined"):
+            out.append({"row": row, "cell": "—", "per_run": [], "notes": [], "runs": [],
+                        "verdict": verdict(row, [])})
+            continue
+        runs = row_runs(paper, row)
+        same_scenario(results, row, runs)
+        for r in runs:
+            if _key(r) not in loaded:
+                loaded[_key(r)] = load_run(results, r)
+        cell, per_run, notes = measure(loaded, row, runs)
+        out.append({"row": row, "cell": cell, "per_run": per_run, "notes": notes,
+                    "runs": runs, "verdict": verdict(row, per_run)})
+    return out
 
 
 def _cell(text: Any) -> str:
@@ -365,21 +776,150 @@ def link_base(page: Path, results: Path = RESULTS) -> str:
                                 os.path.dirname(os.path.abspath(page)))).as_posix()
 
 
+def _paper_cell(row: Mapping[str, Any]) -> str:
+    label = SOURCES[row["source"]]
+    return f"{row['paper']} ({label})" if label else str(row["paper"])
+
+
 def render(paper: Mapping[str, Any], results: Path = RESULTS, base: str = "docs/results") -> str:
     """One paper's markdown table (without the markers); its run links start with base
     (the results folder as seen from the page that holds the table)."""
-    loaded = {paper["run"]: load_run(results, paper["run"])}
-    names = [paper["run"]] + sorted({r["run"] for r in paper["rows"] if "run" in r} - {paper["run"]})
-    lines = ["Data: " + ", ".join(f"[docs/results/{n}/]({base}/{n}/)" for n in names), "",
-             "| what the paper reports | paper | mmaqm | why they differ |",
-             "|---|---|---|---|"]
-    for row in paper["rows"]:
-        run = row.get("run", paper["run"])          # a row may use another committed run
-        if run not in loaded:
-            loaded[run] = load_run(results, run)
-        lines.append(f"| {_cell(row['quantity'])} | {_cell(row['paper'])} | "
-                     f"{_cell(value(loaded[run], row['mmaqm']))} | {_cell(row.get('why', ''))} |")
+    rows = evaluate(paper, results)
+    names = list(dict.fromkeys(n for r in rows for run in r["runs"]
+                               for n in ([run] if isinstance(run, str) else run)))
+    lines = ["Data: " + (", ".join(f"[docs/results/{n}/]({base}/{n}/)" for n in names)
+                         or "no committed run yet"), "",
+             "| what the paper reports | paper | mmaqm | tolerance | verdict | why they differ |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        row = r["row"]
+        mm = r["cell"] + ("; " + "; ".join(r["notes"]) if r["notes"] else "")
+        why = row.get("declined") or row.get("why", "")
+        lines.append(f"| {_cell(row['quantity'])} | {_cell(_paper_cell(row))} | {_cell(mm)} | "
+                     f"{_cell(_tolerance_text(row.get('tolerance') or {}, row['kind']) or '—')} | "
+                     f"{_cell(r['verdict'])} | {_cell(why)} |")
     return "\n".join(lines)
+
+
+def verdicts(spec: Mapping[str, Any], results: Path = RESULTS) -> dict[str, str]:
+    """{"PAPER/ID": verdict} of every row."""
+    return {f"{name}/{r['row']['id']}": r["verdict"]
+            for name, paper in spec.items() for r in evaluate(paper, results)}
+
+
+# Pages that describe the verdict words rather than use them.
+WORD_DEFINING_PAGES = ("docs/verdicts.md", "docs/testing.md")
+SPAN = re.compile(r"<!-- verdict:([\w.-]+/[\w.-]+) -->(.*?)<!-- /verdict -->", re.S)
+
+
+def check_words(text: str, page: str, computed: Mapping[str, str], write: bool = False
+                ) -> tuple[str, list[str]]:
+    """A page may say 'reproduced' only inside a computed table (paper-compare markers)
+    or in a verdict span whose word is the row's computed verdict; --write updates the
+    spans."""
+    problems = []
+
+    def span(m: "re.Match[str]") -> str:
+        key, word = m.group(1), m.group(2)
+        if key not in computed:
+            problems.append(f"{page}: verdict span of unknown row {key}")
+            return m.group(0)
+        if word != computed[key]:
+            if write:
+                return f"<!-- verdict:{key} -->{computed[key]}<!-- /verdict -->"
+            problems.append(f"{page}: verdict span {key} says {word!r}, computed "
+                            f"{computed[key]!r}")
+        return m.group(0)
+
+    text = SPAN.sub(span, text)
+    stripped = re.sub(r"<!-- paper-compare:([\w-]+) -->.*?<!-- /paper-compare:\1 -->", "",
+                      SPAN.sub("", text), flags=re.S)
+    for n, line in enumerate(stripped.splitlines(), 1):
+        if VERDICT_WORD.search(line):
+            problems.append(f"{page}: says 'reproduced' outside a computed table or verdict "
+                            f"span: {line.strip()[:120]!r}")
+    return text, problems
+
+
+# ------------------------------------------------------------ tables of run values
+# docs/run-tables.yaml: the tables of measured values that are not paper comparisons (the
+# README's headline, per-run detail tables of the experiment pages). Each sits between
+# <!-- run-table:NAME --> markers and must equal its rendering, as the paper tables do.
+# NAME: {runs: [...], corner: "...", columns: [{header, args}], rows: [{label, args}],
+#        decimals: N (optional)}; a cell is the metric of row args updated by column args,
+#        in every run, joined by " / "; `decimals` reformats each number.
+RUN_TABLES = REPO / "docs" / "run-tables.yaml"
+
+
+def _decimals(text: str, nd: Optional[int]) -> str:
+    if nd is None:
+        return text
+    return NUMBER.sub(lambda m: _like(m.group(0).split(".")[0] + ("." + "0" * nd if nd else ""),
+                                      float(m.group(0).replace(" ", "").replace("−", "-"))),
+                      text)
+
+
+def render_run_table(table: Mapping[str, Any], results: Path = RESULTS,
+                     base: str = "docs/results") -> str:
+    loaded = {r: load_run(results, r) for r in table["runs"]}
+    lines = ["| " + " | ".join([table.get("corner", "")] + [c["header"] for c in table["columns"]])
+             + " |", "|---" + "|---:" * len(table["columns"]) + "|"]
+    for row in table["rows"]:
+        nd = row.get("decimals", table.get("decimals"))
+        cells = []
+        for col in table["columns"]:
+            spec = {**row.get("args", {}), **col.get("args", {})}
+            if "text" in spec:
+                cells.append(str(spec["text"]))
+                continue
+            cells.append(" / ".join(_decimals(value(loaded[r], spec), nd) for r in table["runs"]))
+        lines.append("| " + " | ".join([row["label"]] + [_cell(c) for c in cells]) + " |")
+    used = {spec.get("algorithm") for row in table["rows"] for col in table["columns"]
+            for spec in [{**row.get("args", {}), **col.get("args", {})}]}
+    warned = [f"⚠ {r} {a}: {len(s['warnings'])} validity warning"
+              f"{'s' if len(s['warnings']) != 1 else ''}"
+              for r in table["runs"] for a, s in loaded[r].items()
+              if a in used and s.get("warnings")]
+    lines += ["", "; ".join(warned) + "."] if warned else []
+    lines += ["", "Data: " + ", ".join(f"[docs/results/{n}/]({base}/{n}/)" for n in table["runs"])
+              + " (`docs/run-tables.yaml`, rendered by `tools/paper_compare.py`)."]
+    return "\n".join(lines)
+
+
+def _run_table_re(name: str) -> "re.Pattern[str]":
+    return re.compile(rf"(<!-- run-table:{re.escape(name)} -->\n)(.*?)(\n<!-- /run-table:"
+                      rf"{re.escape(name)} -->)", re.S)
+
+
+def process_run_tables(texts: Mapping[Path, str], tables: Mapping[str, Any], results: Path,
+                       write: bool, require: bool = True) -> tuple[dict[Path, str], list[str]]:
+    """Each run table re-rendered in the one page that holds its markers (require=False:
+    a table no given page holds is skipped, for a check of some pages only)."""
+    out, problems = dict(texts), []
+    for name, table in tables.items():
+        holders = [p for p, t in out.items() if f"<!-- run-table:{name} -->" in t]
+        if not holders and not require:
+            continue
+        if len(holders) != 1:
+            problems.append(f"run table {name}: its markers must be in exactly one page, found "
+                            f"in {len(holders)}")
+            continue
+        page = holders[0]
+        try:
+            rendered = render_run_table(table, results, link_base(page, results))
+        except (CompareError, OSError, ValueError, KeyError) as e:
+            problems.append(f"run table {name}: {e}")
+            continue
+        m = _run_table_re(name).search(out[page])
+        if not m:
+            problems.append(f"run table {name}: malformed markers in {_page_name(page)}")
+        elif m.group(2) != rendered:
+            if write:
+                out[page] = out[page][:m.start(2)] + rendered + out[page][m.end(2):]
+            else:
+                problems.append(f"run table {name}: the table in {_page_name(page)} differs "
+                                f"from its data; run 'python tools/paper_compare.py --write'")
+    return out, problems
 
 
 def _marker_re(name: str) -> re.Pattern[str]:
@@ -449,6 +989,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                          "but docs/results)")
     ap.add_argument("--spec", type=Path, default=SPEC)
     ap.add_argument("--results", type=Path, default=RESULTS)
+    ap.add_argument("--run-tables", type=Path, default=RUN_TABLES)
     ap.add_argument("--write", action="store_true", help="rewrite the tables in their pages")
     a = ap.parse_args(argv)
     try:   # the controller's strict loader: a duplicated key is an error, not "last wins"
@@ -458,17 +999,46 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 2
     texts = {page: page.read_text() for page in (a.pages or default_pages())}
     by_page, problems = locate(spec, texts)
+    try:
+        tables = load_yaml(a.run_tables.read_text(), source=str(a.run_tables)) or {} \
+            if a.run_tables.is_file() else {}
+    except ValueError as err:
+        print(f"paper_compare: {err}", file=sys.stderr)
+        return 2
+    new_texts, run_table_problems = process_run_tables(texts, tables, a.results, a.write,
+                                                       require=a.pages is None)
+    problems += run_table_problems
+    texts_before = texts
+    texts = new_texts
+    new_texts = dict(texts)
     for page, part in by_page.items():
         new, page_problems = process(texts[page], part, a.results, a.write,
                                      base=link_base(page, a.results), page=_page_name(page))
         problems += page_problems
-        if a.write and new != texts[page]:
+        new_texts[page] = new
+    try:
+        computed = verdicts(spec, a.results)
+    except (CompareError, OSError, ValueError) as e:
+        computed = {}
+        problems.append(str(e))
+    for page, text in new_texts.items():
+        if any(Path(os.path.abspath(page)).as_posix().endswith("/" + w)
+               for w in WORD_DEFINING_PAGES):
+            new, word_problems = text, []
+        else:
+            new, word_problems = check_words(text, _page_name(page), computed, a.write)
+        problems += word_problems
+        if a.write and new != texts_before[page]:
             page.write_text(new)
             print(f"paper_compare: rewrote {_page_name(page)}")
     for p in problems:
         print(f"paper_compare: {p}", file=sys.stderr)
     if not problems:
-        print(f"paper_compare: {len(spec)} paper tables match their data")
+        counts: dict[str, int] = {}
+        for v in computed.values():
+            counts[v.split(" (")[0].split(":")[0]] = counts.get(v.split(" (")[0].split(":")[0], 0) + 1
+        print(f"paper_compare: {len(spec)} paper tables match their data; verdicts: "
+              + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))
     return 1 if problems else 0
 
 

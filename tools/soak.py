@@ -21,7 +21,12 @@ restart; afterwards every queue is empty and nothing is left behind.
      SIGKILL and started again (without a pipeline); the controller must notice,
      push the pipeline and reinstall. Until the controller reconnects on its own the
      soak records that run_switches ended, and the next policy change starts it again.
-  6. The controller's (and each switch's) RSS is sampled every --rss-interval-s.
+  6. With --foreign-write-interval-s N, every N s (half an interval after a policy
+     change) a second client writes a different queue limit into r1's port policies
+     (`mmaqm-ctl install --election-id 11`, the controller's is 10): the controller,
+     primary again when it leaves, must repair it (a `repaired` event) before the
+     next foreign write.
+  7. The controller's (and each switch's) RSS is sampled every --rss-interval-s.
 
 Checks afterwards (summary.json, and the exit status):
   * every occupancy register of every switch is 0 (queue_pkts, class_queue_pkts,
@@ -30,6 +35,7 @@ Checks afterwards (summary.json, and the exit status):
   * the controller process lived through the soak; with --restart-switch, run_switches
     never ended on its own (it survived the restart);
   * the traffic ran to its end (every iperf3 client exited 0);
+  * every foreign write was followed by a repair (its latency in summary.json);
   * afterwards no namespace with the prefix, no process started here and no veth of
     the topology is left.
 """
@@ -84,6 +90,10 @@ def controller_host(config_path: Path, events_path: Path) -> int:
         events.write(json.dumps({"t_ns": time.time_ns(), "event": kind, **fields}) + "\n")
         events.flush()
 
+    def controller_event(e: dict[str, Any]) -> None:     # the controller's own events
+        events.write(json.dumps({"t_ns": time.time_ns(), **e}, default=str) + "\n")
+        events.flush()
+
     async def main() -> None:
         mtime, task, generation, reported = None, None, 0, False
         while True:
@@ -95,7 +105,8 @@ def controller_host(config_path: Path, events_path: Path) -> int:
                     await asyncio.gather(task, return_exceptions=True)
                 generation += 1
                 cfg = load_config(config_path)
-                task = asyncio.create_task(run_switches(cfg, p4info=P4INFO, bmv2_json=BMV2_JSON))
+                task = asyncio.create_task(run_switches(cfg, p4info=P4INFO, bmv2_json=BMV2_JSON,
+                                                        event_sink=controller_event))
                 reported = False
                 event("run_switches started", generation=generation)
             elif task is not None and task.done() and not reported:
@@ -135,7 +146,7 @@ def final_check(config_path: Path, thrift_ports: dict[str, int]) -> int:
     from mmaqm import p4constants as C
     from mmaqm.blocking import BlockingSwitch
     from mmaqm.config import load_config
-    from mmaqm.driver import READER_ELECTION_ID, SwitchDriver
+    from mmaqm.driver import SwitchDriver
 
     logging.getLogger("finsy").setLevel(logging.ERROR)
     cfg = load_config(config_path)
@@ -145,7 +156,7 @@ def final_check(config_path: Path, thrift_ports: dict[str, int]) -> int:
         regs = parse_register_arrays(cli_lines(thrift, [f"register_read {r}"
                                                         for r in OCCUPANCY_REGISTERS]))
         drv = BlockingSwitch(SwitchDriver(name, sw.p4runtime_addr, device_id=sw.device_id,
-                                          p4info=P4INFO, election_id=READER_ELECTION_ID,
+                                          p4info=P4INFO, read_only=True,
                                           push_pipeline=False, require_primary=False))
         try:
             values = drv.read_counters(("queue_arrivals", "queue_admits", "queue_departures",
@@ -229,6 +240,32 @@ def rss_summary(rows: list[dict[str, Any]], name: str) -> dict[str, Any]:
     return {"samples": len(pts), "first_kib": values[0], "last_kib": values[-1],
             "min_kib": min(values), "max_kib": max(values),
             "second_half_slope_kib_per_min": round(slope * 60, 1)}
+
+
+FOREIGN_ELECTION_ID = 11         # above the controller's 10: the foreign client is primary
+FOREIGN_QUEUE_LIMIT_PKTS = 999   # what it writes into r1's port policies (valid for any policy)
+
+
+def foreign_write(net, config_path: Path, out: Path, now_s: float) -> dict[str, Any]:
+    """Another P4Runtime client installs r1 with FOREIGN_QUEUE_LIMIT_PKTS on every port
+    policy; t_ns: when it started, client_s: how long it ran (the controller regains
+    primary, and repairs, as soon as the client's stream closes, before its process
+    has exited)."""
+    import yaml
+
+    cfg = yaml.safe_load(config_path.read_text())
+    for policy in cfg["switches"]["r1"]["policies"].values():
+        policy["queue_limit_pkts"] = FOREIGN_QUEUE_LIMIT_PKTS
+    foreign = out / "foreign.yaml"
+    foreign.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    started_ns = time.time_ns()
+    r = net.run_switch_ns([sys.executable, "-m", "mmaqm.cli", "install", "-c", str(foreign),
+                           "--switch", "r1", "--p4info", str(P4INFO), "--bmv2-json",
+                           str(BMV2_JSON), "--election-id", str(FOREIGN_ELECTION_ID)],
+                          timeout=120)
+    return {"t_s": round(now_s, 1), "t_ns": started_ns,
+            "client_s": round((time.time_ns() - started_ns) / 1e9, 3), "exit": r.returncode,
+            "output": (r.stdout + r.stderr)[-500:]}
 
 
 def run_soak(args: argparse.Namespace) -> int:
@@ -315,6 +352,9 @@ def run_soak(args: argparse.Namespace) -> int:
             restart_at = args.restart_at_s if args.restart_at_s is not None else args.duration_s / 2
             restarted = False
             next_round = 1
+            foreign_writes: list[dict[str, Any]] = []
+            next_foreign = (args.foreign_write_interval_s + args.policy_interval_s / 2
+                            if args.foreign_write_interval_s else None)
             while time.monotonic() - t0 < args.duration_s:
                 now = time.monotonic() - t0
                 if next_round < rounds and now >= next_round * args.policy_interval_s:
@@ -323,6 +363,11 @@ def run_soak(args: argparse.Namespace) -> int:
                     summary["policy_changes"].append({"t_s": round(now, 1), "policy": name})
                     print(f"soak: t={now:5.0f} s policy {name}", flush=True)
                     next_round += 1
+                if next_foreign is not None and now >= next_foreign:
+                    next_foreign += args.foreign_write_interval_s
+                    foreign_writes.append(foreign_write(net, config_path, out, now))
+                    print(f"soak: t={now:5.0f} s foreign write on r1 "
+                          f"(exit {foreign_writes[-1]['exit']})", flush=True)
                 if args.restart_switch and not restarted and now >= restart_at:
                     bmv2_pid = net.switch_pids()["r1"]
                     started_pids.append(bmv2_pid)
@@ -391,6 +436,13 @@ def run_soak(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as err:
             clients_ok[h] = {"exit": exits.get(h), "error": f"no JSON: {err}"}
     summary["traffic"] = clients_ok
+    repairs = [e for e in events if e.get("event") == "repaired"]
+    for i, fw in enumerate(foreign_writes):
+        until = foreign_writes[i + 1]["t_ns"] if i + 1 < len(foreign_writes) else float("inf")
+        after = [e["t_ns"] for e in repairs if fw["t_ns"] <= e["t_ns"] < until]
+        fw["repaired_after_s"] = round((after[0] - fw["t_ns"]) / 1e9, 3) if after else None
+    summary["foreign_writes"] = foreign_writes
+    summary["repairs"] = len(repairs)
     summary["final"] = final
     summary["controller_events"] = events
     summary["rss"] = {name: rss_summary(sampler.rows, name) for name in sampler.pids}
@@ -407,6 +459,8 @@ def run_soak(args: argparse.Namespace) -> int:
         "controller process lived through the soak": controller_alive,
         "run_switches never ended on its own": not ended,
         "traffic ran to the end (iperf3 exit 0)": all(exits.get(h) == 0 for h in client_argv),
+        "every foreign write repaired": all(fw["exit"] == 0 and fw["repaired_after_s"] is not None
+                                            for fw in foreign_writes),
         "no namespace left": not left_ns,
         "no process left": not left_pids,
         "no veth left": not left_links,
@@ -419,6 +473,9 @@ def run_soak(args: argparse.Namespace) -> int:
           f"restart {summary.get('switch_restart', 'no')}")
     print(f"  traffic: {clients_ok}")
     print(f"  controller RSS: {summary['rss']['controller']}")
+    if foreign_writes:
+        print(f"  foreign writes: {len(foreign_writes)}, repaired after (s): "
+              f"{[fw['repaired_after_s'] for fw in foreign_writes]}")
     for name, ok in checks.items():
         print(f"  {'ok  ' if ok else 'FAIL'} {name}")
     print(f"soak: {out / 'summary.json'}")
@@ -432,6 +489,9 @@ def main() -> int:
     parser.add_argument("--restart-switch", action="store_true",
                         help="kill -9 r1's simple_switch_grpc once and start it again")
     parser.add_argument("--restart-at-s", type=float, help="default: half the duration")
+    parser.add_argument("--foreign-write-interval-s", type=float, default=0.0,
+                        help="every this many seconds another client writes r1's port "
+                             "policies; the controller must repair them [0: none]")
     parser.add_argument("--rss-interval-s", type=float, default=5)
     parser.add_argument("--out", type=Path, default=REPO / "build" / "soak")
     parser.add_argument("--controller-host", type=Path, help=argparse.SUPPRESS)

@@ -12,15 +12,19 @@
                                           connection_lost, reconnected, backup_waiting,
                                           became_primary, primary_lost)
       [--reconnect-timeout-s S]           give a lost switch up after S s without a
-                                          connection [never: retry forever]
+                                          working connection [never: retry forever]
+      [--enforce-interval-s 2]            read each switch this often and repair any
+                                          difference from the config (0: only when
+                                          the primary role is regained)
   mmaqm-ctl stats   -c cfg.yaml [--json]  per-port, per-class counters as a table, or
                                           one JSON line per switch (with ingress
-                                          discards); a backup reader: works beside a
-                                          running controller
-  install, run, stats: [--switch NAME]... [--p4info FILE] [--timeout-s 20]
-                       [--election-id N] [--role NAME]  (P4Runtime arbitration; defaults:
-                       run/install 10, stats 1: a backup of the controller)
+                                          discards); reads without arbitrating: works
+                                          beside a running controller, never primary
+  install, run, stats: [--switch NAME]... [--p4info FILE] [--timeout-s 20] [--role NAME]
+                       [--ca-cert FILE] [--cert FILE --key FILE] [--tls-server-name NAME]
   install, run:        [--bmv2-json FILE|DIR]  the pipeline to push
+                       [--election-id N]  (P4Runtime arbitration, default 10; the only
+                       id the controller bids)
 
 A subcommand is required: a bare `mmaqm-ctl` prints the help and exits 2. Options
 may also come before the subcommand (`mmaqm-ctl --config cfg.yaml --p4info P
@@ -35,7 +39,9 @@ again if the switch lost it, tables and policies are reinstalled and the loops
 resume; with --reconnect-timeout-s a switch away that long is given up (exit 1
 once no switch is left; the others go on meanwhile). A `run` whose election id
 is below another controller's waits as its backup and takes over (installs)
-when that one goes; `install` beside a primary exits 1.
+when that one goes; `install` beside a primary exits 1. `run` enforces its
+config: after any moment as a backup, and every --enforce-interval-s, it reads
+the switch and repairs what differs. Ctrl-C exits 130, SIGTERM 143.
 """
 
 from __future__ import annotations
@@ -59,15 +65,18 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import finsy as fy
 
 from . import validation as V
 from .config import MIN_LOOP_INTERVAL_MS, ConfigError, load_config
 from .supervisor import ReconnectPolicy, jsonl_sink, run_switches
+from .controller import ENFORCE_INTERVAL_S
 from .driver import (CONNECT_TIMEOUT_S, CONTROLLER_ELECTION_ID, DEFAULT_BMV2_JSON,
-                     DEFAULT_P4INFO, READER_ELECTION_ID, SwitchDriver, describe_error)
+                     DEFAULT_P4INFO, SwitchConnectionError, SwitchDriver, TlsConfig,
+                     describe_error)
+from .supervisor import switch_tls
 from .stats import (CHIPS_COUNTER, QUEUE_COUNTERS, chips_summary, counter_sample, format_chips,
                     format_table, readings_from_counters, sample_indexes)
 
@@ -128,21 +137,28 @@ def check_pipeline_files(p4info: Path, bmv2_json: Path | None) -> None:
                              what="a BMv2 JSON (--bmv2-json)")
 
 
-async def _read_stats(cfg, names, p4info: Path, as_json: bool = False, *,
-                      election_id: int = READER_ELECTION_ID, role: str = "",
-                      timeout_s: float = CONNECT_TIMEOUT_S) -> str:
+async def _read_stats(cfg, names, p4info: Path, as_json: bool = False, *, role: str = "",
+                      timeout_s: float = CONNECT_TIMEOUT_S,
+                      tls: dict[str, TlsConfig] | None = None) -> str:
     """A table per switch; as_json: one JSON line per switch, a --stats-out sample's
-    counters (stats.counter_sample). Reads as a backup when a controller is primary
-    (P4Runtime serves Reads to any client): never pushes, never writes."""
+    counters (stats.counter_sample). Reads without arbitrating (P4Runtime serves
+    Reads to any client): never bids to be primary, never pushes, never writes."""
+    from .driver import wait_for_grpc
     out = []
     for name in names:
         sw = cfg.switches[name]
         ports = sorted(sw.ports)
+        await wait_for_grpc(sw.p4runtime_addr, timeout_s=timeout_s, name=name)
         async with SwitchDriver(name, sw.p4runtime_addr, device_id=sw.device_id,
-                                p4info=p4info, push_pipeline=False, election_id=election_id,
-                                role=role, require_primary=False,
-                                connect_timeout_s=timeout_s) as d:
-            values = await d.read_counter_indexes(sample_indexes(ports))
+                                p4info=p4info, push_pipeline=False, read_only=True,
+                                role=role, require_primary=False, connect_timeout_s=timeout_s,
+                                request_timeout_s=timeout_s,
+                                tls=(tls or {}).get(name, switch_tls(sw))) as d:
+            try:
+                values = await d.read_counter_indexes(sample_indexes(ports))
+            except fy.P4ClientError as err:
+                raise SwitchConnectionError(f"{name}: P4Runtime at {sw.p4runtime_addr} "
+                                            f"failed: {d.explain_error(err)}") from None
         if as_json:
             out.append(json.dumps(counter_sample(time.time_ns(), name, ports, values),
                                   separators=(",", ":")))
@@ -154,8 +170,43 @@ async def _read_stats(cfg, names, p4info: Path, as_json: bool = False, *,
     return "\n".join(out)
 
 
-def _sigterm_as_interrupt(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")  # same clean shutdown as Ctrl-C
+class Stopped(Exception):
+    """SIGINT (Ctrl-C) or SIGTERM: exit 128 + the signal's number (130, 143)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
+def _stop_on_signal(signum: int, _frame: object) -> None:
+    raise Stopped(signum)     # before or after the event loop: nothing runs yet
+
+
+async def _until_signal(coro: Any) -> Any:
+    """Await coro; SIGINT or SIGTERM (to the process or its whole group) cancels it,
+    so every switch's connection is closed by its own finally (no task left pending),
+    then Stopped."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    received: list[int] = []
+
+    def stop(signum: int) -> None:
+        if not received:
+            received.append(signum)
+            task.cancel()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop, signum)
+    try:
+        return await coro
+    except asyncio.CancelledError:
+        if received:
+            raise Stopped(received[0]) from None
+        raise
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+            signal.signal(signum, _stop_on_signal)
 
 
 def _number_flag(minimum: float) -> Callable[[str], float]:
@@ -219,7 +270,7 @@ COMMANDS: dict[str, Command] = {
         "Ctrl-C or SIGTERM.",
         ("mmaqm-ctl run -c examples/dumbbell.yaml --stats-out counters.jsonl "
          "--events-out events.jsonl",),
-        "130 stopped by Ctrl-C or SIGTERM, 1 a switch unreachable (or given up after "
+        "130 stopped by Ctrl-C, 143 by SIGTERM, 1 a switch unreachable (or given up after "
         "--reconnect-timeout-s) or a request failed, 2 invalid config or flags (no switch "
         "contacted). A switch that goes away is reconnected: its pipeline, tables and "
         "policies are reinstalled"),
@@ -282,8 +333,9 @@ OPTIONS: tuple[Option, ...] = (
            "reconnected, backup_waiting, became_primary, primary_lost)",
            kwargs={"type": Path, "metavar": "FILE.jsonl"}),
     Option(("--reconnect-timeout-s",), ("run",),
-           "give a switch up after this long without a P4Runtime connection once it was "
-           "lost (exit 1 when no switch is left) [never: reconnect forever]",
+           "give a switch up after this long without a working P4Runtime connection "
+           "once it was lost or stopped answering (exit 1 when no switch is left) "
+           "[never: reconnect forever]",
            kwargs={"type": _number_flag(MIN_TIMEOUT_S), "metavar": "S"}),
     Option(("--json",), ("check", "stats"),
            {"check": 'print the result as one JSON object on stdout: {"config", "valid", '
@@ -292,22 +344,37 @@ OPTIONS: tuple[Option, ...] = (
             "stats": "one JSON line per switch (a --stats-out sample, with ingress "
                      "discards) instead of a table"},
            False, kwargs={"action": "store_true"}),
-    Option(("--election-id",), CONNECTED,
-           {command: f"P4Runtime election id [{default}]; the highest connected id is "
-                     f"primary" + extra
-            for command, default, extra in (
-                ("install", CONTROLLER_ELECTION_ID, ""),
-                ("run", CONTROLLER_ELECTION_ID,
-                 "; below another controller's, run waits as its backup"),
-                ("stats", READER_ELECTION_ID,
-                 ": below the controller's, so that stats reads as a backup"))},
+    Option(("--election-id",), ("install", "run"),
+           {command: f"P4Runtime election id [{CONTROLLER_ELECTION_ID}]; the highest "
+                     f"connected id is primary; this id is the only one bid (never another "
+                     f"client's)" + extra
+            for command, extra in (
+                ("install", ""),
+                ("run", "; below another controller's, run waits as its backup"))},
            kwargs={"type": _election_id_flag, "metavar": "N"}),
+    Option(("--enforce-interval-s",), ("run",),
+           f"read every switch this often and repair any difference from the config "
+           f"(a foreign write), logged as a repaired event; 0: only when primary is "
+           f"regained [{ENFORCE_INTERVAL_S:g}]", ENFORCE_INTERVAL_S,
+           kwargs={"type": _number_flag(0), "metavar": "S"}),
+    Option(("--ca-cert",), CONNECTED,
+           "TLS: the CA that signed the switches' certificates (PEM); with --cert/--key "
+           "also mutual TLS. Any TLS flag replaces every selected switch's tls config",
+           kwargs={"type": Path, "metavar": "FILE"}),
+    Option(("--cert",), CONNECTED, "TLS: this client's certificate (PEM), with --key",
+           kwargs={"type": Path, "metavar": "FILE"}),
+    Option(("--key",), CONNECTED, "TLS: this client's private key (PEM), with --cert",
+           kwargs={"type": Path, "metavar": "FILE"}),
+    Option(("--tls-server-name",), CONNECTED,
+           "TLS: the name to verify in the switch's certificate [the address's host]",
+           kwargs={"metavar": "NAME"}),
     Option(("--role",), CONNECTED,
            "P4Runtime role name [the default role], sent with an empty role config; "
            "simple_switch_grpc ignores roles", "", kwargs={"metavar": "NAME"}),
     Option(("--timeout-s",), CONNECTED,
-           f"deadline of each connection step: the switch listening, then the P4Runtime "
-           f"connection with arbitration and pipeline [{CONNECT_TIMEOUT_S:g}]",
+           f"deadline of each connection step (the switch listening, then the P4Runtime "
+           f"connection with arbitration and pipeline) and of each Write and Read "
+           f"[{CONNECT_TIMEOUT_S:g}]",
            CONNECT_TIMEOUT_S, kwargs={"type": _number_flag(MIN_TIMEOUT_S), "metavar": "S"}),
     Option(("-v", "--verbose"), tuple(COMMANDS), "log debug messages too", False,
            kwargs={"action": "store_true"}, top_level_help=True),
@@ -347,7 +414,7 @@ subcommand (mmaqm-ctl -c cfg.yaml --p4info FILE install). The config is
 validated completely before any switch is contacted.
 
 exit status: 0 ok; 1 a switch unreachable or a request failed; 2 invalid
-config or flags (no switch contacted); 130 run stopped by Ctrl-C or SIGTERM."""
+config or flags (no switch contacted); 130 stopped by Ctrl-C, 143 by SIGTERM."""
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
@@ -490,13 +557,28 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mmaqm-ctl: {err}", file=sys.stderr)
         return EXIT_CONFIG
 
-    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    tls = None
+    if any(v is not None for v in (args.ca_cert, args.cert, args.key, args.tls_server_name)):
+        if (args.cert is None) != (args.key is None):
+            print("mmaqm-ctl: --cert and --key go together (a client certificate and its "
+                  "private key)", file=sys.stderr)
+            return EXIT_CONFIG
+        missing = [str(f) for f in (args.ca_cert, args.cert, args.key)
+                   if f is not None and not f.is_file()]
+        if missing:
+            print(f"mmaqm-ctl: TLS file not found: {', '.join(missing)}", file=sys.stderr)
+            return EXIT_CONFIG
+        flags_tls = TlsConfig(ca_cert=args.ca_cert, cert=args.cert, key=args.key,
+                              server_name=args.tls_server_name or "")
+        tls = {name: flags_tls for name in names}
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _stop_on_signal)
     try:
         if args.command == "stats":
-            election_id = READER_ELECTION_ID if args.election_id is None else args.election_id
-            print(asyncio.run(_read_stats(cfg, names, args.p4info, as_json=args.json,
-                                          election_id=election_id, role=args.role,
-                                          timeout_s=args.timeout_s)))
+            print(asyncio.run(_until_signal(_read_stats(
+                cfg, names, args.p4info, as_json=args.json, role=args.role,
+                timeout_s=args.timeout_s, tls=tls))))
         else:
             with contextlib.ExitStack() as stack:
                 sink = None
@@ -511,7 +593,8 @@ def main(argv: list[str] | None = None) -> int:
                 except OutputFileError as err:
                     print(f"mmaqm-ctl: {err}", file=sys.stderr)
                     return EXIT_CONFIG
-                asyncio.run(run_switches(cfg, p4info=args.p4info, bmv2_json=args.bmv2_json,
+                asyncio.run(_until_signal(run_switches(
+                                         cfg, p4info=args.p4info, bmv2_json=args.bmv2_json,
                                          install_only=args.command == "install", names=names,
                                          stats_sink=sink,
                                          stats_interval_ms=args.stats_interval_ms,
@@ -521,9 +604,13 @@ def main(argv: list[str] | None = None) -> int:
                                                       else args.election_id),
                                          role=args.role, timeout_s=args.timeout_s,
                                          reconnect=ReconnectPolicy(
-                                             give_up_s=args.reconnect_timeout_s)))
-    except KeyboardInterrupt:
-        return 130
+                                             give_up_s=args.reconnect_timeout_s),
+                                         tls=tls,
+                                         enforce_interval_s=args.enforce_interval_s)))
+    except Stopped as stop:
+        return 128 + stop.signum
+    except KeyboardInterrupt:       # SIGINT where Python's own handler was in place
+        return 128 + signal.SIGINT
     # TimeoutError, SwitchConnectionError, FileNotFoundError (P4Info, device config)
     except (OSError, RuntimeError) as err:
         print(f"mmaqm-ctl: {err}", file=sys.stderr)

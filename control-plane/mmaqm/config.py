@@ -115,6 +115,17 @@ class SwitchConfig:
     policies: Mapping[int, PortPolicy]        # effective policy of every port that has one
     default_policy: PortPolicy | None = None
     bfd: "BfdConfig | None" = None
+    tls: "TlsSettings | None" = None
+
+
+@dataclass(frozen=True)
+class TlsSettings:
+    """TLS to one switch's P4Runtime server (driver.TlsConfig): files as given."""
+
+    ca_cert: Path | None = None
+    cert: Path | None = None
+    key: Path | None = None
+    server_name: str = ""
 
 
 @dataclass(frozen=True)
@@ -259,7 +270,9 @@ def _read_policy(value: object, path: str, errs: V.Errors) -> PortPolicy | None:
 
 
 # --- switch
-_SWITCH_KEYS = ("p4runtime_addr", "device_id", "ports", "routes", "policies", "bfd")
+_SWITCH_KEYS = ("p4runtime_addr", "device_id", "ports", "routes", "policies", "bfd", "tls")
+_TLS_FILES = ("ca_cert", "cert", "key")
+_TLS_KEYS = (*_TLS_FILES, "server_name")
 _BFD_KEYS = ("router_addr", "edge_ports", "cpu_port", "paths")
 _BFD_PATH_KEYS = ("id", "port", "egress_addr", "prefixes")
 _ROUTE_KEYS = ("prefix", "port", "next_hop_mac")
@@ -452,6 +465,7 @@ def _read_switch(name: object, value: object, path: str, errs: V.Errors) -> Swit
                                           ports_path, known_ports, errs)
     bfd = None if raw.get("bfd") is None else \
         _read_bfd(raw["bfd"], V.join(path, "bfd"), known_ports, errs)
+    tls = None if raw.get("tls") is None else _read_tls(raw["tls"], V.join(path, "tls"), errs)
 
     effective: dict[int, PortPolicy] = {}
     for port in sorted(ports or {}):
@@ -478,7 +492,31 @@ def _read_switch(name: object, value: object, path: str, errs: V.Errors) -> Swit
         policies=MappingProxyType(effective),
         default_policy=default,
         bfd=bfd,
+        tls=tls,
     )
+
+
+def _read_tls(value: object, path: str, errs: V.Errors) -> TlsSettings | None:
+    """TLS settings: file paths (relative to the working directory) that exist, a
+    certificate with its key, the name to verify."""
+    raw = V.mapping(value, path, errs, allowed=_TLS_KEYS)
+    if raw is None:
+        return None
+    before = len(errs)
+    files: dict[str, Path | None] = {}
+    for key in _TLS_FILES:
+        text = None if raw.get(key) is None else \
+            V.string(raw[key], V.join(path, key), errs, non_empty=True)
+        files[key] = None if text is None else Path(text)
+        if text is not None and "\0" not in text and not Path(text).is_file():
+            errs.add(V.join(path, key), f"no such file: {V.describe(text)}")
+    name = V.string(raw.get("server_name", ""), V.join(path, "server_name"), errs) or ""
+    if (files["cert"] is None) != (files["key"] is None) and len(errs) == before:
+        errs.add(path, "cert and key go together (a client certificate and its private key)")
+    if len(errs) > before:
+        return None
+    return TlsSettings(ca_cert=files["ca_cert"], cert=files["cert"], key=files["key"],
+                       server_name=name)
 
 
 # --- top level
@@ -827,6 +865,18 @@ FIELDS: tuple[FieldDoc, ...] = (
              "the policy of every port in ports without its own entry"),
     FieldDoc("switches.<name>.policies.<port>", "policy", "", "a policy; the port is in ports",
              "", "the port's own policy"),
+    FieldDoc("switches.<name>.tls", "mapping", "", "", "none",
+             "TLS to the switch's P4Runtime server (docs/controller.md \"TLS\"); absent: "
+             "plaintext; the CLI's --ca-cert, --cert, --key, --tls-server-name replace it"),
+    FieldDoc("switches.<name>.tls.ca_cert", "file path", "", "an existing PEM file", "none",
+             "the CA that signed the switch's certificate (none: the system's roots)"),
+    FieldDoc("switches.<name>.tls.cert", "file path", "", "an existing PEM file; with key",
+             "none", "this controller's certificate, for a switch that requires client "
+             "authentication (mutual TLS)"),
+    FieldDoc("switches.<name>.tls.key", "file path", "", "an existing PEM file; with cert",
+             "none", "the private key of cert"),
+    FieldDoc("switches.<name>.tls.server_name", "string", "", "", "the address's host",
+             "the name to verify in the switch's certificate"),
     FieldDoc("switches.<name>.bfd", "mapping", "", "", "none",
              "C-UPTA's Bottleneck Fairshare Discovery (upta §5.3); absent: no BFD"),
     FieldDoc("switches.<name>.bfd.router_addr", "IPv4 address", "", "", _REQUIRED,

@@ -25,13 +25,16 @@ from . import reconcile as R
 from . import algorithms as A
 from .algorithms.mcdt_loop import McdtPeriods
 from .config import Config, SwitchConfig
-from .driver import SwitchDriver
+from .driver import PrimaryLostError, SwitchDriver
 from .encoding import PolicyAction, policy_action
 from .flow_loop import FlowReportLoop
 from .flows import ActiveFlowTable, SwitchClock
 from .stats_loop import StatsLoop, StatsSink
 
 LOG = logging.getLogger(__name__)
+# Desired state enforced (run): every ENFORCE_INTERVAL_S the controller reads the switch
+# and writes back any difference from its configuration (0: never; cli --enforce-interval-s).
+ENFORCE_INTERVAL_S = 2.0
 
 
 class LoopLateness:
@@ -63,14 +66,15 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
     def __init__(self, config: Config, switch: SwitchConfig, driver: SwitchDriver,
                  clock_ms: Callable[[], float] = lambda: time.monotonic() * 1000,
                  stats_sink: StatsSink | None = None, stats_interval_ms: float = 100,
-                 event_sink: StatsSink | None = None) -> None:
+                 event_sink: StatsSink | None = None,
+                 enforce_interval_s: float = ENFORCE_INTERVAL_S) -> None:
         self.config = config
         self.switch = switch
         self.driver = driver
         self.clock_ms = clock_ms
         self.flows = ActiveFlowTable(config.active_flows.max_flows)
         # Report times: the switch's clock mapped to clock_ms (flows.SwitchClock).
-        self.switch_clock = SwitchClock()
+        self.switch_clock = SwitchClock(modulus_us=driver.target.report_ts_modulus_us)
         self.flow_reports = 0            # reports received since the start
         self.report_age_max_ms = 0.0     # the oldest report handled since the last sample
         self._report_ages: deque[tuple[float, float]] = deque()   # (handled at, oldest age)
@@ -82,13 +86,19 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
         self.stats_sink = stats_sink
         self.stats_interval_ms = stats_interval_ms
         self.event_sink = event_sink
+        self.enforce_interval_s = enforce_interval_s
+        self.repairs = 0                 # repairing writes sent (foreign writes undone)
+        self._primary_changes = driver.primary_changes   # as of the last install
+        # one port_policy writer at a time: a loop's push, or enforce's read-compare-write
+        # (else enforce could read a push that `pushed` does not hold yet, and undo it)
+        self._write_lock = asyncio.Lock()
         self._init_periods()             # MCDT's period state (algorithms.mcdt_loop)
         # the loops the switch's algorithms run for the whole switch (UPTA's intervals)
         self.loops: dict[str, Any] = {
             name: loop for name, plugin in A.REGISTRY.items()
             if (loop := plugin.switch_loop(self, switch)) is not None}
 
-    async def install(self) -> R.WritePlan:
+    async def install(self, reason: str | None = None) -> R.WritePlan:
         """Make the switch hold exactly the configuration (validated already): read
         what it has (one ReadRequest), write only the difference (reconcile.plan_writes:
         inserts and modifies before deletes, so a running flow always has its route
@@ -101,8 +111,13 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
         resets them. MCDT (mcdt §II.2): the thresholds start at B and a new period
         starts, unless the switch still holds the policy this controller has been
         updating (a reinstall): then eq. 10's memory and the period go on. D-CBT
-        shares come from this controller's active flows (none yet in a new one)."""
+        shares come from this controller's active flows (none yet in a new one).
+
+        reason: why a switch this controller had installed is installed again
+        (primary regained, reconnected): a difference found is then a repair,
+        logged as a `repaired` event naming each write (reconcile.describe_writes)."""
         d = self.driver
+        self._primary_changes = d.primary_changes
         self.switch_clock.reset()        # a (re)installed switch may have restarted: new clock
         current = await d.read_state()
         installed = current.port_policies()
@@ -114,6 +129,8 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
         desired = self.desired_state()
         plan = R.plan_writes(current, desired)
         await d.apply_writes(plan)
+        if reason is not None and plan.writes:
+            self._repaired(current, plan, reason)
         resets = await d.reset_defaults()
         self.pushed = {port: self.policy_action(port) for port in sorted(self.switch.policies)}
         await self.start_periods(new_periods)
@@ -122,6 +139,32 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
                  len(self.switch.policies), plan.count(R.INSERT), plan.count(R.MODIFY),
                  plan.count(R.DELETE), resets)
         return plan
+
+    async def enforce(self, reason: str = "periodic") -> R.WritePlan:
+        """Read the switch, compare with the desired state (the configuration, with
+        the loops' current shares and thresholds), write back any difference with
+        install's reconcile writes, and log it (`repaired`). Nothing differs:
+        one Read, no write. The port policies wanted are the ones the loops last
+        pushed (`pushed`), so a share or threshold the loops have not pushed yet is
+        not taken for a difference."""
+        async with self._write_lock:
+            current = await self.driver.read_state()
+            plan = R.plan_writes(current, self.desired_state(as_pushed=True))
+            if plan.writes:
+                await self.driver.apply_writes(plan)
+                self._repaired(current, plan, reason)
+        return plan
+
+    def _repaired(self, current: R.SwitchState, plan: R.WritePlan, reason: str) -> None:
+        changes = R.describe_writes(current, plan)
+        self.repairs += len(changes)
+        LOG.warning("%s: the switch differed from the configuration (%s): %d writes "
+                    "repaired it: %s", self.switch.name, reason, len(changes),
+                    "; ".join(_change_text(c) for c in changes[:10])
+                    + (f"; ... {len(changes) - 10} more" if len(changes) > 10 else ""))
+        if self.event_sink is not None:
+            self.event_sink({"event": "repaired", "t_ns": time.time_ns(),
+                             "switch": self.switch.name, "reason": reason, "writes": changes})
 
     def _prepare_policy(self, port: int, installed: PolicyAction | None) -> None:
         """The port's policy epoch and MCDT state for install (see install)."""
@@ -136,18 +179,22 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
         # still holds the policy this controller has been updating
         self._prepare_periods(port, continues and R.same_policy(self.pushed.get(port), template))
 
-    def desired_state(self) -> R.SwitchState:
+    def desired_state(self, as_pushed: bool = False) -> R.SwitchState:
         """What the switch should hold: the flow digest config, ChIPS's clone
-        sessions, the classifier, the routes, a policy for every configured port."""
+        sessions, the classifier, the routes, a policy for every configured port
+        (as_pushed: the action last pushed, where there is one)."""
         sw = self.switch
+
+        def action(port: int) -> PolicyAction:
+            pushed = self.pushed.get(port) if as_pushed else None
+            return pushed if pushed is not None else self.policy_action(port)
         entries = R.classifier_entries(self.config.classifier.tagged_dscp)
         entries += [R.route_entry(str(r.prefix), r.port, sw.ports[r.port].mac, r.next_hop_mac)
                     for r in sw.routes]
-        entries += [R.policy_entry(port, self.policy_action(port))
-                    for port in sorted(sw.policies)]
+        entries += [R.policy_entry(port, action(port)) for port in sorted(sw.policies)]
         # the range tables that encode each policy on a target that has them
         entries += [e for port in sorted(sw.policies)
-                    for e in self.driver.range_entries(port, self.policy_action(port))]
+                    for e in self.driver.range_entries(port, action(port))]
         if sw.bfd is not None:      # C-UPTA / BFD (upta.p4, docs/upta-plan.md §1.6-1.7)
             entries += R.bfd_entries(sw.bfd)
         # ChIPS's slot sessions (and on Tofino the departure reports' session)
@@ -172,8 +219,9 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
             **{k: v for loop in self.loops.values() for k, v in loop.port_inputs(port).items()})
 
     async def _push(self, port: int, action: PolicyAction) -> None:
-        await self.driver.write_port_policy(port, action)
-        self.pushed[port] = action
+        async with self._write_lock:
+            await self.driver.write_port_policy(port, action)
+            self.pushed[port] = action
 
     def extra_tasks(self) -> list[Any]:
         """Coroutines run() adds beside its own loops: the algorithms' switch loops."""
@@ -192,6 +240,8 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
         if self.stats_sink is not None:
             tasks.append(asyncio.create_task(self._stats_loop()))
         tasks += [asyncio.create_task(c) for c in self.extra_tasks()]
+        clock = asyncio.get_running_loop().time
+        next_enforce = clock() + self.enforce_interval_s
         try:
             while True:
                 for task in tasks:  # a failed reader must not go unnoticed
@@ -199,9 +249,31 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
                         task.result()
                         raise RuntimeError(f"{self.switch.name}: background task ended")
                 self.driver.check_connected()   # nor a switch that went away
+                if self.driver.primary_changes != self._primary_changes:
+                    # backup even for a moment (another client may have written):
+                    # the supervisor installs again, which repairs
+                    raise PrimaryLostError(f"{self.switch.name}: the primary role was lost "
+                                           f"and regained")
+                if self.enforce_interval_s > 0 and clock() >= next_enforce:
+                    await self.enforce()
+                    next_enforce = clock() + self.enforce_interval_s
                 await self.update_shares()
                 await self.update_lateness.sleep(self.config.active_flows.update_interval_ms / 1000)
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _change_text(change: dict[str, Any]) -> str:
+    """One repairing write in a log line (reconcile.describe_writes)."""
+    what = change.get("table") or next(
+        (f"{k} {v}" for k, v in change.items() if k != "type"), "")
+    text = f"{change['type']} {what}"
+    if "match" in change:
+        text += f" {change['match']}"
+    if "changed" in change:
+        text += " " + ", ".join(f"{k} {a}->{b}" for k, (a, b) in change["changed"].items())
+    if "action" in change:
+        text += f" action {change['action'][0]}->{change['action'][1]}"
+    return text

@@ -22,9 +22,10 @@ from .p4rt.codec import (CounterValue, FlowReport, check_action, describe_error,
 from .p4rt.counters import CounterReads
 from .p4rt.digests import DIGEST_QUEUE_LISTS, FlowReportStream
 from .p4rt.session import (CONNECT_TIMEOUT_S, CONTROLLER_ELECTION_ID, DEFAULT_BMV2_JSON,
-                           DEFAULT_P4INFO, GRPC_WAIT_TIMEOUT_S, READER_ELECTION_ID,
+                           DEFAULT_P4INFO, GRPC_WAIT_TIMEOUT_S, REQUEST_TIMEOUT_S,
                            TCP_CONNECT_TIMEOUT_S, P4RuntimeSession, PrimaryLostError,
-                           SwitchConnectionError, tcp_connect_once, wait_for_grpc)
+                           SwitchConnectionError, SwitchNotAnswering, TlsConfig,
+                           tcp_connect_once, wait_for_grpc)
 from .p4rt.tables import TableWrites
 
 
@@ -34,7 +35,8 @@ class SwitchDriver(TableWrites, CounterReads, FlowReportStream, P4RuntimeSession
 
 
 __all__ = ["CONNECT_TIMEOUT_S", "CONTROLLER_ELECTION_ID", "DEFAULT_BMV2_JSON", "DEFAULT_P4INFO",
-           "DIGEST_QUEUE_LISTS", "GRPC_WAIT_TIMEOUT_S", "READER_ELECTION_ID",
+           "DIGEST_QUEUE_LISTS", "GRPC_WAIT_TIMEOUT_S", "REQUEST_TIMEOUT_S", "SwitchNotAnswering",
+           "TlsConfig",
            "TCP_CONNECT_TIMEOUT_S", "CounterValue", "FlowReport", "PrimaryLostError",
            "SwitchConnectionError", "SwitchDriver", "check_action", "describe_error",
            "flow_digest_alias", "from_finsy_entry", "policy_actions_missing", "tcp_connect_once",

@@ -152,9 +152,10 @@ class ActiveFlowTable:
 class SwitchClock:
     """Maps a switch's report times to the controller's clock.
 
-    BMv2's ingress_global_timestamp counts microseconds since the switch
-    started, in a field of width_bits (48: it would wrap after 8.9 years;
-    the mapping handles a wrap anyway). The offset between the two clocks is
+    A report's time counts microseconds since the switch started and wraps at
+    modulus_us (the target's report_ts_modulus_us: 2^48 on BMv2, 8.9 years; 2^32
+    units of 1.024 us on Tofino, 73.3 minutes): a time that is less than half a
+    wrap after the newest one is later than it. The offset between the two clocks is
     estimated as the smallest (controller time at receipt - switch time) seen:
     the report that reached the controller fastest. That estimate may rise by
     at most max_drift_ppm of the time elapsed (the clocks drift, or the switch
@@ -165,10 +166,12 @@ class SwitchClock:
     A mapped time is never later than the controller's now.
     """
 
-    def __init__(self, *, width_bits: int = 48, restart_us: int = 1_000_000,
+    def __init__(self, *, modulus_us: float = float(1 << 48), restart_us: int = 1_000_000,
                  max_drift_ppm: float = 1000.0) -> None:
-        self._modulus = 1 << width_bits
-        self._half = 1 << (width_bits - 1)
+        if not modulus_us > 2 * restart_us:
+            raise ValueError(f"modulus_us must exceed 2 * restart_us, got {modulus_us}")
+        self._modulus = modulus_us
+        self._half = modulus_us / 2
         self.restart_us = restart_us
         self.max_drift = max_drift_ppm / 1e6
         self.restarts = 0            # mapping restarts on a backwards jump

@@ -58,6 +58,8 @@ DEFINES_CONSTANTS: dict[str, int] = {
     "SLOPE_FRAC_BITS": 24,
     "PROB_FRAC_BITS": 16,
     "PROB_ONE": 65536,
+    "MCDT_MODE_B": 1,
+    "MCDT_MODE_C": 2,
     "FRED_MAXQ_CONGESTED_PKTS": 2,
     "FRED_STRIKE_LIMIT": 1,
     "FRED_STRIKE_MAX": 255,

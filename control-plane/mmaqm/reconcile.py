@@ -233,11 +233,16 @@ def bfd_entries(bfd) -> list[TableEntry]:      # config.BfdConfig
     return entries
 
 
+# A clone session's replica instance. P4Runtime leaves its meaning to the target;
+# Stratum accepts only 0 in a clone session (and a non-zero egress port), BMv2 any.
+CLONE_REPLICA_INSTANCE = 0
+
+
 def cut_in_slot_session(port: int) -> CloneSession:
     """ChIPS's FIFO slot clones of one port (chips.p4): session
     CHIPS_CLONE_SESSION_BASE + port replicates to the port itself."""
     check_port(port)
-    return CloneSession(C.CHIPS_CLONE_SESSION_BASE + port, ((port, 1),))
+    return CloneSession(C.CHIPS_CLONE_SESSION_BASE + port, ((port, CLONE_REPLICA_INSTANCE),))
 
 
 def flow_digest_config(max_list_size: int = 64, max_timeout_ms: int = 10, *,
@@ -288,3 +293,33 @@ def plan_writes(current: SwitchState, desired: SwitchState) -> WritePlan:
     batches = (digest_upserts + clone_upserts + group_upserts, entry_upserts, entry_deletes,
                clone_deletes + group_deletes)
     return WritePlan(tuple(tuple(b) for b in batches if b))
+
+
+def describe_writes(current: SwitchState, plan: WritePlan) -> list[dict[str, object]]:
+    """Each write of a plan as plain JSON data naming what it changes: the entity
+    (a table entry's table and match, a clone session's or group's id, a digest's
+    name), and for a MODIFY of a table entry the action parameters that differ
+    ({param: [on the switch, written]}, or the action's name when it differs)."""
+    have: dict[object, Entity] = {e.key: e for e in (*current.digests, *current.clone_sessions,
+                                                     *current.multicast_groups, *current.entries)}
+    described = []
+    for write in plan.writes:
+        entity = write.entity
+        item: dict[str, object] = {"type": write.type}
+        if isinstance(entity, TableEntry):
+            item["table"] = entity.table
+            item["match"] = {name: list(v) if isinstance(v, tuple) else v
+                             for name, v in entity.match}
+            old = have.get(entity.key)
+            if write.type == MODIFY and isinstance(old, TableEntry):
+                if old.action != entity.action:
+                    item["action"] = [old.action, entity.action]
+                else:
+                    before, after = dict(old.params), dict(entity.params)
+                    item["changed"] = {k: [before.get(k), after.get(k)]
+                                       for k in sorted(set(before) | set(after))
+                                       if before.get(k) != after.get(k)}
+        else:
+            item[type(entity).__name__] = entity.key
+        described.append(item)
+    return described

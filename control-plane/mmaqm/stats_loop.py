@@ -48,6 +48,10 @@ class StatsLoop:
                 "report_lag_ms": round(self.report_lag_ms(self.clock_ms()), 3),
                 "clock_restarts": self.switch_clock.restarts,
                 "digest_lists_dropped": getattr(self.driver, "digest_lists_dropped", 0),
+                # messages from the switch dropped (malformed or not asked for), per kind
+                "dropped_from_switch": dict(getattr(getattr(self.driver, "malformed", None),
+                                                    "counts", {})),
+                "repairs": self.repairs,
                 "lateness_ms": {"update": self.update_lateness.take(),
                                 "stats": self.stats_lateness.take()}}
 

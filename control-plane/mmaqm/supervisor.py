@@ -16,11 +16,11 @@ from typing import Any, TextIO
 import finsy as fy
 
 from .config import Config, SwitchConfig
-from .controller import SwitchController
+from .controller import ENFORCE_INTERVAL_S, SwitchController
 from .driver import (CONNECT_TIMEOUT_S, CONTROLLER_ELECTION_ID, DEFAULT_BMV2_JSON,
                      DEFAULT_P4INFO, TCP_CONNECT_TIMEOUT_S, PrimaryLostError,
-                     SwitchConnectionError, SwitchDriver, describe_error, tcp_connect_once,
-                     wait_for_grpc)
+                     SwitchConnectionError, SwitchDriver, TlsConfig, describe_error,
+                     tcp_connect_once, wait_for_grpc)
 from .stats_loop import StatsSink
 
 LOG = logging.getLogger("mmaqm.controller")
@@ -57,6 +57,10 @@ class ReconnectPolicy:
             delay = min(delay * 2, self.max_s)
 
 
+class SwitchRequestError(RuntimeError):
+    """The switch refused a request (its P4Runtime error, with the switch's name)."""
+
+
 class SwitchGivenUp(SwitchConnectionError):
     """A lost switch did not come back within ReconnectPolicy.give_up_s."""
 
@@ -88,6 +92,10 @@ class SwitchSupervisor:
         self.event_sink = event_sink
         self.installs = 0                 # completed installs (the first one, then each recovery)
         self.name = controller.switch.name
+        # since when the switch has not been served: a connection lost, or one that
+        # came back but did not answer (a wedged switch), until an install completes;
+        # ReconnectPolicy.give_up_s counts from here
+        self._trouble_since: float | None = None
 
     def _event(self, event: str, **fields: Any) -> None:
         LOG.debug("%s: %s %s", self.name, event, fields)
@@ -100,12 +108,13 @@ class SwitchSupervisor:
         connection has connect_timeout_s, as `install`; errors other than a lost
         connection (a request the switch refused) end it."""
         address = self.driver.address
-        await wait_for_grpc(address, timeout_s=self.connect_timeout_s)
+        await wait_for_grpc(address, timeout_s=self.connect_timeout_s, name=self.name)
         await self.driver.open()
+        reason: str | None = None     # why the next install is a reinstall (repairs)
         try:
             while True:
                 try:
-                    await self._serve()
+                    await self._serve(reason)
                     return                                     # install_only: done
                 except Exception as exc:     # noqa: BLE001 - sorted below
                     if self.install_only:
@@ -120,14 +129,24 @@ class SwitchSupervisor:
                             isinstance(exc, PrimaryLostError)
                             or not self.driver.switch.is_primary):
                         # a write can fail (PERMISSION_DENIED) before the check sees it
-                        LOG.warning("%s: another controller became primary (election id "
-                                    "%d); stopped writing, waiting as its backup", self.name,
-                                    self.driver.switch.primary_id)
-                        self._event("primary_lost", error=_why(exc))
+                        if self.driver.switch.is_primary:
+                            LOG.warning("%s: was a backup for a moment (another controller "
+                                        "was primary and may have written); primary again, "
+                                        "checking the switch", self.name)
+                        else:
+                            LOG.warning("%s: another controller became primary (election id "
+                                        "%d); stopped writing, waiting as its backup",
+                                        self.name, self.driver.switch.primary_id)
+                        self._event("primary_lost", error=_why(exc),
+                                    regained=self.driver.switch.is_primary)
+                        reason = "primary regained"
                         continue
                     if not self.driver.connection_lost(exc):
                         raise
-                    lost_at = time.monotonic()
+                    if self._trouble_since is None:
+                        self._trouble_since = time.monotonic()
+                    lost_at = self._trouble_since
+                    reason = None       # a restarted switch is empty: an install, no repair
                     why = _why(exc) if isinstance(exc, SwitchConnectionError) else \
                         f"{self.name}: lost the P4Runtime connection to {address} ({_why(exc)})"
                     LOG.warning("%s; reconnecting", why)
@@ -137,9 +156,12 @@ class SwitchSupervisor:
         finally:
             await self.driver.close()
 
-    async def _serve(self) -> None:
-        """On an open connection: wait to be primary, install, run the loops."""
+    async def _serve(self, reason: str | None = None) -> None:
+        """On an open connection: wait to be primary, install (reason: why again),
+        run the loops."""
         d = self.driver
+        if not d.ready_as_primary and d.switch.is_primary:
+            await d.wait_primary()       # primary again: finsy's pipeline check first
         if not d.ready_as_primary:
             if not self.wait_as_backup:
                 raise RuntimeError(f"{self.name}: another controller is primary "
@@ -152,12 +174,14 @@ class SwitchSupervisor:
                         d.switch.election_id)
             self._event("became_primary", election_id=d.switch.election_id)
         started = time.monotonic()
-        await self.controller.install()
+        await self.controller.install(reason if self.installs else None)
+        self._trouble_since = None
         self.installs += 1
         LOG.info("%s: installed in %.2f s (install %d)", self.name,
                  time.monotonic() - started, self.installs)
         self._event("installed", install=self.installs,
-                    duration_s=round(time.monotonic() - started, 4))
+                    duration_s=round(time.monotonic() - started, 4),
+                    election_id=self.driver.switch.election_id)
         if self.install_only:
             return
         LOG.info("%s: running the D-CBT/MCDT%s loops", self.name,
@@ -171,8 +195,9 @@ class SwitchSupervisor:
         for attempt, delay in enumerate(self.reconnect.delays(), start=1):
             waited = time.monotonic() - lost_at
             if give_up_s is not None and waited >= give_up_s:
-                raise SwitchGivenUp(f"{self.name}: no P4Runtime connection to {address} "
-                                    f"for {waited:.1f} s after it was lost; giving up "
+                raise SwitchGivenUp(f"{self.name}: no working P4Runtime connection to "
+                                    f"{address} for {waited:.1f} s after it was lost (or "
+                                    f"stopped answering); giving up "
                                     f"(--reconnect-timeout-s {give_up_s:g})")
             if give_up_s is not None:
                 delay = min(delay, max(give_up_s - waited, 0))
@@ -196,6 +221,15 @@ class SwitchSupervisor:
             return
 
 
+def switch_tls(sw: SwitchConfig) -> TlsConfig | None:
+    """The switch's TLS settings from its config (switches.<name>.tls), or None."""
+    tls = getattr(sw, "tls", None)
+    if tls is None:
+        return None
+    return TlsConfig(ca_cert=tls.ca_cert, cert=tls.cert, key=tls.key,
+                     server_name=tls.server_name)
+
+
 def _why(exc: BaseException) -> str:
     if isinstance(exc, fy.P4ClientError):
         return describe_error(exc)
@@ -209,7 +243,9 @@ async def run_switches(config: Config, *, p4info: Path = DEFAULT_P4INFO,
                        event_sink: StatsSink | None = None,
                        election_id: int = CONTROLLER_ELECTION_ID, role: str = "",
                        timeout_s: float = CONNECT_TIMEOUT_S,
-                       reconnect: ReconnectPolicy = ReconnectPolicy()) -> None:
+                       reconnect: ReconnectPolicy = ReconnectPolicy(),
+                       tls: dict[str, TlsConfig] | None = None,
+                       enforce_interval_s: float = ENFORCE_INTERVAL_S) -> None:
     """Connect to every (or the named) switch, install it, then run the loops, each
     switch under its own SwitchSupervisor: a switch that fails (its first connection
     within timeout_s, a refused request, a lost switch given up after
@@ -217,22 +253,31 @@ async def run_switches(config: Config, *, p4info: Path = DEFAULT_P4INFO,
     (install: all installed), the first failure is raised. timeout_s bounds each
     connection step: the switch listening, then the P4Runtime connection
     (arbitration, pipeline). `install` never waits as a backup: another primary is
-    an error; `run` waits as its backup and takes over when it goes."""
+    an error; `run` waits as its backup and takes over when it goes. timeout_s is
+    also each Write's and Read's deadline. tls: per switch name (absent: the
+    switch's own config, else plaintext). enforce_interval_s: how often `run`
+    repairs the switch from its desired state (0: only on regaining primary)."""
     selected = [config.switches[n] for n in (names or sorted(config.switches))]
 
     async def one(sw: SwitchConfig) -> None:
         driver = SwitchDriver(sw.name, sw.p4runtime_addr, device_id=sw.device_id,
                               p4info=p4info, bmv2_json=bmv2_json, election_id=election_id,
                               role=role, connect_timeout_s=timeout_s,
-                              require_primary=install_only)
+                              request_timeout_s=timeout_s, require_primary=install_only,
+                              tls=(tls or {}).get(sw.name, switch_tls(sw)))
         controller = SwitchController(config, sw, driver, stats_sink=stats_sink,
                                       stats_interval_ms=stats_interval_ms,
-                                      event_sink=event_sink)
+                                      event_sink=event_sink,
+                                      enforce_interval_s=enforce_interval_s)
         supervisor = SwitchSupervisor(controller, driver, connect_timeout_s=timeout_s,
                                       reconnect=reconnect, install_only=install_only,
                                       wait_as_backup=not install_only, event_sink=event_sink)
         try:
-            await supervisor.run()
+            try:
+                await supervisor.run()
+            except fy.P4ClientError as err:      # a request the switch refused: name it
+                raise SwitchRequestError(f"{sw.name}: a P4Runtime request failed: "
+                                         f"{driver.explain_error(err)}") from None
         except Exception as exc:
             if len(selected) > 1:
                 LOG.error("%s: stopped: %s; the other switches go on", sw.name, _why(exc))

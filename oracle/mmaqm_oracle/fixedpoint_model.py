@@ -349,13 +349,23 @@ class PortModel:
                 C.CLASS_UNTAGGED: occ.untagged_pkts}[class_id]
 
     def _mcdt(self, class_id: int, occ: Occupancy) -> str | None:
-        """mcdt.p4 (mcdt §II.2, mode A): the class's logical count before the
-        packet > its whole-packet threshold -> CLASS_THRESHOLD."""
+        """mcdt.p4 (mcdt §II.2, Fig. 2's modes): the logical queue before the
+        packet (mcdt_mode 0 = A and MCDT_MODE_C: the class's count; MCDT_MODE_B:
+        the whole queue) > its whole-packet threshold -> CLASS_THRESHOLD; in mode
+        C not while queue_pkts < the thresholds' sum (pkts_t, bit<32>)."""
+        p = self.action.params
         field = {C.CLASS_TCP: "tcp_th_pkts", C.CLASS_TAGGED: "tagged_th_pkts",
                  C.CLASS_UNTAGGED: "untagged_th_pkts"}[class_id]
-        if self._class_pkts(class_id, occ) > self.action.params[field]:
-            return CLASS_THRESHOLD
-        return None
+        mode = p.get("mcdt_mode", 0)
+        logical_pkts = occ.queue_pkts if mode == C.MCDT_MODE_B \
+            else self._class_pkts(class_id, occ)
+        over_threshold = logical_pkts > p[field]
+        if mode == C.MCDT_MODE_C:
+            logical_buffers_pkts = (p["tcp_th_pkts"] + p["tagged_th_pkts"]
+                                    + p["untagged_th_pkts"]) & 0xFFFFFFFF
+            if occ.queue_pkts < logical_buffers_pkts:
+                over_threshold = False
+        return CLASS_THRESHOLD if over_threshold else None
 
     def _cbt(self, class_id: int, occ: Occupancy, now_us: int,
              ecn_capable: bool) -> tuple[str | None, bool]:

@@ -3,7 +3,8 @@
   * :func:`reference_period_update`: eqs. 5-10 in plain floats, straight from the
     equation functions of :mod:`mmaqm.algorithms.mcdt`, to check its exact
     ``period_update``;
-  * :func:`decide`: the mode-A decision of the mcdt action for one packet.
+  * :func:`decide`: the decision of the mcdt action for one packet, in mode A,
+    B or C (Fig. 2, as read in :mod:`mmaqm.algorithms.mcdt`).
 
 The paper's classes, equations and the choices where it is silent are described in
 :mod:`mmaqm.algorithms.mcdt`.
@@ -44,23 +45,30 @@ def reference_period_update(arrivals: Mapping[int, int], queue_pkts: float,
 
 
 def decide(class_id: int, occupancy: OccupancyLike, th_pkts: Mapping[int, int],
-           queue_limit_pkts: int) -> str:
-    """Reference model of the planned mcdt action (mode A) for one arriving
-    packet -> ADMIT, CLASS_THRESHOLD or QUEUE_LIMIT.
+           queue_limit_pkts: int, mode: str = "A") -> str:
+    """Reference model of the mcdt action for one arriving packet -> ADMIT,
+    CLASS_THRESHOLD or QUEUE_LIMIT.
 
     Threshold test first (mcdt §II.2: drop when the class's logical queue
-    exceeds th_class, i.e. its count before this packet is > th), then the
+    exceeds th_class, i.e. its length before this packet is > th), then the
     physical limit that applies under every algorithm (queue_pkts >= limit).
+    The logical queue (Fig. 2's modes): A and C, the class's own packets; B, the
+    whole queue. In mode C the test binds only while the queue holds at least
+    the three thresholds together (the logical buffers are full).
     The caller counts the arrival and applies the decision to the occupancy.
     """
     if class_id not in MCDT_CLASSES:
         raise ValueError(f"class_id must be one of {MCDT_CLASSES}, got {class_id!r}")
+    if mode not in ("A", "B", "C"):
+        raise ValueError(f"mode must be A, B or C, got {mode!r}")
     occ = as_occupancy(occupancy)
     queue_limit_pkts = check_int("queue_limit_pkts", queue_limit_pkts, 0, (1 << 32) - 1)
     th = check_int(f"th_pkts[{C.CLASS_NAMES[class_id]}]", th_pkts.get(class_id), 0,
                     (1 << 32) - 1)
-    class_pkts = getattr(occ, f"{_CLASS_FIELD[class_id]}_pkts")
-    if class_pkts > th:
+    logical_pkts = occ.queue_pkts if mode == "B" else \
+        getattr(occ, f"{_CLASS_FIELD[class_id]}_pkts")
+    buffers_full = mode != "C" or occ.queue_pkts >= sum(th_pkts[c] for c in MCDT_CLASSES)
+    if logical_pkts > th and buffers_full:
         return CLASS_THRESHOLD
     if occ.queue_pkts >= queue_limit_pkts:
         return QUEUE_LIMIT

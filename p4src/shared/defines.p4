@@ -129,6 +129,13 @@ const bit<8> PROB_FRAC_BITS = 16;      // probabilities: [0, 1) * 2^16
 @noWarn("unused")                      // not used by DROP_TAIL and MCDT
 const bit<32> PROB_ONE = 65536;        // 1.0 in 2^PROB_FRAC_BITS
 
+// ---- MCDT (mcdt §II.2, Fig. 2; mcdt.p4): mcdt_mode 0 = mode A, the class's own
+// logical queue against its threshold.
+#ifdef MMAQM_USES_MCDT
+const bit<8> MCDT_MODE_B = 1;   // the whole FIFO ahead of the packet against the class's threshold
+const bit<8> MCDT_MODE_C = 2;   // mode A's test, binding once the queue fills the thresholds' sum
+#endif
+
 // ---- FRED (Lin & Morris 1997, their algorithm figure; fred.p4)
 #ifdef MMAQM_USES_FRED
 const bit<32> FRED_MAXQ_CONGESTED_PKTS = 2;  // maxq while avg >= max_th (A2)

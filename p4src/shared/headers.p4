@@ -168,6 +168,7 @@ struct policy_params_t {
     pkts_t         tcp_th_pkts;
     pkts_t         tagged_th_pkts;
     pkts_t         untagged_th_pkts;
+    bit<8>         mcdt_mode;           // 0 = mode A, MCDT_MODE_B, MCDT_MODE_C
 #endif
     // FRED (fred.p4); also the RED family's thresholds, slope, weight and idle decay
 #ifdef MMAQM_USES_FRED

@@ -131,12 +131,13 @@ control TnaPortPolicy(inout tna_ingress_metadata_t md) {
     @name(".mcdt")
     action mcdt(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
                 policy_epoch_t policy_epoch, pkts_t tcp_th_pkts, pkts_t tagged_th_pkts,
-                pkts_t untagged_th_pkts) {
+                pkts_t untagged_th_pkts, bit<8> mcdt_mode) {
         load_policy(queue_limit_pkts, flow_epoch_shift);
         md.base.policy.policy_epoch = policy_epoch;
         md.base.policy.tcp_th_pkts = tcp_th_pkts;
         md.base.policy.tagged_th_pkts = tagged_th_pkts;
         md.base.policy.untagged_th_pkts = untagged_th_pkts;
+        md.base.policy.mcdt_mode = mcdt_mode;
     }
 #define MMAQM_POLICY_ACTION mcdt
 #endif
@@ -288,15 +289,50 @@ control TnaAqm(inout headers_t hdr, inout tna_report_h report, inout tna_ingress
     action mcdt_excess_tcp() { md.excess = md.class_scaled |-| md.mcdt_tcp_th_scaled; }
     action mcdt_excess_tagged() { md.excess = md.class_scaled |-| md.mcdt_tagged_th_scaled; }
     action mcdt_excess_untagged() { md.excess = md.class_scaled |-| md.mcdt_untagged_th_scaled; }
-    @hidden table mcdt_excess {     // class_pkts - T_c of the packet's class (mcdt.p4)
-        key = { md.base.class_id : exact; }
-        actions = { mcdt_excess_tcp; mcdt_excess_tagged; mcdt_excess_untagged; }
-        const entries = {
-            traffic_class_t.TCP : mcdt_excess_tcp();
-            traffic_class_t.TAGGED : mcdt_excess_tagged();
+    // mode B (mcdt.p4): the whole queue against T_c. queue_scaled's bit 0 (TNA_NOT_COUNTED)
+    // adds at most 1 to the difference: the verdict reads excess[31:16], whole packets.
+    action mcdt_queue_excess_tcp() { md.excess = md.queue_scaled |-| md.mcdt_tcp_th_scaled; }
+    action mcdt_queue_excess_tagged() { md.excess = md.queue_scaled |-| md.mcdt_tagged_th_scaled; }
+    action mcdt_queue_excess_untagged() { md.excess = md.queue_scaled |-| md.mcdt_untagged_th_scaled; }
+    @hidden table mcdt_excess {     // the class's logical queue - T_c of the packet's class (mcdt.p4)
+        key = { md.base.class_id : exact; md.base.policy.mcdt_mode : ternary; }
+        actions = { mcdt_excess_tcp; mcdt_excess_tagged; mcdt_excess_untagged;
+                    mcdt_queue_excess_tcp; mcdt_queue_excess_tagged; mcdt_queue_excess_untagged; }
+        const entries = {   // in order: the first match wins
+            (traffic_class_t.TCP, MCDT_MODE_B) : mcdt_queue_excess_tcp();
+            (traffic_class_t.TAGGED, MCDT_MODE_B) : mcdt_queue_excess_tagged();
+            (traffic_class_t.UNTAGGED, MCDT_MODE_B) : mcdt_queue_excess_untagged();
+            (traffic_class_t.TCP, _) : mcdt_excess_tcp();
+            (traffic_class_t.TAGGED, _) : mcdt_excess_tagged();
         }
         const default_action = mcdt_excess_untagged();
-        size = 4;
+        size = 8;
+    }
+    // mode C (mcdt.p4): the thresholds' sum, then its room above the queue; room 0
+    // <=> queue >= sum (bit 0 of queue_scaled cannot make a whole packet of room).
+    action mcdt_sum_untagged() {
+        md.mcdt_logical_buffers_pkts = md.mcdt_logical_buffers_pkts + md.base.policy.untagged_th_pkts;
+    }
+    @hidden table mcdt_sum {
+        actions = { mcdt_sum_untagged; }
+        const default_action = mcdt_sum_untagged();
+        size = 1;
+    }
+    action mcdt_sum_scale() {
+        md.mcdt_logical_buffers_scaled = md.mcdt_logical_buffers_pkts << AVG_FRAC_BITS;
+    }
+    @hidden table mcdt_sum_scaled {
+        actions = { mcdt_sum_scale; }
+        const default_action = mcdt_sum_scale();
+        size = 1;
+    }
+    action mcdt_take_room() {
+        md.mcdt_room_scaled = md.mcdt_logical_buffers_scaled |-| md.queue_scaled;
+    }
+    @hidden table mcdt_room {
+        actions = { mcdt_take_room; }
+        const default_action = mcdt_take_room();
+        size = 1;
     }
 #endif
 #if defined(MMAQM_TNA_CBT_RED_ALL) || defined(MMAQM_TNA_CBT_RED_TCP_ONLY)
@@ -347,6 +383,7 @@ control TnaAqm(inout headers_t hdr, inout tna_report_h report, inout tna_ingress
         md.mcdt_tcp_th_scaled = md.base.policy.tcp_th_pkts << AVG_FRAC_BITS;
         md.mcdt_tagged_th_scaled = md.base.policy.tagged_th_pkts << AVG_FRAC_BITS;
         md.mcdt_untagged_th_scaled = md.base.policy.untagged_th_pkts << AVG_FRAC_BITS;
+        md.mcdt_logical_buffers_pkts = md.base.policy.tcp_th_pkts + md.base.policy.tagged_th_pkts;
 #endif
     }
     @hidden table scale_policy_counts {
@@ -362,6 +399,12 @@ control TnaAqm(inout headers_t hdr, inout tna_report_h report, inout tna_ingress
         // ingress test (so its port has a policy: TnaPortPolicy's parameters)
         if (!md.is_report) {
             scale_policy_counts.apply();
+#ifdef MMAQM_TNA_MCDT
+            // mode C's sum of thresholds needs only the policy: here, beside the
+            // occupancy registers' stages (Tofino 1 keeps the tables' order)
+            mcdt_sum.apply();
+            mcdt_sum_scaled.apply();
+#endif
 #if !defined(MMAQM_TNA_FRED) && !defined(MMAQM_TNA_UPTA)
             flow_report.apply(hdr, md, ig_dprsr_md);
 #endif
@@ -409,10 +452,15 @@ control TnaAqm(inout headers_t hdr, inout tna_report_h report, inout tna_ingress
             }
 #ifdef MMAQM_TNA_MCDT
             // mcdt.p4: the class's logical queue (before this packet) exceeds T_c
+            // (modes A and C: the class's count; B: the whole queue); in mode C
+            // only while the queue holds the thresholds' sum
             mcdt_excess.apply();
-            if (md.excess != 0) {
-                md.base.aqm_drop = true;
-                md.base.drop_reason = drop_reason_t.CLASS_THRESHOLD;
+            mcdt_room.apply();
+            if (md.excess[31:16] != 0) {
+                if (md.base.policy.mcdt_mode != MCDT_MODE_C || md.mcdt_room_scaled == 0) {
+                    md.base.aqm_drop = true;
+                    md.base.drop_reason = drop_reason_t.CLASS_THRESHOLD;
+                }
             }
 #endif
 #if defined(MMAQM_TNA_RED)

@@ -210,6 +210,9 @@ struct tna_ingress_metadata_t {
     scaled_t         mcdt_tcp_th_scaled;    // MCDT's T_c in the counts' unit
     scaled_t         mcdt_tagged_th_scaled;
     scaled_t         mcdt_untagged_th_scaled;
+    pkts_t           mcdt_logical_buffers_pkts;    // mode C: the three thresholds' sum
+    scaled_t         mcdt_logical_buffers_scaled;
+    scaled_t         mcdt_room_scaled;             // sum |-| queue: 0 <=> queue >= sum
 }
 
 struct tna_egress_metadata_t {

@@ -213,12 +213,13 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
     @name(".mcdt")
     action mcdt(pkts_t queue_limit_pkts, shift_t flow_epoch_shift,
                 policy_epoch_t policy_epoch, pkts_t tcp_th_pkts, pkts_t tagged_th_pkts,
-                pkts_t untagged_th_pkts) {
+                pkts_t untagged_th_pkts, bit<8> mcdt_mode) {
         load_policy(queue_limit_pkts, flow_epoch_shift);
         meta.policy.policy_epoch = policy_epoch;
         meta.policy.tcp_th_pkts = tcp_th_pkts;
         meta.policy.tagged_th_pkts = tagged_th_pkts;
         meta.policy.untagged_th_pkts = untagged_th_pkts;
+        meta.policy.mcdt_mode = mcdt_mode;
     }
 #endif
 

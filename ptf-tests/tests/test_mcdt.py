@@ -1,5 +1,7 @@
-"""MCDT (mcdt §II.2, mode A): per-packet class threshold test on the class's
-logical queue count, then the queue limit. The thresholds are installed
+"""MCDT (mcdt §II.2, Fig. 2's modes A, B, C): per-packet class threshold test on
+the class's logical queue, then the queue limit. Mode A: the class's own count;
+mode B: the whole queue; mode C: A's test, only while the queue holds at least
+the three thresholds' sum (mmaqm.algorithms.mcdt). The thresholds are installed
 directly (the controller's per-period arithmetic, eqs. 5-10, has its unit
 tests; McdtPeriodUpdateTest runs one period against this switch); every
 expected outcome is worked out by hand and cross-checked with two
@@ -20,7 +22,8 @@ from mmaqm_base import CLASS_OF, CONFIG, SWITCH, QueueTest, admitted, burst_pack
 TCP, TAGGED, UNTAGGED = C.CLASS_TCP, C.CLASS_TAGGED, C.CLASS_UNTAGGED
 
 
-def decide_all(th_pkts: dict[int, int], limit: int, kinds: list[str]) -> list[str]:
+def decide_all(th_pkts: dict[int, int], limit: int, kinds: list[str],
+               mode: str = "A") -> list[str]:
     """mcdt.decide over a frozen burst after the sacrificial TCP packet (which left)."""
     counts = {TCP: 0, TAGGED: 0, UNTAGGED: 0}
     out = []
@@ -28,7 +31,7 @@ def decide_all(th_pkts: dict[int, int], limit: int, kinds: list[str]) -> list[st
         cls = C.CLASSES[CLASS_OF[kind]]
         occ = Occupancy(queue_pkts=sum(counts.values()), tcp_pkts=counts[TCP],
                         tagged_pkts=counts[TAGGED], untagged_pkts=counts[UNTAGGED])
-        decision = mcdt_reference.decide(cls, occ, th_pkts, limit)
+        decision = mcdt_reference.decide(cls, occ, th_pkts, limit, mode)
         if admitted(decision):
             counts[cls] += 1
         out.append(decision)
@@ -37,12 +40,13 @@ def decide_all(th_pkts: dict[int, int], limit: int, kinds: list[str]) -> list[st
 
 class McdtMixin(QueueTest):
     def check(self, th_pkts: dict[int, int], limit: int, kinds: list[str],
-              expected: list[str]) -> None:
-        action = self.set_policy(2, {"algorithm": "MCDT", "queue_limit_pkts": limit},
-                                 mcdt_th_pkts=th_pkts)
+              expected: list[str], mode: str = "A") -> None:
+        action = self.set_policy(2, {"algorithm": "MCDT", "queue_limit_pkts": limit,
+                                     "mcdt_mode": mode}, mcdt_th_pkts=th_pkts)
         self.assertEqual(action.params["tcp_th_pkts"], th_pkts[TCP])
+        self.assertEqual(action.params["mcdt_mode"], mcdt.MODE_NAMES[mode])
         self.assertEqual(predict(action, kinds), expected, "PortModel")
-        self.assertEqual(decide_all(th_pkts, limit, kinds), expected, "mcdt.decide")
+        self.assertEqual(decide_all(th_pkts, limit, kinds, mode), expected, "mcdt.decide")
         self.run_burst(action, kinds, expected=expected)
 
 
@@ -98,6 +102,75 @@ class McdtQueueLimitTest(McdtMixin):
         kinds = ["tagged"] * 2 + ["tcp"] * 3 + ["tagged", "tcp", "untagged"]
         self.check({TCP: 5, TAGGED: 1, UNTAGGED: 5}, 5, kinds,
                    ["ADMIT"] * 5 + ["CLASS_THRESHOLD", "QUEUE_LIMIT", "QUEUE_LIMIT"])
+
+
+class McdtModeBWholeQueueTest(McdtMixin):
+    """Mode B: a class's threshold judges the whole queue before the packet.
+    Thresholds TCP 5, tagged 2, untagged 3; limit 100 (never reached).
+      tagged x 4: queue 0, 1, 2 admitted; queue 3 > 2 -> CLASS_THRESHOLD (queue 3);
+      untagged x 2: queue 3 (not > 3) admitted; queue 4 > 3 -> CLASS_THRESHOLD;
+      TCP x 4: queue 4, 5 admitted; queue 6, 6 > 5 -> 2 CLASS_THRESHOLD;
+      tagged, untagged: queue 6 > 2, 6 > 3 -> CLASS_THRESHOLD, although the
+      untagged class's own count (1) is under its threshold.
+    Per class: tagged 3 admitted / 2 dropped, untagged 1 / 2, TCP 2 (+ the
+    sacrificial one) / 2. Mode A on the same burst (second check) admits untagged
+    at counts 0, 1, 2 and TCP at counts 0..3, and drops only tagged at count
+    3 > 2, twice."""
+
+    def runTest(self):
+        kinds = ["tagged"] * 4 + ["untagged"] * 2 + ["tcp"] * 4 + ["tagged", "untagged"]
+        a, d = "ADMIT", "CLASS_THRESHOLD"
+        th = {TCP: 5, TAGGED: 2, UNTAGGED: 3}
+        self.check(th, 100, kinds, [a, a, a, d] + [a, d] + [a, a, d, d] + [d, d], mode="B")
+        self.check(th, 100, kinds, [a, a, a, d] + [a, a] + [a, a, a, a] + [d, a], mode="A")
+
+
+class McdtModeCLogicalBuffersFullTest(McdtMixin):
+    """Mode C: a class above its threshold is cut only while the queue holds at
+    least the thresholds' sum. Thresholds TCP 2, tagged 1, untagged 1 (sum 4);
+    limit 100.
+      tagged x 5: queue 0..3 < 4 -> admitted (counts 2 and 3 exceed 1, the
+      buffers are not full); queue 4 = 4, count 4 > 1 -> CLASS_THRESHOLD;
+      TCP x 4: counts 0, 1, 2 admitted (queue 4..6, full, but not above 2);
+      count 3 > 2 at queue 7 -> CLASS_THRESHOLD;
+      untagged x 3: counts 0, 1 admitted; count 2 > 1 at queue 9 -> CLASS_THRESHOLD.
+    Per class: tagged 4 admitted / 1 dropped, TCP 3 (+ the sacrificial one) / 1,
+    untagged 2 / 1.
+    Then the queue limit under mode C: thresholds 3 each (sum 9), limit 5, 7 TCP:
+    queue 0..4 admitted; TCP count 5 > 3 but queue 5 < 9: no class drop, and
+    queue 5 >= 5 -> 2 QUEUE_LIMIT (mode A would cut count 4 > 3 as CLASS_THRESHOLD)."""
+
+    def runTest(self):
+        kinds = ["tagged"] * 5 + ["tcp"] * 4 + ["untagged"] * 3
+        a, d = "ADMIT", "CLASS_THRESHOLD"
+        self.check({TCP: 2, TAGGED: 1, UNTAGGED: 1}, 100, kinds,
+                   [a, a, a, a, d] + [a, a, a, d] + [a, a, d], mode="C")
+        self.check({TCP: 3, TAGGED: 3, UNTAGGED: 3}, 5, ["tcp"] * 7,
+                   [a] * 5 + ["QUEUE_LIMIT"] * 2, mode="C")
+        self.check({TCP: 3, TAGGED: 3, UNTAGGED: 3}, 5, ["tcp"] * 7,
+                   [a] * 4 + [d] * 3, mode="A")
+
+
+class McdtModesRandomBurstTest(McdtMixin):
+    """Each mode on one seeded random burst (30 packets of random classes,
+    thresholds 0..6, limit 12), the switch against the two reference models:
+    the hand-worked tests above fix the rules, this one checks that nothing
+    else differs on sequences nobody worked out. The bursts are fixed by the
+    seed, chosen so that each mode's burst has a CLASS_THRESHOLD drop and an
+    admit, and would end differently under either other mode."""
+
+    def runTest(self):
+        import random
+        rng = random.Random(20261128)
+        for mode in ("A", "B", "C"):
+            th = {c: rng.randint(0, 6) for c in (TCP, TAGGED, UNTAGGED)}
+            kinds = [rng.choice(["tcp", "tagged", "untagged"]) for _ in range(30)]
+            expected = decide_all(th, 12, kinds, mode)
+            self.assertIn("CLASS_THRESHOLD", expected, (mode, th))
+            self.assertIn("ADMIT", expected, (mode, th))
+            for other in {"A", "B", "C"} - {mode}:
+                self.assertNotEqual(decide_all(th, 12, kinds, other), expected, (mode, other))
+            self.check(th, 12, kinds, expected, mode=mode)
 
 
 class McdtPeriodUpdateTest(QueueTest):

@@ -20,7 +20,11 @@ and adds what the driver needs, the way simple_switch_grpc behaves:
   one table, or one match), digest configs (by id; NOT_FOUND when not configured,
   as simple_switch_grpc) and counters (every index, or the
   ones asked) from ``counters``; clone sessions and multicast groups: none;
-- ``send_digest`` pushes a DigestList on the stream; DigestListAcks are recorded.
+- ``send_digest`` pushes a DigestList on the stream; DigestListAcks are recorded;
+  ``send_stream`` pushes any StreamMessageResponse (malformed ones too);
+- ``extra_read_entities`` are added to every Read's answer (entities the P4Info
+  does not know); an RPC named in ``stalled_rpcs`` ("Write", "Read") is accepted and
+  never answered (a wedged switch).
 
 Entries are decoded for assertions with the raw P4Info (names, ints), not with
 finsy's encoder: a test compares what went over the wire with values worked
@@ -190,7 +194,8 @@ class FakeP4RuntimeServer(P4RuntimeServer):
 
     def __init__(self, *, device_id: int = 1, p4info: p4i.P4Info | None = None,
                  other_primary_election_id: int | None = None,
-                 answer_arbitration: bool = True, port: int = 0) -> None:
+                 answer_arbitration: bool = True, port: int = 0,
+                 stratum_rules: bool = False) -> None:
         super().__init__("127.0.0.1:0")
         self.device_id = device_id
         self.port = port            # 0: a free one; another: a restarted switch's
@@ -211,7 +216,14 @@ class FakeP4RuntimeServer(P4RuntimeServer):
         self.entries: dict[TableKey, p4r.TableEntry] = {}
         self.digest_configs: dict[int, p4r.DigestEntry] = {}
         self.value_sets: dict[int, list] = {}      # value set id -> members [(field, bytes)]
+        self.clone_sessions: dict[int, p4r.CloneSessionEntry] = {}
+        # stratum_rules: refuse what Stratum refuses (its P4Runtime server): a clone
+        # session replica with an instance other than 0 or egress port 0, and any
+        # parser value set write (UNIMPLEMENTED).
+        self.stratum_rules = stratum_rules
         self.counters: dict[str, dict[int, tuple[int, int]]] = {}   # name -> index -> (pkts, bytes)
+        self.extra_read_entities: list[p4r.Entity] = []
+        self.stalled_rpcs: set[str] = set()
 
     @property
     def address(self) -> str:
@@ -311,6 +323,18 @@ class FakeP4RuntimeServer(P4RuntimeServer):
         self._send(p4r.StreamMessageResponse(digest=p4r.DigestList(
             digest_id=digest.preamble.id, list_id=list_id, data=data,
             timestamp=time.time_ns())))
+
+    def send_stream(self, response: p4r.StreamMessageResponse) -> None:
+        """Push any message to the primary's stream, as it is (call on the server's loop)."""
+        self._send(response)
+
+    def notify_arbitration(self) -> None:
+        """Tell every client who is primary again (the truth after forged updates)."""
+        self._notify_all()
+
+    async def _stall(self, rpc: str) -> None:
+        if rpc in self.stalled_rpcs:
+            await asyncio.Event().wait()          # accepted, never answered
 
     # ---- gRPC plumbing ------------------------------------------------
     def _create_server(self) -> grpc.aio.Server:
@@ -440,6 +464,7 @@ class FakeP4RuntimeServer(P4RuntimeServer):
 
     async def Write(self, request, context):  # type: ignore[override]
         self.write_requests.append(request)
+        await self._stall("Write")
         await self._check_primary(request, context)
         await self._check_pipeline(request, context)
         errors = []
@@ -463,7 +488,15 @@ class FakeP4RuntimeServer(P4RuntimeServer):
         elif kind == "digest_entry":
             self._apply_digest_entry(update.type, update.entity.digest_entry)
         elif kind == "value_set_entry":
+            if self.stratum_rules:
+                raise _P4Error(rpc_code.UNIMPLEMENTED, "Stratum: value sets are not supported")
             self._apply_value_set_entry(update.type, update.entity.value_set_entry)
+        elif kind == "packet_replication_engine_entry" and \
+                update.entity.packet_replication_engine_entry.WhichOneof("type") == \
+                "clone_session_entry":
+            self._apply_clone_session(update.type,
+                                      update.entity.packet_replication_engine_entry
+                                      .clone_session_entry)
         else:
             raise _P4Error(rpc_code.UNIMPLEMENTED, f"fake: cannot write {kind}")
 
@@ -541,8 +574,30 @@ class FakeP4RuntimeServer(P4RuntimeServer):
             stored.CopyFrom(entry)
             self.digest_configs[entry.digest_id] = stored
 
+    def _apply_clone_session(self, kind: int, entry: p4r.CloneSessionEntry) -> None:
+        if self.stratum_rules:
+            for r in entry.replicas:
+                port = int.from_bytes(r.port, "big") if r.port else r.egress_port
+                if r.instance != 0:
+                    raise _P4Error(rpc_code.INVALID_ARGUMENT, f"Stratum: clone session "
+                                   f"{entry.session_id}: replica instance must be 0")
+                if port == 0:
+                    raise _P4Error(rpc_code.INVALID_ARGUMENT, f"Stratum: clone session "
+                                   f"{entry.session_id}: egress port 0")
+        if kind == p4r.Update.DELETE:
+            if self.clone_sessions.pop(entry.session_id, None) is None:
+                raise _P4Error(rpc_code.NOT_FOUND, f"no clone session {entry.session_id}")
+            return
+        if (kind == p4r.Update.INSERT) == (entry.session_id in self.clone_sessions):
+            raise _P4Error(rpc_code.ALREADY_EXISTS if kind == p4r.Update.INSERT
+                           else rpc_code.NOT_FOUND, f"clone session {entry.session_id}")
+        stored = p4r.CloneSessionEntry()
+        stored.CopyFrom(entry)
+        self.clone_sessions[entry.session_id] = stored
+
     async def Read(self, request, context):  # type: ignore[override]
         self.read_requests.append(request)
+        await self._stall("Read")
         await self._check_pipeline(request, context)
         entities: list[p4r.Entity] = []
         try:
@@ -558,12 +613,19 @@ class FakeP4RuntimeServer(P4RuntimeServer):
                         raise _P4Error(rpc_code.NOT_FOUND, f"Digest "
                                        f"{wanted.digest_entry.digest_id} not configured")
                     entities.append(p4r.Entity(digest_entry=stored))
+                elif kind == "packet_replication_engine_entry" and \
+                        wanted.packet_replication_engine_entry.WhichOneof("type") == \
+                        "clone_session_entry":
+                    entities += [p4r.Entity(packet_replication_engine_entry=
+                                            p4r.PacketReplicationEngineEntry(
+                                                clone_session_entry=e))
+                                 for _, e in sorted(self.clone_sessions.items())]
                 elif kind not in ("packet_replication_engine_entry", "action_profile_member",
                                   "action_profile_group"):   # none in this program
                     raise _P4Error(rpc_code.UNIMPLEMENTED, f"fake: cannot read {kind}")
         except _P4Error as err:
             await context.abort(_grpc_code(err.code), err.message)
-        yield p4r.ReadResponse(entities=entities)
+        yield p4r.ReadResponse(entities=entities + self.extra_read_entities)
 
     def _read_table_entries(self, wanted: p4r.TableEntry) -> list[p4r.Entity]:
         result = []

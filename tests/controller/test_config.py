@@ -318,7 +318,7 @@ def test_unknown_policy_key_lists_the_allowed_keys() -> None:
         "min_th_pkts, max_th_pkts, max_p, ewma_weight, burst_pkts, bandwidth_pps, gentle, ecn, "
         "harddrop, wait, adaptive, tagged_th_pkts, untagged_th_pkts, tag_guard, "
         "tag_guard_tolerance, chips_max_tagged_ratio, "
-        "chips_ewma_weight, mcdt_period_ms, fred_minq_pkts, fred_flow_slots, upta_mode, "
+        "chips_ewma_weight, mcdt_period_ms, mcdt_mode, fred_minq_pkts, fred_flow_slots, upta_mode, "
         "upta_flow_slots, upta_k_shift, upta_tagged_loss_threshold, capacity_mbps); "
         "did you mean 'max_th_pkts'?"]
 

@@ -124,6 +124,9 @@ def _every_key_config() -> dict[str, Any]:
             "bfd": {"router_addr": "10.255.0.1", "edge_ports": [1], "cpu_port": 63,
                     "paths": [{"id": 0, "port": 2, "egress_addr": "10.255.0.2",
                                "prefixes": ["10.0.2.0/24"]}]},
+            # existing files (their contents are read only when connecting)
+            "tls": {"ca_cert": __file__, "cert": __file__, "key": __file__,
+                    "server_name": "s1.example"},
         }},
     }
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from mmaqm.targets.v1model import TARGET as V1MODEL_TARGET
+
 from fake_p4rt import run_async
 from mmaqm.algorithms import fred, mcdt
 from mmaqm.config import Config, ConfigError, parse_config
@@ -85,6 +87,9 @@ class FakeDriver:
     """Records every call; serves flow reports and counter values from lists."""
 
     flow_digest = R.DIGEST_FLOW
+    primary_changes = 0           # the primary role never changes hands here
+    target = V1MODEL_TARGET        # a v1model program
+
     def clone_sessions(self, cut_in_ports) -> list:      # a v1model program
         return [R.cut_in_slot_session(p) for p in cut_in_ports]
 
@@ -370,7 +375,7 @@ def test_the_flow_table_cap_comes_from_the_config_and_refusals_are_sampled() -> 
     sample = run_async(body())
     assert sample == {"flow_reports": 4, "flows_refused": 2, "flows": 2,
                       "report_age_max_ms": 0.0, "report_lag_ms": 0.0, "clock_restarts": 0,
-                      "digest_lists_dropped": 0,
+                      "digest_lists_dropped": 0, "dropped_from_switch": {}, "repairs": 0,
                       "lateness_ms": {"update": [], "stats": []}}
 
 
@@ -625,7 +630,8 @@ MCDT_CONFIG: dict[str, Any] = {
 # Before the first update every class's threshold is B = 100 packets.
 MCDT_INSTALLED = PolicyAction("mcdt", {**COMMON, "queue_limit_pkts": 100,
                                        "policy_epoch": MCDT_EPOCH, "tcp_th_pkts": 100,
-                                       "tagged_th_pkts": 100, "untagged_th_pkts": 100})
+                                       "tagged_th_pkts": 100, "untagged_th_pkts": 100,
+                                       "mcdt_mode": 0})     # mode A, the default
 # Port 2: class index 2 * 4 + class -> 8 (TCP), 9 (tagged), 10 (untagged).
 MCDT_INDEXES = [8, 9, 10]
 MCDT_READ = ("read_counter_indexes", {"queue_arrivals": MCDT_INDEXES,
@@ -641,8 +647,12 @@ def mcdt_counters(arrivals: tuple[int, int, int], admits: tuple[int, int, int],
                                  ("queue_departures", departures))}
 
 
-def mcdt_controller(driver: FakeDriver, **kwargs: Any) -> SwitchController:
-    cfg = parse_config(MCDT_CONFIG)
+def mcdt_controller(driver: FakeDriver, mode: str | None = None,
+                    **kwargs: Any) -> SwitchController:
+    raw = copy.deepcopy(MCDT_CONFIG)
+    if mode is not None:
+        raw["switches"]["s1"]["policies"][MCDT_PORT]["mcdt_mode"] = mode
+    cfg = parse_config(raw)
     return SwitchController(cfg, cfg.switches["s1"], driver,  # type: ignore[arg-type]
                             clock_ms=Clock(), **kwargs)
 
@@ -1004,8 +1014,9 @@ def test_run_gives_up_on_a_lost_switch_after_the_reconnect_timeout(
         await _until(lambda: _installed(server), "installed", task=task)
         await serving.__aexit__(None, None, None)
         started = time.monotonic()
-        with pytest.raises(SwitchGivenUp, match=r"s1: no P4Runtime connection to "
-                           r"127\.0\.0\.1:\d+ for 0\.\d s after it was lost; giving up"):
+        with pytest.raises(SwitchGivenUp, match=r"s1: no working P4Runtime connection to "
+                           r"127\.0\.0\.1:\d+ for 0\.\d s after it was lost \(or stopped "
+                           r"answering\); giving up"):
             await task
         return time.monotonic() - started
 
@@ -1050,7 +1061,7 @@ def test_a_lost_switch_does_not_stop_the_others(p4info_path: Path, device_config
 
     caplog.set_level("INFO")
     run_async(body(), timeout_s=10)
-    assert "s1: stopped: s1: no P4Runtime connection" in caplog.text
+    assert "s1: stopped: s1: no working P4Runtime connection" in caplog.text
     assert "reconnect attempt 1 to" in caplog.text
     del SwitchGivenUp
 
@@ -1142,3 +1153,24 @@ def test_a_primary_that_loses_the_role_waits_as_backup_and_takes_it_back(
     kinds = [e["event"] for e in events if e["event"] != "share_push"]
     assert kinds == ["installed", "primary_lost", "backup_waiting", "became_primary",
                      "installed"]
+
+
+@pytest.mark.parametrize("mode, code", [("B", 1), ("C", 2)])
+def test_mcdt_period_keeps_the_mode(mode: str, code: int) -> None:
+    """The modes share eqs. 5-10 (mcdt §II.2): a period of a mode-B or mode-C port
+    pushes the same thresholds as mode A's first period (59, 59, 41, worked out
+    above), with the port's mcdt_mode installed and kept."""
+    async def body() -> tuple[FakeDriver, SwitchController]:
+        driver = FakeDriver(counters=mcdt_counters((100, 50, 20), (90, 45, 20), (90, 45, 20)))
+        controller = mcdt_controller(driver, mode=mode)
+        await controller.install()
+        del driver.calls[:]
+        driver.counters = mcdt_counters((110, 70, 25), (98, 63, 25), (94, 45, 17))
+        assert await controller.mcdt_update(2) is True
+        return driver, controller
+
+    driver, controller = run_async(body())
+    want = MCDT_INSTALLED.with_params(tcp_th_pkts=59, tagged_th_pkts=59, untagged_th_pkts=41,
+                                      mcdt_mode=code)
+    assert driver.calls == [MCDT_READ, ("write_port_policy", 2, want)]
+    assert controller.pushed[2] == want

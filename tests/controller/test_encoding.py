@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from mmaqm import p4constants as C
 from mmaqm.config import parse_policy
 from mmaqm.encoding import PolicyAction, policy_action, policy_epoch_from_clock
 from mmaqm.algorithms import red
@@ -124,13 +125,19 @@ def test_mcdt_carries_the_epoch_and_whole_packet_thresholds() -> None:
     first = policy_action(policy, policy_epoch=7, flow_epoch_shift=3)
     assert first == PolicyAction("mcdt", {
         "queue_limit_pkts": 100, "flow_epoch_shift": 3, "policy_epoch": 7,
-        "tcp_th_pkts": 100, "tagged_th_pkts": 100, "untagged_th_pkts": 100})   # T_c = B
+        "tcp_th_pkts": 100, "tagged_th_pkts": 100, "untagged_th_pkts": 100,   # T_c = B
+        "mcdt_mode": 0})                                                       # mode A
     later = policy_action(policy, policy_epoch=7, flow_epoch_shift=3,
                           mcdt_th_pkts={0: 59, 1: 59, 2: 41})
     assert later == first.with_params(tcp_th_pkts=59, tagged_th_pkts=59, untagged_th_pkts=41)
     with pytest.raises(ValueError, match=r"th_pkts\[TCP\] must be an int in 0..100, got 101"):
         policy_action(policy, policy_epoch=7, flow_epoch_shift=3,
                       mcdt_th_pkts={0: 101, 1: 0, 2: 0})
+    for mode, code in (("A", 0), ("B", C.MCDT_MODE_B), ("C", C.MCDT_MODE_C)):
+        moded = parse_policy({"algorithm": "MCDT", "queue_limit_pkts": 100, "mcdt_mode": mode})
+        assert policy_action(moded, policy_epoch=7, flow_epoch_shift=3) == \
+            first.with_params(mcdt_mode=code)
+    assert (C.MCDT_MODE_B, C.MCDT_MODE_C) == (1, 2)
 
 
 def test_fred_carries_red_thresholds_minq_slot_mask_and_idle_decay() -> None:

@@ -140,7 +140,7 @@ def test_switch_clock_never_maps_into_the_future() -> None:
 
 
 def test_switch_clock_unwraps_the_timestamp_field() -> None:
-    clock = SwitchClock(width_bits=16, restart_us=1000, max_drift_ppm=0)  # wraps each 65.536 ms
+    clock = SwitchClock(modulus_us=float(1 << 16), restart_us=1000, max_drift_ppm=0)  # 65.536 ms
     assert clock.to_local_ms(65_000, now_ms=100.0) == 100.0         # offset 35 ms
     # 1 ms later the field has wrapped: 65 000 + 1000 - 65 536 = 464
     assert clock.to_local_ms(464, now_ms=101.0) == 101.0
@@ -151,6 +151,28 @@ def test_switch_clock_unwraps_the_timestamp_field() -> None:
     # a reordered report, 0.5 ms before the newest (within restart_us): mapped before it
     assert clock.to_local_ms(9_500, now_ms=177.5) == pytest.approx(2 * 65.536 + 9.5 + 35.0)
     assert clock.restarts == 0
+
+
+def test_a_tofino_report_clock_crosses_its_73_minute_wrap_without_a_restart() -> None:
+    """A TNA flow report's time is a bit<32> of 1.024 us units (tna_ts_to_us): it wraps
+    every 4398 s. A report just after the wrap is 2 ms after the one just before it,
+    not a switch that restarted."""
+    from mmaqm.targets.tna import TARGET, tna_ts_to_us
+
+    clock = SwitchClock(modulus_us=TARGET.report_ts_modulus_us, max_drift_ppm=0)
+    last_tick = (1 << 32) - 1000                       # 1.024 ms before the wrap
+    before = tna_ts_to_us(last_tick)
+    assert clock.to_local_ms(before, now_ms=5_000_000.0) == 5_000_000.0
+    after = tna_ts_to_us(954)                          # 954 ticks after it: 2 ticks short of 2 ms
+    # (1000 + 954) * 1.024 us = 2.000896 ms later; the truncation to whole us costs < 1.2 us
+    assert clock.to_local_ms(after, now_ms=5_000_002.5) == pytest.approx(5_000_002.000896,
+                                                                          abs=0.0012)
+    assert clock.restarts == 0
+    # with BMv2's 48-bit modulus the same two reports look like a restart
+    bmv2 = SwitchClock(max_drift_ppm=0)
+    bmv2.to_local_ms(before, now_ms=5_000_000.0)
+    bmv2.to_local_ms(after, now_ms=5_000_002.5)
+    assert bmv2.restarts == 1
 
 
 def test_switch_clock_starts_afresh_when_the_switch_restarted() -> None:

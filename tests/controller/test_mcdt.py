@@ -1,5 +1,6 @@
-"""MCDT (mcdt §II.2, eqs. 5-10, mode A): the controller's period update, its
-encoding and the reference model of the per-packet test; values worked out by hand."""
+"""MCDT (mcdt §II.2, eqs. 5-10, Fig. 2's modes A, B, C): the controller's period
+update, its encoding and the reference model of the per-packet test; values worked
+out by hand."""
 
 from __future__ import annotations
 
@@ -195,7 +196,11 @@ def test_period_arrivals_from_cumulative_counters() -> None:
 def test_action_params_are_whole_packets() -> None:
     result = mcdt.period_update({TCP: 60, MMU: 20, UDP: 20}, 40)
     assert mcdt.action_params(result.th_pkts) == {
-        "tcp_th_pkts": 69, "tagged_th_pkts": 46, "untagged_th_pkts": 44}
+        "tcp_th_pkts": 69, "tagged_th_pkts": 46, "untagged_th_pkts": 44, "mcdt_mode": 0}
+    assert mcdt.action_params(result.th_pkts, mode="B")["mcdt_mode"] == 1
+    assert mcdt.action_params(result.th_pkts, mode="C")["mcdt_mode"] == 2
+    with pytest.raises(ValueError, match="mode must be one of A, B, C, got 'D'"):
+        mcdt.action_params(result.th_pkts, mode="D")
     with pytest.raises(ValueError, match=r"th_pkts\[TCP\]"):
         mcdt.action_params({TCP: 101, MMU: 0, UDP: 0})           # above B
     with pytest.raises(ValueError, match="th_pkts must map"):
@@ -236,6 +241,33 @@ def test_physical_queue_limit_still_applies() -> None:
     assert mcdt_reference.decide(UDP, occ, {**TH, UDP: 29}, 100) == FM.CLASS_THRESHOLD
 
 
+def test_mode_b_judges_the_whole_queue() -> None:
+    # mode B: the logical queue is the FIFO the packet joins: 47 queued > 46 drops a
+    # tagged packet even with no tagged packet queued; 46 queued admits it
+    occ = FM.Occupancy(queue_pkts=47, tcp_pkts=47)
+    assert mcdt_reference.decide(MMU, occ, TH, 100, "B") == FM.CLASS_THRESHOLD
+    assert mcdt_reference.decide(MMU, occ, TH, 100, "A") == FM.ADMIT
+    assert mcdt_reference.decide(MMU, FM.Occupancy(queue_pkts=46, tcp_pkts=46), TH, 100,
+                                 "B") == FM.ADMIT
+    assert mcdt_reference.decide(TCP, occ, TH, 100, "B") == FM.ADMIT          # 47 <= 69
+    assert mcdt_reference.decide(TCP, FM.Occupancy(queue_pkts=100, tcp_pkts=100), TH, 100,
+                                 "B") == FM.CLASS_THRESHOLD                   # class test first
+
+
+def test_mode_c_binds_only_when_the_queue_holds_the_thresholds_sum() -> None:
+    th = {TCP: 10, MMU: 5, UDP: 5}                                            # sum 20
+    over = {"tcp_pkts": 0, "tagged_pkts": 6, "untagged_pkts": 0}              # tagged 6 > 5
+    assert mcdt_reference.decide(MMU, FM.Occupancy(queue_pkts=19, **over), th, 100, "C") \
+        == FM.ADMIT                                                           # 19 < 20
+    assert mcdt_reference.decide(MMU, FM.Occupancy(queue_pkts=20, **over), th, 100, "C") \
+        == FM.CLASS_THRESHOLD                                                 # 20 >= 20
+    assert mcdt_reference.decide(MMU, FM.Occupancy(queue_pkts=19, **over), th, 100, "A") \
+        == FM.CLASS_THRESHOLD
+    # at the queue limit a class under its sum is cut by the limit, not the threshold
+    assert mcdt_reference.decide(MMU, FM.Occupancy(queue_pkts=8, **over),
+                                 {TCP: 10, MMU: 5, UDP: 5}, 8, "C") == FM.QUEUE_LIMIT
+
+
 def test_decide_rejects() -> None:
     with pytest.raises(ValueError, match="class_id"):
         mcdt_reference.decide(3, FM.Occupancy(), TH, 100)
@@ -243,6 +275,8 @@ def test_decide_rejects() -> None:
         mcdt_reference.decide(MMU, FM.Occupancy(), {TCP: 1}, 100)
     with pytest.raises(ValueError, match="queue_limit_pkts"):
         mcdt_reference.decide(TCP, FM.Occupancy(), TH, -1)
+    with pytest.raises(ValueError, match="mode must be A, B or C"):
+        mcdt_reference.decide(TCP, FM.Occupancy(), TH, 100, "a")
 
 
 def test_paper_defaults() -> None:
@@ -253,21 +287,41 @@ def test_paper_defaults() -> None:
     assert w.exact().mmu_to_tcp == Fraction(1, 5)
 
 
-def test_port_model_mcdt_action_agrees_with_decide() -> None:
+@pytest.mark.parametrize("mode", ["A", "B", "C"])
+def test_port_model_mcdt_action_agrees_with_decide(mode: str) -> None:
     """fixedpoint_model.PortModel's mcdt action (what PTF predictions use) and decide()
-    give the same outcome for every class, count and queue around the boundaries."""
+    give the same outcome for every mode, class, count and queue around the
+    boundaries (the thresholds' sum, 7, is below the limit, 8)."""
     from mmaqm.encoding import PolicyAction
     from mmaqm_oracle.fixedpoint_model import Occupancy, PortModel
 
     th = {TCP: 2, MMU: 0, UDP: 5}
     action = PolicyAction("mcdt", {"queue_limit_pkts": 8, "flow_epoch_shift": 0,
-                                   "policy_epoch": 1, **mcdt.action_params(th, 8)})
+                                   "policy_epoch": 1, **mcdt.action_params(th, 8, mode)})
     model = PortModel(action, lambda: 0)
+    outcomes = set()
     for class_id in mcdt.MCDT_CLASSES:
         for count in range(8):
             for queue in range(count, 10):
                 occ = Occupancy(queue_pkts=queue, **{
                     f"{name}_pkts": count if c == class_id else 0
                     for c, name in ((TCP, "tcp"), (MMU, "tagged"), (UDP, "untagged"))})
-                assert model.arrive(class_id, occ) == mcdt_reference.decide(class_id, occ, th, 8), \
-                    (class_id, count, queue)
+                want = mcdt_reference.decide(class_id, occ, th, 8, mode)
+                assert model.arrive(class_id, occ) == want, (class_id, count, queue)
+                outcomes.add(want)
+    # in mode B every threshold (at most 5) is below the limit: the whole queue
+    # passes one first, so the limit is never the reason
+    assert outcomes == {FM.ADMIT, FM.CLASS_THRESHOLD} | \
+        (set() if mode == "B" else {FM.QUEUE_LIMIT})
+
+
+def test_mcdt_mode_is_a_validated_policy_key() -> None:
+    from mmaqm.config import ConfigError, parse_policy
+    assert parse_policy({"algorithm": "MCDT", "queue_limit_pkts": 100}).settings["mcdt_mode"] \
+        == "A"                                              # the paper's choice (§III)
+    assert parse_policy({"algorithm": "MCDT", "queue_limit_pkts": 100,
+                         "mcdt_mode": "C"}).settings["mcdt_mode"] == "C"
+    with pytest.raises(ConfigError, match="policy.mcdt_mode: must be one of A, B, C, got string 'D'"):
+        parse_policy({"algorithm": "MCDT", "queue_limit_pkts": 100, "mcdt_mode": "D"})
+    with pytest.raises(ConfigError, match="policy.mcdt_mode: only for MCDT"):
+        parse_policy({"algorithm": "DROP_TAIL", "queue_limit_pkts": 100, "mcdt_mode": "B"})

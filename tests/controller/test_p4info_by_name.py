@@ -408,8 +408,8 @@ def test_on_tofino_the_clone_sessions_are_the_report_session_and_tnas_slot_sessi
     # tna_types.p4: report session 1 to dev port 68 (recirculation), slot sessions 64 + port
     assert (T.TNA_REPORT_SESSION, T.TNA_RECIRC_PORT, T.TNA_CHIPS_SESSION_BASE) == (1, 68, 64)
     assert tna.clone_sessions([2, 5]) == [
-        R.CloneSession(1, ((68, 1),), packet_length_bytes=T.TNA_REPORT_COPY_BYTES),
-        R.CloneSession(66, ((2, 1),)), R.CloneSession(69, ((5, 1),))]
+        R.CloneSession(1, ((68, 0),), packet_length_bytes=T.TNA_REPORT_COPY_BYTES),
+        R.CloneSession(66, ((2, 0),)), R.CloneSession(69, ((5, 0),))]
     assert tna.clone_sessions([]) == [T.report_session()]     # every algorithm needs it
     assert v1.clone_sessions([2]) == [R.cut_in_slot_session(2)]   # 100 + port, no report session
 
@@ -508,3 +508,55 @@ def test_on_tofino_the_router_addresses_are_the_parser_value_sets_members(
     [bfd_path] = server.table_entries("upta_bfd_path")
     assert bfd_path.action == "upta_path" and bfd_path.params == {"path": 3}
     assert not server.table_entries("upta_local_addr")
+
+
+def apply_clone_sessions(p4info: Path, device_config: Path, cut_in_ports: list[int], *,
+                         stratum_rules: bool):
+    """The clone sessions install writes for ChIPS on cut_in_ports, written to a fake
+    switch (with Stratum's rules or not); the server, or the ValueError raised before
+    any write."""
+    async def body():
+        server = FakeP4RuntimeServer(stratum_rules=stratum_rules)
+        async with server.run():
+            async with SwitchDriver("s1", server.address, p4info=p4info,
+                                    bmv2_json=device_config) as d:
+                desired = R.SwitchState(clone_sessions=tuple(d.clone_sessions(cut_in_ports)))
+                await d.apply_writes(R.plan_writes(await d.read_state(), desired))
+                assert (await d.read_state()).clone_sessions == desired.clone_sessions
+        return server
+
+    return run_async(body())
+
+
+def test_clone_sessions_are_ones_stratum_accepts(p4info_path: Path, device_config: Path) -> None:
+    """Stratum refuses a clone session replica with an instance other than 0 or egress
+    port 0: the TNA report session (to dev port 68) and ChIPS's slot sessions are
+    written with instance 0, and the v1model ones too (BMv2 ignores it)."""
+    server = apply_clone_sessions(TNA_DCBT_CHIPS_P4INFO, device_config, [2, 5],
+                                  stratum_rules=True)
+    assert sorted(server.clone_sessions) == [1, 66, 69]
+    assert all(r.instance == 0 for e in server.clone_sessions.values() for r in e.replicas)
+    server = apply_clone_sessions(p4info_path, device_config, [3], stratum_rules=True)
+    assert sorted(server.clone_sessions) == [103]
+
+
+def test_the_fake_switch_with_stratums_rules_refuses_what_stratum_refuses(
+        device_config: Path) -> None:
+    """The rule is enforced, not assumed: instance 1 (what the controller wrote before)
+    is refused by the Stratum-rule fake switch."""
+    async def body():
+        server = FakeP4RuntimeServer(stratum_rules=True)
+        async with server.run():
+            async with SwitchDriver("s1", server.address, p4info=TNA_DCBT_CHIPS_P4INFO,
+                                    bmv2_json=device_config) as d:
+                desired = R.SwitchState(clone_sessions=(R.CloneSession(66, ((2, 1),)),))
+                with pytest.raises(Exception, match="instance must be 0"):
+                    await d.apply_writes(R.plan_writes(await d.read_state(), desired))
+        return server
+
+    assert run_async(body()).clone_sessions == {}
+
+
+def test_chips_on_dev_port_0_is_refused_on_tofino_before_any_write(device_config: Path) -> None:
+    with pytest.raises(ValueError, match="dev port 0, which Stratum refuses"):
+        apply_clone_sessions(TNA_DCBT_CHIPS_P4INFO, device_config, [0], stratum_rules=True)

@@ -43,7 +43,7 @@ def test_the_entries_are_finsys_decoded_form() -> None:
                                     (("class_id", 0),), 100)
     assert EF_RULE.match == (("dscp", (46, 0x3F)), ("ip_proto", (17, 0xFF)))
     assert EF_RULE.priority == 50 and dict(EF_RULE.params) == {"class_id": 1}
-    assert SESSION_2 == R.CloneSession(102, ((2, 1),))
+    assert SESSION_2 == R.CloneSession(102, ((2, 0),))
     assert DIGEST == R.DigestConfig("flow_digest_t", 64, 10_000_000, 1_000_000_000)
     assert INSTALLED.port_policies() == {1: DROP_TAIL, 2: CHIPS}
 
@@ -157,7 +157,38 @@ def test_same_policy_ignores_the_epoch_and_what_the_loops_change() -> None:
     assert not R.same_policy(cbt, cbt.with_params(untagged_th_scaled=3))   # static for CBT
     mcdt = PolicyAction("mcdt", {"queue_limit_pkts": 100, "flow_epoch_shift": 17,
                                  "policy_epoch": 1, "tcp_th_pkts": 100, "tagged_th_pkts": 100,
-                                 "untagged_th_pkts": 100})
+                                 "untagged_th_pkts": 100, "mcdt_mode": 0})
     assert R.same_policy(mcdt, mcdt.with_params(tcp_th_pkts=5, policy_epoch=2))
     assert not R.same_policy(mcdt, mcdt.with_params(queue_limit_pkts=99))
+    assert not R.same_policy(mcdt, mcdt.with_params(mcdt_mode=1))   # the mode is static
     assert not R.same_policy(None, RED) and not R.same_policy(RED, None)
+
+
+def test_describe_writes_names_the_entity_and_the_changed_parameters() -> None:
+    old = R.TableEntry.make(R.TABLE_POLICY, {"port": 2}, "drop_tail",
+                            {"queue_limit_pkts": 7, "flow_epoch_shift": 17})
+    new = R.TableEntry.make(R.TABLE_POLICY, {"port": 2}, "drop_tail",
+                            {"queue_limit_pkts": 64, "flow_epoch_shift": 17})
+    route = R.route_entry("10.0.2.0/24", 2, "02:00:00:00:00:02", "02:00:00:02:00:01")
+    stray = R.TableEntry.make(R.TABLE_POLICY, {"port": 5}, "drop_tail",
+                              {"queue_limit_pkts": 9, "flow_epoch_shift": 17})
+    current = R.SwitchState(entries=(old, stray))
+    desired = R.SwitchState(clone_sessions=(R.cut_in_slot_session(3),), entries=(new, route))
+    plan = R.plan_writes(current, desired)
+    assert R.describe_writes(current, plan) == [
+        {"type": "INSERT", "CloneSession": R.cut_in_slot_session(3).key},
+        {"type": "MODIFY", "table": "port_policy", "match": {"port": 2},
+         "changed": {"queue_limit_pkts": [7, 64]}},
+        {"type": "INSERT", "table": "ipv4_lpm", "match": {"ipv4_dst": [0x0A000200, 24]}},
+        {"type": "DELETE", "table": "port_policy", "match": {"port": 5}},
+    ]
+
+
+def test_replicas_of_instance_0_decode_as_finsy_gives_them() -> None:
+    """finsy decodes a replica of instance 0 as its port alone (an int). Reading such
+    a clone session back once stopped a switch's controller in a soak ('int' object
+    has no attribute 'port'); both forms decode to (port, instance)."""
+    from finsy.p4entity import P4Replica
+    from mmaqm.p4rt.codec import _replicas
+
+    assert _replicas([5, P4Replica(6, instance=2)]) == ((5, 0), (6, 2))

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from mmaqm.targets.v1model import TARGET as V1MODEL_TARGET
+
 from fake_p4rt import run_async
 from mmaqm.algorithms import bfd_codec as B
 from mmaqm.algorithms import upta as U
@@ -45,6 +47,9 @@ def config(mode: str = "B") -> Any:
 
 
 class FakeDriver:
+    primary_changes = 0           # the primary role never changes hands here
+    target = V1MODEL_TARGET        # a v1model program
+
     def __init__(self) -> None:
         self.counters: dict[int, CounterValue] = {}
         self.states: dict[int, int] = {}

@@ -75,6 +75,12 @@ def test_mcdt_entries_and_policies():
     assert {p["queue_limit_pkts"] for p in pol.values()} == {100}
     assert (pol["CBT_RED_ALL"]["tagged_th_pkts"], pol["CBT_RED_ALL"]["untagged_th_pkts"]) == (16, 5)
     assert pol["MCDT"] == {"algorithm": "MCDT", "queue_limit_pkts": 100, "mcdt_period_ms": 100}
+    # scenario 1 (Figs. 4-5): the three modes of Fig. 2, otherwise MCDT's policy
+    s1 = reg.get("mcdt-s1")
+    assert s1.algorithms == ("MCDT_A", "MCDT_B", "MCDT_C") and s1.duration_s is None
+    assert (s1.topology.name, s1.scenario.name) == ("mcdt-dumbbell.json", "mcdt-scenario1.yaml")
+    for mode in "ABC":
+        assert pol[f"MCDT_{mode}"] == {**pol["MCDT"], "mcdt_mode": mode}
     topo = experiment.load_topology(reg.get("mcdt-s2").topology)
     assert (topo.bottleneck.rate_pps, topo.bottleneck.queue_limit_pkts) == (1250, 100)
     for p in pol.values():

@@ -82,6 +82,20 @@ def _active(sc, phase):
             for cls in ("TCP", "TAGGED", "UNTAGGED")}
 
 
+def test_mcdt_scenario1_mixes_the_three_classes_at_two_cbr_steps():
+    # mcdt section III, scenario 1 (modes A, B, C): scenario 2's cbr2 and cbr4 steps, 15 s each
+    sc = load_scenario(SCEN / "mcdt-scenario1.yaml", hosts=HOSTS)
+    assert sc.duration_s == 30 and sc.blast().name == "cbr4"
+    assert [(p.name, p.start_s, p.end_s) for p in sc.phases] == [("cbr2", 0, 15), ("cbr4", 15, 30)]
+    assert [_active(sc, p) for p in sc.phases] == [
+        {"TCP": 10, "TAGGED": 10, "UNTAGGED": 2}, {"TCP": 10, "TAGGED": 10, "UNTAGGED": 4}]
+    mm = [g for g in sc.groups if g.kind == "mmapp"]
+    assert [g.params["scales_kbps"] for g in mm] == [[160, 170, 180, 190, 200]]
+    assert all(g.cbr_rate_kbps() == 1000 for g in sc.groups if g.kind == "cbr")
+    tcp = sc.groups[0]
+    assert (tcp.params["cc"], tcp.tcp_window_bytes, tcp.params["packet_bytes"]) == ("reno", 18960, 1000)
+
+
 def test_mcdt_scenario2_adds_cbr_two_at_a_time():
     # mcdt section III, scenario 2: increasing CBR-UDP (1 Mbit/s each) beside FTP and MM_APP
     sc = load_scenario(SCEN / "mcdt-scenario2.yaml", hosts=HOSTS)

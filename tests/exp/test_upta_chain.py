@@ -17,7 +17,9 @@ Asserted, per router, from the counters the controller logged:
      at l5 the shared 100-packet FIFO overflows now and then, QUEUE_LIMIT, while
      the admitted rates sum to about the link's), under 3 % to UPTA_FAIR_SHARE;
   4. the background reaches d3 at about l5's remaining share, 3.5 - 1.76 = 1.74
-     Mbit/s (accepted 1.3 .. 2.1; measured 1.88-2.05 over 9 runs: the video loses ~7 % at l5);
+     Mbit/s (accepted 1.3 .. 2.15; measured 1.88-2.05 over 9 runs: the video loses ~7 % at l5,
+     and 2.10 on 2026-11-27, the video having lost 6 % to R2's FIFO while the first shares
+     lagged; l5 as a plain FIFO would give the background about 3.5 * 3.04 / 4.8 = 2.2);
      skipped when the run carries validity warnings (CPU saturated, UDP lost before
      R2): the rate would measure the machine.
 The same traffic under C-UPTA (policy C_UPTA; BFD, upta §5.3, docs/upta-plan.md
@@ -147,7 +149,7 @@ def test_background_gets_what_l5_leaves(run):
                     f"the machine): {summary['warnings']}")
     bg = [f for f in summary["flows"].values() if f["src"] == "s3"]
     rate = sum(f["received_bytes_ip"] for f in bg) * 8 / 4.0
-    assert 1.3e6 <= rate <= 2.1e6, rate
+    assert 1.3e6 <= rate <= 2.15e6, rate     # a plain FIFO at l5: about 2.2e6
 
 
 # ---------------------------------------------------------------- C-UPTA (BFD)

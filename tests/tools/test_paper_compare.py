@@ -43,7 +43,8 @@ def test_each_paper_table_is_on_its_experiment_page() -> None:
 def test_data_links_are_relative_to_the_page() -> None:
     name, paper = next(iter(spec().items()))
     table = pc.render(paper, base=pc.link_base(page_of(name)))
-    assert table.startswith(f"Data: [docs/results/{paper['run']}/](../results/{paper['run']}/)")
+    first = paper["runs"][0]
+    assert table.startswith(f"Data: [docs/results/{first}/](../results/{first}/)")
     assert pc.link_base(REPO / "README.md") == "docs/results"
 
 
@@ -91,12 +92,12 @@ def test_a_missing_block_and_a_bad_metric_are_problems() -> None:
     marker = f"<!-- paper-compare:{name} -->"
     _, problems = pc.locate({name: paper}, {Path("/x/a.md"): marker, Path("/x/b.md"): marker})
     assert len(problems) == 1 and "/x/a.md, /x/b.md" in problems[0]
-    bad = {**paper, "rows": [{"quantity": "q", "paper": "1", "mmaqm": {"fn": "nope"}}]}
+    row = {"id": "q", "quantity": "q", "paper": "1", "kind": "none", "source": "none"}
+    bad = {**paper, "rows": [{**row, "mmaqm": {"fn": "nope"}}]}
     _, problems = pc.process(text, {name: bad}, pc.RESULTS, write=False)
     assert "unknown metric 'nope'" in problems[0]
-    bad = {**paper, "rows": [{"quantity": "q", "paper": "1",
-                              "mmaqm": {"fn": "class_kbps", "algorithm": "NOPE",
-                                        "phase": "blast", "cls": "TCP"}}]}
+    bad = {**paper, "rows": [{**row, "mmaqm": {"fn": "class_kbps", "algorithm": "NOPE",
+                                               "phase": "blast", "cls": "TCP"}}]}
     _, problems = pc.process(text, {name: bad}, pc.RESULTS, write=False)
     assert "no summary for NOPE" in problems[0]
 

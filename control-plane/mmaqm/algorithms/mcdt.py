@@ -1,4 +1,4 @@
-"""Multiple-Class Dynamic Threshold, MCDT (mcdt §II.2, eqs. 5-10; mode A of Fig. 2).
+"""Multiple-Class Dynamic Threshold, MCDT (mcdt §II.2, eqs. 5-10; the modes A, B, C of Fig. 2).
 
 The paper's three classes (mcdt Table 1, §II.2) are this project's three:
 TCP (FTP, e-mail) = ``CLASS_TCP``; tagged UDP, the paper's "MMU" class
@@ -10,8 +10,19 @@ Once per period, from the packets of each class that *arrived* in the period:
   T5_c  = alpha_c (B - Q) / (1 + sum alpha)                                        (eq. 5)
   R     = (B - sum_c T5_c) / S,  S = number of active classes                      (eq. 9)
   T_c   = 0.7 (T5_c + R) + 0.3 T_c,last                                            (eq. 10)
-Per packet (mode A, one FIFO with a logical queue count per class, §II.2 list):
-count the arrival, drop it when the class's logical queue exceeds T_c, else enqueue.
+Per packet (one FIFO, §II.2 list): count the arrival, drop it when the class's
+logical queue exceeds T_c, else enqueue. Packets leave in arrival order in every
+mode ("no additional processes in deque procedure", §II.2); Fig. 2's modes differ
+in "the mechanism of logical queue". Fig. 2 itself is not in the paper's text, so
+the three are our reading of what the text says of them (docs/algorithms/mcdt.md):
+  * mode A: the class's own packets in the FIFO: drop when q_c > T_c;
+  * mode B: the FIFO the packet joins, all classes: drop when Q > T_c. A class is
+    cut by the others' backlog as well as its own (§III: B cuts MM-UDP most, "the
+    duplicated 'cut scale by half' effects");
+  * mode C: mode A's test, binding only once Q >= T_tcp + T_mmu + T_udp: below
+    that a class may use buffer the others leave free (the wastage Θ of eq. 4 that
+    eq. 9 hands out by the period, here at once).
+The thresholds are the same eqs. 5-10 in every mode.
 
 Split (docs/mcdt-fred-plan.md): the controller reads the per-class arrival
 counters (queue_arrivals, which count dropped packets too, as the paper's
@@ -28,7 +39,7 @@ Choices where the paper is silent or ambiguous (each repeated where it applies):
     sum_c T5_c + S R = B. (The alternative, alpha_c > 0, would make TCP active
     whenever tagged or untagged packets arrive, through eq. 6.)
   * **No arrival at all** (S = 0, R undefined): the thresholds stay as they are.
-  * **Before the first update** every class's threshold is B (mode A is then
+  * **Before the first update** every class's threshold is B (every mode is then
     drop-tail) and that B is the T_c,last of the first update.
   * **"Exceeds"**: a packet is dropped when the class's logical queue length
     before it (the paper tests before "Enque") is > T_c, so a class holds at
@@ -244,33 +255,49 @@ def period_update(arrivals: Mapping[int, int], queue_pkts: int,
 
 
 # ------------------------------------------------- encoding
-def action_params(th_pkts: Mapping[int, int], buffer_pkts: int = DEFAULT_BUFFER_PKTS
-                  ) -> dict[str, int]:
-    """The MCDT part of the planned ``mcdt`` port_policy action: tcp_th_pkts,
-    tagged_th_pkts, untagged_th_pkts (whole packets, pkts_t). queue_limit_pkts
-    (= B) comes with every policy already."""
+# mcdt_mode of the mcdt action (defines.p4): the logical queue of Fig. 2's modes.
+MODE_A = 0
+MODE_B: int = C.MCDT_MODE_B
+MODE_C: int = C.MCDT_MODE_C
+MODE_NAMES = {"A": MODE_A, "B": MODE_B, "C": MODE_C}   # the configuration's mcdt_mode
+DEFAULT_MODE = "A"      # the paper's choice after scenario 1 (§III: "the best mode is Mode A")
+
+
+def action_params(th_pkts: Mapping[int, int], buffer_pkts: int = DEFAULT_BUFFER_PKTS,
+                  mode: str = DEFAULT_MODE) -> dict[str, int]:
+    """The MCDT part of the ``mcdt`` port_policy action: tcp_th_pkts,
+    tagged_th_pkts, untagged_th_pkts (whole packets, pkts_t) and mcdt_mode
+    (MODE_NAMES). queue_limit_pkts (= B) comes with every policy already."""
     buffer_pkts = _check_buffer(buffer_pkts)
     if not isinstance(th_pkts, Mapping) or set(th_pkts) != set(MCDT_CLASSES):
         raise ValueError(f"th_pkts must map each class {MCDT_CLASSES} to packets, got {th_pkts!r}")
-    return {f"{_CLASS_FIELD[c]}_th_pkts": check_int(f"th_pkts[{C.CLASS_NAMES[c]}]", th_pkts[c],
-                                                     0, buffer_pkts)
-            for c in MCDT_CLASSES}
+    if mode not in MODE_NAMES:
+        raise ValueError(f"mode must be one of {', '.join(MODE_NAMES)}, got {mode!r}")
+    return {**{f"{_CLASS_FIELD[c]}_th_pkts": check_int(f"th_pkts[{C.CLASS_NAMES[c]}]",
+                                                        th_pkts[c], 0, buffer_pkts)
+               for c in MCDT_CLASSES},
+            "mcdt_mode": MODE_NAMES[mode]}
 
 
 # ------------------------------------------------------------------ the plug-in
 class Mcdt(Algorithm):
-    """MCDT mode A: per-class thresholds on the instantaneous queue, recomputed by
-    the controller every period from the period's arrivals (mcdt §II.2)."""
+    """MCDT: per-class thresholds on a logical queue (mode A, B or C of Fig. 2),
+    recomputed by the controller every period from the period's arrivals (mcdt §II.2)."""
 
     name: ClassVar[str] = "MCDT"
     p4_action: ClassVar[str] = "mcdt"
-    summary: ClassVar[str] = "Multi-Class Dynamic Thresholds, mode A (mcdt §II.2)"
+    summary: ClassVar[str] = "Multi-Class Dynamic Thresholds, modes A, B, C (mcdt §II.2, Fig. 2)"
     doc_page: ClassVar[str] = "docs/algorithms/mcdt.md"
     params: ClassVar[tuple[Param, ...]] = (
         Param("mcdt_period_ms", "number", "ms", "how often the controller recomputes the "
               "class thresholds from the period's arrivals (eqs. 5-10; the paper gives no "
               "period); the buffer B of eqs. 5 and 9 is queue_limit_pkts",
               DEFAULT_PERIOD_MS, lo=MIN_LOOP_INTERVAL_MS),
+        Param("mcdt_mode", "choice", "", "the logical queue a class's threshold judges "
+              "(mcdt Fig. 2; our reading, docs/algorithms/mcdt.md): A = the class's own "
+              "packets in the FIFO; B = the whole FIFO the packet joins; C = A's test, "
+              "binding only while the queue holds at least the thresholds' sum",
+              DEFAULT_MODE, choices=tuple(MODE_NAMES)),
     )
 
     def action_params(self, policy: PortPolicy, inputs: PortInputs,
@@ -278,7 +305,8 @@ class Mcdt(Algorithm):
         limit = policy.queue_limit_pkts
         th_pkts = inputs.mcdt_th_pkts if inputs.mcdt_th_pkts is not None else \
             dict.fromkeys(MCDT_CLASSES, limit)              # T_c = B at first
-        return {"policy_epoch": policy_epoch, **action_params(th_pkts, limit)}
+        return {"policy_epoch": policy_epoch,
+                **action_params(th_pkts, limit, policy.settings["mcdt_mode"])}
 
     def period_ms(self, policy: PortPolicy) -> float | None:
         return policy.settings["mcdt_period_ms"]

@@ -129,8 +129,11 @@ def check_action(schema: fy.P4Schema, table: str, action: PolicyAction) -> None:
 _UPDATE = {R.INSERT: lambda e: +e, R.MODIFY: lambda e: ~e, R.DELETE: lambda e: -e}
 
 
-def _replicas(replicas: Iterable[fy.P4Replica]) -> tuple[tuple[int, int], ...]:
-    return tuple((int(r.port), int(r.instance)) for r in replicas)
+def _replicas(replicas: Iterable[object]) -> tuple[tuple[int, int], ...]:
+    """(egress port, instance) pairs; finsy decodes a replica of instance 0 as its
+    port alone."""
+    return tuple((int(r), 0) if isinstance(r, int) else (int(r.port), int(r.instance))
+                 for r in replicas)
 
 
 def from_finsy_entry(entry: fy.P4TableEntry) -> R.TableEntry:

@@ -38,10 +38,14 @@ class CounterReads:
         result: dict[str, dict[int, CounterValue]] = {name: {} for name in names}
         if not entities:
             return result
-        async for entry in self.switch.read(entities):
+        for entry in await self.read(entities):
             if entry.index is None:
                 continue
-            name, index = self.target.counter_position(entry.counter_id, entry.index)
+            try:
+                name, index = self.target.counter_position(entry.counter_id, entry.index)
+            except (ValueError, TypeError, KeyError) as exc:
+                self.malformed.add("read counter_entry", str(exc))
+                continue
             if index is None or name not in result:   # a slot v1model has no index for
                 continue
             value = CounterValue(entry.packet_count, entry.byte_count)

@@ -4,12 +4,17 @@
 from __future__ import annotations
 
 import asyncio
+from operator import ge
 from collections.abc import AsyncIterator
 
 import finsy as fy
 
+from .. import p4constants as C
 from .. import reconcile as R
 from .codec import FlowReport, _already_exists, to_finsy
+
+# The classes a flow report may carry (defines.p4's CLASS_*); any other is malformed.
+REPORTED_CLASSES = frozenset(C.CLASSES.values())
 
 # Flow digest lists that may wait for the controller (flow_reports; finsy's own
 # queue, 50 lists of up to 64 reports, overflowed under 100 000 flows).
@@ -25,11 +30,11 @@ class FlowReportStream:
         config = R.flow_digest_config(max_list_size, max_timeout_ms,
                                       digest=self.flow_digest)
         try:
-            await self.switch.write([+to_finsy(config)])
+            await self.write([+to_finsy(config)])
         except fy.P4ClientError as err:
             if err.code != fy.GRPCStatusCode.UNKNOWN or not _already_exists(err):
                 raise
-            await self.switch.write([~to_finsy(config)])
+            await self.write([~to_finsy(config)])
 
     async def flow_reports(self) -> AsyncIterator[list[FlowReport]]:
         """Digest lists as FlowReports, each list acknowledged as soon as it is taken.
@@ -49,6 +54,15 @@ class FlowReportStream:
             "egress_port", "class_id", "src_addr", "dst_addr", "protocol", "src_port",
             "dst_port")}
         ts_index = names.index("ingress_ts_us") if "ingress_ts_us" in names else None
+        # every member's bit width: a member wider than it, a missing one or an item
+        # that is not a struct is malformed (counted, the item dropped, the list goes on)
+        structs = schema.p4info.type_info.structs
+        widths = [member.type_spec.bitstring.bit.bitwidth or
+                  member.type_spec.bitstring.varbit.max_bitwidth or 64
+                  for member in structs[digest.pbuf.type_spec.struct.name].members]
+        limits = [1 << w for w in widths]
+        count = len(names)
+        malformed = self.malformed.add
         to_us = self.target.ts_to_us          # the target's clock unit -> us
         queue: asyncio.Queue = asyncio.Queue(DIGEST_QUEUE_LISTS)
         switch = self.switch
@@ -71,7 +85,19 @@ class FlowReportStream:
                 await switch.write([fy.P4DigestListAck(self.flow_digest, digest_list.list_id)])
                 reports = []
                 for item in digest_list.data:
-                    m = [from_bytes(member.bitstring, "big") for member in item.struct.members]
+                    members = item.struct.members     # none when the item is not a struct
+                    if len(members) != count:
+                        malformed("malformed flow report", f"{item.WhichOneof('data')} of "
+                                  f"{len(members)} members, the digest has {count}")
+                        continue
+                    bitstrings = [member.bitstring for member in members]
+                    m = [from_bytes(b, "big") for b in bitstrings]
+                    # a member that is not a bitstring has an empty one (BMv2 sends
+                    # every member at its full width); a value wider than its member
+                    if not all(bitstrings) or any(map(ge, m, limits)) \
+                            or m[class_i] not in REPORTED_CLASSES:
+                        malformed("malformed flow report", _describe(names, members, m))
+                        continue
                     reports.append(FlowReport(
                         m[port_i], m[class_i],
                         (m[src_i], m[dst_i], m[proto_i], m[sport_i], m[dport_i]),
@@ -80,3 +106,13 @@ class FlowReportStream:
         finally:
             switch._stream_digest_message = finsy_handler
 
+
+
+def _describe(names: list[str], members, values: list[int]) -> str:
+    """A malformed flow report's members, each shortened."""
+    parts = []
+    for name, member, value in zip(names, members, values):
+        kind = member.WhichOneof("data")
+        shown = str(value) if value < 1 << 64 else f"{len(member.bitstring)}-byte value"
+        parts.append(f"{name}={shown}" if kind == "bitstring" else f"{name}: a {kind}")
+    return ", ".join(parts)

@@ -29,23 +29,23 @@ class TableWrites:
         `assert(cache.empty())` fails while entries of the unsent list are cached),
         which a controller restarted under traffic did to a switch. The digest config
         is rewritten by enable_flow_reports."""
-        await self.switch.delete_many([fy.P4TableEntry(), fy.P4MulticastGroupEntry(),
-                                       fy.P4CloneSessionEntry()])
+        await self._request("Write", self.switch.delete_many(
+            [fy.P4TableEntry(), fy.P4MulticastGroupEntry(), fy.P4CloneSessionEntry()]))
         defaults = [fy.P4TableEntry(table.alias, is_default_action=True)
                     for table in self.switch.p4info.tables
                     if table.const_default_action is None and table.action_profile is None]
         if defaults:
-            await self.switch.modify(defaults)
+            await self.modify(defaults)
 
     async def install_classifier(self, tagged_dscp: Iterable[int]) -> None:
         """(IP protocol, DSCP) -> class (cbt §3): TCP, tagged UDP, else untagged."""
-        await self.switch.write([+to_finsy(e) for e in R.classifier_entries(tagged_dscp)])
+        await self.write([+to_finsy(e) for e in R.classifier_entries(tagged_dscp)])
 
     async def install_route(self, prefix: str, port: int, src_mac: str, next_hop_mac: str) -> None:
-        await self.switch.write([+to_finsy(R.route_entry(prefix, port, src_mac, next_hop_mac))])
+        await self.write([+to_finsy(R.route_entry(prefix, port, src_mac, next_hop_mac))])
 
     async def install_upta_edge_port(self, port: int, *, cpu: bool = False) -> None:
-        await self.switch.write([+to_finsy(R.upta_edge_port_entry(port, cpu=cpu))])
+        await self.write([+to_finsy(R.upta_edge_port_entry(port, cpu=cpu))])
 
     async def install_upta_local_addr(self, addr: str) -> None:
         """One of this router's addresses (BFD endpoint). Where the target keeps them
@@ -55,7 +55,7 @@ class TableWrites:
             self._local_addrs.add(int(ipaddress.IPv4Address(addr)))
             await self._write_local_addrs(self._local_addrs)
             return
-        await self.switch.write([+to_finsy(R.upta_local_addr_entry(addr))])
+        await self.write([+to_finsy(R.upta_local_addr_entry(addr))])
 
     async def _write_local_addrs(self, addrs: Iterable[int]) -> None:
         """The target's value set of this router's addresses, one MODIFY of every member."""
@@ -67,7 +67,7 @@ class TableWrites:
             value_set_entry=p4r.ValueSetEntry(value_set_id=value_set.id, members=[
                 p4r.ValueSetMember(match=[p4r.FieldMatch(
                     field_id=1, exact=p4r.FieldMatch.Exact(value=m))]) for m in members])))
-        await self.switch.write([update])
+        await self.write([update])
 
     def _value_set(self, name: str):
         """The P4Info value set whose name ends with `name` (a parser's, qualified)."""
@@ -77,7 +77,7 @@ class TableWrites:
         raise ValueError(f"the program has no value set {name}")
 
     async def install_upta_bfd_path(self, prefix: str, path: int) -> None:
-        await self.switch.write([+to_finsy(R.upta_bfd_path_entry(prefix, path))])
+        await self.write([+to_finsy(R.upta_bfd_path_entry(prefix, path))])
 
     async def send_probe(self, port: int, datagram: bytes) -> None:
         """C-UPTA ingress edge: one QoS Probe (an IPv4 datagram, upta_control.probe_datagrams)
@@ -89,12 +89,12 @@ class TableWrites:
         bypassed. The Ethernet addresses are placeholders: the route rewrites them."""
         _check_port(port)
         frame = b"\x02\x00\x00\x00\x00\x01" + b"\x02\x00\x00\x00\x00\x02" + b"\x08\x00" + datagram
-        await self.switch.write([p4r.StreamMessageRequest(packet=p4r.PacketOut(payload=frame))])
+        await self.write([p4r.StreamMessageRequest(packet=p4r.PacketOut(payload=frame))])
 
     async def install_cut_in_slot_session(self, port: int) -> None:
         """The clone session of ChIPS's FIFO slot clones for one port (chips.p4):
         session CHIPS_CLONE_SESSION_BASE + port replicates to the port itself."""
-        await self.switch.write([+to_finsy(R.cut_in_slot_session(port))])
+        await self.write([+to_finsy(R.cut_in_slot_session(port))])
 
     def clone_sessions(self, cut_in_ports: Iterable[int]) -> list[R.CloneSession]:
         """The clone sessions this program needs (ChIPS's slot sessions of these
@@ -110,19 +110,29 @@ class TableWrites:
         wanted: list[fy.P4Entity] = [fy.P4TableEntry(), fy.P4CloneSessionEntry(),
                                      fy.P4MulticastGroupEntry()]
         entries, clones, groups, digests = [], [], [], []
-        async for entity in self.switch.read(wanted):
+        for entity in await self.read(wanted):
             if isinstance(entity, fy.P4TableEntry):
                 if not entity.is_default_action and not entity.is_const:
-                    entries.append(from_finsy_entry(entity))
+                    try:
+                        entries.append(from_finsy_entry(entity))
+                    except (ValueError, TypeError) as exc:
+                        self.malformed.add("read table_entry", str(exc))
             elif isinstance(entity, fy.P4CloneSessionEntry):
-                clones.append(R.CloneSession(entity.session_id, _replicas(entity.replicas),
-                                             entity.class_of_service, entity.packet_length_bytes))
+                try:
+                    clones.append(R.CloneSession(entity.session_id, _replicas(entity.replicas),
+                                                 entity.class_of_service,
+                                                 entity.packet_length_bytes))
+                except (ValueError, TypeError, AttributeError) as exc:
+                    self.malformed.add("read clone_session_entry", str(exc))
             elif isinstance(entity, fy.P4MulticastGroupEntry):
-                groups.append(R.MulticastGroup(entity.multicast_group_id,
-                                               _replicas(entity.replicas)))
+                try:
+                    groups.append(R.MulticastGroup(entity.multicast_group_id,
+                                                   _replicas(entity.replicas)))
+                except (ValueError, TypeError, AttributeError) as exc:
+                    self.malformed.add("read multicast_group_entry", str(exc))
         for digest in self.switch.p4info.digests:
             try:
-                async for entity in self.switch.read(fy.P4DigestEntry(digest.alias)):
+                for entity in await self.read(fy.P4DigestEntry(digest.alias)):
                     digests.append(R.DigestConfig(str(entity.digest_id), entity.max_list_size,
                                                   entity.max_timeout_ns, entity.ack_timeout_ns))
             except fy.P4ClientError as err:
@@ -160,7 +170,7 @@ class TableWrites:
                        if not (value_set and isinstance(w.entity, R.TableEntry)
                                and w.entity.table == TABLE_UPTA_LOCAL_ADDR)]
             if updates:
-                await self.switch.write(updates)
+                await self.write(updates)
         if local_addrs:
             self._local_addrs = set(local_addrs)
             await self._write_local_addrs(self._local_addrs)
@@ -173,17 +183,19 @@ class TableWrites:
                     for table in self.switch.p4info.tables
                     if table.const_default_action is None and table.action_profile is None]
         if defaults:
-            await self.switch.modify(defaults)
+            await self.modify(defaults)
         return len(defaults)
 
     async def read_port_policy(self, port: int) -> PolicyAction | None:
         """The port's installed port_policy action, or None."""
         _check_port(port)
-        async for entry in self.switch.read(
+        for entry in await self.read(
             fy.P4TableEntry(TABLE_POLICY, match=fy.Match(port=port))
         ):
             action = entry.action
-            assert isinstance(action, fy.P4TableAction)
+            if not isinstance(action, fy.P4TableAction):
+                self.malformed.add("read table_entry", f"{TABLE_POLICY} without a direct action")
+                return None
             return PolicyAction(action.name, {k: int(v) for k, v in (action.args or {}).items()})
         return None
 
@@ -203,7 +215,7 @@ class TableWrites:
             match=fy.Match(port=port),
             action=fy.Action(action.name, **dict(action.params)),
         )
-        await self.switch.write([~entry if exists else +entry])
+        await self.write([~entry if exists else +entry])
         if self.target.range_tables:
             await self._write_range_entries(port, ranges)
 
@@ -216,15 +228,19 @@ class TableWrites:
     async def _write_range_entries(self, port: int, desired: list[R.TableEntry]) -> None:
         tables = [t for t in self.target.range_tables if t in self.table_aliases]
         current = []
-        async for entity in self.switch.read([fy.P4TableEntry(t) for t in tables]):
-            entry = from_finsy_entry(entity)
+        for entity in await self.read([fy.P4TableEntry(t) for t in tables]):
+            try:
+                entry = from_finsy_entry(entity)
+            except (ValueError, TypeError) as exc:
+                self.malformed.add("read table_entry", str(exc))
+                continue
             if dict(entry.match).get("port") == port:
                 current.append(entry)
         upserts, deletes = R.diff_entities(current, desired)
         if deletes:
-            await self.switch.write([-to_finsy(w.entity) for w in deletes])
+            await self.write([-to_finsy(w.entity) for w in deletes])
         if upserts:
-            await self.switch.write([_UPDATE[w.type](to_finsy(w.entity)) for w in upserts])
+            await self.write([_UPDATE[w.type](to_finsy(w.entity)) for w in upserts])
 
     def new_policy_epoch(self, port: int, installed: int | None) -> int:
         """A new epoch for the port, whose installed entry has epoch `installed` (None:

@@ -68,6 +68,10 @@ class Target:
         """A flow report's ingress timestamp in microseconds."""
         return ts
 
+    # Where a flow report's timestamp, in microseconds (ts_to_us), wraps to 0:
+    # BMv2's ingress_global_timestamp is 48 bits of microseconds (8.9 years).
+    report_ts_modulus_us: ClassVar[float] = float(1 << 48)
+
     def __repr__(self) -> str:
         return f"<target {self.name}>"
 

@@ -259,6 +259,7 @@ TNA_REPORT_COPY_BYTES = 64
 
 
 TNA_TS_UNIT_NS = 1024   # flow_report_tna.p4: ingress_ts_us counts bits 41..10 of the ns clock
+TNA_TS_WIDTH_BITS = 32  # ... in a bit<32> (it wraps every 73.3 minutes)
 
 
 def tna_ts_to_us(ts_1024ns: int) -> int:
@@ -459,15 +460,21 @@ def range_entries(port: int, action: PolicyAction) -> list[R.TableEntry]:
 def report_session() -> R.CloneSession:
     """The departure reports' mirror session (main.p4's egress; occupancy_tna.p4):
     to the recirculation port, each copy truncated."""
-    return R.CloneSession(TNA_REPORT_SESSION, ((TNA_RECIRC_PORT, 1),),
+    return R.CloneSession(TNA_REPORT_SESSION, ((TNA_RECIRC_PORT, R.CLONE_REPLICA_INSTANCE),),
                           packet_length_bytes=TNA_REPORT_COPY_BYTES)
 
 
 def cut_in_slot_session(port: int) -> R.CloneSession:
     """ChIPS's FIFO slot clones of one port (aqm_tna.p4): session
-    TNA_CHIPS_SESSION_BASE + port replicates to the port itself."""
+    TNA_CHIPS_SESSION_BASE + port replicates to the port itself. Stratum refuses a
+    clone session to dev port 0, so ChIPS cannot run on it (ValueError, before any
+    write)."""
     R.check_port(port)
-    return R.CloneSession(TNA_CHIPS_SESSION_BASE + port, ((port, 1),))
+    if port == 0:
+        raise ValueError("port 0: ChIPS's slot clone session would replicate to dev port 0, "
+                         "which Stratum refuses in a clone session; put DCBT_CHIPS on "
+                         "another port")
+    return R.CloneSession(TNA_CHIPS_SESSION_BASE + port, ((port, R.CLONE_REPLICA_INSTANCE),))
 
 
 class Tna(Target):
@@ -523,6 +530,9 @@ class Tna(Target):
 
     def ts_to_us(self, ts: int) -> int:
         return tna_ts_to_us(ts)
+
+    # the report's bit<32> of 1.024 us units wraps every 2^32 * 1.024 us (73.3 min)
+    report_ts_modulus_us: ClassVar[float] = (1 << TNA_TS_WIDTH_BITS) * TNA_TS_UNIT_NS / 1000
 
 
 TARGET = Tna()
