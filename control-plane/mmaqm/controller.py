@@ -214,7 +214,7 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
             policy, policy_epoch=self.epochs[port] if policy_epoch is None else policy_epoch,
             flow_epoch_shift=self.flow_epoch_shift,
             share_tagged=share_tagged, share_untagged=share_untagged,
-            tagged_flows=self.flows.counts(port)[C.CLASS_TAGGED],
+            active_flows=sum(self.flows.counts(port).values()),
             mcdt_th_pkts=self.period_thresholds_pkts(port),
             **{k: v for loop in self.loops.values() for k, v in loop.port_inputs(port).items()})
 

@@ -21,7 +21,7 @@ REPORT_BATCH = 256
 # How far back the report lag is remembered (report_lag_ms).
 REPORT_LAG_WINDOW_MS = 1000.0
 # The action parameters that follow the active-flow counts (share_push events).
-SHARE_PARAMS = ("tagged_share_q16", "untagged_th_scaled", "tag_guard_flow_q16")
+SHARE_PARAMS = ("tagged_share_q16", "untagged_th_scaled", "tag_guard_interval_us")
 
 
 class FlowReportLoop:

@@ -71,12 +71,13 @@ const bit<32> FRED_SLOTS_PER_PORT = 4096;
 #endif
 
 // Tag guard (tag_guard.p4): each port owns TAG_GUARD_SLOTS_PER_PORT per-flow
-// queue counts, index 1 + port * TAG_GUARD_SLOTS_PER_PORT + (crc32(5-tuple) &
-// TAG_GUARD_SLOT_MASK); index 0 is never used (meta.tag_guard_slot 0 = none).
+// theoretical arrival times, index 1 + port * TAG_GUARD_SLOTS_PER_PORT +
+// (crc32(5-tuple) & TAG_GUARD_SLOT_MASK); index 0 is never used
+// (meta.tag_guard_slot 0 = none).
 #ifdef MMAQM_USES_TAG_GUARD
 const bit<32> TAG_GUARD_SLOTS_PER_PORT = 4096;
 const bit<32> TAG_GUARD_SLOT_MASK = 4095;     // TAG_GUARD_SLOTS_PER_PORT - 1
-const bit<16> TAG_GUARD_MIN_PKTS = 2;         // a flow may always queue this many packets
+const bit<16> TAG_GUARD_BURST_PKTS = 4;       // a flow may run this many packets ahead of its rate
 #endif
 
 // ---- protocols and header lengths

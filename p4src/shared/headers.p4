@@ -154,9 +154,10 @@ struct policy_params_t {
     flag_t         harddrop;            // with ecn: still drop in the forced zone
     flag_t         wait;                // ns-2 wait_: no early drop while count * p_b <= 1
 #endif
-    // Tag guard (tag_guard.p4): tolerance / tagged active flows, Q16; 0 = off
+    // Tag guard (tag_guard.p4): a flow's interval between packets at its allowed
+    // rate, n_all / (tolerance * link_pps), in microseconds; 0 = off
 #ifdef MMAQM_USES_TAG_GUARD
-    q16_t          tag_guard_flow_q16;
+    bit<32>        tag_guard_interval_us;
 #endif
     // ChIPS (dcbt §3.2, chips.p4)
 #ifdef MMAQM_USES_CHIPS
@@ -222,11 +223,11 @@ struct local_metadata_t {
     @field_list(CHIPS_SLOT_FIELD_LIST)
     bool            cut_in;
 #endif
-    // Tag guard: the packet's flow slot (tag_guard.p4), 0 = not counted; egress
-    // releases it. tag_guard_qlen_pkts: that slot's count (working value).
+    // Tag guard: the packet's flow slot (tag_guard.p4), 0 = not tested;
+    // tag_guard_tat_us: that slot's theoretical arrival time (working value).
 #ifdef MMAQM_USES_TAG_GUARD
     bit<32>         tag_guard_slot;
-    bit<16>         tag_guard_qlen_pkts;
+    bit<48>         tag_guard_tat_us;
 #endif
     // FRED: ingress admitted the packet under FRED; egress releases its flow slot.
 #ifdef MMAQM_USES_FRED

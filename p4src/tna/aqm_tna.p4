@@ -72,7 +72,7 @@ control TnaPortPolicy(inout tna_ingress_metadata_t md) {
     }
 #define MMAQM_POLICY_ACTION red
 #endif
-// tag_guard_flow_q16 (CBT, D-CBT, ChIPS): the v1model tag guard's parameter
+// tag_guard_interval_us (CBT, D-CBT, ChIPS): the v1model tag guard's parameter
 // (p4src/v1model/tag_guard.p4), here only so that the actions have the same
 // parameters on both targets; the guard is not in this build, and the
 // controller's Tofino target refuses a value other than 0 (guard off).
@@ -80,7 +80,7 @@ control TnaPortPolicy(inout tna_ingress_metadata_t md) {
     @name(".cbt_red_all")
     action cbt_red_all(pkts_t queue_limit_pkts, shift_t flow_epoch_shift, MMAQM_RED_PARAMS,
                        scaled_t tagged_th_scaled, scaled_t untagged_th_scaled,
-                       q16_t tag_guard_flow_q16) {
+                       bit<32> tag_guard_interval_us) {
         load_policy(queue_limit_pkts, flow_epoch_shift);
         MMAQM_LOAD_RED_PARAMS
         md.base.policy.tagged_th_scaled = tagged_th_scaled;
@@ -92,7 +92,7 @@ control TnaPortPolicy(inout tna_ingress_metadata_t md) {
     @name(".cbt_red_tcp_only")
     action cbt_red_tcp_only(pkts_t queue_limit_pkts, shift_t flow_epoch_shift, MMAQM_RED_PARAMS,
                             scaled_t tagged_th_scaled, scaled_t untagged_th_scaled,
-                            q16_t tag_guard_flow_q16) {
+                            bit<32> tag_guard_interval_us) {
         load_policy(queue_limit_pkts, flow_epoch_shift);
         MMAQM_LOAD_RED_PARAMS
         md.base.policy.tagged_th_scaled = tagged_th_scaled;
@@ -104,7 +104,7 @@ control TnaPortPolicy(inout tna_ingress_metadata_t md) {
     @name(".dcbt")
     action dcbt(pkts_t queue_limit_pkts, shift_t flow_epoch_shift, MMAQM_RED_PARAMS,
                 q16_t tagged_share_q16, scaled_t untagged_th_scaled,
-                q16_t tag_guard_flow_q16) {
+                bit<32> tag_guard_interval_us) {
         load_policy(queue_limit_pkts, flow_epoch_shift);
         MMAQM_LOAD_RED_PARAMS
         md.base.policy.tagged_share_q16 = tagged_share_q16;
@@ -117,7 +117,7 @@ control TnaPortPolicy(inout tna_ingress_metadata_t md) {
     action dcbt_chips(pkts_t queue_limit_pkts, shift_t flow_epoch_shift, MMAQM_RED_PARAMS,
                       q16_t tagged_share_q16, scaled_t untagged_th_scaled,
                       shift_t chips_ewma_shift, q16_t chips_tagged_share_limit_q16,
-                      q16_t tag_guard_flow_q16) {
+                      bit<32> tag_guard_interval_us) {
         load_policy(queue_limit_pkts, flow_epoch_shift);
         MMAQM_LOAD_RED_PARAMS
         md.base.policy.tagged_share_q16 = tagged_share_q16;

@@ -139,13 +139,13 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
                        q32_t idle_decay_q32, flag_t gentle, q16_t max_p_q16,
                        q24_t gentle_slope_q24, flag_t ecn, flag_t harddrop, flag_t wait,
                        scaled_t tagged_th_scaled, scaled_t untagged_th_scaled,
-                       q16_t tag_guard_flow_q16) {
+                       bit<32> tag_guard_interval_us) {
         load_red_policy(queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
                         min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32, gentle,
                         max_p_q16, gentle_slope_q24, ecn, harddrop, wait);
         meta.policy.tagged_th_scaled = tagged_th_scaled;
         meta.policy.untagged_th_scaled = untagged_th_scaled;
-        meta.policy.tag_guard_flow_q16 = tag_guard_flow_q16;
+        meta.policy.tag_guard_interval_us = tag_guard_interval_us;
     }
 #endif
 
@@ -158,13 +158,13 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
                             q32_t idle_decay_q32, flag_t gentle, q16_t max_p_q16,
                        q24_t gentle_slope_q24, flag_t ecn, flag_t harddrop, flag_t wait,
                        scaled_t tagged_th_scaled, scaled_t untagged_th_scaled,
-                       q16_t tag_guard_flow_q16) {
+                       bit<32> tag_guard_interval_us) {
         load_red_policy(queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
                         min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32, gentle,
                         max_p_q16, gentle_slope_q24, ecn, harddrop, wait);
         meta.policy.tagged_th_scaled = tagged_th_scaled;
         meta.policy.untagged_th_scaled = untagged_th_scaled;
-        meta.policy.tag_guard_flow_q16 = tag_guard_flow_q16;
+        meta.policy.tag_guard_interval_us = tag_guard_interval_us;
     }
 #endif
 
@@ -176,13 +176,13 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
                 q32_t idle_decay_q32, flag_t gentle, q16_t max_p_q16,
                 q24_t gentle_slope_q24, flag_t ecn, flag_t harddrop, flag_t wait,
                 q16_t tagged_share_q16, scaled_t untagged_th_scaled,
-                q16_t tag_guard_flow_q16) {
+                bit<32> tag_guard_interval_us) {
         load_red_policy(queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
                         min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32, gentle,
                         max_p_q16, gentle_slope_q24, ecn, harddrop, wait);
         meta.policy.tagged_share_q16 = tagged_share_q16;
         meta.policy.untagged_th_scaled = untagged_th_scaled;
-        meta.policy.tag_guard_flow_q16 = tag_guard_flow_q16;
+        meta.policy.tag_guard_interval_us = tag_guard_interval_us;
     }
 #endif
 
@@ -195,7 +195,7 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
                       q24_t gentle_slope_q24, flag_t ecn, flag_t harddrop, flag_t wait,
                       q16_t tagged_share_q16, scaled_t untagged_th_scaled,
                       shift_t chips_ewma_shift, q16_t chips_tagged_share_limit_q16,
-                      q16_t tag_guard_flow_q16) {
+                      bit<32> tag_guard_interval_us) {
         load_red_policy(queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
                         min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32, gentle,
                         max_p_q16, gentle_slope_q24, ecn, harddrop, wait);
@@ -203,7 +203,7 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
         meta.policy.untagged_th_scaled = untagged_th_scaled;
         meta.policy.chips_ewma_shift = chips_ewma_shift;
         meta.policy.chips_tagged_share_limit_q16 = chips_tagged_share_limit_q16;
-        meta.policy.tag_guard_flow_q16 = tag_guard_flow_q16;
+        meta.policy.tag_guard_interval_us = tag_guard_interval_us;
     }
 #endif
 

@@ -22,8 +22,6 @@ control CbtRedAll(inout headers_t hdr, inout local_metadata_t meta,
                   inout standard_metadata_t standard_metadata) {
 #include "occupancy_steps.p4"
 #include "red_steps.p4"
-#undef TAG_GUARD_CLASS_TH_SCALED
-#define TAG_GUARD_CLASS_TH_SCALED meta.policy.tagged_th_scaled
 #include "tag_guard_steps.p4"
 #include "cbt_steps.p4"
 
@@ -63,8 +61,6 @@ control CbtRedTcpOnly(inout headers_t hdr, inout local_metadata_t meta,
                       inout standard_metadata_t standard_metadata) {
 #include "occupancy_steps.p4"
 #include "red_steps.p4"
-#undef TAG_GUARD_CLASS_TH_SCALED
-#define TAG_GUARD_CLASS_TH_SCALED meta.policy.tagged_th_scaled
 #include "tag_guard_steps.p4"
 #include "cbt_steps.p4"
 

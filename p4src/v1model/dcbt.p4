@@ -22,15 +22,12 @@ control Dcbt(inout headers_t hdr, inout local_metadata_t meta,
              inout standard_metadata_t standard_metadata) {
 #include "occupancy_steps.p4"
 #include "red_steps.p4"
-// The tagged class threshold, red_avg * share_tagged (dcbt §3.1), which is also
-// the tag guard's class threshold.
+// The tagged class threshold, red_avg * share_tagged (dcbt §3.1).
 #ifndef DCBT_TAGGED_TH_SCALED
 #define DCBT_TAGGED_TH_SCALED \
     (bit<32>)(((bit<64>)meta.red_avg_scaled * (bit<64>)meta.policy.tagged_share_q16) \
               >> PROB_FRAC_BITS)
 #endif
-#undef TAG_GUARD_CLASS_TH_SCALED
-#define TAG_GUARD_CLASS_TH_SCALED DCBT_TAGGED_TH_SCALED
 #include "tag_guard_steps.p4"
 
     @hidden  // applied by the control, never by the controller: not in the P4Info
@@ -52,15 +49,12 @@ control Dcbt(inout headers_t hdr, inout local_metadata_t meta,
         // against its own class's, while the RED average is above min_th.
         bool congested = meta.red_avg_scaled > meta.policy.min_th_scaled;
         class_average_update(traffic_class_t.TAGGED, tagged_pkts);
-        if (meta.class_id == traffic_class_t.TAGGED && meta.policy.tag_guard_flow_q16 != 0) {
-            tag_guard_arrival();
-        }
         // A tagged packet that passes faces the tag guard when it is on.
         if (congested && meta.class_id == traffic_class_t.TAGGED) {
             if (meta.red.class_avg_scaled > DCBT_TAGGED_TH_SCALED) {
                 meta.aqm_drop = true;
                 meta.drop_reason = drop_reason_t.CLASS_THRESHOLD;
-            } else if (meta.tag_guard_slot != 0) {
+            } else if (meta.policy.tag_guard_interval_us != 0) {
                 tag_guard_test();
             }
         }

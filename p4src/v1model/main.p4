@@ -116,13 +116,6 @@ control MmaqmEgress(inout headers_t hdr,
             class_queue_pkts.write(meta.class_index, meta.occupancy.class_pkts - 1);
         }
         queue_departures.count(meta.class_index);
-#ifdef MMAQM_USES_TAG_GUARD
-        if (meta.tag_guard_slot != 0) {   // the tag guard counted it (tag_guard.p4)
-            tag_guard_qlen.read(meta.tag_guard_qlen_pkts, meta.tag_guard_slot);
-            tag_guard_qlen.write(meta.tag_guard_slot, meta.tag_guard_qlen_pkts == 0
-                                 ? 16w0 : meta.tag_guard_qlen_pkts - 1);
-        }
-#endif
 #ifdef MMAQM_HAS_FRED
         if (meta.fred_admitted) {
             fred_departure(meta.port_index, meta.fred_slot_index, meta.policy.ewma_shift);

@@ -248,10 +248,10 @@ class MmaqmTest(BaseTest):
     def set_policy(self, port: int, policy: PortPolicy | dict, *, flow_epoch_shift: int = 0,
                    share_tagged: float = 1.0, share_untagged: float = 1.0,
                    mcdt_th_pkts: dict[int, int] | None = None,
-                   tagged_flows: int = 0) -> PolicyAction:
+                   active_flows: int = 0) -> PolicyAction:
         """Install a policy (a dict is validated like a config entry) with a new epoch.
         mcdt_th_pkts: MCDT's class thresholds (class id -> packets; None: B each);
-        tagged_flows: the tagged active flows (the tag guard's part)."""
+        active_flows: the port's active flows (the tag guard's interval)."""
         if isinstance(policy, dict):
             policy = parse_policy(policy)
         if PROFILE and policy.algorithm not in (PROFILE, "DROP_TAIL"):
@@ -260,7 +260,7 @@ class MmaqmTest(BaseTest):
             policy, policy_epoch=self.sw.next_policy_epoch(port),
             flow_epoch_shift=flow_epoch_shift,
             share_tagged=share_tagged, share_untagged=share_untagged, mcdt_th_pkts=mcdt_th_pkts,
-            tagged_flows=tagged_flows)
+            active_flows=active_flows)
         self.sw.write_port_policy(port, action)
         return action
 
@@ -446,29 +446,25 @@ def predict(action: PolicyAction, kinds: Sequence[str], rand_source=lambda: 0,
 
     A CUT_IN packet (ChIPS) leaves at once through the cut-in queue: it leaves
     the physical queue but stays in its class's virtual FIFO count (occupancy.p4).
-    With the tag guard on, each admitted tagged packet that stays queued counts
-    in its flow's slot (tag_guard.p4); flows: as burst_flows.
+    Every packet arrives at time 0 (the tag guard, tag_guard.p4, sees the whole
+    burst at once: a test's interval must be far longer than its burst); each
+    tagged packet carries its flow's tag guard slot; flows: as burst_flows.
     Pass `model` to read its registers and counters afterwards."""
     model = model or PortModel(action, rand_source)
     assert admitted(model.arrive(C.CLASSES["TCP"], Occupancy()))
     occ = {"TCP": 0, "TAGGED": 0, "UNTAGGED": 0}
     physical = 0
     decisions = []
-    guard_on = action.params.get("tag_guard_flow_q16", 0) != 0
-    slot_pkts: dict[int, int] = {}
     for i, (kind, flow) in enumerate(zip(kinds, burst_flows(kinds, flows))):
         cls = CLASS_OF[kind]
-        slot = tag_guard_slot(kind, flow) if guard_on and cls == "TAGGED" else None
         decision = model.arrive(C.CLASSES[cls], Occupancy(
             queue_pkts=physical, tcp_pkts=occ["TCP"],
             tagged_pkts=occ["TAGGED"], untagged_pkts=occ["UNTAGGED"]),
             ecn_capable=bool(ecn_capable and ecn_capable[i]),
-            flow_pkts=slot_pkts.get(slot, 0))
+            flow_slot=tag_guard_slot(kind, flow) if cls == "TAGGED" else 0)
         if admitted(decision):
             occ[cls] += 1
             physical += decision != fpm.CUT_IN
-            if slot is not None and decision != fpm.CUT_IN:   # a cut-in packet left at once
-                slot_pkts[slot] = slot_pkts.get(slot, 0) + 1
         decisions.append(decision)
     return decisions
 

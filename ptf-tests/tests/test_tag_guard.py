@@ -1,105 +1,129 @@
-"""The tag guard (tag_guard.p4; docs/algorithms/tag-guard.md): a tagged flow
-may queue its part of the tagged class threshold, tolerance / tagged flows of
-it; more is dropped early (TAG_GUARD). Off, CBT and D-CBT are as published.
+"""The tag guard (tag_guard.p4; docs/algorithms/tag-guard.md): a tagged flow may
+send tolerance times the per-flow fair share, and run TAG_GUARD_BURST_PKTS = 4
+packets ahead of it; more is dropped early (TAG_GUARD). Off, CBT and D-CBT are
+as published.
 
-Flows are 5-tuples: burst_packet's flow f is UDP source port 3000 + f. A = flow
-0 (the abuser), H = flow 1 (honest); their slots differ (checked)."""
+Flows are 5-tuples: burst_packet's flow f is UDP source port 3000 + f. Each test
+class has its own abuser A and honest flow H (FLOWS), all eight slots distinct
+(checked): a flow's TAT stays seconds ahead after a test, and the all-in-one
+program runs every class on one switch.
+
+Every test's interval is 1 s (tolerance 1, tag_guard_link_pps 2, 2 active
+flows: T = 2 * 10^6 / (1 * 2) us), far longer than a burst, so the burst
+arrives "at once" as the model assumes (predict: every arrival at time 0). A
+flow's first packet finds TAT <= now; each admitted one moves TAT to
+max(TAT, now) + T. Packets 1..5 of a flow find TAT = t0 + (k - 1) T <= now + 4 T
+and pass; the 6th finds t0 + 5 T > now + 4 T (now - t0 < 1 s): TAG_GUARD."""
 
 from mmaqm_base import QueueTest, no_early_drop_max_p, predict, tag_guard_slot
 
-ABUSER, HONEST = 0, 1
+INTERVAL_US = 1_000_000
+ALL_FLOWS = (0, 1, 2, 3, 4, 5, 6, 7)
 
 
-class TagGuardCbtRule:
+class TagGuardRule:
+    """What the CBT and D-CBT rules share: the guard's options and the slots check."""
+
+    ALGORITHM = ""      # a mixin of QueueTest: the subclasses name the algorithm
+    FLOWS = (0, 1)      # (abuser, honest)
+
+    def guard_options(self, guard: bool) -> dict:
+        return {"tag_guard": guard, "tag_guard_tolerance": 1.0,
+                **({"tag_guard_link_pps": 2} if guard else {})}
+
+    def check_slots(self) -> None:
+        slots = {tag_guard_slot("tagged", f) for f in ALL_FLOWS}
+        self.assertEqual(len(slots), len(ALL_FLOWS))
+
+
+class TagGuardCbtRule(TagGuardRule):
     """CBT, weight 1 (the tagged average is the tagged occupancy), RED idle
-    (min_th 100), tagged_th 8, tolerance 1, 2 tagged flows: tag_guard_flow_q16 =
-    2^16 / 2 = 32768; a flow's part 8 * 1/2 = 4 packets: qlen << 32 >= (8 << 16)
-    * 32768 = 2^34 <=> qlen >= 4.
+    (min_th 100), tagged_th 8: a tagged packet that finds more than 8 tagged
+    packets queued is dropped (CLASS_THRESHOLD).
     Burst: 6 of A, then 4 of H.
-    Guard on : A at qlen 0..3 queued, then qlen 4, 4 >= 4: TAG_GUARD twice;
-               H at tagged occupancy 4..7, qlen 0..3: all queued.
-    Guard off: A all 6 queued; H at occupancy 6, 7, 8 queued, then 9 > 8:
+    Guard off: A all 6 queued; H at tagged occupancy 6, 7, 8 queued, then 9 > 8:
                CLASS_THRESHOLD (the abuser took H's room in the class).
-    The guard-on burst runs twice: the slots' counts went back to 0 when the
-    first burst left (egress), or the second burst would lose more."""
-
-    ALGORITHM = ""   # a mixin of QueueTest: the subclasses name the algorithm
+    Guard on : A's packets 1..5 queued, the 6th TAG_GUARD (5 = 1 + the burst of
+               4 at a rate of one packet a second); H at occupancy 5..8 and 4
+               packets of its own: all queued."""
 
     def policy(self, guard: bool) -> dict:
         return {"algorithm": self.ALGORITHM, "queue_limit_pkts": 200, "ewma_weight": 1.0,
                 "min_th_pkts": 100, "max_th_pkts": 110, "max_p": no_early_drop_max_p(100, 110),
-                "tagged_th_pkts": 8, "untagged_th_pkts": 50, "tag_guard": guard,
-                "tag_guard_tolerance": 1.0}
+                "tagged_th_pkts": 8, "untagged_th_pkts": 50, **self.guard_options(guard)}
 
     def runTest(self):
-        self.assertNotEqual(tag_guard_slot("tagged", ABUSER), tag_guard_slot("tagged", HONEST))
+        self.check_slots()
+        abuser, honest = self.FLOWS
         kinds = ["tagged"] * 10
-        flows = [ABUSER] * 6 + [HONEST] * 4
-        action = self.set_policy(2, self.policy(False), tagged_flows=2)
-        self.assertEqual(action.params["tag_guard_flow_q16"], 0)
+        flows = [abuser] * 6 + [honest] * 4
+        action = self.set_policy(2, self.policy(False), active_flows=2)
+        self.assertEqual(action.params["tag_guard_interval_us"], 0)
         expected = ["ADMIT"] * 6 + ["ADMIT"] * 3 + ["CLASS_THRESHOLD"]
         self.assertEqual(predict(action, kinds, flows=flows), expected)
         self.run_burst(action, kinds, expected=expected, flows=flows)
 
-        action = self.set_policy(2, self.policy(True), tagged_flows=2)
-        self.assertEqual(action.params["tag_guard_flow_q16"], 32768)
-        expected = ["ADMIT"] * 4 + ["TAG_GUARD"] * 2 + ["ADMIT"] * 4
+        action = self.set_policy(2, self.policy(True), active_flows=2)
+        self.assertEqual(action.params["tag_guard_interval_us"], INTERVAL_US)
+        expected = ["ADMIT"] * 5 + ["TAG_GUARD"] + ["ADMIT"] * 4
         self.assertEqual(predict(action, kinds, flows=flows), expected)
-        for _ in range(2):
-            _, delta = self.run_burst(action, kinds, expected=expected, flows=flows)
-        self.assertEqual(delta.drop_reasons(2, 1), {"TAG_GUARD": 2})
+        _, delta = self.run_burst(action, kinds, expected=expected, flows=flows)
+        self.assertEqual(delta.drop_reasons(2, 1), {"TAG_GUARD": 1})
 
 
 class TagGuardCbtRedAllTest(TagGuardCbtRule, QueueTest):
     ALGORITHM = "CBT_RED_ALL"
+    FLOWS = (0, 1)
 
 
 class TagGuardCbtRedTcpOnlyTest(TagGuardCbtRule, QueueTest):
     ALGORITHM = "CBT_RED_TCP_ONLY"
+    FLOWS = (2, 3)
 
 
-class TagGuardDcbtRule:
+class TagGuardDcbtRule(TagGuardRule):
     """D-CBT, weight 1 (red_avg = queue, tagged_avg = tagged occupancy), min_th 6,
     only tagged traffic: share_tagged 1, the tagged threshold red_avg itself, which
-    the tagged average never exceeds. Tolerance 1, 2 tagged flows: q16 32768.
-    Burst: 12 of A, then 3 of H.
-    Guard on : A at q 0..6: red_avg <= min_th, no test; queued and counted
-               (qlen 0..6). A at q 7: 7 > 6, class threshold 7 << 16, qlen 7:
-               7 << 32 >= (7 << 16) * 32768 = 7 << 31: TAG_GUARD, and q stays 7:
-               5 TAG_GUARD. H at q 7, 8, 9 with qlen 0, 1, 2: 0 and 1 are below
-               TAG_GUARD_MIN_PKTS; 2 << 32 >= (9 << 16) * 32768 is 2 >= 4.5, no:
-               all 3 queued.
-    Guard off: all 15 queued (the papers' D-CBT: the class is within its share).
+    the tagged average never exceeds.
+    Burst: 14 of A, then 3 of H.
+    Guard off: all 17 queued (the papers' D-CBT: the class is within its share).
+    Guard on : A at q 0..6: red_avg <= min_th, no test, TAT untouched: queued.
+               A at q 7..11 (7 > 6) is its packets 1..5 for the guard: queued;
+               the 6th and 7th, at q 12: TAG_GUARD. H at q 12..14, its packets
+               1..3: queued. The guard holds only while D-CBT is congested.
     ChIPS (DCBT_CHIPS, 2^-9 weight: the tagged share stays below 1/3, ChIPS on):
     the queue a packet finds is never above red_avg = that queue, so no cut-in."""
-
-    ALGORITHM = ""   # a mixin of QueueTest: the subclasses name the algorithm
 
     def policy(self, guard: bool) -> dict:
         return {"algorithm": self.ALGORITHM, "queue_limit_pkts": 200, "ewma_weight": 1.0,
                 "min_th_pkts": 6, "max_th_pkts": 100, "max_p": no_early_drop_max_p(6, 100),
-                "tag_guard": guard, "tag_guard_tolerance": 1.0}
+                **self.guard_options(guard)}
 
     def runTest(self):
-        kinds = ["tagged"] * 15
-        flows = [ABUSER] * 12 + [HONEST] * 3
+        self.check_slots()
+        abuser, honest = self.FLOWS
+        kinds = ["tagged"] * 17
+        flows = [abuser] * 14 + [honest] * 3
         action = self.set_policy(2, self.policy(False), share_tagged=1.0, share_untagged=0.0,
-                                 tagged_flows=2)
-        expected = ["ADMIT"] * 15
+                                 active_flows=2)
+        expected = ["ADMIT"] * 17
         self.assertEqual(predict(action, kinds, flows=flows), expected)
         self.run_burst(action, kinds, expected=expected, flows=flows)
 
         action = self.set_policy(2, self.policy(True), share_tagged=1.0, share_untagged=0.0,
-                                 tagged_flows=2)
-        expected = ["ADMIT"] * 7 + ["TAG_GUARD"] * 5 + ["ADMIT"] * 3
+                                 active_flows=2)
+        self.assertEqual(action.params["tag_guard_interval_us"], INTERVAL_US)
+        expected = ["ADMIT"] * 12 + ["TAG_GUARD"] * 2 + ["ADMIT"] * 3
         self.assertEqual(predict(action, kinds, flows=flows), expected)
         _, delta = self.run_burst(action, kinds, expected=expected, flows=flows)
-        self.assertEqual(delta.drop_reasons(2, 1), {"TAG_GUARD": 5})
+        self.assertEqual(delta.drop_reasons(2, 1), {"TAG_GUARD": 2})
 
 
 class TagGuardDcbtTest(TagGuardDcbtRule, QueueTest):
     ALGORITHM = "DCBT"
+    FLOWS = (4, 5)
 
 
 class TagGuardDcbtChipsTest(TagGuardDcbtRule, QueueTest):
     ALGORITHM = "DCBT_CHIPS"
+    FLOWS = (6, 7)

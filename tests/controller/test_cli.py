@@ -284,7 +284,7 @@ def test_run_follows_flow_reports_writes_stats_and_exits_143_on_sigterm(
     assert all(s["switch"] == "s1" and len(s["readings"]) == 6 for s in samples)
     assert samples[-1]["active_flows"]["2"] == {"TCP": 1, "TAGGED": 1, "UNTAGGED": 0}
     assert samples[-1]["policies"]["2"] == {"algorithm": "DCBT", "tagged_share_q16": 32768,
-                                            "untagged_th_scaled": 0, "tag_guard_flow_q16": 0}
+                                            "untagged_th_scaled": 0, "tag_guard_interval_us": 0}
 
 
 def test_run_gives_a_lost_switch_up_after_the_reconnect_timeout_and_exits_1(

@@ -64,13 +64,13 @@ EPOCH = {p: 1000 + p for p in range(64)}                            # FakeDriver
 # No active flow: shares (1, 1) -> tagged 1.0; untagged 5 + 0.1 * 10 = 6 pkts.
 DCBT_2_IDLE = PolicyAction("dcbt", {**RED_PARAMS, "policy_epoch": EPOCH[2],
                                     "tagged_share_q16": 65536, "untagged_th_scaled": 6 << 16,
-                                    "tag_guard_flow_q16": 0})
+                                    "tag_guard_interval_us": 0})
 # Port 3: 10 + 0.2 * 20 = 14 pkts; slope round(0.2 / 20 * 2^24) = 167772.
 DCBT_3_IDLE = PolicyAction("dcbt", {**COMMON, "queue_limit_pkts": 100, "ewma_shift": 9,
                                     "min_th_scaled": 10 << 16, "max_th_scaled": 30 << 16,
                                     "red_slope_q24": 167772, **RED_OPTIONS_OFF, "policy_epoch": EPOCH[3],
                                     "tagged_share_q16": 65536, "untagged_th_scaled": 14 << 16,
-                                    "tag_guard_flow_q16": 0})
+                                    "tag_guard_interval_us": 0})
 INSTALLED = {
     1: PolicyAction("drop_tail", {**COMMON, "queue_limit_pkts": 64}),
     2: DCBT_2_IDLE,
@@ -79,7 +79,7 @@ INSTALLED = {
     # round(2.9 * 65536) = 190054, round(0.6 * 65536) = 39322
     5: PolicyAction("cbt_red_all", {**RED_PARAMS, "policy_epoch": EPOCH[5],
                                     "tagged_th_scaled": 190054, "untagged_th_scaled": 39322,
-                                    "tag_guard_flow_q16": 0}),
+                                    "tag_guard_interval_us": 0}),
 }
 
 
@@ -543,11 +543,11 @@ def test_sample_stats_reads_every_port_in_one_request_and_has_this_shape() -> No
     assert sample["policies"] == {
         "1": {"algorithm": "DROP_TAIL"},
         "2": {"algorithm": "DCBT", "tagged_share_q16": 0, "untagged_th_scaled": 3 << 16,
-              "tag_guard_flow_q16": 0},
+              "tag_guard_interval_us": 0},
         "3": {"algorithm": "DCBT", "tagged_share_q16": 65536, "untagged_th_scaled": 14 << 16,
-              "tag_guard_flow_q16": 0},
+              "tag_guard_interval_us": 0},
         "4": {"algorithm": "RED"},
-        "5": {"algorithm": "CBT_RED_ALL", "tagged_th_scaled": 190054, "tag_guard_flow_q16": 0,
+        "5": {"algorithm": "CBT_RED_ALL", "tagged_th_scaled": 190054, "tag_guard_interval_us": 0,
               "untagged_th_scaled": 39322},
     }
 

@@ -30,7 +30,7 @@ RED = PolicyAction("red", {"queue_limit_pkts": 60, "flow_epoch_shift": 17,
                            "max_th_scaled": 15 << 16, "red_slope_q24": 167772,
                            "idle_decay_q32": 0, "gentle": 0, "max_p_q16": 0, "gentle_slope_q24": 0, "ecn": 0, "harddrop": 0, "wait": 0})
 DCBT = PolicyAction("dcbt", {**RED.params, "tagged_share_q16": 16384,
-                             "untagged_th_scaled": 3 << 16, "tag_guard_flow_q16": 0})
+                             "untagged_th_scaled": 3 << 16, "tag_guard_interval_us": 0})
 
 
 @contextlib.asynccontextmanager

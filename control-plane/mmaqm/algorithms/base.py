@@ -177,7 +177,7 @@ class PortInputs:
     """What the controller feeds into a port's action besides its settings.
 
     share_tagged / share_untagged: the active-flow class shares n_c / n_all
-    (dcbt §3.1); tagged_flows: the tagged active flows n_tagged (the tag guard,
+    (dcbt §3.1); active_flows: all the port's active flows n_all (the tag guard,
     algorithms.tag_guard); mcdt_th_pkts: the class thresholds of the last MCDT period
     (mcdt §II.2), None before the first; upta_shares_bps: (fs_I, fs_U) of UPTA's
     fair-share loop (upta eqs. 18-19), None before its first interval.
@@ -187,7 +187,7 @@ class PortInputs:
     share_untagged: float = 1.0
     mcdt_th_pkts: Mapping[int, int] | None = None
     upta_shares_bps: tuple[float, float] | None = None
-    tagged_flows: int = 0
+    active_flows: int = 0
 
 
 class Algorithm:

@@ -49,6 +49,7 @@ class CbtRedAll(Red):
     def check(self, values: dict[str, Any], given: frozenset[str], queue_limit_pkts: int | None,
               path: str, errs: V.Errors) -> None:
         super().check(values, given, queue_limit_pkts, path, errs)
+        tag_guard.check(values, path, errs)
         for key in ("tagged_th_pkts", "untagged_th_pkts"):
             th = values[key]
             if th is not None and queue_limit_pkts is not None and th > queue_limit_pkts:
@@ -60,10 +61,10 @@ class CbtRedAll(Red):
         s = policy.settings
         return {**red_action_params(s, policy_epoch),
                 **action_params(s["tagged_th_pkts"], s["untagged_th_pkts"]),
-                **tag_guard.action_params(s, inputs.tagged_flows)}
+                **tag_guard.action_params(s, inputs.active_flows)}
 
     def follows_flow_counts(self, policy: PortPolicy) -> bool:
-        return bool(policy.settings["tag_guard"])   # its allowance follows n_tagged
+        return bool(policy.settings["tag_guard"])   # its interval follows n_all
 
 
 class CbtRedTcpOnly(CbtRedAll):
