@@ -322,6 +322,10 @@ class MmaqmTest(BaseTest):
 
     BURST_ATTEMPTS = 3
 
+    def before_burst_retry(self) -> None:
+        """Undo, before a discarded burst is repeated, state of the rule under test
+        that the policy epoch does not reset (test_tag_guard: its flows' TAT)."""
+
     def frozen_burst(self, action: PolicyAction, out_port: int, pkts: Sequence[Ether],
                      sacrificial: Ether, cut_ins: int = 0) -> tuple[Counters, Counters]:
         """burst() and check its timing precondition; returns (counters before,
@@ -363,6 +367,7 @@ class MmaqmTest(BaseTest):
             if self.freeze_rate_pps > MIN_FREEZE_RATE_PPS:
                 self.freeze_rate_pps //= 2  # a slow or loaded machine: longer slots
             self.wait_queues_empty(timeout_s=n / MIN_FREEZE_RATE_PPS + 10)
+            self.before_burst_retry()
             if "policy_epoch" in action.params:
                 self.sw.write_port_policy(out_port, action.with_params(
                     policy_epoch=self.sw.next_policy_epoch(out_port)))
