@@ -59,7 +59,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-NETNS = "mmaqm-fuzz"
+NETNS = os.environ.get("MMAQM_FUZZ_NETNS", "mmaqm-fuzz")   # a unique one per concurrent run
 NUM_PORTS = 4
 SEND_PORTS = (1, 3)                 # frames enter from h1 and h3
 VALID_PORT = 2                      # valid packets go to the host behind port 2
@@ -98,6 +98,15 @@ UPTA_OPTION_TYPE, UPTA_OPTION_LEN, UPTA_OPTION_IHL = 0x9E, 4, 6   # P-UPTA's IPv
 ICMP_QOS_PROBE, ICMP_QOS_REPORT = 20, 21    # BFD (upta.p4)
 BFD_HEADER_BYTES = 12                       # bfd_t after the ICMP header (headers.p4)
 BFD_IP_LEN, BFD_SPEC_BYTES = 36, 16
+ETHERTYPE_IPV6 = 0x86DD
+IPV6_EXT_HEADERS = (0, 43, 60, 44)          # hop-by-hop, routing, destination options, fragment
+IPV6_EXT_MAX_DEPTH = 2                      # parser.p4's ipv6_ext1, ipv6_ext2 states
+L6_HEADER_BYTES = {6: 20, 17: 8, 58: 4}     # TCP, UDP, ICMPv6 after IPv6
+
+
+def ipv6_prefix(port: int) -> str:
+    """The IPv6 network behind a port: 2001:db8:<port>::/64."""
+    return f"2001:db8:{port:x}::/64"
 
 
 def router_mac(port: int) -> bytes:
@@ -119,6 +128,8 @@ def config_yaml() -> str:
     lines += [f"      {p}: {{mac: \"{mac_str(router_mac(p))}\"}}" for p in range(1, NUM_PORTS + 1)]
     lines.append("    routes:")
     lines += [f"      - {{prefix: 10.0.{p}.0/24, port: {p}, next_hop_mac: \"{mac_str(host_mac(p))}\"}}"
+              for p in range(1, NUM_PORTS + 1)]
+    lines += [f"      - {{prefix: \"{ipv6_prefix(p)}\", port: {p}, next_hop_mac: \"{mac_str(host_mac(p))}\"}}"
               for p in range(1, NUM_PORTS + 1)]
     lines.append("    policies:")
     lines += [f"      {p}: {json.dumps(pol)}" for p, pol in POLICIES.items()]
@@ -150,8 +161,10 @@ def expected_fate(frame: bytes) -> Fate:
     """The P4 program's verdict on a frame, from parser.p4 and MmaqmIngress (main.p4)."""
     n = len(frame)
     ethertype = struct.unpack("!H", frame[12:14])[0]
+    if ethertype == ETHERTYPE_IPV6:
+        return expected_fate_ipv6(frame)
     if ethertype != ETHERTYPE_IPV4:
-        return Fate("NOT_IPV4")                 # parser accepts: no IPv4 header
+        return Fate("NOT_IPV4")                 # parser accepts: neither IPv4 nor IPv6
     if n < 34:
         return Fate("MALFORMED")                # PacketTooShort on the IPv4 header
     version, ihl = frame[14] >> 4, frame[14] & 0xF
@@ -200,10 +213,58 @@ def expected_fate(frame: bytes) -> Fate:
     return Fate(port=dst[2], traffic_class=cls)
 
 
+def expected_fate_ipv6(frame: bytes) -> Fate:
+    """parser.p4's IPv6 states and MmaqmIngress's IPv6 checks (docs/ipv6.md)."""
+    n = len(frame)
+    if n < 54:
+        return Fate("MALFORMED")                # PacketTooShort on the IPv6 header
+    if frame[14] >> 4 != 6:
+        return Fate("MALFORMED")                # ipv6_bad_version: IPv6BadVersion
+    payload_len, = struct.unpack("!H", frame[18:20])
+    proto, hop_limit = frame[20], frame[21]
+    off, l4 = 54, True
+    for depth in range(IPV6_EXT_MAX_DEPTH + 1):
+        if proto not in IPV6_EXT_HEADERS:
+            break
+        if depth == IPV6_EXT_MAX_DEPTH:
+            return Fate("IPV6_EXT_LIMIT")       # verify(false): IPv6ExtensionLimit
+        if proto == 44:                         # fragment: its 8 bytes, then its offset
+            if n < off + 8:
+                return Fate("MALFORMED")
+            frag_offset = struct.unpack("!H", frame[off + 2:off + 4])[0] >> 3
+            proto, off = frame[off], off + 8
+            if frag_offset != 0:
+                l4 = False                      # a non-first fragment: no L4 header
+                break
+        else:                                   # 8 bytes, then 8 * len more
+            if n < off + 8:
+                return Fate("MALFORMED")
+            length = 8 + 8 * frame[off + 1]
+            if n < off + length:
+                return Fate("MALFORMED")
+            proto, off = frame[off], off + length
+    if l4 and proto in L6_HEADER_BYTES and n < off + L6_HEADER_BYTES[proto]:
+        return Fate("MALFORMED")                # PacketTooShort on the L4 header
+    if payload_len + 54 > n:
+        return Fate("MALFORMED")                # payload length beyond the frame
+    if hop_limit <= 1:
+        return Fate("TTL_EXPIRED")
+    dst = frame[38:54]
+    if not (dst[:4] == bytes((0x20, 0x01, 0x0d, 0xb8)) and dst[4:6] in
+            {p.to_bytes(2, "big") for p in range(1, NUM_PORTS + 1)} and dst[6:8] == b"\0\0"):
+        return Fate("NO_ROUTE")
+    dscp = ((frame[14] & 0xF) << 2) | (frame[15] >> 6)
+    cls = "TCP" if proto == 6 else "TAGGED" if proto == 17 and dscp in TAGGED_DSCP else "UNTAGGED"
+    return Fate(port=int.from_bytes(dst[4:6], "big"), traffic_class=cls)
+
+
 def rewrite(frame: bytes, port: int) -> bytes:
     """The frame as the router emits it on `port`: MACs, TTL - 1, checksum (routing.p4),
     over the IPv4 header with P-UPTA's option when it carries one (no port here runs
     UPTA, so the option itself passes unchanged)."""
+    if struct.unpack("!H", frame[12:14])[0] == ETHERTYPE_IPV6:     # hop limit - 1
+        return (host_mac(port) + router_mac(port) + frame[12:21] + bytes((frame[21] - 1,))
+                + frame[22:])
     end = 14 + 4 * (frame[14] & 0xF)
     hdr = bytearray(frame[14:end])
     hdr[8] -= 1
@@ -215,7 +276,7 @@ def rewrite(frame: bytes, port: int) -> bytes:
 KINDS = {   # kind: weight (per cent of the frames)
     "valid": 10, "ttl": 5, "bad_checksum": 5, "ihl_lie": 5, "length_lie": 7, "options": 5,
     "fragment": 5, "truncated": 8, "non_ipv4": 8, "jumbo": 4, "scapy_fuzz_ip": 10,
-    "scapy_fuzz_l4": 8, "bit_flip": 10, "random_bytes": 5, "tiny_l4": 5,
+    "scapy_fuzz_l4": 8, "bit_flip": 10, "random_bytes": 5, "tiny_l4": 5, "ipv6": 10,
 }
 
 
@@ -357,6 +418,48 @@ class FrameFactory:
             return bytes(self.eth(p, t if t != ETHERTYPE_IPV4 else 0x0801)) + self.rng.randbytes(
                 self.rng.randint(0, 100))
         return bytes(self.eth(p, 0x0800)) + bytes([0x60]) + self.rng.randbytes(50)   # IPv6 in 0x0800
+
+    def ipv6(self, p: int) -> bytes:
+        """IPv6: valid or not, 0..3 extension headers, fragments, hop limits 0..255,
+        payload length lies, truncations, routed or not."""
+        from scapy.layers.inet import TCP, UDP
+        from scapy.layers.inet6 import (ICMPv6EchoRequest, IPv6, IPv6ExtHdrDestOpt,
+                                        IPv6ExtHdrFragment, IPv6ExtHdrHopByHop,
+                                        IPv6ExtHdrRouting)
+        r = self.rng.random()
+        dst = (f"2001:db8:{self.rng.randint(1, NUM_PORTS):x}::{self.rng.randint(1, 0xFFFF):x}"
+               if r < 0.8 else f"2001:db8:{self.rng.randint(5, 0xFFFF):x}::1")
+        dscp = self.rng.choice((0, 46, 34, self.rng.randint(0, 63)))
+        ip = IPv6(src=f"2001:db8:{p:x}::2", dst=dst, tc=(dscp << 2) | self.rng.randint(0, 3),
+                  fl=self.rng.randint(0, 0xFFFFF),
+                  hlim=self.rng.choice((0, 1, 2, 64, 64, 64, self.rng.randint(0, 255))))
+        pkt = ip
+        for _ in range(self.rng.choice((0, 0, 1, 2, 3))):
+            pkt = pkt / self.rng.choice((
+                IPv6ExtHdrHopByHop(), IPv6ExtHdrDestOpt(),
+                IPv6ExtHdrRouting(addresses=["2001:db8::9"] * self.rng.randint(0, 2)),
+                IPv6ExtHdrFragment(offset=self.rng.choice((0, 0, 5)), m=self.rng.randint(0, 1),
+                                   id=self.rng.getrandbits(32))))
+        payload = self.rng.randbytes(self.rng.choice((0, 18, 64, self.rng.randint(0, 1400))))
+        sport, dport = self.rng.randint(1, 65535), self.rng.randint(1, 65535)
+        l4 = self.rng.choice(("tcp", "udp", "udp", "icmp", "other"))
+        if l4 == "tcp":
+            pkt = pkt / TCP(sport=sport, dport=dport, flags="A") / payload
+        elif l4 == "udp":
+            pkt = pkt / UDP(sport=sport, dport=dport) / payload
+        elif l4 == "icmp":
+            pkt = pkt / ICMPv6EchoRequest() / payload
+        else:
+            pkt = pkt / payload          # next header 59 (No Next Header) from scapy
+        b = bytearray(bytes(self.eth(p) / pkt))
+        r = self.rng.random()
+        if r < 0.1:                      # payload length beyond the frame
+            b[18:20] = struct.pack("!H", len(b) - 54 + self.rng.randint(1, 100))
+        elif r < 0.2:                    # truncated anywhere
+            b = b[:self.rng.randint(14, len(b) - 1)]
+        elif r < 0.25:                   # not version 6
+            b[14] = (b[14] & 0x0F) | (self.rng.randint(0, 15) << 4)
+        return bytes(b)
 
     def jumbo(self, p: int) -> bytes:
         size = self.rng.randint(1500, MTU - 60)

@@ -26,7 +26,10 @@ restart; afterwards every queue is empty and nothing is left behind.
      (`mmaqm-ctl install --election-id 11`, the controller's is 10): the controller,
      primary again when it leaves, must repair it (a `repaired` event) before the
      next foreign write.
-  7. The controller's (and each switch's) RSS is sampled every --rss-interval-s.
+  7. The controller's (and each switch's) RSS is sampled every --rss-interval-s; every
+     60 s the controller host also writes a `heap` event: its live Python objects
+     by type (the types that grew most since the first sample) and, when run with
+     PYTHONTRACEMALLOC=1 in the environment, Python's traced heap.
 
 Checks afterwards (summary.json, and the exit status):
   * every occupancy register of every switch is 0 (queue_pkts, class_queue_pkts,
@@ -45,6 +48,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import csv
+import gc
 import json
 import logging
 import os
@@ -55,6 +59,7 @@ import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -74,13 +79,17 @@ UNTAGGED_UDP_BPS = "3M"
 UDP_LEN = 1000
 TAGGED_TOS = 46 << 2
 DRAIN_TIMEOUT_S = 30
+HEAP_INTERVAL_S = 60          # the controller host's heap event
 
 
 # ------------------------------------------------------------ controller host
 def controller_host(config_path: Path, events_path: Path) -> int:
     """run_switches on config_path, started again whenever the file changes."""
     from mmaqm.config import load_config
+    from mmaqm.memory import limit_malloc_arenas
     from mmaqm.supervisor import run_switches
+
+    arenas_limited = limit_malloc_arenas()      # as `mmaqm-ctl run` does
 
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -94,8 +103,39 @@ def controller_host(config_path: Path, events_path: Path) -> int:
         events.write(json.dumps({"t_ns": time.time_ns(), **e}, default=str) + "\n")
         events.flush()
 
+    event("malloc arenas", limited_here=arenas_limited,
+          env=os.environ.get("MALLOC_ARENA_MAX"))
+    heap_started = time.monotonic()
+    first_types: dict[str, int] = {}
+
+    def heap_event() -> None:
+        """What the process holds: RSS, Python's own heap (tracemalloc, when on) and
+        the live objects by type, with the types that grew most since the first
+        sample: growth in Python objects is ours to find, growth outside them is
+        in native code (gRPC, protobuf)."""
+        gc.collect()
+        types: dict[str, int] = {}
+        for obj in gc.get_objects():
+            name = type(obj).__qualname__
+            types[name] = types.get(name, 0) + 1
+        if not first_types:
+            first_types.update(types)
+        grew = sorted(((n - first_types.get(t, 0), t) for t, n in types.items()), reverse=True)
+        event("heap", t_s=round(time.monotonic() - heap_started, 1),
+              rss_kib=rss_kib(os.getpid()),
+              traced_kib=(tracemalloc.get_traced_memory()[0] // 1024
+                          if tracemalloc.is_tracing() else None),
+              gc_objects=sum(types.values()),
+              grew={t: d for d, t in grew[:12] if d > 0})
+
+    async def heap_probe() -> None:
+        while True:
+            heap_event()
+            await asyncio.sleep(HEAP_INTERVAL_S)
+
     async def main() -> None:
         mtime, task, generation, reported = None, None, 0, False
+        probe = asyncio.create_task(heap_probe())   # noqa: F841 (runs until the end)
         while True:
             m = config_path.stat().st_mtime_ns
             if m != mtime:
@@ -445,6 +485,7 @@ def run_soak(args: argparse.Namespace) -> int:
     summary["repairs"] = len(repairs)
     summary["final"] = final
     summary["controller_events"] = events
+    summary["heap"] = [e for e in events if e.get("event") == "heap"]
     summary["rss"] = {name: rss_summary(sampler.rows, name) for name in sampler.pids}
     with open(out / "rss.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(sampler.rows[0]))

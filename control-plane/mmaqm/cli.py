@@ -71,6 +71,7 @@ import finsy as fy
 
 from . import validation as V
 from .config import MIN_LOOP_INTERVAL_MS, ConfigError, load_config
+from .memory import limit_malloc_arenas
 from .supervisor import ReconnectPolicy, jsonl_sink, run_switches
 from .controller import ENFORCE_INTERVAL_S
 from .driver import (CONNECT_TIMEOUT_S, CONTROLLER_ELECTION_ID, DEFAULT_BMV2_JSON,
@@ -574,6 +575,8 @@ def main(argv: list[str] | None = None) -> int:
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _stop_on_signal)
+    if args.command == "run":       # runs for days: keep native memory flat (mmaqm.memory)
+        limit_malloc_arenas()
     try:
         if args.command == "stats":
             print(asyncio.run(_until_signal(_read_stats(

@@ -100,7 +100,7 @@ class PortConfig:
 
 @dataclass(frozen=True)
 class Route:
-    prefix: ipaddress.IPv4Network
+    prefix: ipaddress.IPv4Network | ipaddress.IPv6Network   # ipv4_lpm or ipv6_lpm
     port: int
     next_hop_mac: str              # lower case
 
@@ -309,14 +309,21 @@ def _read_routes(value: object, path: str, ports_path: str, known_ports: set[int
     items = V.sequence(value, path, errs, max_items=C.ROUTE_TABLE_SIZE, item="route",
                        capacity="the ipv4_lpm table size")
     routes: list[tuple[str, Route]] = []
-    seen: dict[ipaddress.IPv4Network, str] = {}
+    seen: dict[ipaddress.IPv4Network | ipaddress.IPv6Network, str] = {}
+    ipv6_routes = 0
     for i, item in enumerate(items or []):
         route_path = V.index(path, i)
         raw = V.mapping(item, route_path, errs, allowed=_ROUTE_KEYS)
         if raw is None:
             continue
         prefix_path = V.join(route_path, "prefix")
-        prefix = V.ipv4_network(V.require(raw, "prefix", route_path, errs), prefix_path, errs)
+        prefix = V.ip_network(V.require(raw, "prefix", route_path, errs), prefix_path, errs)
+        if prefix is not None and prefix.version == 6:
+            ipv6_routes += 1
+            if ipv6_routes > C.ROUTE6_TABLE_SIZE:
+                errs.add(prefix_path, f"more than {C.ROUTE6_TABLE_SIZE} IPv6 routes "
+                                      "(the ipv6_lpm table size)")
+                prefix = None
         if prefix is not None and prefix in seen:
             errs.add(prefix_path, f"duplicate prefix {prefix} (also {seen[prefix]})")
             prefix = None
@@ -849,10 +856,13 @@ FIELDS: tuple[FieldDoc, ...] = (
              "unicast, not all-zero, one port each; quote it (YAML reads some unquoted MACs "
              "as numbers)", _REQUIRED, "the router's own MAC on this port"),
     FieldDoc("switches.<name>.routes", "list", "",
-             f"at most {C.ROUTE_TABLE_SIZE} routes (the ipv4_lpm table size)", "[]",
-             "the switch's IPv4 routes"),
-    FieldDoc("switches.<name>.routes[].prefix", "IPv4 network", "",
-             "no host bits set, unique in the switch", _REQUIRED, "the destination prefix"),
+             f"at most {C.ROUTE_TABLE_SIZE} routes (the ipv4_lpm table size; of them at most "
+             f"{C.ROUTE6_TABLE_SIZE} IPv6, the ipv6_lpm table size)", "[]",
+             "the switch's IPv4 and IPv6 routes (docs/ipv6.md)"),
+    FieldDoc("switches.<name>.routes[].prefix", "IPv4 or IPv6 network", "",
+             "10.0.1.0/24 or 2001:db8:1::/64; no host bits set, unique in the switch; IPv6 "
+             "needs a BMv2 program (the Tofino build has no ipv6_lpm)", _REQUIRED,
+             "the destination prefix"),
     FieldDoc("switches.<name>.routes[].port", "int", "",
              "in ports, and the port has a policy (its own or default)", _REQUIRED,
              "the egress port"),

@@ -32,6 +32,7 @@ from . import p4constants as C
 from .encoding import PolicyAction
 
 TABLE_ROUTES = "ipv4_lpm"
+TABLE_ROUTES6 = "ipv6_lpm"     # v1model only (docs/ipv6.md)
 TABLE_CLASSIFIER = "classifier"
 TABLE_POLICY = "port_policy"
 # UPTA / BFD (upta.p4)
@@ -183,7 +184,12 @@ def classifier_entries(tagged_dscp: Iterable[int]) -> list[TableEntry]:
 
 def route_entry(prefix: str, port: int, src_mac: str, next_hop_mac: str) -> TableEntry:
     check_port(port)
-    network = ipaddress.IPv4Network(prefix)      # raises on a bad prefix
+    network = ipaddress.ip_network(prefix)       # raises on a bad prefix
+    if network.version == 6:
+        return TableEntry.make(TABLE_ROUTES6,
+                               {"ipv6_dst": (int(network.network_address), network.prefixlen)},
+                               "route6", {"port": port, "src_mac": mac_int(src_mac),
+                                          "dst_mac": mac_int(next_hop_mac)})
     return TableEntry.make(TABLE_ROUTES,
                            {"ipv4_dst": (int(network.network_address), network.prefixlen)},
                            "route", {"port": port, "src_mac": mac_int(src_mac),

@@ -487,6 +487,30 @@ def ipv4_network(value: object, path: str, errs: Errors) -> ipaddress.IPv4Networ
         return None
 
 
+def ip_network(value: object, path: str, errs: Errors
+               ) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    """An IPv4 network "10.0.1.0/24" or an IPv6 one "2001:db8:1::/64", without
+    host bits set (an IPv6 network is told by its colon)."""
+    if value is MISSING:
+        return None
+    if isinstance(value, str) and ":" in value:
+        if "/" not in value:
+            errs.add(path, f"must be an IPv6 network like 2001:db8:1::/64, got {shown(value)} "
+                           "(no prefix length)")
+            return None
+        try:
+            return ipaddress.IPv6Network(value, strict=True)
+        except ValueError as exc:
+            if "host bits set" in str(exc):
+                network = ipaddress.IPv6Network(value, strict=False)
+                errs.add(path, f"host bits set in {shown(value)} (the network is {network})")
+            else:
+                errs.add(path, f"must be an IPv6 network like 2001:db8:1::/64, got {shown(value)} "
+                               f"({shown(str(exc))[1:-1]})")
+            return None
+    return ipv4_network(value, path, errs)
+
+
 def _is_ipv4(text: str) -> bool:
     try:
         ipaddress.IPv4Address(text)

@@ -13,6 +13,7 @@
 typedef bit<9>  port_t;         // v1model port number
 typedef bit<48> mac_addr_t;
 typedef bit<32> ipv4_addr_t;
+typedef bit<128> ipv6_addr_t;
 typedef bit<16> l4_port_t;
 typedef bit<32> pkts_t;         // whole packets
 typedef bit<8>  shift_t;        // a right-shift amount (p4c limits bmv2 shifts to 8 bits)
@@ -63,6 +64,7 @@ const bit<32> NUM_DROP_REASONS = 10;    // members of drop_reason_t
 const bit<32> NUM_DISCARD_REASONS = 8;
 const bit<32> FLOW_SLOTS = 65536;      // active-flow table; a power of two (index = crc32 mod it)
 const bit<32> ROUTE_TABLE_SIZE = 1024;     // ipv4_lpm entries
+const bit<32> ROUTE6_TABLE_SIZE = 1024;    // ipv6_lpm entries
 const bit<32> CLASSIFIER_TABLE_SIZE = 64;  // classifier entries: 1 (TCP) + one per tagged DSCP
 // FRED per-flow state (fred.p4): each port owns FRED_SLOTS_PER_PORT slots, index
 // port * FRED_SLOTS_PER_PORT + (crc32(5-tuple) & fred_slot_mask); a power of two.
@@ -85,20 +87,42 @@ const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<8> IP_PROTO_ICMP = 1;
 const bit<8> IP_PROTO_TCP = 6;
 const bit<8> IP_PROTO_UDP = 17;
+const bit<16> ETHERTYPE_IPV6 = 0x86DD;
+const bit<8> IP_PROTO_ICMPV6 = 58;
+// IPv6 extension headers the parser skips (RFC 8200 §4.1), at most
+// IPV6_EXT_MAX_DEPTH of them; a longer chain is discarded (DISCARD_IPV6_EXT_LIMIT).
+const bit<8> IPV6_EXT_HOP_BY_HOP = 0;
+const bit<8> IPV6_EXT_ROUTING = 43;
+const bit<8> IPV6_EXT_FRAGMENT = 44;
+const bit<8> IPV6_EXT_DEST_OPTS = 60;
+// IPV6_EXT_MAX_DEPTH = 2: the parser's ipv6_ext1 and ipv6_ext2 states.
+const bit<32> IPV6_HEADER_BYTES = 40;
+// An IPv6 address folded to 32 bits for the flow signature (flow_signature.p4):
+// (w0 * MUL0 + w1 * MUL1 + w2 * MUL2 + w3) mod 2^32 over its big-endian words;
+// odd multipliers, so that addresses differing in one or two words (a subnet and
+// a host number) do not fold alike (mmaqm.algorithms.fred.fold_ipv6).
+const bit<32> FLOW_FOLD_MUL0 = 0x9E3779B1;
+const bit<32> FLOW_FOLD_MUL1 = 0x85EBCA77;
+const bit<32> FLOW_FOLD_MUL2 = 0xC2B2AE3D;
+#define FLOW_FOLD(a) ((a)[127:96] * FLOW_FOLD_MUL0 + (a)[95:64] * FLOW_FOLD_MUL1 \
+                      + (a)[63:32] * FLOW_FOLD_MUL2 + (a)[31:0])
+// An extension header past its first 8 bytes: at most 255 * 8 bytes.
+#define IPV6_EXT_MAX_REST_BITS 16320
 const bit<32> ETHERNET_HEADER_BYTES = 14;
 const bit<16> IPV4_MIN_HEADER_BYTES = 20;  // IHL 5; options are discarded
 const bit<4> IPV4_MIN_IHL = 5;
 
 // ---- discards before the AQM (ingress_discards counter, per ingress port)
-const bit<8> DISCARD_NOT_IPV4 = 0;      // non-IPv4 frame (ARP, IPv6, ...)
-const bit<8> DISCARD_MALFORMED = 1;     // parser error, truncated, bad IHL/version/length
+const bit<8> DISCARD_NOT_IPV4 = 0;      // neither IPv4 nor IPv6 (ARP, ...)
+const bit<8> DISCARD_MALFORMED = 1;     // parser error, truncated, bad IHL/version/length (both families)
 const bit<8> DISCARD_BAD_CHECKSUM = 2;  // IPv4 header checksum wrong
 const bit<8> DISCARD_IPV4_OPTIONS = 3;  // IHL > 5: options are not forwarded
-const bit<8> DISCARD_TTL_EXPIRED = 4;   // TTL <= 1
+const bit<8> DISCARD_TTL_EXPIRED = 4;   // TTL <= 1, IPv6 hop limit <= 1
 const bit<8> DISCARD_NO_ROUTE = 5;      // LPM miss
 const bit<8> DISCARD_NO_POLICY = 6;     // egress port has no port_policy entry
+const bit<8> DISCARD_IPV6_EXT_LIMIT = 7; // more than IPV6_EXT_MAX_DEPTH IPv6 extension headers
 
-// ---- ECN field of the IPv4 header (RFC 3168)
+// ---- ECN field of the IPv4 header and of IPv6's traffic class (RFC 3168)
 #ifdef MMAQM_USES_RED_OPTIONS
 const bit<2> ECN_NOT_ECT = 0;
 const bit<2> ECN_CE = 3;

@@ -26,6 +26,40 @@ header ipv4_t {
     ipv4_addr_t dst_addr;
 }
 
+#ifdef MMAQM_HAS_IPV6
+// IPv6 fixed header (RFC 8200 §3); the traffic class split as DSCP and ECN
+// (RFC 2474, RFC 3168) like the IPv4 TOS byte.
+header ipv6_t {
+    bit<4>      version;
+    bit<6>      dscp;
+    bit<2>      ecn;
+    bit<20>     flow_label;
+    bit<16>     payload_len;
+    bit<8>      next_hdr;
+    bit<8>      hop_limit;
+    ipv6_addr_t src_addr;
+    ipv6_addr_t dst_addr;
+}
+
+// The first 8 bytes of an extension header the parser skips (RFC 8200
+// §4.3-4.6: hop-by-hop, routing, destination options; §4.5 fragment, all of
+// it). The fragment fields are a fragment header's; in the others they are the
+// first option bytes, opaque. Kept whole and emitted again.
+header ipv6_ext_t {
+    bit<8>  next_hdr;
+    bit<8>  hdr_ext_len;      // a fragment header's reserved byte
+    bit<13> frag_offset;
+    bit<3>  frag_flags;
+    bit<32> frag_id;
+}
+
+// The rest of a hop-by-hop, routing or destination options header:
+// 8 * hdr_ext_len bytes, opaque.
+header ipv6_ext_rest_t {
+    varbit<IPV6_EXT_MAX_REST_BITS> rest;
+}
+#endif
+
 // P-UPTA's loss threshold (upta §4, eq. 17; docs/upta-plan.md §1.5): an IPv4
 // option of 4 bytes, type UPTA_OPTION_TYPE, length 4, q in units of 2^-16.
 header upta_option_t {
@@ -84,6 +118,13 @@ struct headers_t {
     ethernet_t ethernet;
     ipv4_t     ipv4;
     upta_option_t upta_option;
+#ifdef MMAQM_HAS_IPV6
+    ipv6_t     ipv6;
+    ipv6_ext_t ipv6_ext1;     // IPV6_EXT_MAX_DEPTH extension headers (parser.p4)
+    ipv6_ext_rest_t ipv6_ext1_rest;
+    ipv6_ext_t ipv6_ext2;
+    ipv6_ext_rest_t ipv6_ext2_rest;
+#endif
     tcp_t      tcp;
     udp_t      udp;
     icmp_t     icmp;
@@ -91,7 +132,8 @@ struct headers_t {
     bfd_spec_t[4] bfd_specs;  // BFD_MAX_SPECS (upta.BFD_MAX_SPECS)
 }
 
-// Exact occupancy of the egress port when the packet arrives (occupancy.p4).
+// Exact occupancy of the egress port when the packet arrives (occupancy.p4);
+// on v1model, once admitted, with the packet counted in (occupancy_steps.p4).
 struct occupancy_t {
     pkts_t queue_pkts;   // every class
     pkts_t class_pkts;   // the packet's own class
@@ -103,7 +145,6 @@ struct occupancy_t {
 // metadata field of every packet).
 struct red_work_t {
     policy_epoch_t stored_epoch;      // the port's last policy epoch (red_on_policy_epoch)
-    bit<32>        index;             // a class average's register index
 #ifdef MMAQM_USES_RED_AVERAGE
     timestamp_us_t idle_since_us;
     bool           idled;             // this arrival ended an idle period (idle decay)
@@ -199,6 +240,12 @@ struct local_metadata_t {
     bit<32>         port_index;       // routed_port as a register index
     @field_list(CHIPS_SLOT_FIELD_LIST)
     bit<32>         class_index;      // port_index * CLASS_SLOTS + class_id
+#ifdef MMAQM_HAS_IPV6
+    // Family-independent copies (parser.p4): the classifier's keys, and the
+    // protocol after IPv6's extension headers (the flow's 5-tuple).
+    bit<8>          ip_proto;
+    bit<6>          dscp;
+#endif
     l4_port_t       l4_src_port;
     l4_port_t       l4_dst_port;
     bit<32>         flow_signature;   // crc32 of the 5-tuple, once per packet (v1model flow_signature.p4)
@@ -212,6 +259,7 @@ struct local_metadata_t {
 #ifdef MMAQM_USES_RED_AVERAGE
     scaled_t        red_avg_scaled;   // RED average after this packet's update
 #endif
+    bit<32>         discard_index;    // v1model: ingress_discards index of this packet's discard
     bool            aqm_drop;
     drop_reason_t   drop_reason;      // why the AQM dropped, or why RED marked (ecn_mark)
     bool            ecn_mark;         // RED marked this ECN-capable packet CE instead of dropping
@@ -265,14 +313,24 @@ struct local_metadata_t {
 struct flow_digest_t {
     port_t      egress_port;
     bit<8>      class_id;     // a traffic_class_t value
+#ifdef MMAQM_HAS_IPV6
+    // Either family's flow in one digest: an IPv4 address zero-extended, the
+    // family in ip_version (4 or 6), so that the two never share a key.
+    ipv6_addr_t src_addr;
+    ipv6_addr_t dst_addr;
+#else
     ipv4_addr_t src_addr;
     ipv4_addr_t dst_addr;
-    bit<8>      protocol;
+#endif
+    bit<8>      protocol;     // IPv6: the next header after the extension headers
     l4_port_t   src_port;
     l4_port_t   dst_port;
     // When the reporting packet arrived: BMv2's ingress_global_timestamp, us since
     // the switch started (flow_report.p4); the controller maps it to its own clock.
     bit<48>     ingress_ts_us;
+#ifdef MMAQM_HAS_IPV6
+    bit<8>      ip_version;
+#endif
 }
 
 #endif

@@ -1,4 +1,5 @@
-// IPv4 LPM routing: next-hop MAC, egress port, TTL decrement.
+// IPv4 LPM routing: next-hop MAC, egress port, TTL decrement; with
+// MMAQM_HAS_IPV6, IPv6 LPM routing likewise (hop limit decrement, RFC 8200 §3).
 // The IPv4 checksum is recomputed in MmaqmComputeChecksum.
 // Neighbours are static: the controller writes the next-hop MAC into each route.
 #ifndef MMAQM_ROUTING_P4
@@ -40,6 +41,25 @@ control Routing(inout headers_t hdr,
 
     action route_miss() {}
 
+#ifdef MMAQM_HAS_IPV6
+    action route6(port_t port, mac_addr_t src_mac, mac_addr_t dst_mac) {
+        MMAQM_EGRESS_PORT(standard_metadata) = port;
+        meta.routed = true;
+        meta.routed_port = port;
+        meta.port_index = (bit<32>)port;
+        hdr.ethernet.src_addr = src_mac;
+        hdr.ethernet.dst_addr = dst_mac;
+        hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 1;
+    }
+
+    table ipv6_lpm {
+        key = { hdr.ipv6.dst_addr : lpm @name("ipv6_dst"); }
+        actions = { route6; @defaultonly route_miss; }
+        const default_action = route_miss();
+        size = ROUTE6_TABLE_SIZE;
+    }
+#endif
+
     table ipv4_lpm {
         key = { MMAQM_ROUTE_DST(hdr, meta) : lpm @name("ipv4_dst"); }
         actions = { route; @defaultonly route_miss; }
@@ -48,7 +68,14 @@ control Routing(inout headers_t hdr,
     }
 
     apply {
-        ipv4_lpm.apply();
+#ifdef MMAQM_HAS_IPV6
+        if (hdr.ipv6.isValid()) {
+            ipv6_lpm.apply();
+        } else
+#endif
+        {
+            ipv4_lpm.apply();
+        }
     }
 }
 

@@ -44,7 +44,8 @@ control CbtRedAll(inout headers_t hdr, inout local_metadata_t meta,
             mark_to_drop(standard_metadata);
         }
         if (meta.ecn_mark) {
-            hdr.ipv4.ecn = ECN_CE;
+            hdr.ipv4.ecn = ECN_CE;   // the invalid family's write is never emitted
+            hdr.ipv6.ecn = ECN_CE;
         }
     }
 
@@ -82,7 +83,8 @@ control CbtRedTcpOnly(inout headers_t hdr, inout local_metadata_t meta,
             mark_to_drop(standard_metadata);
         }
         if (meta.ecn_mark) {
-            hdr.ipv4.ecn = ECN_CE;
+            hdr.ipv4.ecn = ECN_CE;   // the invalid family's write is never emitted
+            hdr.ipv6.ecn = ECN_CE;
         }
     }
 

@@ -53,7 +53,8 @@ control DcbtChips(inout headers_t hdr, inout local_metadata_t meta,
         } else {
             chips_events.count(base + CHIPS_ON_ADMITS);
             if (meta.class_id == traffic_class_t.TAGGED) {
-                if (to_scaled(meta.occupancy.queue_pkts) > meta.red_avg_scaled) {
+                // The queue ahead of the packet (admission counted it in).
+                if (to_scaled(meta.occupancy.queue_pkts - 1) > meta.red_avg_scaled) {
                     meta.cut_in = true;
                     standard_metadata.priority = PRIORITY_CUT_IN;
                     clone_preserving_field_list(CloneType.I2E,

@@ -36,15 +36,17 @@ control Dcbt(inout headers_t hdr, inout local_metadata_t meta,
         red_on_policy_epoch();
         red_average_update(meta.occupancy.queue_pkts);
 
-        meta.red.index = meta.port_index * CLASS_SLOTS;
         pkts_t tcp_pkts;
         pkts_t tagged_pkts;
         pkts_t untagged_pkts;
-        class_queue_pkts.read(tcp_pkts, meta.red.index + (bit<32>)(bit<8>)traffic_class_t.TCP);
+        class_queue_pkts.read(tcp_pkts,
+                              meta.port_index * CLASS_SLOTS + (bit<32>)(bit<8>)traffic_class_t.TCP);
         class_queue_pkts.read(tagged_pkts,
-                              meta.red.index + (bit<32>)(bit<8>)traffic_class_t.TAGGED);
+                              meta.port_index * CLASS_SLOTS
+                              + (bit<32>)(bit<8>)traffic_class_t.TAGGED);
         class_queue_pkts.read(untagged_pkts,
-                              meta.red.index + (bit<32>)(bit<8>)traffic_class_t.UNTAGGED);
+                              meta.port_index * CLASS_SLOTS
+                              + (bit<32>)(bit<8>)traffic_class_t.UNTAGGED);
         // Both class averages move with every arrival; a packet is tested
         // against its own class's, while the RED average is above min_th.
         bool congested = meta.red_avg_scaled > meta.policy.min_th_scaled;
@@ -84,7 +86,8 @@ control Dcbt(inout headers_t hdr, inout local_metadata_t meta,
             mark_to_drop(standard_metadata);
         }
         if (meta.ecn_mark) {
-            hdr.ipv4.ecn = ECN_CE;
+            hdr.ipv4.ecn = ECN_CE;   // the invalid family's write is never emitted
+            hdr.ipv6.ecn = ECN_CE;
         }
     }
 

@@ -1,5 +1,5 @@
 // Active-flow reports for the controller (dcbt §3.1 "active flow counting unit").
-// A flow (5-tuple) is reported by a digest on its first arrival in each epoch of
+// A flow (5-tuple, IPv4 or IPv6, one flow_digest_t) is reported by a digest on its first arrival in each epoch of
 // 2^flow_epoch_shift microseconds. The controller counts a flow as active while
 // its last report is younger than its expiry interval (300 ms in the paper).
 // It runs after the AQM, for admitted and dropped packets alike, and reports
@@ -35,11 +35,20 @@ control FlowReport(in headers_t hdr,
         flow_slots.read(stored, slot);
         if (stored != current) {
             flow_slots.write(slot, current);
+            // One digest call for both families (p4c copies every member into a
+            // PHV field, per call). The family selects by multiplying with a
+            // header's validity rather than by ?:, which p4c lowers to one more
+            // PHV field per member; evaluated only when a report is sent, and
+            // exact whatever an invalid header's fields hold.
             digest<flow_digest_t>(FLOW_DIGEST_RECEIVER, {
                 meta.routed_port, (bit<8>)meta.class_id,
-                hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
-                meta.l4_src_port, meta.l4_dst_port,
-                standard_metadata.ingress_global_timestamp });
+                (bit<128>)(bit<1>)hdr.ipv6.isValid() * hdr.ipv6.src_addr
+                    + (bit<128>)(bit<1>)hdr.ipv4.isValid() * (bit<128>)hdr.ipv4.src_addr,
+                (bit<128>)(bit<1>)hdr.ipv6.isValid() * hdr.ipv6.dst_addr
+                    + (bit<128>)(bit<1>)hdr.ipv4.isValid() * (bit<128>)hdr.ipv4.dst_addr,
+                meta.ip_proto, meta.l4_src_port, meta.l4_dst_port,
+                standard_metadata.ingress_global_timestamp,
+                8w4 + ((bit<8>)(bit<1>)hdr.ipv6.isValid() << 1) });
         }
     }
 

@@ -27,18 +27,21 @@ control MmaqmIngress(inout headers_t hdr,
     BfdEndpoint() bfd_endpoint;
 #endif
 
-    // The counter index of a discard. One variable for every discard call: p4c
-    // gives each inlined call of the action its own PHV field for an index
-    // expression, and BMv2 resets every field on every packet.
-    bit<32> discard_index;
-
-    // Frames from port numbers >= NUM_PORTS (outside the counter) are dropped uncounted.
+    // A discard drops the packet and leaves its counter index in meta.discard_index;
+    // count_discard, a separate action at the end of apply, counts it. Counted
+    // where it is computed, p4c would give each call's index expression a PHV
+    // field of its own, which BMv2 resets on every packet.
     action discard(bit<8> reason) {
         mark_to_drop(standard_metadata);
+        meta.discard_index = (bit<32>)standard_metadata.ingress_port * NUM_DISCARD_REASONS
+                          + (bit<32>)reason;
+    }
+
+    // Frames from port numbers >= NUM_PORTS (outside the counter) are dropped uncounted.
+    @hidden
+    action count_discard() {
         if ((bit<32>)standard_metadata.ingress_port < NUM_PORTS) {
-            discard_index = (bit<32>)standard_metadata.ingress_port * NUM_DISCARD_REASONS
-                            + (bit<32>)reason;
-            ingress_discards.count(discard_index);
+            ingress_discards.count(meta.discard_index);
         }
     }
 
@@ -46,21 +49,39 @@ control MmaqmIngress(inout headers_t hdr,
         // Every branch ends in a discard (mark_to_drop) or in the AQM's
         // decision on a routed packet: no packet leaves on v1model's default
         // egress_spec 0 (one table apply per packet fewer than a mark_to_drop here).
+        // IPv6 (docs/ipv6.md): the same outcomes by the same reasons, plus
+        // DISCARD_IPV6_EXT_LIMIT; the IPv4-only checks guard on hdr.ipv4.
         if (standard_metadata.parser_error != error.NoError) {
-            discard(DISCARD_MALFORMED);
-        } else if (!hdr.ipv4.isValid()) {
+            if (standard_metadata.parser_error == error.IPv6ExtensionLimit) {
+                discard(DISCARD_IPV6_EXT_LIMIT);
+            } else {
+                discard(DISCARD_MALFORMED);
+            }
+        } else if (!hdr.ipv4.isValid() && !hdr.ipv6.isValid()) {
             discard(DISCARD_NOT_IPV4);
-        } else if (hdr.ipv4.ihl != IPV4_MIN_IHL && !hdr.upta_option.isValid()) {
+        } else if (hdr.ipv4.isValid() && hdr.ipv4.ihl != IPV4_MIN_IHL
+                   && !hdr.upta_option.isValid()) {
             discard(DISCARD_IPV4_OPTIONS);
         } else if (standard_metadata.checksum_error == 1) {
             discard(DISCARD_BAD_CHECKSUM);
-        } else if (hdr.ipv4.total_len < IPV4_MIN_HEADER_BYTES
+        } else if (hdr.ipv4.isValid() && (hdr.ipv4.total_len < IPV4_MIN_HEADER_BYTES
                    || (bit<32>)hdr.ipv4.total_len + ETHERNET_HEADER_BYTES
-                      > standard_metadata.packet_length) {
+                      > standard_metadata.packet_length)) {
             // IPv4 length field claims more than the frame carries: truncated.
             discard(DISCARD_MALFORMED);
-        } else if (hdr.ipv4.ttl <= 1) {
+        } else if (hdr.ipv4.isValid() && hdr.ipv4.ttl <= 1) {
             discard(DISCARD_TTL_EXPIRED);
+        } else if (hdr.ipv6.isValid() && ((bit<32>)hdr.ipv6.payload_len + IPV6_HEADER_BYTES
+                      + ETHERNET_HEADER_BYTES > standard_metadata.packet_length
+                   || hdr.ipv6.hop_limit <= 1)) {
+            // IPv6's two checks, one conditional for an IPv4 packet. A payload
+            // length beyond the frame (truncated) wins over the hop limit.
+            if ((bit<32>)hdr.ipv6.payload_len + IPV6_HEADER_BYTES
+                + ETHERNET_HEADER_BYTES > standard_metadata.packet_length) {
+                discard(DISCARD_MALFORMED);
+            } else {
+                discard(DISCARD_TTL_EXPIRED);
+            }
         } else {
 #ifdef MMAQM_HAS_UPTA
             upta_edge.apply(hdr, meta, standard_metadata);   // C-UPTA and BFD (upta.p4)
@@ -88,6 +109,15 @@ control MmaqmIngress(inout headers_t hdr,
                 }
             }
         }
+        // Every packet the AQM did not decide on was discarded, except a BFD
+        // message the endpoint consumed.
+#ifdef MMAQM_HAS_UPTA
+        if (!meta.aqm_applied && !meta.bfd_consumed) {
+#else
+        if (!meta.aqm_applied) {
+#endif
+            count_discard();
+        }
     }
 }
 
@@ -102,9 +132,11 @@ control MmaqmEgress(inout headers_t hdr,
     // occupancy left behind.
     @hidden
     action release_departure() {
+        // Decremented in place: an expression argument would cost a PHV field.
         queue_pkts.read(meta.occupancy.queue_pkts, meta.port_index);
-        queue_pkts.write(meta.port_index, meta.occupancy.queue_pkts - 1);
-        if (meta.occupancy.queue_pkts == 1) {
+        meta.occupancy.queue_pkts = meta.occupancy.queue_pkts - 1;
+        queue_pkts.write(meta.port_index, meta.occupancy.queue_pkts);
+        if (meta.occupancy.queue_pkts == 0) {
             queue_idle_since_us.write(meta.port_index,
                                       standard_metadata.egress_global_timestamp);
         }
@@ -113,7 +145,8 @@ control MmaqmEgress(inout headers_t hdr,
 #endif
         {
             class_queue_pkts.read(meta.occupancy.class_pkts, meta.class_index);
-            class_queue_pkts.write(meta.class_index, meta.occupancy.class_pkts - 1);
+            meta.occupancy.class_pkts = meta.occupancy.class_pkts - 1;
+            class_queue_pkts.write(meta.class_index, meta.occupancy.class_pkts);
         }
         queue_departures.count(meta.class_index);
 #ifdef MMAQM_HAS_FRED

@@ -16,7 +16,8 @@ action queue_arrival() {
 }
 
 // Last step of every admission action: the physical queue limit, then admit
-// (occupancy + 1) or count the drop; the caller marks a dropped packet.
+// (occupancy + 1, in meta.occupancy too: an expression argument would cost a
+// PHV field) or count the drop; the caller marks a dropped packet.
 // Ingress is the only place that drops, because the traffic manager's queue
 // depth is set above queue_limit_pkts. The controller caps queue_limit_pkts at
 // 65535 so every threshold scaled by 2^AVG_FRAC_BITS fits in bit<32>.
@@ -32,8 +33,10 @@ action queue_admit_or_drop() {
                           + (bit<32>)(bit<8>)meta.drop_reason);
         meta.admitted = false;
     } else {
-        queue_pkts.write(meta.port_index, meta.occupancy.queue_pkts + 1);
-        class_queue_pkts.write(meta.class_index, meta.occupancy.class_pkts + 1);
+        meta.occupancy.queue_pkts = meta.occupancy.queue_pkts + 1;
+        queue_pkts.write(meta.port_index, meta.occupancy.queue_pkts);
+        meta.occupancy.class_pkts = meta.occupancy.class_pkts + 1;
+        class_queue_pkts.write(meta.class_index, meta.occupancy.class_pkts);
         queue_admits.count(meta.class_index);
         if (meta.ecn_mark) {
             queue_ecn_marks.count(meta.class_index * NUM_DROP_REASONS

@@ -55,6 +55,10 @@
 // profile's own algorithm; BMv2 runs the port_policy action's control only).
 #define MMAQM_HAS_DROP_TAIL
 
+// Every v1model program parses, routes and manages IPv6 (docs/ipv6.md); the
+// Tofino build does not (yet).
+#define MMAQM_HAS_IPV6
+
 // The RED-based policies share load_red_policy (aqm.p4).
 #if defined(MMAQM_HAS_RED) || defined(MMAQM_HAS_CBT_RED_ALL) \
     || defined(MMAQM_HAS_CBT_RED_TCP_ONLY) || defined(MMAQM_HAS_DCBT) \

@@ -65,7 +65,8 @@ control Red(inout headers_t hdr, inout local_metadata_t meta,
             mark_to_drop(standard_metadata);
         }
         if (meta.ecn_mark) {
-            hdr.ipv4.ecn = ECN_CE;
+            hdr.ipv4.ecn = ECN_CE;   // the invalid family's write is never emitted
+            hdr.ipv6.ecn = ECN_CE;
         }
     }
 

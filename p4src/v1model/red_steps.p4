@@ -16,10 +16,12 @@ action red_on_policy_epoch() {
     if (meta.red.stored_epoch != meta.policy.policy_epoch) {
         avg_policy_epoch.write(meta.port_index, meta.policy.policy_epoch);
         red_avg_scaled.write(meta.port_index, 0);
-        meta.red.index = meta.port_index * CLASS_SLOTS;
-        class_avg_scaled.write(meta.red.index + (bit<32>)(bit<8>)traffic_class_t.TCP, 0);
-        class_avg_scaled.write(meta.red.index + (bit<32>)(bit<8>)traffic_class_t.TAGGED, 0);
-        class_avg_scaled.write(meta.red.index + (bit<32>)(bit<8>)traffic_class_t.UNTAGGED, 0);
+        class_avg_scaled.write(meta.port_index * CLASS_SLOTS
+                               + (bit<32>)(bit<8>)traffic_class_t.TCP, 0);
+        class_avg_scaled.write(meta.port_index * CLASS_SLOTS
+                               + (bit<32>)(bit<8>)traffic_class_t.TAGGED, 0);
+        class_avg_scaled.write(meta.port_index * CLASS_SLOTS
+                               + (bit<32>)(bit<8>)traffic_class_t.UNTAGGED, 0);
         chips_tagged_share_q16.write(meta.port_index, 0);
         red_count.write(meta.port_index, 0);
     }
@@ -86,7 +88,8 @@ action red_next_count() {
 // meta.drop_reason says why RED acted, for a drop or a mark.
 @noWarn("unused") @hidden
 action red_drop_test() {
-    bool ecn_capable = hdr.ipv4.ecn != ECN_NOT_ECT;
+    bool ecn_capable = (hdr.ipv4.isValid() && hdr.ipv4.ecn != ECN_NOT_ECT)
+                       || (hdr.ipv6.isValid() && hdr.ipv6.ecn != ECN_NOT_ECT);
     bool forced_zone = meta.red_avg_scaled >= meta.policy.max_th_scaled
         && (meta.policy.gentle == 0
             || (bit<64>)meta.red_avg_scaled >= ((bit<64>)meta.policy.max_th_scaled << 1));
@@ -134,8 +137,8 @@ action red_drop_test() {
 // average (D-CBT keeps its averages synchronised).
 @noWarn("unused") @hidden
 action class_average_update(in traffic_class_t class_id, in pkts_t class_pkts) {
-    meta.red.index = meta.port_index * CLASS_SLOTS + (bit<32>)(bit<8>)class_id;
-    class_avg_scaled.read(meta.red.class_avg_scaled, meta.red.index);
+    bit<32> index = meta.port_index * CLASS_SLOTS + (bit<32>)(bit<8>)class_id;
+    class_avg_scaled.read(meta.red.class_avg_scaled, index);
     if (meta.red.idled) {
         meta.red.class_avg_scaled = idle_decay(meta.red.class_avg_scaled,
                                                meta.red.idle_halvings_q32);
@@ -143,6 +146,6 @@ action class_average_update(in traffic_class_t class_id, in pkts_t class_pkts) {
         meta.red.class_avg_scaled = ewma(meta.red.class_avg_scaled, to_scaled(class_pkts),
                                          meta.policy.ewma_shift);
     }
-    class_avg_scaled.write(meta.red.index, meta.red.class_avg_scaled);
+    class_avg_scaled.write(index, meta.red.class_avg_scaled);
 }
 #endif

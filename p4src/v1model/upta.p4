@@ -399,8 +399,22 @@ control Upta(inout headers_t hdr, inout local_metadata_t meta,
         size = BFD_PATHS;
     }
 
+    // IPv6 on a UPTA port: UPTA's rate estimator, loss thresholds and BFD are
+    // IPv4's (upta §4: q travels in an IPv4 option). An IPv6 packet gets the
+    // port's queue limit only, like DROP_TAIL: no flow slot, no UPTA event.
+    @hidden
+    action upta_ipv6_fifo() {
+        queue_arrival();
+        queue_admit_or_drop();
+        if (!meta.admitted) {
+            mark_to_drop(standard_metadata);
+        }
+    }
+
     apply {
-        if (hdr.bfd.isValid()) {
+        if (hdr.ipv6.isValid()) {
+            upta_ipv6_fifo();
+        } else if (hdr.bfd.isValid()) {
             upta_bfd_transit();
         } else {
             if (meta.policy.upta_mode == UPTA_MODE_C && meta.upta_from_edge) {

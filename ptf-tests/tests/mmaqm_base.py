@@ -27,6 +27,7 @@ import ptf
 import ptf.testutils as tu
 from ptf.base_tests import BaseTest
 from scapy.layers.inet import ICMP, IP, TCP, UDP
+from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
 from mmaqm import bmv2_tm
@@ -311,13 +312,15 @@ class MmaqmTest(BaseTest):
         tu.send_packet(self, port, pkt)
 
     def receive_ids(self, port: int, count: int, timeout_s: float) -> list[int]:
-        """IPv4 ids of the next `count` packets on `port` (fewer on timeout)."""
+        """IPv4 ids (IPv6 flow labels) of the next `count` packets on `port` (fewer on timeout)."""
         ids: list[int] = []
         deadline = time.monotonic() + timeout_s
         while len(ids) < count and time.monotonic() < deadline:
             res = self.dataplane.poll(port_number=port, timeout=0.2)
             if isinstance(res, self.dataplane.PollSuccess):
-                ids.append(Ether(res.packet)[IP].id)
+                pkt = Ether(res.packet)
+                # an IPv6 test packet carries its sequence number in the flow label
+                ids.append(pkt[IP].id if IP in pkt else pkt[IPv6].fl)
         return ids
 
     BURST_ATTEMPTS = 3
@@ -481,16 +484,18 @@ class QueueTest(MmaqmTest):
 
     def run_burst(self, action: PolicyAction, kinds: Sequence[str], out_port: int = OUT_PORT,
                   expected: Sequence[str] | None = None,
-                  flows: Sequence[int] | None = None) -> tuple[list[str], Counters]:
+                  flows: Sequence[int] | None = None, make_packet=burst_packet
+                  ) -> tuple[list[str], Counters]:
         """Send `kinds` as a frozen burst; return (observed decisions, counter delta).
 
         Observed decisions: "ADMIT" for a forwarded packet, else the drop reason
         taken from the per-reason counters (checked against `expected`, or the
-        model's prediction when `expected` is None).
+        model's prediction when `expected` is None). make_packet: burst_packet's
+        signature (test_ipv6's burst_packet6 sends IPv6; the sacrificial packet is IPv4).
         """
         if expected is None:
             expected = predict(action, kinds, flows=flows)
-        pkts = [burst_packet(k, seq=i + 1, out_port=out_port, flow=f)
+        pkts = [make_packet(k, seq=i + 1, out_port=out_port, flow=f)
                 for i, (k, f) in enumerate(zip(kinds, burst_flows(kinds, flows)))]
         sacrificial = burst_packet("tcp", seq=self.SACRIFICIAL_ID, out_port=out_port)
         before, _ = self.frozen_burst(action, out_port, pkts, sacrificial)

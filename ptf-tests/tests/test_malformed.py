@@ -1,4 +1,4 @@
-"""Malformed, truncated and non-IPv4 frames: dropped and counted by reason on the
+"""Malformed, truncated and non-IP frames: dropped and counted by reason on the
 ingress port; the switch keeps forwarding afterwards."""
 
 import ptf.testutils as tu
@@ -50,7 +50,9 @@ class MalformedTest(MmaqmTest):
         cases.append(("ipv4 options", bytes(eth() / opts), "IPV4_OPTIONS"))
         # Non-IPv4 frames.
         cases.append(("arp", bytes(eth() / ARP(pdst="10.0.1.1")), "NOT_IPV4"))
-        cases.append(("ipv6", bytes(eth() / IPv6(dst="2001:db8::1") / UDP()), "NOT_IPV4"))
+        # IPv6 is routed (test_ipv6): 2001:db8::/64 has no route.
+        cases.append(("ipv6 without a route", bytes(eth() / IPv6(dst="2001:db8::1") / UDP()),
+                      "NO_ROUTE"))
         return cases
 
     def runTest(self):

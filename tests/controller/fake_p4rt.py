@@ -317,8 +317,12 @@ class FakeP4RuntimeServer(P4RuntimeServer):
             members = []
             for member in struct.members:
                 width = member.type_spec.bitstring.bit.bitwidth
+                # an item without ip_version is an IPv4 flow's (the v1model digest
+                # carries either family; TNA's has no such member)
+                value = item.get(member.name, 4) if member.name == "ip_version" \
+                    else item[member.name]
                 members.append(p4d.P4Data(
-                    bitstring=int(item[member.name]).to_bytes((width + 7) // 8, "big")))
+                    bitstring=int(value).to_bytes((width + 7) // 8, "big")))
             data.append(p4d.P4Data(struct=p4d.P4StructLike(members=members)))
         self._send(p4r.StreamMessageResponse(digest=p4r.DigestList(
             digest_id=digest.preamble.id, list_id=list_id, data=data,

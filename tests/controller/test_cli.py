@@ -137,6 +137,21 @@ def test_process_exit_status_of_an_invalid_config(tmp_path: Path) -> None:
     assert result.stdout == ""
 
 
+@pytest.mark.parametrize("command,calls", [("run", 1), ("install", 0)])
+def test_run_limits_its_malloc_arenas_and_install_does_not(
+        valid_config: Path, device_config: Path, monkeypatch: pytest.MonkeyPatch,
+        command: str, calls: int) -> None:
+    # What limit_malloc_arenas does is tested in test_memory.py; here, who calls it.
+    called: list[str] = []
+    monkeypatch.setattr(cli, "limit_malloc_arenas", lambda: called.append(command) or True)
+    argv = ["--config", str(valid_config), "--p4info", str(p4constants.P4INFO),
+            "--bmv2-json", str(device_config), "--timeout-s", "0.2"]
+    if command == "run":
+        argv += ["--reconnect-timeout-s", "0.2"]
+    assert cli.main(argv + [command]) == 1          # no switch listens
+    assert called == [command] * calls
+
+
 # ------------------------------------------------------ against a switch
 def test_install_against_a_closed_port_fails_within_the_grpc_timeout(
         valid_config: Path, device_config: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -183,7 +198,7 @@ def test_install_against_the_fake_switch_exits_0_and_writes_the_config(
     assert [e.match for e in server.table_entries("classifier")] == [
         {"ip_proto": (6, 0xFF)}, {"ip_proto": (17, 0xFF), "dscp": (46, 0x3F)},
         {"ip_proto": (17, 0xFF), "dscp": (34, 0x3F)}]
-    assert len(server.digest_configs) == 1
+    assert len(server.digest_configs) == 1       # one flow report for both families
 
 
 def test_stats_against_the_fake_switch_prints_the_counter_table(

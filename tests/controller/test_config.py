@@ -246,7 +246,11 @@ def test_bad_mac(mac: object, message: str) -> None:
     ("10.0.1.0", "must be an IPv4 network like 10.0.1.0/24, got string '10.0.1.0'"),
     ("10.0.1.0/33", "must be an IPv4 network like 10.0.1.0/24, got '10.0.1.0/33'"),
     ("300.0.0.0/8", "must be an IPv4 network like 10.0.1.0/24, got '300.0.0.0/8'"),
-    ("fd00::/64", "must be an IPv4 network like 10.0.1.0/24, got 'fd00::/64'"),
+    ("2001:db8:1::1/64", "host bits set in '2001:db8:1::1/64' (the network is 2001:db8:1::/64)"),
+    ("2001:db8::/129", "must be an IPv6 network like 2001:db8:1::/64, got '2001:db8::/129'"),
+    ("2001:db8::1", "must be an IPv6 network like 2001:db8:1::/64, got '2001:db8::1' "
+                    "(no prefix length)"),
+    ("2001:zz8::/64", "must be an IPv6 network like 2001:db8:1::/64, got '2001:zz8::/64'"),
     (10, "must be an IPv4 network like 10.0.1.0/24, got 10"),
 ])
 def test_bad_prefix(prefix: object, message: str) -> None:
@@ -254,6 +258,23 @@ def test_bad_prefix(prefix: object, message: str) -> None:
     s1(cfg)["routes"][0]["prefix"] = prefix
     errors = errors_of(cfg)
     assert len(errors) == 1 and errors[0].startswith(f"switches.s1.routes[0].prefix: {message}")
+
+
+def test_ipv6_routes_sit_beside_ipv4_ones_and_become_ipv6_lpm_entries() -> None:
+    from mmaqm import reconcile as R
+    cfg = base()
+    route = dict(s1(cfg)["routes"][0])
+    s1(cfg)["routes"].append({**route, "prefix": "2001:db8:1::/64"})
+    routes = parse_config(cfg).switches["s1"].routes
+    assert [str(r.prefix) for r in routes][-1] == "2001:db8:1::/64"
+    entry = R.route_entry(str(routes[-1].prefix), routes[-1].port, "02:00:00:00:00:01",
+                          routes[-1].next_hop_mac)
+    assert (entry.table, entry.action) == ("ipv6_lpm", "route6")
+    assert dict(entry.match) == {"ipv6_dst": (0x20010DB8000100000000000000000000, 64)}
+    # the same network twice is refused like an IPv4 duplicate
+    s1(cfg)["routes"].append({**route, "prefix": "2001:db8:1::/64"})
+    errors = errors_of(cfg)
+    assert len(errors) == 1 and "duplicate prefix 2001:db8:1::/64" in errors[0]
 
 
 def test_default_route_is_a_valid_prefix() -> None:

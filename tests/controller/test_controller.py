@@ -506,7 +506,7 @@ def test_sample_stats_reads_every_port_in_one_request_and_has_this_shape() -> No
     # (10 drop reasons in defines.p4)
     per_class = [p * 4 + c for p in (1, 2, 3, 4, 5) for c in (0, 1, 2)]
     drops = [i * 10 + r for i in per_class for r in range(10)]
-    discards = [p * 8 + r for p in (1, 2, 3, 4, 5) for r in range(7)]   # 7 reasons in defines.p4
+    discards = [p * 8 + r for p in (1, 2, 3, 4, 5) for r in range(8)]   # 8 reasons in defines.p4
     # ECN marks exist for RED's two reasons only (RED_EARLY 1, RED_FORCED 2);
     # chips_events: port * 5 + event, 5 events (defines.p4)
     ecn_marks = [i * 10 + r for i in per_class for r in (1, 2)]

@@ -538,3 +538,72 @@ def test_the_primary_leaving_makes_the_backup_primary_on_the_fake(
                 assert reader.switch.election_id == 1
                 assert [a.election_id.low for a in server.arbitrations] == [1, 10]
     run_async(body())
+
+
+FLOW6 = {"egress_port": 2, "class_id": 0, "src_addr": 0x20010DB8000100000000000000000002,
+         "dst_addr": 0x20010DB8000200000000000000000002, "protocol": 6, "src_port": 1000,
+         "dst_port": 2000, "ingress_ts_us": 42, "ip_version": 6}
+# an IPv4 report (zero-extended addresses) and an IPv6 one with the same integers
+FLOW4_SAME_INTS = {**FLOW6, "src_addr": 0x0A000102, "dst_addr": 0x0A000202, "ip_version": 4}
+FLOW6_SAME_INTS = {**FLOW6, "src_addr": 0x0A000102, "dst_addr": 0x0A000202}
+
+
+def test_ipv6_flow_reports_decode_to_ipv6_addresses_and_never_meet_ipv4_ones(
+        p4info_path: Path, device_config: Path) -> None:
+    """One digest carries both families: ip_version 6 decodes the addresses as
+    IPv6Address, 4 as the IPv4 integers; in the active-flow table an IPv6 flow and
+    an IPv4 flow never share a key, even with the same address integers, and the
+    same IPv6 flow reported twice counts once."""
+    import ipaddress
+
+    from mmaqm.flows import ActiveFlowTable
+
+    async def body() -> tuple[FakeP4RuntimeServer, list[list[FlowReport]]]:
+        async with connected(p4info_path, device_config) as (server, d):
+            await d.enable_flow_reports()
+            reports = d.flow_reports()
+            next_list = asyncio.ensure_future(anext(reports))
+            await asyncio.sleep(0.05)
+            server.send_digest("flow_digest_t", [FLOW6, FLOW6_SAME_INTS], list_id=3)
+            server.send_digest("flow_digest_t", [FLOW4_SAME_INTS], list_id=4)
+            server.send_digest("flow_digest_t", [FLOW6], list_id=5)
+            received = [await next_list, await anext(reports), await anext(reports)]
+            while len(server.digest_acks) < 3:
+                await asyncio.sleep(0.01)
+            await reports.aclose()
+        return server, received
+
+    server, received = run_async(body())
+    v6 = ipaddress.IPv6Address
+    assert received[0] == [
+        FlowReport(2, 0, (v6("2001:db8:1::2"), v6("2001:db8:2::2"), 6, 1000, 2000), 42),
+        FlowReport(2, 0, (v6("::10.0.1.2"), v6("::10.0.2.2"), 6, 1000, 2000), 42)]
+    assert received[1] == [FlowReport(2, 0, (0x0A000102, 0x0A000202, 6, 1000, 2000), 42)]
+    [digest_id] = [d.preamble.id for d in server.p4info.digests]
+    assert server.digest_acks == [(digest_id, 3), (digest_id, 4), (digest_id, 5)]
+    table = ActiveFlowTable()
+    for report in (r for lst in received for r in lst):
+        table.observe(report.egress_port, report.class_id, report.flow_key, 0.0)
+    assert len(table.flow_keys(2)) == 3      # 2 IPv6 flows + 1 IPv4 flow, FLOW6 once
+
+
+def test_a_report_of_an_unknown_family_or_an_ipv4_address_over_32_bits_is_malformed(
+        p4info_path: Path, device_config: Path) -> None:
+    """ip_version other than 4 or 6, or an IPv4 report whose zero-extended address
+    has bits above 32, is counted as malformed and dropped; the list goes on."""
+    async def body():
+        async with connected(p4info_path, device_config) as (server, d):
+            await d.enable_flow_reports()
+            reports = d.flow_reports()
+            next_list = asyncio.ensure_future(anext(reports))
+            await asyncio.sleep(0.05)
+            server.send_digest("flow_digest_t", [
+                {**FLOW6, "ip_version": 5}, {**FLOW6, "ip_version": 4}, FLOW4_SAME_INTS],
+                list_id=7)
+            received = await next_list
+            await reports.aclose()
+            return d, received
+
+    d, received = run_async(body())
+    assert received == [FlowReport(2, 0, (0x0A000102, 0x0A000202, 6, 1000, 2000), 42)]
+    assert d.malformed.counts == {"malformed flow report": 2}

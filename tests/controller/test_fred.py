@@ -431,3 +431,30 @@ def test_shared_slot_flows_counts_the_flows_in_shared_slots() -> None:
     b = next(k for k in keys[1:] if fred.flow_hash(*k) & 7 == fred.flow_hash(*a) & 7)
     c = next(k for k in keys[1:] if fred.flow_hash(*k) & 7 != fred.flow_hash(*a) & 7)
     assert fred.shared_slot_flows([a, b, c], 8) == (3, 2)
+
+
+def test_an_ipv6_flow_hashes_its_addresses_folded_to_13_bytes() -> None:
+    """flow_signature.p4's field list for IPv6: each address folded to 32 bits
+    (defines.p4 FLOW_FOLD, worked here by hand from the words), the next header,
+    the ports: 13 bytes like IPv4's."""
+    import ipaddress
+    import zlib
+
+    from mmaqm.algorithms import fred as F
+    mask = 0xFFFFFFFF
+    # 2001:db8:1::2 -> words 0x20010DB8, 0x00010000, 0, 2
+    src = (0x20010DB8 * 0x9E3779B1 + 0x00010000 * 0x85EBCA77 + 0 * 0xC2B2AE3D + 2) & mask
+    dst = (0x20010DB8 * 0x9E3779B1 + 0x00020000 * 0x85EBCA77 + 2) & mask
+    assert F.fold_ipv6(ipaddress.IPv6Address("2001:db8:1::2").packed) == src
+    key = F.flow_key_bytes("2001:db8:1::2", "2001:db8:2::2", 6, 1000, 2000)
+    assert key == (src.to_bytes(4, "big") + dst.to_bytes(4, "big")
+                   + bytes([6]) + (1000).to_bytes(2, "big") + (2000).to_bytes(2, "big"))
+    assert F.flow_hash(ipaddress.IPv6Address("2001:db8:1::2"), "2001:db8:2::2", 6, 1000,
+                       2000) == zlib.crc32(key)
+    # a subnet and a host number swapped between words do not fold alike
+    assert F.fold_ipv6(ipaddress.IPv6Address("2001:db8:0:1::5").packed) != \
+        F.fold_ipv6(ipaddress.IPv6Address("2001:db8:0:5::1").packed)
+    with pytest.raises(ValueError, match="one family"):
+        F.flow_key_bytes("2001:db8:1::2", "10.0.2.2", 6)
+    with pytest.raises(ValueError, match="IPv6 address"):
+        F.flow_key_bytes("2001:zz::2", "2001:db8:2::2", 6)

@@ -510,6 +510,26 @@ def test_on_tofino_the_router_addresses_are_the_parser_value_sets_members(
     assert not server.table_entries("upta_local_addr")
 
 
+def test_an_ipv6_route_is_refused_before_any_write_by_a_program_without_ipv6_lpm(
+        device_config: Path) -> None:
+    """The Tofino build routes IPv4 only (docs/ipv6.md): a plan with an IPv6 route
+    is refused whole, naming the missing table, and nothing is written."""
+    v4 = R.route_entry("10.0.2.0/24", 2, "02:00:00:00:00:02", "02:00:00:02:00:01")
+    v6 = R.route_entry("2001:db8:2::/64", 2, "02:00:00:00:00:02", "02:00:00:02:00:01")
+    server = FakeP4RuntimeServer()
+
+    async def body() -> None:
+        async with server.run():
+            async with SwitchDriver("s1", server.address, p4info=TNA_RED_P4INFO,
+                                    bmv2_json=device_config) as d:
+                await d.apply_writes(R.plan_writes(R.SwitchState(),
+                                                   R.SwitchState(entries=(v4, v6))))
+
+    with pytest.raises(ValueError, match="no ipv6_lpm table, so it cannot take IPv6 routes"):
+        run_async(body())
+    assert server.write_requests == []
+
+
 def apply_clone_sessions(p4info: Path, device_config: Path, cut_in_ports: list[int], *,
                          stratum_rules: bool):
     """The clone sessions install writes for ChIPS on cut_in_ports, written to a fake

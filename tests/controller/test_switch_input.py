@@ -19,6 +19,7 @@ against the fake switch (fake_p4rt.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import random
@@ -28,7 +29,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, AsyncIterator
 
 import pytest
 import yaml
@@ -41,7 +42,7 @@ from mmaqm.driver import SwitchDriver
 TAGGED = 1
 GOOD = {"egress_port": 2, "class_id": TAGGED, "src_addr": ipv4_int("10.0.1.10"),
         "dst_addr": ipv4_int("10.0.2.10"), "protocol": 17, "src_port": 5000,
-        "dst_port": 5004, "ingress_ts_us": 1000}
+        "dst_port": 5004, "ingress_ts_us": 1000, "ip_version": 4}
 DCBT_2 = {"algorithm": "DCBT", "min_th_pkts": 5, "max_th_pkts": 15, "max_p": 0.1,
           "queue_limit_pkts": 60}
 FUZZ_MESSAGES = 3000
@@ -75,6 +76,28 @@ def _digest_list(server: FakeP4RuntimeServer, data: list[p4d.P4Data],
     digest = server._digest("flow_digest_t")
     return p4r.StreamMessageResponse(digest=p4r.DigestList(
         digest_id=digest.preamble.id, list_id=list_id, data=data, timestamp=time.time_ns()))
+
+
+@contextlib.asynccontextmanager
+async def _run_switches(server: FakeP4RuntimeServer, p4info_path: Path, device_config: Path,
+                        events: list[dict[str, Any]], enforce_interval_s: float,
+                        wait_for_installed: bool = True) -> AsyncIterator[asyncio.Task]:
+    """`mmaqm-ctl run`'s run_switches on the fake switch, as a task that is
+    cancelled on the way out; by default, entered once it reported `installed`."""
+    from mmaqm.supervisor import run_switches
+
+    task = asyncio.create_task(run_switches(
+        parse_config(_config_data(server.address)), p4info=p4info_path,
+        bmv2_json=device_config, event_sink=events.append,
+        enforce_interval_s=enforce_interval_s))
+    try:
+        while wait_for_installed and not any(e["event"] == "installed" for e in events):
+            assert not task.done(), task.result()
+            await asyncio.sleep(0.01)
+        yield task
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
 
 def _malformed_digests(server: FakeP4RuntimeServer) -> dict[str, p4r.StreamMessageResponse]:
@@ -233,8 +256,6 @@ def _fuzzed(rng: random.Random, server: FakeP4RuntimeServer) -> p4r.StreamMessag
 
 def test_a_fuzzed_stream_under_run_leaves_the_controller_following_flow_reports(
         p4info_path: Path, device_config: Path) -> None:
-    from mmaqm.supervisor import run_switches
-
     events: list[dict[str, Any]] = []
 
     def tagged_share(server: FakeP4RuntimeServer) -> int | None:
@@ -245,36 +266,31 @@ def test_a_fuzzed_stream_under_run_leaves_the_controller_following_flow_reports(
 
     async def body() -> float:
         server = FakeP4RuntimeServer()
-        async with server.run():
-            task = asyncio.create_task(run_switches(
-                parse_config(_config_data(server.address)), p4info=p4info_path,
-                bmv2_json=device_config, event_sink=events.append, enforce_interval_s=0.5))
-            try:
-                while tagged_share(server) is None:
+        async with server.run(), _run_switches(server, p4info_path, device_config, events,
+                                               enforce_interval_s=0.5,
+                                               wait_for_installed=False) as task:
+            while tagged_share(server) is None:
+                assert not task.done(), task.result()
+                await asyncio.sleep(0.01)
+            rng = random.Random(27)
+            started = time.monotonic()
+            for i in range(FUZZ_MESSAGES):
+                server.send_stream(_fuzzed(rng, server))
+                if i % 50 == 0:
+                    await asyncio.sleep(0.005)
                     assert not task.done(), task.result()
-                    await asyncio.sleep(0.01)
-                rng = random.Random(27)
-                started = time.monotonic()
-                for i in range(FUZZ_MESSAGES):
-                    server.send_stream(_fuzzed(rng, server))
-                    if i % 50 == 0:
-                        await asyncio.sleep(0.005)
-                        assert not task.done(), task.result()
-                fuzz_s = time.monotonic() - started
-                server.notify_arbitration()       # the truth: this controller is primary
-                # one TCP flow and one tagged: the tagged share becomes 1/2
-                flows = [GOOD, {**GOOD, "class_id": 0, "protocol": 6, "src_port": 5001}]
-                deadline = time.monotonic() + 10
-                while tagged_share(server) != 32768:
-                    assert time.monotonic() < deadline, "flow reports not followed"
-                    assert not task.done(), task.result()
-                    server.send_digest("flow_digest_t", flows, list_id=7)
-                    await asyncio.sleep(0.05)
-                assert not task.done()
-                return fuzz_s
-            finally:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
+            fuzz_s = time.monotonic() - started
+            server.notify_arbitration()       # the truth: this controller is primary
+            # one TCP flow and one tagged: the tagged share becomes 1/2
+            flows = [GOOD, {**GOOD, "class_id": 0, "protocol": 6, "src_port": 5001}]
+            deadline = time.monotonic() + 10
+            while tagged_share(server) != 32768:
+                assert time.monotonic() < deadline, "flow reports not followed"
+                assert not task.done(), task.result()
+                server.send_digest("flow_digest_t", flows, list_id=7)
+                await asyncio.sleep(0.05)
+            assert not task.done()
+            return fuzz_s
 
     fuzz_s = run_async(body(), timeout_s=FUZZ_TIME_BOUND_S + 20)
     assert fuzz_s < FUZZ_TIME_BOUND_S
@@ -301,6 +317,12 @@ def test_a_device_id_the_switch_does_not_have_is_one_line_naming_the_switch(
 def _cli(args: list[str], timeout_s: float = 30) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "mmaqm.cli", *args], capture_output=True,
                           text=True, timeout=timeout_s)
+
+
+def _start_run(args: list[str], **popen: Any) -> subprocess.Popen[str]:
+    """`mmaqm-ctl run` with args, its output piped."""
+    return subprocess.Popen([sys.executable, "-m", "mmaqm.cli", "run", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
 
 
 @pytest.mark.parametrize("command, rpc", [("install", "Write"), ("install", "Read"),
@@ -335,11 +357,9 @@ def test_run_counts_a_wedged_switch_toward_the_reconnect_timeout(
     with serve_in_thread(server) as threaded:
         path = tmp_path / "cfg.yaml"
         path.write_text(yaml.safe_dump(_config_data(threaded.server.address)))
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "mmaqm.cli", "run", "-c", str(path), "--p4info",
-             str(p4info_path), "--bmv2-json", str(device_config), "--timeout-s", "0.5",
-             "--reconnect-timeout-s", "2", "--enforce-interval-s", "0.2"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = _start_run(["-c", str(path), "--p4info", str(p4info_path), "--bmv2-json",
+                           str(device_config), "--timeout-s", "0.5",
+                           "--reconnect-timeout-s", "2", "--enforce-interval-s", "0.2"])
         try:
             deadline = time.monotonic() + 10
             while not server.digest_configs:
@@ -367,47 +387,36 @@ def test_run_repairs_a_foreign_change_within_the_enforce_interval(
         p4info_path: Path, device_config: Path) -> None:
     """A change no arbitration announced (here: the fake's table changed directly,
     as a switch-local tool would): found by the periodic read and written back."""
-    from mmaqm.supervisor import run_switches
-
     events: list[dict[str, Any]] = []
 
     async def body() -> float:
         server = FakeP4RuntimeServer()
-        async with server.run():
-            task = asyncio.create_task(run_switches(
-                parse_config(_config_data(server.address)), p4info=p4info_path,
-                bmv2_json=device_config, event_sink=events.append, enforce_interval_s=0.3))
-            try:
-                while not any(e["event"] == "installed" for e in events):
-                    assert not task.done(), task.result()
-                    await asyncio.sleep(0.01)
-                await asyncio.sleep(0.7)             # periodic checks: nothing to repair
-                assert not any(e["event"] == "repaired" for e in events)
-                key, entry = next((k, e) for k, e in server.entries.items()
-                                  if server.decode_entry(e).table == "port_policy"
-                                  and server.decode_entry(e).match == {"port": 2})
-                action = server._action(entry.action.action.action_id)
-                limit_id = next(p.id for p in action.params if p.name == "queue_limit_pkts")
-                for param in entry.action.action.params:
-                    if param.param_id == limit_id:
-                        param.value = (7).to_bytes(2, "big")
-                changed_at = time.monotonic()
-                while not any(e["event"] == "repaired" for e in events):
-                    assert time.monotonic() - changed_at < 3, "not repaired"
-                    await asyncio.sleep(0.01)
-                latency = time.monotonic() - changed_at
-                params = server.decode_entry(server.entries[key]).params
-                assert params["queue_limit_pkts"] == 60
-                return latency
-            finally:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
+        async with server.run(), _run_switches(server, p4info_path, device_config, events,
+                                               enforce_interval_s=0.3) as task:
+            await asyncio.sleep(0.7)             # periodic checks: nothing to repair
+            assert not any(e["event"] == "repaired" for e in events)
+            key, entry = next((k, e) for k, e in server.entries.items()
+                              if server.decode_entry(e).table == "port_policy"
+                              and server.decode_entry(e).match == {"port": 2})
+            action = server._action(entry.action.action.action_id)
+            limit_id = next(p.id for p in action.params if p.name == "queue_limit_pkts")
+            for param in entry.action.action.params:
+                if param.param_id == limit_id:
+                    param.value = (7).to_bytes(2, "big")
+            changed_at = time.monotonic()
+            while not any(e["event"] == "repaired" for e in events):
+                assert time.monotonic() - changed_at < 3, "not repaired"
+                await asyncio.sleep(0.01)
+            latency = time.monotonic() - changed_at
+            params = server.decode_entry(server.entries[key]).params
+            assert params["queue_limit_pkts"] == 60
+            return latency
 
     latency = run_async(body(), timeout_s=15)
     [repair] = [e for e in events if e["event"] == "repaired"]
     assert repair["reason"] == "periodic"
     assert repair["writes"] == [{"type": "MODIFY", "table": "port_policy", "match": {"port": 2},
-                                 "changed": {"queue_limit_pkts": [7, 60]}}]
+                             "changed": {"queue_limit_pkts": [7, 60]}}]
     assert latency < 0.3 + 1.0                # an interval, a Read and a Write
     print(f"a foreign change repaired {latency:.3f} s later (--enforce-interval-s 0.3)")
 
@@ -421,11 +430,9 @@ def test_sigterm_to_the_process_group_exits_143_without_a_traceback(
     with serve_in_thread(server) as threaded:
         path = tmp_path / "cfg.yaml"
         path.write_text(yaml.safe_dump(_config_data(threaded.server.address)))
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "mmaqm.cli", "run", "-c", str(path), "--p4info",
-             str(p4info_path), "--bmv2-json", str(device_config), "--stats-out",
-             str(tmp_path / "stats.jsonl"), "--stats-interval-ms", "20"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        proc = _start_run(["-c", str(path), "--p4info", str(p4info_path), "--bmv2-json",
+                           str(device_config), "--stats-out", str(tmp_path / "stats.jsonl"),
+                           "--stats-interval-ms", "20"], start_new_session=True)
         try:
             deadline = time.monotonic() + 10
             while not (tmp_path / "stats.jsonl").exists() \
@@ -455,8 +462,7 @@ def test_an_election_id_in_use_is_one_line_naming_the_switch_not_a_lower_bid(
         path.write_text(yaml.safe_dump(_config_data(threaded.server.address)))
         common = ["-c", str(path), "--p4info", str(p4info_path), "--bmv2-json",
                   str(device_config), "--timeout-s", "3"]
-        proc = subprocess.Popen([sys.executable, "-m", "mmaqm.cli", "run", *common],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = _start_run(common)
         try:
             deadline = time.monotonic() + 10
             while not server.digest_configs:
@@ -497,32 +503,21 @@ def test_share_pushes_are_not_taken_for_foreign_writes(
         p4info_path: Path, device_config: Path) -> None:
     """Flows come and go while the periodic check runs every 0.1 s: the D-CBT share
     pushes are the controller's own, never repaired."""
-    from mmaqm.supervisor import run_switches
-
     events: list[dict[str, Any]] = []
 
     async def body() -> None:
         server = FakeP4RuntimeServer()
-        async with server.run():
-            task = asyncio.create_task(run_switches(
-                parse_config(_config_data(server.address)), p4info=p4info_path,
-                bmv2_json=device_config, event_sink=events.append, enforce_interval_s=0.1))
-            try:
-                while not any(e["event"] == "installed" for e in events):
-                    assert not task.done(), task.result()
-                    await asyncio.sleep(0.01)
-                started = time.monotonic()
-                list_id = 0
-                while time.monotonic() - started < 2.0:
-                    list_id += 1
-                    flows = [{**GOOD, "class_id": list_id % 3, "protocol": 17,
-                              "src_port": 6000 + (list_id % 7)}]
-                    server.send_digest("flow_digest_t", flows, list_id=list_id)
-                    await asyncio.sleep(0.01)
-                assert not task.done()
-            finally:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
+        async with server.run(), _run_switches(server, p4info_path, device_config, events,
+                                               enforce_interval_s=0.1) as task:
+            started = time.monotonic()
+            list_id = 0
+            while time.monotonic() - started < 2.0:
+                list_id += 1
+                flows = [{**GOOD, "class_id": list_id % 3, "protocol": 17,
+                          "src_port": 6000 + (list_id % 7)}]
+                server.send_digest("flow_digest_t", flows, list_id=list_id)
+                await asyncio.sleep(0.01)
+            assert not task.done()
 
     run_async(body(), timeout_s=15)
     assert sum(e["event"] == "share_push" for e in events) >= 3

@@ -88,20 +88,32 @@ def _wait(condition, what: str, proc: subprocess.Popen, timeout_s: float = 10.0)
     return time.monotonic() - started
 
 
+def _run_installed(config: Path, events_path: Path) -> subprocess.Popen:
+    """`mmaqm-ctl run` on config with its events in events_path, once it reported
+    `installed` (killed if it did not)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mmaqm.cli", "run", "-c", str(config), *_pipeline(),
+         "--events-out", str(events_path),
+         "--enforce-interval-s", str(ENFORCE_INTERVAL_S)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait(lambda: any(e["event"] == "installed" for e in _events(events_path)),
+              "run installed", proc)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    return proc
+
+
 def test_a_foreign_install_under_run_is_repaired_and_no_election_id_drifts(
         tmp_path: Path) -> None:
     events_path = tmp_path / "events.jsonl"
     with B.bmv2(tmp_path) as address:
         ours = _write(tmp_path / "ours.yaml", _config(address, limit=64))
         foreign = _write(tmp_path / "foreign.yaml", _config(address, limit=7))
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "mmaqm.cli", "run", "-c", str(ours), *_pipeline(),
-             "--events-out", str(events_path),
-             "--enforce-interval-s", str(ENFORCE_INTERVAL_S)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = _run_installed(ours, events_path)
         try:
-            _wait(lambda: any(e["event"] == "installed" for e in _events(events_path)),
-                  "run installed", proc)
             assert _queue_limits(address) == {1: 64, 2: 64}
             repair_latencies = []
             for election_id in (11, 20):
@@ -158,14 +170,8 @@ def test_a_write_no_arbitration_announced_is_repaired_by_the_periodic_check(
     thrift_port = B.free_port()
     with B.bmv2(tmp_path, thrift_port=thrift_port) as address:
         ours = _write(tmp_path / "ours.yaml", _config(address, limit=64))
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "mmaqm.cli", "run", "-c", str(ours), *_pipeline(),
-             "--events-out", str(events_path),
-             "--enforce-interval-s", str(ENFORCE_INTERVAL_S)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = _run_installed(ours, events_path)
         try:
-            _wait(lambda: any(e["event"] == "installed" for e in _events(events_path)),
-                  "run installed", proc)
             dump = B.switch_cli(thrift_port, "table_dump port_policy\n")
             assert dump.count("drop_tail - 40, 11") == 2, dump    # 64 packets, shift 17
             handle = dump.split("EXACT     0002")[0].rsplit("Dumping entry ", 1)[1].split()[0]

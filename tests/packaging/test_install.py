@@ -20,7 +20,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
@@ -34,6 +33,8 @@ import pytest
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+
+import bmv2_switch
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONTROL_PLANE = REPO_ROOT / "control-plane"
@@ -192,12 +193,6 @@ def test_mmaqm_ctl_checks_a_config_outside_the_checkout(venv: Path, outside: Pat
     assert version.returncode == 0 and "0.1.0" in version.stdout + version.stderr
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def bmv2(outside: Path) -> Iterator[str]:
     """A simple_switch_grpc with no program and no interfaces; yields its gRPC address."""
@@ -207,22 +202,12 @@ def bmv2(outside: Path) -> Iterator[str]:
                     "the P4 toolchain is a prerequisite (tools/check-toolchain.sh)")
     if missing:
         pytest.skip(f"{', '.join(map(str, missing))} missing: run `make build` first")
-    address = f"127.0.0.1:{free_port()}"
-    log = (outside / "switch.log").open("w")
-    switch = subprocess.Popen(
-        ["simple_switch_grpc", "--no-p4", "--device-id", "1", "--thrift-port", str(free_port()),
-         "--log-level", "off", "--", "--grpc-server-addr", address],
-        cwd=outside, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-    try:
+    with bmv2_switch.bmv2(outside) as address:
         yield address
-    finally:
-        switch.terminate()
-        try:
-            switch.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            switch.kill()
-            switch.wait()
-        log.close()
+
+
+def _switch_log(outside: Path) -> str:
+    return "".join(log.read_text() for log in outside.glob("bmv2-*.log"))
 
 
 def test_mmaqm_ctl_installs_a_switch_outside_the_checkout(
@@ -234,7 +219,7 @@ def test_mmaqm_ctl_installs_a_switch_outside_the_checkout(
                   "--p4info", BUILD / "main.p4info.txtpb", "--bmv2-json", BUILD / "main.json",
                   "--timeout-s", "20"], cwd=outside, timeout=120)
     assert result.returncode == 0, (result.stdout + result.stderr
-                                    + (outside / "switch.log").read_text()[-2000:])
+                                    + _switch_log(outside)[-2000:])
     assert time.monotonic() - started < 60
     # the controller's log line for the switch (routes and port policies written)
     assert re.search(r"s1: installed \d+ routes?, \d+ port polic", result.stderr + result.stdout), \

@@ -17,6 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 import fuzz  # noqa: E402
 
 from scapy.layers.inet import IP, TCP, UDP  # noqa: E402
+from scapy.layers.inet6 import (ICMPv6EchoRequest, IPv6, IPv6ExtHdrDestOpt,  # noqa: E402
+                                IPv6ExtHdrFragment, IPv6ExtHdrHopByHop, IPv6ExtHdrRouting)
 from scapy.layers.l2 import ARP, Ether  # noqa: E402
 
 
@@ -48,6 +50,42 @@ GOOD = IP(src="10.0.1.2", dst="10.0.2.9", ttl=64) / UDP(sport=1, dport=2) / byte
 ])
 def test_model(data, fate):
     assert fuzz.expected_fate(data) == fate
+
+
+GOOD6 = IPv6(src="2001:db8:1::2", dst="2001:db8:2::9", hlim=64) / UDP(sport=1, dport=2) / bytes(30)
+
+
+@pytest.mark.parametrize("data, fate", [
+    (frame(GOOD6), fuzz.Fate(port=2, traffic_class="UNTAGGED")),
+    (frame(IPv6(dst="2001:db8:4::1", tc=46 << 2) / UDP() / b"x"),
+     fuzz.Fate(port=4, traffic_class="TAGGED")),
+    (frame(IPv6(dst="2001:db8:3::1", tc=46 << 2) / ICMPv6EchoRequest()),
+     fuzz.Fate(port=3, traffic_class="UNTAGGED")),                       # only UDP is tagged
+    (frame(IPv6(dst="2001:db8:3::1") / IPv6ExtHdrHopByHop() / IPv6ExtHdrDestOpt() / TCP()),
+     fuzz.Fate(port=3, traffic_class="TCP")),
+    (frame(IPv6(dst="2001:db8:3::1") / IPv6ExtHdrHopByHop() / IPv6ExtHdrDestOpt()
+           / IPv6ExtHdrRouting() / TCP()), fuzz.Fate("IPV6_EXT_LIMIT")),
+    # a non-first fragment: no L4 header parsed, its protocol the fragment's next header
+    (frame(IPv6(dst="2001:db8:2::1") / IPv6ExtHdrFragment(offset=5, nh=6) / b"ab"),
+     fuzz.Fate(port=2, traffic_class="TCP")),
+    (frame(GOOD6)[:14 + 39], fuzz.Fate("MALFORMED")),                    # IPv6 header cut
+    (frame(GOOD6)[:14 + 40 + 7], fuzz.Fate("MALFORMED")),                # UDP header cut
+    (frame(IPv6(dst="2001:db8:2::1", plen=100) / UDP() / bytes(8)), fuzz.Fate("MALFORMED")),
+    (frame(IPv6(dst="2001:db8:2::1", hlim=1) / UDP()), fuzz.Fate("TTL_EXPIRED")),
+    (frame(IPv6(dst="2001:db8:2::1", hlim=0) / UDP()), fuzz.Fate("TTL_EXPIRED")),
+    (frame(IPv6(dst="2001:db8:9::1") / UDP()), fuzz.Fate("NO_ROUTE")),
+    (frame(IPv6(dst="2001:db8:2:1::1") / UDP()), fuzz.Fate("NO_ROUTE")),   # outside the /64
+])
+def test_model_ipv6(data, fate):
+    assert fuzz.expected_fate(data) == fate
+
+
+def test_rewrite_ipv6_decrements_the_hop_limit_only():
+    data = frame(GOOD6)
+    want = Ether(data)
+    want[Ether].src, want[Ether].dst = "02:00:00:00:00:02", "02:00:00:00:02:01"
+    want[IPv6].hlim -= 1
+    assert fuzz.rewrite(data, 2) == bytes(want)
 
 
 def test_model_checksum_and_version():
@@ -82,7 +120,7 @@ def test_frames_are_seeded_and_cover_every_kind():
     assert all(14 <= len(f) <= fuzz.MAX_FRAME for _, _, f in a)
     fates = {fuzz.expected_fate(f).discard or "ARRIVAL" for _, _, f in a}
     assert fates == {"NOT_IPV4", "MALFORMED", "BAD_CHECKSUM", "IPV4_OPTIONS", "TTL_EXPIRED",
-                     "NO_ROUTE", "ARRIVAL"}
+                     "NO_ROUTE", "IPV6_EXT_LIMIT", "ARRIVAL"}
 
 
 def test_frames_do_not_depend_on_the_clock():

@@ -109,18 +109,49 @@ def _ipv4(what: str, value: object) -> int:
         raise ValueError(f"{what} must be an IPv4 address, got {value!r}") from None
 
 
-def flow_key_bytes(src_addr: str | int, dst_addr: str | int, protocol: int,
+def _ipv6(what: str, value: object) -> bytes | None:
+    """An IPv6 address's 16 bytes (an IPv6Address, or a string with a colon); None
+    for anything else (IPv4)."""
+    if isinstance(value, ipaddress.IPv6Address):
+        return value.packed
+    if isinstance(value, str) and ":" in value:
+        try:
+            return ipaddress.IPv6Address(value).packed
+        except ValueError:
+            raise ValueError(f"{what} must be an IPv6 address, got {value!r}") from None
+    return None
+
+
+def fold_ipv6(packed: bytes) -> int:
+    """An IPv6 address (16 bytes) folded to 32 bits as flow_signature.p4 does
+    (defines.p4 FLOW_FOLD): (w0 * MUL0 + w1 * MUL1 + w2 * MUL2 + w3) mod 2^32
+    over its big-endian 32-bit words."""
+    w = [int.from_bytes(packed[i:i + 4], "big") for i in range(0, 16, 4)]
+    return (w[0] * C.FLOW_FOLD_MUL0 + w[1] * C.FLOW_FOLD_MUL1 + w[2] * C.FLOW_FOLD_MUL2
+            + w[3]) & 0xFFFFFFFF
+
+
+def flow_key_bytes(src_addr: str | int | ipaddress.IPv6Address,
+                   dst_addr: str | int | ipaddress.IPv6Address, protocol: int,
                    src_port: int = 0, dst_port: int = 0) -> bytes:
     """The 13 bytes BMv2 hashes: src_addr(4) dst_addr(4) protocol(1) src_port(2)
-    dst_port(2), each big-endian (flow_report.p4's field list)."""
-    return (_ipv4("src_addr", src_addr).to_bytes(4, "big")
-            + _ipv4("dst_addr", dst_addr).to_bytes(4, "big")
+    dst_port(2), each big-endian (flow_signature.p4's field list); an IPv6 flow's
+    addresses (an IPv6Address or "2001:db8::1"; both or neither) folded to 4 bytes
+    each by :func:`fold_ipv6`."""
+    src6, dst6 = _ipv6("src_addr", src_addr), _ipv6("dst_addr", dst_addr)
+    if (src6 is None) != (dst6 is None):
+        raise ValueError(f"src_addr and dst_addr must be of one family, got {src_addr!r}, "
+                         f"{dst_addr!r}")
+    src, dst = (fold_ipv6(src6), fold_ipv6(dst6)) if src6 is not None and dst6 is not None \
+        else (_ipv4("src_addr", src_addr), _ipv4("dst_addr", dst_addr))
+    return (src.to_bytes(4, "big") + dst.to_bytes(4, "big")
             + check_int("protocol", protocol, 0, 0xFF).to_bytes(1, "big")
             + check_int("src_port", src_port, 0, 0xFFFF).to_bytes(2, "big")
             + check_int("dst_port", dst_port, 0, 0xFFFF).to_bytes(2, "big"))
 
 
-def flow_hash(src_addr: str | int, dst_addr: str | int, protocol: int,
+def flow_hash(src_addr: str | int | ipaddress.IPv6Address,
+              dst_addr: str | int | ipaddress.IPv6Address, protocol: int,
               src_port: int = 0, dst_port: int = 0) -> int:
     """BMv2's HashAlgorithm.crc32 of the 5-tuple: zlib.crc32 of :func:`flow_key_bytes`."""
     return zlib.crc32(flow_key_bytes(src_addr, dst_addr, protocol, src_port, dst_port))

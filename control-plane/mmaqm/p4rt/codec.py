@@ -4,6 +4,7 @@ a program's P4Info (by name, never by id or position)."""
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -24,7 +25,8 @@ class FlowReport:
 
     egress_port: int
     class_id: int
-    flow_key: tuple[int, int, int, int, int]  # src, dst, proto, sport, dport
+    # src, dst, proto, sport, dport; an IPv6 flow's src and dst are IPv6Address
+    flow_key: tuple[int | ipaddress.IPv6Address, int | ipaddress.IPv6Address, int, int, int]
     # when the reporting packet arrived: BMv2 ingress_global_timestamp, us since the
     # switch started (None: a program whose digest has no such field)
     ingress_ts_us: int | None = None

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 from operator import ge
 from collections.abc import AsyncIterator
 
@@ -54,6 +55,9 @@ class FlowReportStream:
             "egress_port", "class_id", "src_addr", "dst_addr", "protocol", "src_port",
             "dst_port")}
         ts_index = names.index("ingress_ts_us") if "ingress_ts_us" in names else None
+        # v1model's digest carries either family (128-bit addresses, an IPv4 one
+        # zero-extended, and ip_version 4 or 6); TNA's is IPv4's (32-bit addresses)
+        ver_index = names.index("ip_version") if "ip_version" in names else None
         # every member's bit width: a member wider than it, a missing one or an item
         # that is not a struct is malformed (counted, the item dropped, the list goes on)
         structs = schema.p4info.type_info.structs
@@ -79,6 +83,7 @@ class FlowReportStream:
         switch._stream_digest_message = on_digest
         port_i, class_i, src_i, dst_i, proto_i, sport_i, dport_i = index.values()
         from_bytes = int.from_bytes
+        ipv6 = ipaddress.IPv6Address
         try:
             while True:
                 digest_list = await queue.get()
@@ -98,9 +103,19 @@ class FlowReportStream:
                             or m[class_i] not in REPORTED_CLASSES:
                         malformed("malformed flow report", _describe(names, members, m))
                         continue
+                    src, dst = m[src_i], m[dst_i]
+                    if ver_index is not None:
+                        version = m[ver_index]
+                        if version == 6:
+                            # IPv6Address objects: never equal to an IPv4 flow's
+                            # ints, so the two families never share a key
+                            src, dst = ipv6(src), ipv6(dst)
+                        elif version != 4 or src >> 32 or dst >> 32:
+                            malformed("malformed flow report", _describe(names, members, m))
+                            continue
                     reports.append(FlowReport(
                         m[port_i], m[class_i],
-                        (m[src_i], m[dst_i], m[proto_i], m[sport_i], m[dport_i]),
+                        (src, dst, m[proto_i], m[sport_i], m[dport_i]),
                         None if ts_index is None else to_us(m[ts_index])))
                 yield reports
         finally:

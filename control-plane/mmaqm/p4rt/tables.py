@@ -140,6 +140,14 @@ class TableWrites:
                     raise
         return R.SwitchState(tuple(digests), tuple(clones), tuple(groups), tuple(entries))
 
+    def check_ipv6_routes(self) -> None:
+        """Refuse (ValueError), before any write, an IPv6 route on a program without
+        the ipv6_lpm table (the Tofino build; docs/ipv6.md)."""
+        if R.TABLE_ROUTES6 not in self.table_aliases:
+            raise ValueError(f"switch {self.name}: the loaded program has no {R.TABLE_ROUTES6} "
+                             "table, so it cannot take IPv6 routes (only the BMv2 programs "
+                             "route IPv6; docs/ipv6.md)")
+
     async def apply_writes(self, plan: R.WritePlan) -> None:
         """Send each batch of the plan as one Write RPC, in order (each must succeed
         before the next is sent). Port policies are checked against the P4Info first.
@@ -153,6 +161,9 @@ class TableWrites:
                     and entity.table == TABLE_POLICY:
                 check_policy_in_program(self.switch.p4info, self.name, dict(entity.match)["port"],
                                         PolicyAction(entity.action, dict(entity.params)))
+            if write.type != R.DELETE and isinstance(entity, R.TableEntry) \
+                    and entity.table == R.TABLE_ROUTES6:
+                self.check_ipv6_routes()
         for write in plan.writes:
             entity = write.entity
             if write.type != R.DELETE and isinstance(entity, R.TableEntry) \

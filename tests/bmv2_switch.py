@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 BMV2_JSON = REPO / "build" / "main.json"
 P4INFO = REPO / "build" / "main.p4info.txtpb"
 LISTEN_TIMEOUT_S = 10.0
