@@ -407,7 +407,8 @@ class PortModel:
     def _dcbt(self, class_id: int, occ: Occupancy, now_us: int,
               ecn_capable: bool) -> tuple[str | None, bool]:
         """dcbt.p4 (dcbt §3.1): synchronised averages, thresholds while red_avg > min_th,
-        and the queue limit on the virtual FIFO too."""
+        the tag guard on every tagged packet the class test passes (when on), and the
+        queue limit on the virtual FIFO too."""
         p = self.action.params
         red_avg = self._update_red_avg(occ.queue_pkts, occ.queue_pkts, now_us)
         tagged_avg = self._update_class_avg(C.CLASS_TAGGED, occ.tagged_pkts, synchronised=True)
@@ -415,16 +416,15 @@ class PortModel:
                                               synchronised=True)
         reason: str | None = None
         mark = False
-        if red_avg > p["min_th_scaled"]:
-            if class_id == C.CLASS_TAGGED:
-                tagged_th = dcbt_tagged_th_scaled(red_avg, p["tagged_share_q16"])
-                if tagged_avg > tagged_th:
-                    reason = CLASS_THRESHOLD
-                elif self._guard_drops():
-                    reason = TAG_GUARD
-            elif class_id == C.CLASS_UNTAGGED:
-                if untagged_avg > p["untagged_th_scaled"]:
-                    reason = CLASS_THRESHOLD
+        congested = red_avg > p["min_th_scaled"]
+        if class_id == C.CLASS_TAGGED:
+            if congested and tagged_avg > dcbt_tagged_th_scaled(red_avg, p["tagged_share_q16"]):
+                reason = CLASS_THRESHOLD
+            elif self._guard_drops():             # congested or not (tag_guard.p4)
+                reason = TAG_GUARD
+        elif class_id == C.CLASS_UNTAGGED and congested:
+            if untagged_avg > p["untagged_th_scaled"]:
+                reason = CLASS_THRESHOLD
         if reason is None:
             reason, mark = self._red_test(red_avg, ecn_capable)
         virtual_pkts = (occ.tcp_pkts + occ.tagged_pkts + occ.untagged_pkts) & MASK32

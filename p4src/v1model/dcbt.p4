@@ -51,9 +51,11 @@ control Dcbt(inout headers_t hdr, inout local_metadata_t meta,
         // against its own class's, while the RED average is above min_th.
         bool congested = meta.red_avg_scaled > meta.policy.min_th_scaled;
         class_average_update(traffic_class_t.TAGGED, tagged_pkts);
-        // A tagged packet that passes faces the tag guard when it is on.
-        if (congested && meta.class_id == traffic_class_t.TAGGED) {
-            if (meta.red.class_avg_scaled > DCBT_TAGGED_TH_SCALED) {
+        // A tagged packet that its class test did not drop faces the tag guard
+        // when it is on, congested or not: a rate bound must hold at all times
+        // (tag_guard.p4).
+        if (meta.class_id == traffic_class_t.TAGGED) {
+            if (congested && meta.red.class_avg_scaled > DCBT_TAGGED_TH_SCALED) {
                 meta.aqm_drop = true;
                 meta.drop_reason = drop_reason_t.CLASS_THRESHOLD;
             } else if (meta.policy.tag_guard_interval_us != 0) {

@@ -16,8 +16,10 @@
 // its class test at time t is dropped early (TAG_GUARD) when
 //   TAT > t + TAG_GUARD_BURST_PKTS * T
 // (its flow is more than that many packets ahead of its rate), and an admitted
-// one moves its flow's TAT to max(TAT, t) + T. The guard runs where the class
-// test does (D-CBT: only while red_avg > min_th); a flow's TAT moves only then.
+// one moves its flow's TAT to max(TAT, t) + T. The guard tests every tagged
+// packet that its class test did not drop, also while D-CBT's class test is
+// off (red_avg <= min_th): an unresponsive flow must not get through while the
+// average is low, and an honest flow under its rate never meets it.
 // A queue-occupancy count per flow cannot do this: with RED's short queues a
 // fair flow holds less than one packet (docs/algorithms/tag-guard.md).
 #ifndef MMAQM_TAG_GUARD_P4

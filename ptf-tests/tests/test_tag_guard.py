@@ -97,10 +97,11 @@ class TagGuardDcbtRule(TagGuardRule):
     the tagged average never exceeds.
     Burst: 14 of A, then 3 of H.
     Guard off: all 17 queued (the papers' D-CBT: the class is within its share).
-    Guard on : A at q 0..6: red_avg <= min_th, no test, TAT untouched: queued.
-               A at q 7..11 (7 > 6) is its packets 1..5 for the guard: queued;
-               the 6th and 7th, at q 12: TAG_GUARD. H at q 12..14, its packets
-               1..3: queued. The guard holds only while D-CBT is congested.
+    Guard on : the guard tests every tagged packet, also while red_avg <= min_th
+               and D-CBT's class test is off: A's packets 1..5 at q 0..4 queued,
+               its 6th..14th at q 5 (5 <= 6: only the guard could drop them):
+               TAG_GUARD. H at q 5, 6, 7, its packets 1..3: queued (at q 7 > 6
+               the class test runs first: tagged_avg 7 is not above 7 * 1).
     ChIPS (DCBT_CHIPS, 2^-9 weight: the tagged share stays below 1/3, ChIPS on):
     the queue a packet finds is never above red_avg = that queue, so no cut-in."""
 
@@ -123,10 +124,10 @@ class TagGuardDcbtRule(TagGuardRule):
         action = self.set_policy(2, self.policy(True), share_tagged=1.0, share_untagged=0.0,
                                  active_flows=2)
         self.assertEqual(action.params["tag_guard_interval_us"], INTERVAL_US)
-        expected = ["ADMIT"] * 12 + ["TAG_GUARD"] * 2 + ["ADMIT"] * 3
+        expected = ["ADMIT"] * 5 + ["TAG_GUARD"] * 9 + ["ADMIT"] * 3
         self.assertEqual(predict(action, kinds, flows=flows), expected)
         _, delta = self.run_burst(action, kinds, expected=expected, flows=flows)
-        self.assertEqual(delta.drop_reasons(2, 1), {"TAG_GUARD": 2})
+        self.assertEqual(delta.drop_reasons(2, 1), {"TAG_GUARD": 9})
 
 
 class TagGuardDcbtTest(TagGuardDcbtRule, QueueTest):

@@ -177,18 +177,26 @@ def test_model_a_flow_at_its_rate_is_never_dropped() -> None:
     assert decisions[:10] == [FM.ADMIT] * 9 + [FM.TAG_GUARD]
 
 
-def test_model_dcbt_guard_only_while_red_avg_is_above_min_th() -> None:
+def test_model_dcbt_guard_runs_below_min_th_too() -> None:
+    # D-CBT's class test runs only while red_avg > min_th (dcbt §3.1); the guard, a
+    # rate bound, runs on every tagged packet: 5 pass at t = 0 (1 + the burst of 4)
+    # with red_avg 6 <= min_th 6, the sixth is the guard's.
     raw = {**DCBT, "ewma_weight": 1.0, "min_th_pkts": 6, "max_th_pkts": 100,
            "max_p": 94 / 2**24, "queue_limit_pkts": 200, **ON,
            "tag_guard_link_pps": 1000, "tag_guard_tolerance": 1.0}
     model = _model(raw, share_tagged=1.0, share_untagged=0.0, active_flows=2)
     tagged = C.CLASS_TAGGED
-    for _ in range(10):       # red_avg 6 <= min_th: no test, TAT untouched
-        assert model.arrive(tagged, {"queue": 6, "tagged": 6}, flow_slot=1) == FM.ADMIT
-    assert 1 not in model.tag_guard_tat_us
     for _ in range(5):
-        assert model.arrive(tagged, {"queue": 7, "tagged": 7}, flow_slot=1) == FM.ADMIT
+        assert model.arrive(tagged, {"queue": 6, "tagged": 6}, flow_slot=1) == FM.ADMIT
+    assert model.tag_guard_tat_us[1] == 10_000
+    assert model.arrive(tagged, {"queue": 6, "tagged": 6}, flow_slot=1) == FM.TAG_GUARD
+    # above min_th the class test comes first: tagged_avg 7 > red_avg 7 * share 1 is
+    # false, so the guard again (TAT kept by the drop)
     assert model.arrive(tagged, {"queue": 7, "tagged": 7}, flow_slot=1) == FM.TAG_GUARD
+    assert model.arrive(tagged, {"queue": 7, "tagged": 7}, now_us=2000,
+                        flow_slot=1) == FM.ADMIT
+    # untagged packets never meet it
+    assert model.arrive(C.CLASS_UNTAGGED, {"queue": 6}, flow_slot=1) == FM.ADMIT
 
 
 def test_model_guard_off_ignores_the_flow() -> None:
