@@ -86,10 +86,10 @@ HEAP_INTERVAL_S = 60          # the controller host's heap event
 def controller_host(config_path: Path, events_path: Path) -> int:
     """run_switches on config_path, started again whenever the file changes."""
     from mmaqm.config import load_config
-    from mmaqm.memory import limit_malloc_arenas
+    from mmaqm.memory import limit_malloc_growth
     from mmaqm.supervisor import run_switches
 
-    arenas_limited = limit_malloc_arenas()      # as `mmaqm-ctl run` does
+    malloc_set = limit_malloc_growth()      # as `mmaqm-ctl run` does
 
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -103,8 +103,8 @@ def controller_host(config_path: Path, events_path: Path) -> int:
         events.write(json.dumps({"t_ns": time.time_ns(), **e}, default=str) + "\n")
         events.flush()
 
-    event("malloc arenas", limited_here=arenas_limited,
-          env=os.environ.get("MALLOC_ARENA_MAX"))
+    event("malloc settings", set_here=malloc_set,
+          env={k: os.environ.get(k) for k in ("MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_")})
     heap_started = time.monotonic()
     first_types: dict[str, int] = {}
 

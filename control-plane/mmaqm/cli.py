@@ -71,7 +71,8 @@ import finsy as fy
 
 from . import validation as V
 from .config import MIN_LOOP_INTERVAL_MS, ConfigError, load_config
-from .memory import limit_malloc_arenas
+from .targets.base import TargetRefusal
+from .memory import limit_malloc_growth
 from .supervisor import ReconnectPolicy, jsonl_sink, run_switches
 from .controller import ENFORCE_INTERVAL_S
 from .driver import (CONNECT_TIMEOUT_S, CONTROLLER_ELECTION_ID, DEFAULT_BMV2_JSON,
@@ -576,7 +577,7 @@ def main(argv: list[str] | None = None) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _stop_on_signal)
     if args.command == "run":       # runs for days: keep native memory flat (mmaqm.memory)
-        limit_malloc_arenas()
+        limit_malloc_growth()
     try:
         if args.command == "stats":
             print(asyncio.run(_until_signal(_read_stats(
@@ -614,6 +615,9 @@ def main(argv: list[str] | None = None) -> int:
         return 128 + stop.signum
     except KeyboardInterrupt:       # SIGINT where Python's own handler was in place
         return 128 + signal.SIGINT
+    except TargetRefusal as err:     # the target cannot hold the config: nothing contacted
+        print(f"mmaqm-ctl: {err}", file=sys.stderr)
+        return EXIT_CONFIG
     # TimeoutError, SwitchConnectionError, FileNotFoundError (P4Info, device config)
     except (OSError, RuntimeError) as err:
         print(f"mmaqm-ctl: {err}", file=sys.stderr)

@@ -75,6 +75,13 @@ MAX_YAML_NODES = 50_000                              # scalars, lists and mappin
 MAX_YAML_DEPTH = 32                                  # a config nests 6 levels
 MAX_YAML_INT_BITS = 128                              # device_id is the largest: 64 bits
 MAX_DUPLICATE_KEYS = 100                             # reported; then the file is refused
+# The occupancy audit (Tofino only; docs/tofino.md "Counts that heal"): its
+# period must stay far above the longest queueing delay (queue_limit_pkts x
+# the largest frame's time: 1024 1500-byte frames take 1.2 ms at 10 Gbit/s, a
+# Tofino port's slowest common speed); 0 turns it off.
+DEFAULT_OCCUPANCY_AUDIT_INTERVAL_S = 1.0
+MIN_OCCUPANCY_AUDIT_INTERVAL_S = 0.1
+MAX_OCCUPANCY_AUDIT_INTERVAL_S = 3600.0
 MAX_SWITCHES = 64                                    # switches in one config (one process)
 
 LOCALHOST_ADDRESSES = ("127.0.0.1", "::1")
@@ -116,6 +123,7 @@ class SwitchConfig:
     default_policy: PortPolicy | None = None
     bfd: "BfdConfig | None" = None
     tls: "TlsSettings | None" = None
+    occupancy_audit_interval_s: float = DEFAULT_OCCUPANCY_AUDIT_INTERVAL_S   # 0: off
 
 
 @dataclass(frozen=True)
@@ -270,7 +278,8 @@ def _read_policy(value: object, path: str, errs: V.Errors) -> PortPolicy | None:
 
 
 # --- switch
-_SWITCH_KEYS = ("p4runtime_addr", "device_id", "ports", "routes", "policies", "bfd", "tls")
+_SWITCH_KEYS = ("p4runtime_addr", "device_id", "ports", "routes", "policies", "bfd", "tls",
+                "occupancy_audit_interval_s")
 _TLS_FILES = ("ca_cert", "cert", "key")
 _TLS_KEYS = (*_TLS_FILES, "server_name")
 _BFD_KEYS = ("router_addr", "edge_ports", "cpu_port", "paths")
@@ -473,6 +482,12 @@ def _read_switch(name: object, value: object, path: str, errs: V.Errors) -> Swit
     bfd = None if raw.get("bfd") is None else \
         _read_bfd(raw["bfd"], V.join(path, "bfd"), known_ports, errs)
     tls = None if raw.get("tls") is None else _read_tls(raw["tls"], V.join(path, "tls"), errs)
+    audit_path = V.join(path, "occupancy_audit_interval_s")
+    audit_s = V.number(raw.get("occupancy_audit_interval_s", DEFAULT_OCCUPANCY_AUDIT_INTERVAL_S),
+                       audit_path, errs, ge=0, le=MAX_OCCUPANCY_AUDIT_INTERVAL_S)
+    if audit_s is not None and 0 < audit_s < MIN_OCCUPANCY_AUDIT_INTERVAL_S:
+        errs.add(audit_path, f"must be 0 (off) or >= {V.fmt(MIN_OCCUPANCY_AUDIT_INTERVAL_S)}, "
+                             f"got {V.fmt(audit_s)}")
 
     effective: dict[int, PortPolicy] = {}
     for port in sorted(ports or {}):
@@ -500,6 +515,8 @@ def _read_switch(name: object, value: object, path: str, errs: V.Errors) -> Swit
         default_policy=default,
         bfd=bfd,
         tls=tls,
+        occupancy_audit_interval_s=float(audit_s if audit_s is not None
+                                         else DEFAULT_OCCUPANCY_AUDIT_INTERVAL_S),
     )
 
 
@@ -887,6 +904,13 @@ FIELDS: tuple[FieldDoc, ...] = (
              "none", "the private key of cert"),
     FieldDoc("switches.<name>.tls.server_name", "string", "", "", "the address's host",
              "the name to verify in the switch's certificate"),
+    FieldDoc("switches.<name>.occupancy_audit_interval_s", "number", "s",
+             f"0 (off) or {V.fmt(MIN_OCCUPANCY_AUDIT_INTERVAL_S)}.."
+             f"{V.fmt(MAX_OCCUPANCY_AUDIT_INTERVAL_S)}; far above the longest queueing delay",
+             V.fmt(DEFAULT_OCCUPANCY_AUDIT_INTERVAL_S),
+             "Tofino only: how often the controller clears a port's occupancy counts "
+             "left high on an idle port (docs/tofino.md \"Counts that heal\"); BMv2's "
+             "counts are exact and never audited"),
     FieldDoc("switches.<name>.bfd", "mapping", "", "", "none",
              "C-UPTA's Bottleneck Fairshare Discovery (upta §5.3); absent: no BFD"),
     FieldDoc("switches.<name>.bfd.router_addr", "IPv4 address", "", "", _REQUIRED,

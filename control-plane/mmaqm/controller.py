@@ -8,7 +8,8 @@ flow_report.p4) and counters; outputs leave as table entries (port_policy action
 parameters). The arithmetic lives in mmaqm.algorithms and mmaqm.config; the
 controller only moves data. Its loops are one module each: flow_loop (reports and
 shares), algorithms.mcdt_loop (MCDT periods), algorithms.upta_loop (UPTA's intervals),
-stats_loop (samples); this module installs and runs them.
+stats_loop (samples), occupancy_audit (Tofino's counts left high on an idle port);
+this module installs and runs them.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .driver import PrimaryLostError, SwitchDriver
 from .encoding import PolicyAction, policy_action
 from .flow_loop import FlowReportLoop
 from .flows import ActiveFlowTable, SwitchClock
+from .occupancy_audit import OccupancyAudit
 from .stats_loop import StatsLoop, StatsSink
 
 LOG = logging.getLogger(__name__)
@@ -59,7 +61,25 @@ class LoopLateness:
         return values
 
 
-class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
+def configured_ports(switch: SwitchConfig) -> dict[int, str]:
+    """Every port the switch's configuration names -> where it is named (the
+    first place): its ports, its policies, its routes' egress ports, BFD's."""
+    at = f"switches.{switch.name}"
+    named: list[tuple[int, str]] = [(p, f"{at}.ports") for p in switch.ports]
+    named += [(p, f"{at}.policies") for p in switch.policies]
+    named += [(r.port, f"{at}.routes: {r.prefix}") for r in switch.routes]
+    if switch.bfd is not None:
+        named += [(p, f"{at}.bfd.edge_ports") for p in switch.bfd.edge_ports]
+        named += [(p.port, f"{at}.bfd.paths: id {p.path_id}") for p in switch.bfd.paths]
+        if switch.bfd.cpu_port is not None:
+            named.append((switch.bfd.cpu_port, f"{at}.bfd.cpu_port"))
+    ports: dict[int, str] = {}
+    for port, where in named:
+        ports.setdefault(port, where)
+    return ports
+
+
+class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop, OccupancyAudit):
     """Keeps one switch configured, and its algorithms' inputs (D-CBT shares, MCDT
     thresholds, UPTA fair shares) current."""
 
@@ -68,6 +88,8 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
                  stats_sink: StatsSink | None = None, stats_interval_ms: float = 100,
                  event_sink: StatsSink | None = None,
                  enforce_interval_s: float = ENFORCE_INTERVAL_S) -> None:
+        # ports the target cannot hold: refused before the switch is contacted
+        driver.target.check_ports(configured_ports(switch))
         self.config = config
         self.switch = switch
         self.driver = driver
@@ -93,6 +115,7 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
         # (else enforce could read a push that `pushed` does not hold yet, and undo it)
         self._write_lock = asyncio.Lock()
         self._init_periods()             # MCDT's period state (algorithms.mcdt_loop)
+        self._init_audit()               # the occupancy audit (occupancy_audit; Tofino only)
         # the loops the switch's algorithms run for the whole switch (UPTA's intervals)
         self.loops: dict[str, Any] = {
             name: loop for name, plugin in A.REGISTRY.items()
@@ -189,8 +212,9 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
             pushed = self.pushed.get(port) if as_pushed else None
             return pushed if pushed is not None else self.policy_action(port)
         entries = R.classifier_entries(self.config.classifier.tagged_dscp)
-        entries += [R.route_entry(str(r.prefix), r.port, sw.ports[r.port].mac, r.next_hop_mac)
-                    for r in sw.routes]
+        # (a route and, where the program has one, its copy: driver.route_entries)
+        entries += [e for r in sw.routes for e in self.driver.route_entries(
+            R.route_entry(str(r.prefix), r.port, sw.ports[r.port].mac, r.next_hop_mac))]
         entries += [R.policy_entry(port, action(port)) for port in sorted(sw.policies)]
         # the range tables that encode each policy on a target that has them
         entries += [e for port in sorted(sw.policies)
@@ -230,7 +254,8 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
     async def run(self) -> None:
         """Receive flow reports and update shares every update_interval_ms, forever;
         update each MCDT port every mcdt_period_ms; with a stats sink, also sample
-        counters every stats_interval_ms. Ends with SwitchConnectionError when the
+        counters every stats_interval_ms; on Tofino, audit the occupancy counts every
+        switch.occupancy_audit_interval_s (occupancy_audit). Ends with SwitchConnectionError when the
         switch goes away and PrimaryLostError when another controller takes the
         primary role (SwitchSupervisor reconnects, or waits as a backup)."""
         tasks = [asyncio.create_task(self.receive_flow_reports())]
@@ -242,6 +267,7 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
         tasks += [asyncio.create_task(c) for c in self.extra_tasks()]
         clock = asyncio.get_running_loop().time
         next_enforce = clock() + self.enforce_interval_s
+        next_audit = clock() + self.audit_interval_s      # 0: the target is not audited
         try:
             while True:
                 for task in tasks:  # a failed reader must not go unnoticed
@@ -257,6 +283,9 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop):
                 if self.enforce_interval_s > 0 and clock() >= next_enforce:
                     await self.enforce()
                     next_enforce = clock() + self.enforce_interval_s
+                if self.audit_interval_s > 0 and clock() >= next_audit:
+                    await self.audit_occupancy()
+                    next_audit = clock() + self.audit_interval_s
                 await self.update_shares()
                 await self.update_lateness.sleep(self.config.active_flows.update_interval_ms / 1000)
         finally:

@@ -33,6 +33,9 @@ from .encoding import PolicyAction
 
 TABLE_ROUTES = "ipv4_lpm"
 TABLE_ROUTES6 = "ipv6_lpm"     # v1model only (docs/ipv6.md)
+# Tofino's UPTA build: a copy of ipv4_lpm's entries, routing packets to this
+# router's addresses (routing.p4 MMAQM_ROUTE_ANSWERS; docs/tofino.md)
+TABLE_ANSWER_ROUTES = "ipv4_answer_lpm"
 TABLE_CLASSIFIER = "classifier"
 TABLE_POLICY = "port_policy"
 # UPTA / BFD (upta.p4)
@@ -199,6 +202,14 @@ def route_entry(prefix: str, port: int, src_mac: str, next_hop_mac: str) -> Tabl
 def policy_entry(port: int, action: PolicyAction) -> TableEntry:
     check_port(port)
     return TableEntry.make(TABLE_POLICY, {"port": port}, action.name, action.params)
+
+
+def answer_route_entry(route: TableEntry) -> TableEntry:
+    """An IPv4 route's copy in ipv4_answer_lpm (the same match, action and parameters)."""
+    if route.table != TABLE_ROUTES:
+        raise ValueError(f"not an IPv4 route: {route.table}")
+    return TableEntry.make(TABLE_ANSWER_ROUTES, dict(route.match), route.action,
+                           dict(route.params), route.priority)
 
 
 def upta_edge_port_entry(port: int, *, cpu: bool = False) -> TableEntry:

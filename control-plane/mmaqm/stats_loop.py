@@ -39,6 +39,7 @@ class StatsLoop:
     def controller_sample(self) -> dict[str, Any]:
         """The controller's own load: flow reports received and refused
         (table full), flows tracked, digest lists dropped (the driver's queue full),
+        repairs and occupancy resets (the Tofino audit) since the start,
         the report lag the flows are judged with (report_lag_ms), the oldest report handled since the last
         sample (ms between its packet and its handling), and how late the share
         and stats loops woke up since the last sample (ms, one value per wake-up)."""
@@ -52,6 +53,7 @@ class StatsLoop:
                 "dropped_from_switch": dict(getattr(getattr(self.driver, "malformed", None),
                                                     "counts", {})),
                 "repairs": self.repairs,
+                "occupancy_resets": self.occupancy_resets,    # occupancy_audit (Tofino)
                 "lateness_ms": {"update": self.update_lateness.take(),
                                 "stats": self.stats_lateness.take()}}
 

@@ -294,10 +294,13 @@ struct local_metadata_t {
     // ICMP checksum can be verified); the message was consumed here (dropped).
     bool            bfd_complete;
 #ifndef MMAQM_PROFILE_P4
-    // Tofino's UPTA build routes on this address: the parser sets the
-    // destination, or the source of a probe to this router (its answer's);
-    // v1model routes on hdr.ipv4.dst_addr (routing.p4 MMAQM_ROUTE_DST).
+    // Tofino's UPTA build routes a packet to this router on this address
+    // (routing.p4 MMAQM_ROUTE_ANSWERS): the parser sets a QoS Probe's source
+    // (its answer's), else the destination; otherwise unused.
     ipv4_addr_t     route_dst_addr;
+#endif
+#ifdef MMAQM_ROUTE_ANSWERS
+    bool            bfd_to_local;     // to this router (routing.p4 upta_local_addr)
 #endif
 #ifdef MMAQM_USES_UPTA
     bool            bfd_consumed;

@@ -15,13 +15,6 @@
 #define MMAQM_EGRESS_PORT(md) md.egress_spec
 #endif
 
-// The address routed on: the IPv4 destination, unless the top file says
-// otherwise (p4src/tna/main.p4's UPTA build: meta.route_dst_addr, so that the
-// BFD endpoint's answer, decided after routing's stage, goes back to the probe's source).
-#ifndef MMAQM_ROUTE_DST
-#define MMAQM_ROUTE_DST(hdr, meta) hdr.ipv4.dst_addr
-#endif
-
 // Sets meta.routed on a match. (A flag in metadata, not an out parameter:
 // p4c turns an assignment of the table's hit bit into a table of its own.)
 control Routing(inout headers_t hdr,
@@ -61,11 +54,37 @@ control Routing(inout headers_t hdr,
 #endif
 
     table ipv4_lpm {
-        key = { MMAQM_ROUTE_DST(hdr, meta) : lpm @name("ipv4_dst"); }
+        key = { hdr.ipv4.dst_addr : lpm @name("ipv4_dst"); }
         actions = { route; @defaultonly route_miss; }
         const default_action = route_miss();
         size = ROUTE_TABLE_SIZE;
     }
+
+#ifdef MMAQM_ROUTE_ANSWERS
+    // Tofino's UPTA build (p4src/tna/main.p4): this router's own addresses
+    // (upta.p4's upta_local_addr: same name, key and action), looked up beside
+    // routing. A packet to one is routed on route_dst_addr (the parser's: a QoS
+    // Probe's source, where the answer goes; else the destination) by
+    // ipv4_answer_lpm, which holds ipv4_lpm's entries (the controller writes
+    // each route to both), so that routing stays in the first stage: a
+    // table's hit predicates the next in its stage, a key written by a
+    // table's action would wait a stage.
+    action upta_local() { meta.bfd_to_local = true; }
+
+    table upta_local_addr {
+        key = { hdr.ipv4.dst_addr : exact @name("addr"); }
+        actions = { upta_local; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = 4;
+    }
+
+    table ipv4_answer_lpm {
+        key = { meta.route_dst_addr : lpm @name("ipv4_dst"); }
+        actions = { route; @defaultonly route_miss; }
+        const default_action = route_miss();
+        size = ROUTE_TABLE_SIZE;
+    }
+#endif
 
     apply {
 #ifdef MMAQM_HAS_IPV6
@@ -74,7 +93,14 @@ control Routing(inout headers_t hdr,
         } else
 #endif
         {
-            ipv4_lpm.apply();
+#ifdef MMAQM_ROUTE_ANSWERS
+            if (upta_local_addr.apply().hit) {
+                ipv4_answer_lpm.apply();
+            } else
+#endif
+            {
+                ipv4_lpm.apply();
+            }
         }
     }
 }

@@ -20,9 +20,11 @@
 #define MMAQM_AFTER_IPV4_LENGTH parse_ipv4_ttl
 #endif
 #ifdef MMAQM_TNA_UPTA
-// The UPTA build routes on the parser's route_dst_addr (routing.p4): the
-// destination, or a probe-to-this-router's source, where its answer goes.
-#define MMAQM_ROUTE_DST(hdr, meta) meta.route_dst_addr
+// The UPTA build's routing (routing.p4) holds this router's addresses
+// (upta_local_addr): a packet to one is routed on the parser's route_dst_addr
+// (a QoS Probe's source, where its answer goes) by ipv4_answer_lpm, a copy of
+// ipv4_lpm's entries, in the same stage.
+#define MMAQM_ROUTE_ANSWERS
 #endif
 
 #include "../shared/defines.p4"
@@ -45,10 +47,6 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
     Checksum() ipv4_checksum;
 #ifdef MMAQM_TNA_UPTA
     Checksum() icmp_checksum;
-    // This router's own addresses (upta.p4's upta_local_addr table; the driver
-    // writes the same addresses here): known in the parser, so that a probe
-    // to one is routed on its source, where the answer goes.
-    @name("upta_local_addr") value_set<bit<32>>(4) upta_local_addr;
 #endif
 
     state start {
@@ -59,7 +57,7 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         md.ttl_expired = false;
 #ifdef MMAQM_TNA_UPTA
         md.bfd_event = BFD_NO_EVENT;
-        md.bfd_to_local = false;
+        md.base.bfd_to_local = false;
         md.bfd_checksum_error = false;
         md.base.bfd_complete = false;
 #endif
@@ -92,9 +90,36 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         pkt.advance(PORT_METADATA_SIZE);
         transition select(ig_intr_md.ingress_port) {
             TNA_RECIRC_PORT: parse_departure_report;
+#ifdef MMAQM_TNA_UPTA
+            // pipe 0's dev ports 0..63 (NUM_PORTS, the ports under AQM, the
+            // hosts') send no PacketOut: a host cannot pass for the controller
+            0 &&& 0x1C0: parse_ethernet;
+            default: check_packet_out;
+#else
+            default: parse_ethernet;
+#endif
+        }
+    }
+
+#ifdef MMAQM_TNA_UPTA
+    // fabric-tna's check_ethernet: a PacketOut header carries its ether type
+    // where an Ethernet header does (tna_packet_out_h), on a port other than
+    // 0..63 (the CPU port: 192 or 320 on Tofino 1). A probe behind one is
+    // the controller's: upta_from_cpu, as an upta_cpu entry of upta_edge_port
+    // marks a frame from the CPU port on v1model.
+    state check_packet_out {
+        transition select(pkt.lookahead<tna_packet_out_h>().ether_type) {
+            TNA_ETHERTYPE_PACKET_OUT: parse_packet_out;
             default: parse_ethernet;
         }
     }
+
+    state parse_packet_out {
+        pkt.extract(hdr.packet_out);
+        md.base.upta_from_cpu = true;
+        transition parse_ethernet;
+    }
+#endif
 
     state parse_departure_report {
         pkt.extract(hdr.report);
@@ -106,7 +131,7 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         pkt.extract(hdr.pkt.ethernet);
         transition select(hdr.pkt.ethernet.ether_type) {
 #ifdef MMAQM_TNA_UPTA
-            ETHERTYPE_IPV4: parse_ipv4_local_check;
+            ETHERTYPE_IPV4: parse_ipv4_probe_check;
 #else
             ETHERTYPE_IPV4: parse_ipv4;
 #endif
@@ -115,31 +140,23 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
     }
 
 #ifdef MMAQM_TNA_UPTA
-    // To this router (the BFD endpoint's upta_local_addr)? Looked ahead, before
-    // the IPv4 header is extracted, so that a QoS Probe's extraction (IHL 5: the
-    // ICMP type is the byte after it) can route on its source, where the
-    // answer goes (a Tofino parser writes a field once on a path, and reads a
-    // header's bytes only while extracting it). Lookahead bits: version and
-    // IHL 167:160, protocol 95:88, dst 39:8, the next byte 7:0.
-    state parse_ipv4_local_check {
-        transition select(pkt.lookahead<bit<168>>()[39:8]) {
-            upta_local_addr: ipv4_to_local;
-            default: parse_ipv4;
-        }
-    }
-
-    state ipv4_to_local {
-        md.bfd_to_local = true;
-        // version and IHL (0x45), protocol, the byte after the header (three of
-        // the parser's match registers; a non-first fragment is not told apart)
+    // A QoS Probe (IHL 5, ICMP, the ICMP type: the byte after the header),
+    // looked ahead before the IPv4 header is extracted, leaves its source in
+    // route_dst_addr: if routing's upta_local_addr finds its destination to be
+    // this router's, it is routed on it, where the answer goes (a Tofino parser
+    // writes a field once on a path, and reads a header's bytes only while
+    // extracting it). Lookahead bits: version and IHL 167:160, protocol 95:88,
+    // the next byte 7:0 (three of the parser's match registers; a non-first
+    // fragment is not told apart).
+    state parse_ipv4_probe_check {
         transition select(pkt.lookahead<bit<168>>()[167:160], pkt.lookahead<bit<168>>()[95:88],
                           pkt.lookahead<bit<168>>()[7:0]) {
-            (0x45, IP_PROTO_ICMP, ICMP_QOS_PROBE): parse_ipv4_local_probe;
+            (0x45, IP_PROTO_ICMP, ICMP_QOS_PROBE): parse_ipv4_probe;
             default: parse_ipv4;
         }
     }
 
-    state parse_ipv4_local_probe {
+    state parse_ipv4_probe {
         pkt.extract(hdr.pkt.ipv4);
         ipv4_checksum.add(hdr.pkt.ipv4);
         md.base.route_dst_addr = hdr.pkt.ipv4.src_addr;
@@ -573,7 +590,7 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             hdr.report.chips_off = 0;
             hdr.report.chips_congested = 0;
             hdr.report.counted = 0;
-            hdr.report._pad = 0;
+            hdr.report.queue_empty = 0;
             hdr.report._pad2 = 0;
 #ifdef MMAQM_TNA_FRED
             // fred_tna.p4 counts every arrival in its flow's slot: every report
@@ -696,12 +713,14 @@ control TnaIngressDeparser(packet_out pkt, inout tna_ingress_headers_t hdr,
                 {md.slot_pkt_type, hdr.report.port_index, hdr.report.class_id,
                  hdr.report.admitted, hdr.report.cut_in, hdr.report.fred_admitted,
                  hdr.report.chips_on, hdr.report.chips_off, hdr.report.chips_congested,
-                 hdr.report.counted, hdr.report._pad, hdr.report._pad2, hdr.report.fred_slot_index});
+                 hdr.report.counted, hdr.report.queue_empty, hdr.report._pad2, hdr.report.fred_slot_index});
         }
         if (ig_dprsr_md.resubmit_type == TNA_RESUBMIT_CANCEL) {
             cancel.emit<tna_report_h>(hdr.report);
         }
-        pkt.emit(hdr);
+        // every header but the controller's packet_out (UPTA build), which stays behind
+        pkt.emit(hdr.report);
+        pkt.emit(hdr.pkt);
     }
 }
 
@@ -774,12 +793,21 @@ control TnaEgress(inout tna_egress_headers_t hdr,
             md.mirror_session = TNA_REPORT_SESSION;
             eg_dprsr_md.mirror_type = TNA_MIRROR_REPORT;
             eg_dprsr_md.drop_ctl = 1;
+            // the FIFO (qid 0) is empty behind it: the counts heal (occupancy_tna.p4)
+            if (eg_intr_md.deq_qdepth == 0) {
+                md.report.queue_empty = 1;
+            }
         } else if (hdr.bridged.pkt_type == TNA_PKT_BRIDGED) {
             // main.p4's MmaqmEgress: an admitted packet left the queue
             md.report = hdr.bridged;
             md.report.pkt_type = TNA_PKT_DEPARTURE;
             md.mirror_session = TNA_REPORT_SESSION;
             eg_dprsr_md.mirror_type = TNA_MIRROR_REPORT;
+            // a FIFO (qid 0) departure that leaves its queue empty: the counts
+            // heal (occupancy_tna.p4). A cut-in packet's (qid 1) never does.
+            if (eg_intr_md.deq_qdepth == 0 && md.report.cut_in == 0) {
+                md.report.queue_empty = 1;
+            }
             hdr.bridged.setInvalid();
             // frame shorter than Ethernet + total_len: a gateway compares a field
             // with a constant only, so the difference is taken first (saturating)
@@ -804,7 +832,7 @@ control TnaEgressDeparser(packet_out pkt, inout tna_egress_headers_t hdr,
                 {md.report.pkt_type, md.report.port_index, md.report.class_id,
                  md.report.admitted, md.report.cut_in, md.report.fred_admitted,
                  md.report.chips_on, md.report.chips_off, md.report.chips_congested,
-                 md.report.counted, md.report._pad, md.report._pad2, md.report.fred_slot_index});
+                 md.report.counted, md.report.queue_empty, md.report._pad2, md.report.fred_slot_index});
         }
         pkt.emit(hdr);
     }

@@ -58,6 +58,14 @@ control TnaOccupancy(inout tna_ingress_metadata_t md, in tna_report_h report) {
             left = value;
         }
     };
+    // Healing (docs/tofino.md, "Counts that heal"): a report whose departure left
+    // the FIFO empty sets the port's counts to 0, whatever reports were lost.
+    RegisterAction<scaled_t, tna_index_t, scaled_t>(queue_pkts) queue_heal = {
+        void apply(inout scaled_t value, out scaled_t left) {
+            value = 0;
+            left = 0;
+        }
+    };
 
 #ifndef MMAQM_TNA_NO_CLASS_OCCUPANCY
 #define MMAQM_CLASS_ACTIONS(R) \
@@ -66,7 +74,9 @@ control TnaOccupancy(inout tna_ingress_metadata_t md, in tna_report_h report) {
     RegisterAction<scaled_t, tna_index_t, scaled_t>(R) R##_read = { \
         void apply(inout scaled_t value, out scaled_t seen) { seen = value; } }; \
     RegisterAction<scaled_t, tna_index_t, scaled_t>(R) R##_leave = { \
-        void apply(inout scaled_t value) { if (value != 0) { value = value - AVG_ONE; } } };
+        void apply(inout scaled_t value) { if (value != 0) { value = value - AVG_ONE; } } }; \
+    RegisterAction<scaled_t, tna_index_t, scaled_t>(R) R##_heal = { \
+        void apply(inout scaled_t value) { value = 0; } };
     MMAQM_CLASS_ACTIONS(tcp_pkts)
     MMAQM_CLASS_ACTIONS(tagged_pkts)
     MMAQM_CLASS_ACTIONS(untagged_pkts)
@@ -101,11 +111,24 @@ control TnaOccupancy(inout tna_ingress_metadata_t md, in tna_report_h report) {
                              || (report.pkt_type == TNA_PKT_CANCEL && report.counted == 1)
                              || (report.pkt_type == TNA_PKT_DEPARTURE
                                  && report.cut_in == 0);
-            if (total) {
+            // A departure or FIFO slot that left the FIFO (qid 0) empty: the cut-in
+            // queue is empty too (strict priority serves qid 0 only then), so
+            // the port holds nothing: every count of it is 0 (docs/tofino.md,
+            // "Counts that heal"). A lost report or a TM drop is forgotten here.
+            if (report.queue_empty == 1) {
+                md.queue_scaled = queue_heal.execute(port);
+            } else if (total) {
                 md.queue_scaled = queue_leave.execute(port);
             }
 #ifndef MMAQM_TNA_NO_CLASS_OCCUPANCY
-            if (per_class) {
+            if (report.queue_empty == 1) {
+                tcp_pkts_heal.execute(port);
+                tagged_pkts_heal.execute(port);
+                untagged_pkts_heal.execute(port);
+#ifdef MMAQM_TNA_DCBT
+                fifo_pkts_heal.execute(port);
+#endif
+            } else if (per_class) {
                 if (report.class_id == (bit<2>)(bit<8>)traffic_class_t.TCP) {
                     tcp_pkts_leave.execute(port);
                 } else if (report.class_id == (bit<2>)(bit<8>)traffic_class_t.TAGGED) {

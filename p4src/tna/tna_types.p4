@@ -87,12 +87,35 @@ header tna_report_h {
     bit<1>  chips_off;        // admitted; a tagged one found the queue congested
     bit<1>  chips_congested;  // (cut in) or not: chips_events, counted at departure
     bit<1>  counted;          // a cancel: occupancy counted the arrival (undo it)
-    bit<1>  _pad;
+    bit<1>  queue_empty;      // a FIFO departure left the port empty: heal (occupancy_tna.p4)
     bit<8>  _pad2;
     bit<32> fred_slot_index;   // port * FRED_SLOTS_PER_PORT + slot
 }
 
+#ifdef MMAQM_TNA_UPTA
+// The controller's PacketOut header (UPTA build: C-UPTA's QoS Probes, which the
+// controller sends through the switch's CPU port). fabric-tna's
+// packet_out_header_t cut to what a probe needs: 14 bytes, so that the parser
+// finds TNA_ETHERTYPE_PACKET_OUT where an Ethernet header has its type, on any
+// ingress port. That leaves the CPU port's number (Tofino 1's PCIe port: dev
+// port 192 on two pipes, 320 on four) out of the program, without a parser
+// value set, which Stratum does not serve. Stratum puts the P4Info's
+// packet_out metadata in front of the payload in this order; the ingress
+// deparser does not emit the header.
+const bit<16> TNA_ETHERTYPE_PACKET_OUT = 0xBF01;   // fabric-tna's ETHERTYPE_PACKET_OUT
+@controller_header("packet_out")
+header tna_packet_out_h {
+    @padding bit<7>  _pad0;
+    PortId_t         egress_port;   // the probe's path port (routing decides: docs/tofino.md)
+    @padding bit<80> _pad1;
+    bit<16>          ether_type;    // TNA_ETHERTYPE_PACKET_OUT
+}
+#endif
+
 struct tna_ingress_headers_t {
+#ifdef MMAQM_TNA_UPTA
+    tna_packet_out_h packet_out;   // a PacketOut from the controller (never emitted)
+#endif
     tna_report_h report;   // a departure report (recirculated) or a cancel (resubmitted)
     headers_t    pkt;
 }
@@ -154,7 +177,6 @@ struct tna_ingress_metadata_t {
     bit<1>           fred_robust;       // R4: qlen >= max(minq, avgcq)
     bit<1>           fred_struck;       // the strike register's verdict (R1-R3)
     // UPTA (upta_tna.p4)
-    bool             bfd_to_local;        // the parser: to this router (upta_local_addr)
     bool             bfd_checksum_error;  // the parser: the ICMP checksum of a complete message
     bool             bfd_rewritten;       // the deparser recomputes the ICMP checksum
     bit<8>           bfd_event;           // the endpoint's UPTA_EVENT_*, counted when != 0xFF

@@ -24,9 +24,10 @@
 //  * a report's sequence check and store: one RegisterAction per share on a
 //    {sequence, share} pair (each keeps the probe's sequence);
 //  * BFD: the ICMP checksum is verified by the parser's Checksum and rewritten
-//    by the deparser's; this router's addresses are a parser value set (so
-//    that an answer routes on the probe's source); the answer leaves the
-//    probe's flow specs unemitted instead of truncating the frame.
+//    by the deparser's; this router's addresses are v1model's table
+//    upta_local_addr, in routing's stage (routing.p4 MMAQM_ROUTE_ANSWERS: its
+//    hit routes a probe on its source, where the answer goes); the answer
+//    leaves the probe's flow specs unemitted instead of truncating the frame.
 #ifndef MMAQM_UPTA_TNA_P4
 #define MMAQM_UPTA_TNA_P4
 
@@ -199,7 +200,7 @@ control TnaBfdEndpoint(inout headers_t hdr, inout tna_ingress_metadata_t md,
             md.base.upta_from_edge : ternary;
             md.base.upta_from_cpu : ternary;
             hdr.icmp.icmp_type : ternary;
-            md.bfd_to_local : ternary;
+            md.base.bfd_to_local : ternary;
             md.base.bfd_complete : ternary;
             md.bfd_checksum_error : ternary;
             hdr.bfd.identifier[15:6] : ternary;   // identifier < BFD_PATHS (64)

@@ -18,8 +18,10 @@ and adds what the driver needs, the way simple_switch_grpc behaves:
   reports failures per update, as P4Runtime does;
 - Read (from any client, primary or not: spec "Read RPC") answers table entries (all,
   one table, or one match), digest configs (by id; NOT_FOUND when not configured,
-  as simple_switch_grpc) and counters (every index, or the
-  ones asked) from ``counters``; clone sessions and multicast groups: none;
+  as simple_switch_grpc), counters (every index, or the
+  ones asked) from ``counters`` and registers (likewise) from ``registers``;
+- a register is written only by MODIFY (P4Runtime's rule; Stratum's Tofino
+  server too), at an index in range with a value of the register's bit width; clone sessions and multicast groups: none;
 - ``send_digest`` pushes a DigestList on the stream; DigestListAcks are recorded;
   ``send_stream`` pushes any StreamMessageResponse (malformed ones too);
 - ``extra_read_entities`` are added to every Read's answer (entities the P4Info
@@ -222,8 +224,13 @@ class FakeP4RuntimeServer(P4RuntimeServer):
         # parser value set write (UNIMPLEMENTED).
         self.stratum_rules = stratum_rules
         self.counters: dict[str, dict[int, tuple[int, int]]] = {}   # name -> index -> (pkts, bytes)
+        self.registers: dict[str, dict[int, int]] = {}   # alias -> index -> value (absent: 0)
         self.extra_read_entities: list[p4r.Entity] = []
         self.stalled_rpcs: set[str] = set()
+        # PacketOuts of the primary the switch took, and those it refused (with
+        # stratum_rules: metadata that is not the P4Info's packet_out header)
+        self.packets_out: list[p4r.PacketOut] = []
+        self.refused_packets_out: list[tuple[p4r.PacketOut, str]] = []
 
     @property
     def address(self) -> str:
@@ -253,6 +260,12 @@ class FakeP4RuntimeServer(P4RuntimeServer):
             if counter.preamble.id == counter_id:
                 return counter
         raise _P4Error(rpc_code.NOT_FOUND, f"no counter id {counter_id}")
+
+    def _register_by_id(self, register_id: int) -> p4i.Register:
+        for register in self.p4info.registers:
+            if register.preamble.id == register_id:
+                return register
+        raise _P4Error(rpc_code.NOT_FOUND, f"no register id {register_id}")
 
     def _digest(self, name: str) -> p4i.Digest:
         for digest in self.p4info.digests:
@@ -359,6 +372,8 @@ class FakeP4RuntimeServer(P4RuntimeServer):
                     problem = self._arbitrate(client, request.arbitration)
                     if problem is not None:
                         break
+                elif kind == "packet" and client is self._primary_client():
+                    self._packet_out(request.packet)
                 elif kind == "digest_ack" and client is self._primary_client():
                     self.digest_acks.append((request.digest_ack.digest_id,
                                              request.digest_ack.list_id))
@@ -372,6 +387,30 @@ class FakeP4RuntimeServer(P4RuntimeServer):
                 self._notify_all()
         if problem is not None:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
+
+    def _packet_out(self, packet: p4r.PacketOut) -> None:
+        problem = self._packet_out_problem(packet) if self.stratum_rules else None
+        if problem is None:
+            self.packets_out.append(packet)
+        else:
+            self.refused_packets_out.append((packet, problem))
+
+    def _packet_out_problem(self, packet: p4r.PacketOut) -> str | None:
+        """Stratum builds the packet_out header from the P4Info: every field of it,
+        each value within its bitwidth, nothing else (a program without the header
+        takes no metadata)."""
+        p4info = self.config.p4info if self.config is not None else p4i.P4Info()
+        header = next((c for c in p4info.controller_packet_metadata
+                       if c.preamble.name == "packet_out"), None)
+        fields = {m.id: m for m in header.metadata} if header is not None else {}
+        given = {m.metadata_id: m.value for m in packet.metadata}
+        if set(given) != set(fields):
+            return (f"PacketOut metadata ids {sorted(given)}, the P4Info's packet_out "
+                    f"header has {sorted(fields)}")
+        for mid, value in given.items():
+            if int.from_bytes(value, "big") >> fields[mid].bitwidth:
+                return f"packet_out.{fields[mid].name} wider than {fields[mid].bitwidth} bits"
+        return None
 
     async def _stream_write_to(self, client: _Client,
                                context: grpc.aio.ServicerContext) -> None:
@@ -491,6 +530,8 @@ class FakeP4RuntimeServer(P4RuntimeServer):
             self._apply_table_entry(update.type, update.entity.table_entry)
         elif kind == "digest_entry":
             self._apply_digest_entry(update.type, update.entity.digest_entry)
+        elif kind == "register_entry":
+            self._apply_register_entry(update.type, update.entity.register_entry)
         elif kind == "value_set_entry":
             if self.stratum_rules:
                 raise _P4Error(rpc_code.UNIMPLEMENTED, "Stratum: value sets are not supported")
@@ -578,6 +619,18 @@ class FakeP4RuntimeServer(P4RuntimeServer):
             stored.CopyFrom(entry)
             self.digest_configs[entry.digest_id] = stored
 
+    def _apply_register_entry(self, kind: int, entry: p4r.RegisterEntry) -> None:
+        if kind != p4r.Update.MODIFY:
+            raise _P4Error(rpc_code.INVALID_ARGUMENT, "a register entry is only modified")
+        register = self._register_by_id(entry.register_id)
+        if not entry.HasField("index") or not 0 <= entry.index.index < register.size:
+            raise _P4Error(rpc_code.OUT_OF_RANGE, "register index missing or out of range")
+        width = register.type_spec.bitstring.bit.bitwidth
+        value = int.from_bytes(entry.data.bitstring, "big")
+        if entry.data.WhichOneof("data") != "bitstring" or value >> width:
+            raise _P4Error(rpc_code.INVALID_ARGUMENT, f"register value is not bit<{width}>")
+        self.registers.setdefault(register.preamble.alias, {})[entry.index.index] = value
+
     def _apply_clone_session(self, kind: int, entry: p4r.CloneSessionEntry) -> None:
         if self.stratum_rules:
             for r in entry.replicas:
@@ -611,6 +664,8 @@ class FakeP4RuntimeServer(P4RuntimeServer):
                     entities += self._read_table_entries(wanted.table_entry)
                 elif kind == "counter_entry":
                     entities += self._read_counter_entries(wanted.counter_entry)
+                elif kind == "register_entry":
+                    entities += self._read_register_entries(wanted.register_entry)
                 elif kind == "digest_entry":   # by id only, as P4Runtime (no wildcard)
                     stored = self.digest_configs.get(wanted.digest_entry.digest_id)
                     if stored is None:      # simple_switch_grpc fails the whole request
@@ -658,6 +713,27 @@ class FakeP4RuntimeServer(P4RuntimeServer):
                 result.append(p4r.Entity(counter_entry=p4r.CounterEntry(
                     counter_id=counter.preamble.id, index=p4r.Index(index=index),
                     data=p4r.CounterData(packet_count=packets, byte_count=byte_count))))
+        return result
+
+
+    def _read_register_entries(self, wanted: p4r.RegisterEntry) -> list[p4r.Entity]:
+        registers = ([self._register_by_id(wanted.register_id)] if wanted.register_id
+                     else list(self.p4info.registers))
+        result = []
+        for register in registers:
+            if wanted.HasField("index"):
+                if not 0 <= wanted.index.index < register.size:
+                    raise _P4Error(rpc_code.OUT_OF_RANGE, "register index out of range")
+                indexes = [wanted.index.index]
+            else:
+                indexes = list(range(register.size))
+            width = register.type_spec.bitstring.bit.bitwidth
+            values = self.registers.get(register.preamble.alias, {})
+            for index in indexes:
+                result.append(p4r.Entity(register_entry=p4r.RegisterEntry(
+                    register_id=register.preamble.id, index=p4r.Index(index=index),
+                    data=p4d.P4Data(bitstring=values.get(index, 0).to_bytes(
+                        max(1, (width + 7) // 8), "big")))))
         return result
 
 

@@ -138,12 +138,12 @@ def test_process_exit_status_of_an_invalid_config(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("command,calls", [("run", 1), ("install", 0)])
-def test_run_limits_its_malloc_arenas_and_install_does_not(
+def test_run_limits_its_malloc_growth_and_install_does_not(
         valid_config: Path, device_config: Path, monkeypatch: pytest.MonkeyPatch,
         command: str, calls: int) -> None:
-    # What limit_malloc_arenas does is tested in test_memory.py; here, who calls it.
+    # What limit_malloc_growth does is tested in test_memory.py; here, who calls it.
     called: list[str] = []
-    monkeypatch.setattr(cli, "limit_malloc_arenas", lambda: called.append(command) or True)
+    monkeypatch.setattr(cli, "limit_malloc_growth", lambda: called.append(command) or {})
     argv = ["--config", str(valid_config), "--p4info", str(p4constants.P4INFO),
             "--bmv2-json", str(device_config), "--timeout-s", "0.2"]
     if command == "run":

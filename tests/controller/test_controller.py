@@ -96,6 +96,9 @@ class FakeDriver:
     def range_entries(self, port, action) -> list:   # a v1model program
         return []
 
+    def route_entries(self, route) -> list:          # a v1model program: no copy
+        return [route]
+
     def __init__(self, reports: Iterable[list[FlowReport]] = (),
                  counters: Mapping[str, Mapping[int, CounterValue]] | None = None,
                  reports_end: bool = True) -> None:
@@ -376,7 +379,7 @@ def test_the_flow_table_cap_comes_from_the_config_and_refusals_are_sampled() -> 
     assert sample == {"flow_reports": 4, "flows_refused": 2, "flows": 2,
                       "report_age_max_ms": 0.0, "report_lag_ms": 0.0, "clock_restarts": 0,
                       "digest_lists_dropped": 0, "dropped_from_switch": {}, "repairs": 0,
-                      "lateness_ms": {"update": [], "stats": []}}
+                      "occupancy_resets": 0, "lateness_ms": {"update": [], "stats": []}}
 
 
 def test_update_shares_without_flows_pushes_nothing() -> None:

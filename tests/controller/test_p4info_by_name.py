@@ -14,6 +14,9 @@ import pytest
 from google.protobuf import text_format
 
 from fake_p4rt import FakeP4RuntimeServer, WrittenEntry, ipv4_int, load_p4info, run_async
+from finsy.proto import p4r
+from mmaqm.config import parse_config
+from mmaqm.controller import SwitchController
 from mmaqm.driver import CounterValue, FlowReport, SwitchDriver
 from mmaqm import reconcile as R
 from mmaqm.targets import tna as T
@@ -476,38 +479,100 @@ def test_on_tofino_upta_counters_are_reported_in_v1models_layout(device_config: 
     assert some["upta_flow_bytes"] == {3 * 4096 + 17: CounterValue(6, 900)}
 
 
-def test_on_tofino_the_router_addresses_are_the_parser_value_sets_members(
-        device_config: Path) -> None:
-    """upta_local_addr is a parser value set on TNA (a table on v1model): the
-    desired state's entries become its members, in one MODIFY; a fifth address
-    is refused before anything is written."""
-    local = [R.upta_local_addr_entry("10.0.9.1"), R.upta_local_addr_entry("10.0.9.2")]
-    edge = R.upta_edge_port_entry(1)
-    path = R.upta_bfd_path_entry("10.0.2.0/24", 3)
+def upta_bfd_config():
+    """One switch with a UPTA port (512 flow slots: the Tofino build's) and C-UPTA's
+    BFD section: its address, an edge port, the controller's port, one BFD path."""
+    return parse_config({"switches": {"r1": {
+        "p4runtime_addr": "127.0.0.1:9559",
+        "ports": {p: {"mac": f"02:01:00:00:01:0{p}"} for p in (1, 2, 3)},
+        "routes": [{"prefix": "10.0.2.0/24", "port": 3, "next_hop_mac": "02:01:00:00:02:03"}],
+        "policies": {3: {"algorithm": "UPTA", "capacity_mbps": 10, "upta_mode": "C",
+                         "queue_limit_pkts": 100, "upta_flow_slots": 512}},
+        "bfd": {"router_addr": "10.255.0.1", "edge_ports": [1], "cpu_port": 63,
+                "paths": [{"id": 3, "port": 3, "egress_addr": "10.255.0.2",
+                           "prefixes": ["10.0.2.0/24"]}]}}}})
+
+
+def test_on_tofino_a_upta_config_installs_through_stratums_rules(device_config: Path) -> None:
+    """upta_local_addr is a table on both targets (v1model's name, key and action):
+    a UPTA configuration with BFD installs through the fake switch that refuses
+    what Stratum refuses (a parser value set write among it), the router's
+    address is an upta_local_addr entry, each route is also in ipv4_answer_lpm
+    (the build routes packets to this router there), and a second install
+    writes nothing."""
+    assert not load_p4info(TNA_UPTA_P4INFO).value_sets
+    cfg = upta_bfd_config()
 
     async def body():
-        server = FakeP4RuntimeServer()
+        server = FakeP4RuntimeServer(stratum_rules=True)
         async with server.run():
-            async with SwitchDriver("s1", server.address, p4info=TNA_UPTA_P4INFO,
+            async with SwitchDriver("r1", server.address, p4info=TNA_UPTA_P4INFO,
                                     bmv2_json=device_config) as d:
-                await d.apply_writes(R.plan_writes(R.SwitchState(), R.SwitchState(
-                    entries=tuple(local + [edge, path]))))
-                too_many = [R.upta_local_addr_entry(f"10.0.8.{i}") for i in range(1, 6)]
-                with pytest.raises(ValueError, match="holds 4"):
-                    await d.apply_writes(R.plan_writes(R.SwitchState(), R.SwitchState(
-                        entries=tuple(too_many + [R.upta_edge_port_entry(2)]))))
-                await d.install_upta_local_addr("10.0.9.3")
-        return server
+                ctl = SwitchController(cfg, cfg.switches["r1"], d, clock_ms=lambda: 0.0)
+                first = await ctl.install()
+                again = await ctl.install()
+                await d.install_upta_local_addr("10.255.0.9")
+        return server, first, again
 
-    server = run_async(body())
-    [members] = server.value_sets.values()
-    assert members == [[(1, bytes([10, 0, 9, n]))] for n in (1, 2, 3)]
-    # the edge port and the BFD path went to their tables (v1model's names and
-    # parameters); nothing of the refused plan was written
-    assert [e.match["port"] for e in server.table_entries("upta_edge_port")] == [1]
+    server, first, again = run_async(body())
+    assert first.writes and not again.writes
+    assert server.value_sets == {}
+    local = server.table_entries("upta_local_addr")
+    assert sorted(e.match["addr"] for e in local) == [ipv4_int("10.255.0.1"),
+                                                      ipv4_int("10.255.0.9")]
+    assert {e.action for e in local} == {"upta_local"}
+    assert sorted((e.match["port"], e.action) for e in server.table_entries("upta_edge_port")) \
+        == [(1, "upta_edge"), (63, "upta_cpu")]
     [bfd_path] = server.table_entries("upta_bfd_path")
     assert bfd_path.action == "upta_path" and bfd_path.params == {"path": 3}
-    assert not server.table_entries("upta_local_addr")
+    [policy] = [e for e in server.table_entries("port_policy") if e.match["port"] == 3]
+    assert policy.action == "upta"
+    [route] = server.table_entries("ipv4_lpm")
+    [answer_route] = server.table_entries("ipv4_answer_lpm")
+    assert route.match == answer_route.match == {"ipv4_dst": (ipv4_int("10.0.2.0"), 24)}
+    assert (answer_route.action, answer_route.params) == (route.action, route.params)
+    assert route.params["port"] == 3
+
+
+def test_routes_are_copied_to_ipv4_answer_lpm_only_where_the_program_has_it(
+        p4info_path: Path, device_config: Path) -> None:
+    """install_route writes the copy on Tofino's UPTA build, and on v1model (no such
+    table) the route alone."""
+    async def body(p4info: Path):
+        server = FakeP4RuntimeServer()
+        async with server.run():
+            async with SwitchDriver("r1", server.address, p4info=p4info,
+                                    bmv2_json=device_config) as d:
+                await d.install_route("10.0.7.0/24", 2, "02:00:00:00:00:02",
+                                      "02:00:00:07:00:01")
+        return server
+
+    tna = run_async(body(TNA_UPTA_P4INFO))
+    assert [(e.match, e.params) for e in tna.table_entries("ipv4_answer_lpm")] \
+        == [(e.match, e.params) for e in tna.table_entries("ipv4_lpm")] != []
+    v1 = run_async(body(p4info_path))
+    assert len(v1.table_entries("ipv4_lpm")) == 1
+    assert v1.table_entries("ipv4_answer_lpm") == []
+
+
+def test_the_fake_switch_with_stratums_rules_refuses_a_value_set_write(
+        device_config: Path) -> None:
+    """The value-set rule is enforced, not assumed: the MODIFY the controller wrote for
+    the Tofino build's former upta_local_addr value set is refused (UNIMPLEMENTED)."""
+    update = p4r.Update(type=p4r.Update.MODIFY, entity=p4r.Entity(
+        value_set_entry=p4r.ValueSetEntry(value_set_id=1, members=[p4r.ValueSetMember(
+            match=[p4r.FieldMatch(field_id=1, exact=p4r.FieldMatch.Exact(value=b"\x0a"))])])))
+
+    async def body():
+        server = FakeP4RuntimeServer(stratum_rules=True)
+        async with server.run():
+            async with SwitchDriver("r1", server.address, p4info=TNA_UPTA_P4INFO,
+                                    bmv2_json=device_config) as d:
+                with pytest.raises(Exception, match="value sets are not supported"):
+                    await d.write([update])
+        return server
+
+    assert run_async(body()).value_sets == {}
 
 
 def test_an_ipv6_route_is_refused_before_any_write_by_a_program_without_ipv6_lpm(

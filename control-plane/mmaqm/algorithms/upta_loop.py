@@ -19,7 +19,7 @@ and the controller runs it beside its own loops. Every T = K, for every such por
    they changed;
 5. C-UPTA ingress edges: one probe per BFD path (``bfd_paths``), its U flows as specs,
    sent by ``driver.send_probe(port, datagram)`` (a P4Runtime PacketOut through the CPU
-   port: the driver gains it with the P4's packet_out header).
+   port, with the P4Info's packet_out header where the program has one: Tofino).
 
 The arithmetic is upta_control's; this module only moves data. Every interval
 also goes to the event sink ("upta_interval": N, S, M, alpha, alpha', the writes).

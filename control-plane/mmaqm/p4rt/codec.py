@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import finsy as fy
+from finsy.proto import p4i, p4r
 
 from .. import reconcile as R
 from .. import targets
@@ -178,3 +179,39 @@ def describe_error(err: fy.P4ClientError) -> str:
     return f"{err.code.name}: {err.message}".replace("\n", " ")
 
 
+
+
+PACKET_OUT_HEADER = "packet_out"   # the @controller_header name of a PacketOut's metadata
+
+
+def _is_padding(meta: p4i.ControllerPacketMetadata.Metadata) -> bool:
+    return any(a.strip() == "@padding" for a in meta.annotations)
+
+
+def packet_out_metadata(p4info: p4i.P4Info,
+                        values: dict[str, int]) -> list[p4r.PacketMetadata]:
+    """A PacketOut's metadata: the P4Info's packet_out header, field by field by
+    name, each value in its bitwidth (padding fields 0). `values` must name
+    exactly the header's other fields; a program without the header takes none.
+    ValueError when they do not match, before anything is sent."""
+    header = next((c for c in p4info.controller_packet_metadata
+                   if c.preamble.name == PACKET_OUT_HEADER), None)
+    if header is None:
+        if values:
+            raise ValueError(f"the program has no {PACKET_OUT_HEADER} header, but a PacketOut "
+                             f"needs metadata {sorted(values)}")
+        return []
+    fields = {m.name: m for m in header.metadata}
+    wanted = {name for name, m in fields.items() if not _is_padding(m)}
+    if set(values) != wanted:
+        raise ValueError(f"the program's {PACKET_OUT_HEADER} header has fields "
+                         f"{sorted(wanted)}, the PacketOut gives {sorted(values)}")
+    metadata = []
+    for m in header.metadata:
+        value = values.get(m.name, 0)
+        if not 0 <= value < (1 << m.bitwidth):
+            raise ValueError(f"{PACKET_OUT_HEADER}.{m.name} = {value} does not fit "
+                             f"in {m.bitwidth} bits")
+        metadata.append(p4r.PacketMetadata(
+            metadata_id=m.id, value=value.to_bytes((m.bitwidth + 7) // 8, "big")))
+    return metadata

@@ -161,7 +161,6 @@ class P4RuntimeSession:
         self.flow_digest = (flow_digest_alias(self.switch.p4info)
                             if self.switch.p4info.digests else R.DIGEST_FLOW)
         self._open = False
-        self._local_addrs: set[int] = set()     # a target's upta_local_addr value set
         # finsy announces the pipeline ready (CHANNEL_READY) after its arbitration and,
         # when primary, its pipeline check or push (switch.py Switch._ready); it runs
         # that again after a backup connection becomes primary (BECOME_PRIMARY).

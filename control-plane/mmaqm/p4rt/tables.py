@@ -1,10 +1,9 @@
-"""Table, clone-session and value-set writes, and the switch's state as reconcile
+"""Table and clone-session writes, and the switch's state as reconcile
 reads it (a mixin of driver.SwitchDriver: it uses the session's finsy Switch
 and target)."""
 
 from __future__ import annotations
 
-import ipaddress
 import time
 from collections.abc import Iterable
 
@@ -14,9 +13,8 @@ from finsy.proto import p4r
 from .. import reconcile as R
 from ..encoding import PolicyAction, policy_epoch_from_clock
 from .codec import (TABLE_POLICY, _UPDATE, _check_port, _replicas, check_action,
-                    check_policy_in_program, from_finsy_entry, to_finsy)
-
-TABLE_UPTA_LOCAL_ADDR = R.TABLE_UPTA_LOCAL_ADDR
+                    check_policy_in_program, from_finsy_entry, packet_out_metadata,
+                    to_finsy)
 
 
 class TableWrites:
@@ -42,54 +40,45 @@ class TableWrites:
         await self.write([+to_finsy(e) for e in R.classifier_entries(tagged_dscp)])
 
     async def install_route(self, prefix: str, port: int, src_mac: str, next_hop_mac: str) -> None:
-        await self.write([+to_finsy(R.route_entry(prefix, port, src_mac, next_hop_mac))])
+        route = R.route_entry(prefix, port, src_mac, next_hop_mac)
+        await self.write([+to_finsy(e) for e in self.route_entries(route)])
+
+    def route_entries(self, route: R.TableEntry) -> list[R.TableEntry]:
+        """A route's entries: itself, and on a program with ipv4_answer_lpm (Tofino's
+        UPTA build, which routes packets to this router's addresses there) an IPv4
+        route's copy in it."""
+        if route.table == R.TABLE_ROUTES and R.TABLE_ANSWER_ROUTES in self.table_aliases:
+            return [route, R.answer_route_entry(route)]
+        return [route]
 
     async def install_upta_edge_port(self, port: int, *, cpu: bool = False) -> None:
         await self.write([+to_finsy(R.upta_edge_port_entry(port, cpu=cpu))])
 
     async def install_upta_local_addr(self, addr: str) -> None:
-        """One of this router's addresses (BFD endpoint). Where the target keeps them
-        in a parser value set, its members are rewritten whole: this driver's
-        addresses so far."""
-        if self.target.local_addr_value_set is not None:
-            self._local_addrs.add(int(ipaddress.IPv4Address(addr)))
-            await self._write_local_addrs(self._local_addrs)
-            return
+        """One of this router's addresses (BFD endpoint): an entry of the table
+        upta_local_addr on every target."""
         await self.write([+to_finsy(R.upta_local_addr_entry(addr))])
-
-    async def _write_local_addrs(self, addrs: Iterable[int]) -> None:
-        """The target's value set of this router's addresses, one MODIFY of every member."""
-        name = self.target.local_addr_value_set
-        assert name is not None
-        members = self.target.local_addr_members(addrs)      # validated before any write
-        value_set = self._value_set(name)
-        update = p4r.Update(type=p4r.Update.MODIFY, entity=p4r.Entity(
-            value_set_entry=p4r.ValueSetEntry(value_set_id=value_set.id, members=[
-                p4r.ValueSetMember(match=[p4r.FieldMatch(
-                    field_id=1, exact=p4r.FieldMatch.Exact(value=m))]) for m in members])))
-        await self.write([update])
-
-    def _value_set(self, name: str):
-        """The P4Info value set whose name ends with `name` (a parser's, qualified)."""
-        for value_set in self.switch.p4info.value_sets:
-            if value_set.name.split(".")[-1] == name:
-                return value_set
-        raise ValueError(f"the program has no value set {name}")
 
     async def install_upta_bfd_path(self, prefix: str, path: int) -> None:
         await self.write([+to_finsy(R.upta_bfd_path_entry(prefix, path))])
 
     async def send_probe(self, port: int, datagram: bytes) -> None:
         """C-UPTA ingress edge: one QoS Probe (an IPv4 datagram, upta_control.probe_datagrams)
-        as a P4Runtime PacketOut. BMv2 (--cpu-port) injects the payload as a frame arriving on
-        its CPU port, an `upta_cpu` entry of upta_edge_port; the P4 routes it like data
-        (port is the path's output port, for the log: routing decides) and lowers it on
-        every upta port (eqs. 25-26). The program has no packet_out header, so the
-        PacketOut carries no metadata and finsy's P4PacketOut (which requires one) is
-        bypassed. The Ethernet addresses are placeholders: the route rewrites them."""
+        as a P4Runtime PacketOut. Its metadata is the P4Info's packet_out header, filled
+        by the target (Target.packet_out_metadata): none on v1model, where BMv2
+        (--cpu-port) injects the payload as a frame arriving on its CPU port, an
+        `upta_cpu` entry of upta_edge_port; on Tofino the egress port and the
+        PacketOut ether type, by which the parser marks the probe as the
+        controller's. The P4 routes it like data (port is the path's output port:
+        routing decides) and lowers it on every upta port (eqs. 25-26). finsy's
+        P4PacketOut (which requires metadata) is bypassed. The Ethernet addresses are
+        placeholders: the route rewrites them."""
         _check_port(port)
+        metadata = packet_out_metadata(self.switch.p4info.p4info,
+                                       self.target.packet_out_metadata(port))
         frame = b"\x02\x00\x00\x00\x00\x01" + b"\x02\x00\x00\x00\x00\x02" + b"\x08\x00" + datagram
-        await self.write([p4r.StreamMessageRequest(packet=p4r.PacketOut(payload=frame))])
+        await self.write([p4r.StreamMessageRequest(
+            packet=p4r.PacketOut(payload=frame, metadata=metadata))])
 
     async def install_cut_in_slot_session(self, port: int) -> None:
         """The clone session of ChIPS's FIFO slot clones for one port (chips.p4):
@@ -150,11 +139,7 @@ class TableWrites:
 
     async def apply_writes(self, plan: R.WritePlan) -> None:
         """Send each batch of the plan as one Write RPC, in order (each must succeed
-        before the next is sent). Port policies are checked against the P4Info first.
-        Where the target keeps this router's addresses in a parser value set, the
-        upta_local_addr entries are its members, written last in one MODIFY."""
-        value_set = self.target.local_addr_value_set is not None
-        local_addrs = []
+        before the next is sent). Port policies are checked against the P4Info first."""
         for write in plan.writes:       # a profile lacks the other algorithms: say which has it
             entity = write.entity
             if write.type != R.DELETE and isinstance(entity, R.TableEntry) \
@@ -171,20 +156,10 @@ class TableWrites:
                 action = PolicyAction(entity.action, dict(entity.params))
                 check_action(self.switch.p4info, TABLE_POLICY, action)
                 self.target.check_action(action)
-            if value_set and write.type != R.DELETE and isinstance(entity, R.TableEntry) \
-                    and entity.table == TABLE_UPTA_LOCAL_ADDR:
-                local_addrs.append(dict(entity.match)["addr"])
-        if local_addrs:
-            self.target.local_addr_members(local_addrs)    # validated before any write
         for batch in plan.batches:
-            updates = [_UPDATE[w.type](to_finsy(w.entity)) for w in batch
-                       if not (value_set and isinstance(w.entity, R.TableEntry)
-                               and w.entity.table == TABLE_UPTA_LOCAL_ADDR)]
+            updates = [_UPDATE[w.type](to_finsy(w.entity)) for w in batch]
             if updates:
                 await self.write(updates)
-        if local_addrs:
-            self._local_addrs = set(local_addrs)
-            await self._write_local_addrs(self._local_addrs)
 
     async def reset_defaults(self) -> int:
         """Reset the default action of every table whose default is not const (P4Info

@@ -8,11 +8,16 @@ picks it from a P4Info. Nothing else names a target.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import ClassVar
 
 from .. import reconcile as R
 from ..encoding import PolicyAction
+
+
+class TargetRefusal(ValueError):
+    """A configuration the target cannot hold, found before the switch is
+    contacted (the CLI exits 2, as for an invalid configuration)."""
 
 
 class Target:
@@ -25,8 +30,24 @@ class Target:
     # action); False: a program per algorithm, which needs only its own.
     every_algorithm_in_one_program: ClassVar[bool] = True
 
+    # The occupancy registers (port-indexed packet counts) whose counts can be left
+    # too high by a lost departure, which the controller audits on an idle port
+    # (docs/tofino.md "Counts that heal"); the first is the port's total. None on
+    # v1model: egress decrements the counts in the same pipeline, so they are exact.
+    occupancy_registers: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def audits_occupancy(self) -> bool:
+        """Whether the controller audits this target's occupancy registers."""
+        return bool(self.occupancy_registers)
+
     def check_action(self, action: PolicyAction) -> None:
         """Refuse, before any write, an action the target cannot hold (ValueError)."""
+
+    def check_ports(self, ports: Mapping[int, str]) -> None:
+        """Refuse, before the switch is contacted, configured ports the target
+        cannot hold (TargetRefusal). ports: each port -> where the configuration
+        names it."""
 
     @property
     def range_tables(self) -> tuple[str, ...]:
@@ -42,15 +63,12 @@ class Target:
         """The clone sessions the program needs: ChIPS's slot sessions of these ports."""
         return [R.cut_in_slot_session(p) for p in cut_in_ports]
 
-    # ---- this router's BFD addresses: a table on v1model
-    @property
-    def local_addr_value_set(self) -> str | None:
-        """The parser value set that holds this router's addresses, or None when
-        they are entries of the table upta_local_addr."""
-        return None
-
-    def local_addr_members(self, addrs: Iterable[int]) -> list[bytes]:
-        raise NotImplementedError(f"{self.name} keeps the router's addresses in a table")
+    def packet_out_metadata(self, port: int) -> dict[str, int]:
+        """The values of a controller PacketOut's packet_out header (P4Info field
+        names) for a packet that leaves through `port`: none on v1model, whose
+        program has no such header (BMv2 injects the payload on its --cpu-port)."""
+        R.check_port(port)
+        return {}
 
     # ---- counters: (program counter, program index) <-> v1model's (name, index)
     def counter_reads(self, name: str, index: int | None,

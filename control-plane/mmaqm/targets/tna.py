@@ -36,7 +36,7 @@ from .. import p4constants as C
 from .. import p4generated
 from .. import reconcile as R
 from ..encoding import PolicyAction
-from .base import Target
+from .base import Target, TargetRefusal
 
 # red_tna.p4's constants, generated at build time (tools/gen_p4constants.py)
 _TNA_CONSTANTS = p4generated.TNA_RED_CONSTANTS
@@ -252,6 +252,9 @@ def _typed_constant(name: str) -> int:
 TNA_RECIRC_PORT = _typed_constant("TNA_RECIRC_PORT")
 TNA_REPORT_SESSION = _typed_constant("TNA_REPORT_SESSION")
 TNA_CHIPS_SESSION_BASE = _typed_constant("TNA_CHIPS_SESSION_BASE")
+# A controller PacketOut's header (tna_types.p4 tna_packet_out_h, UPTA build) carries
+# this in its ether_type field: the parser finds the header by it on any port.
+TNA_ETHERTYPE_PACKET_OUT = _typed_constant("TNA_ETHERTYPE_PACKET_OUT")
 # The report copy is truncated: the 8-byte report leads it and ingress reads
 # nothing else. 64 bytes, a minimum Ethernet frame, is an assumption (not
 # checked on a switch) that the recirculation path wants a full minimum frame.
@@ -416,25 +419,6 @@ TNA_REINDEXED_COUNTERS: Mapping[str, tuple[Callable[[int], int],
 })
 
 
-# BFD: this router's addresses are the parser value set upta_local_addr
-# (v1model: the table of that name), written whole: its members replace the old.
-TNA_LOCAL_ADDR_VALUE_SET = "upta_local_addr"
-TNA_LOCAL_ADDRS_MAX = 4
-
-
-def tna_local_addr_members(addrs) -> list[bytes]:
-    """The value set's members (P4Runtime canonical bytes of each address), sorted,
-    duplicates once; more than the set holds is an error."""
-    unique = sorted({int(a) for a in addrs})
-    for a in unique:
-        if not 0 <= a < 1 << 32:
-            raise ValueError(f"IPv4 address {a} out of range")
-    if len(unique) > TNA_LOCAL_ADDRS_MAX:
-        raise ValueError(f"{len(unique)} router addresses: the Tofino build's "
-                         f"{TNA_LOCAL_ADDR_VALUE_SET} value set holds {TNA_LOCAL_ADDRS_MAX}")
-    return [a.to_bytes(max(1, (a.bit_length() + 7) // 8), "big") for a in unique]
-
-
 # ---- the range tables, per port (what the data plane reads instead of multiplying)
 TABLE_RED_ZONE = "red_zone"
 TABLE_DCBT_THRESHOLDS = "dcbt_tagged_threshold"
@@ -477,6 +461,37 @@ def cut_in_slot_session(port: int) -> R.CloneSession:
     return R.CloneSession(TNA_CHIPS_SESSION_BASE + port, ((port, R.CLONE_REPLICA_INSTANCE),))
 
 
+# ---- pipes. A Tofino 1 dev port is {pipe: bits 8..7, port in the pipe: 6..0}
+# (the SDE's DEV_PORT_TO_PIPE(x) = (x >> 7) & 7). Registers are per pipe: an
+# arrival is counted in its ingress pipe's copy, and every departure report
+# returns through TNA_RECIRC_PORT (pipe 0) to pipe 0's copy. So the counts are
+# right only when every port that feeds a port under AQM is in pipe 0
+# (docs/tofino.md, "State on every pipe"): the configured ports must be.
+TNA_PIPE_SHIFT = 7
+TNA_STATE_PIPE = TNA_RECIRC_PORT >> TNA_PIPE_SHIFT     # 0: where the reports return
+
+
+def dev_port_pipe(port: int) -> int:
+    """The pipe of a Tofino 1 dev port."""
+    return port >> TNA_PIPE_SHIFT
+
+
+def check_tna_ports(ports: Mapping[int, str]) -> None:
+    """Every configured port (port -> where the configuration names it) in pipe
+    TNA_STATE_PIPE; else TargetRefusal naming each port, its pipe and the rule."""
+    outside = sorted(p for p in ports if dev_port_pipe(p) != TNA_STATE_PIPE)
+    if outside:
+        lo = TNA_STATE_PIPE << TNA_PIPE_SHIFT
+        hi = lo + (1 << TNA_PIPE_SHIFT) - 1
+        named = "; ".join(f"dev port {p} ({ports[p]}) is in pipe {dev_port_pipe(p)}"
+                          for p in outside)
+        raise TargetRefusal(
+            f"{named}: on Tofino every configured port must be in pipe {TNA_STATE_PIPE} "
+            f"(dev ports {lo}..{hi}), because an arrival is counted in its ingress pipe's "
+            f"registers and its departure report returns to pipe {TNA_STATE_PIPE}'s (dev "
+            f"port {TNA_RECIRC_PORT}); see docs/tofino.md, 'State on every pipe'")
+
+
 class Tna(Target):
     """A Tofino 1 program of make build-tna: one program per algorithm."""
 
@@ -491,6 +506,9 @@ class Tna(Target):
             raise ValueError(f"{action.name}: the tag guard (tag_guard: true) is not in the "
                              "Tofino build (docs/algorithms/tag-guard.md)")
 
+    def check_ports(self, ports: Mapping[int, str]) -> None:
+        check_tna_ports(ports)
+
     @property
     def range_tables(self) -> tuple[str, ...]:
         return RANGE_TABLES
@@ -498,15 +516,18 @@ class Tna(Target):
     def range_entries(self, port: int, action: PolicyAction) -> list[R.TableEntry]:
         return range_entries(port, action)
 
+    def packet_out_metadata(self, port: int) -> dict[str, int]:
+        R.check_port(port)
+        return {"egress_port": port, "ether_type": TNA_ETHERTYPE_PACKET_OUT}
+
     def clone_sessions(self, cut_in_ports) -> list[R.CloneSession]:
         return [report_session()] + [cut_in_slot_session(p) for p in cut_in_ports]
 
-    @property
-    def local_addr_value_set(self) -> str | None:
-        return TNA_LOCAL_ADDR_VALUE_SET
-
-    def local_addr_members(self, addrs) -> list[bytes]:
-        return tna_local_addr_members(addrs)
+    # occupancy_tna.p4: the total, the three class counts and D-CBT's virtual FIFO
+    # (the builds without D-CBT have no fifo_pkts: the driver reads what the
+    # program has); indexed by the port, as the data plane's heal resets them.
+    occupancy_registers: ClassVar[tuple[str, ...]] = (
+        "queue_pkts", "tcp_pkts", "tagged_pkts", "untagged_pkts", "fifo_pkts")
 
     def counter_reads(self, name: str, index: int | None,
                       have: frozenset[str]) -> list[tuple[str, int | None]]:

@@ -1,0 +1,150 @@
+"""tools/tna_occupancy_heal.py: the Tofino build's occupancy counts heal. A trace
+with lost reports and traffic-manager drops leaves the counts too high for ever
+without the queue-empty flag, and back at the truth after the next departure
+that empties the FIFO with it (p4src/tna/occupancy_tna.p4, docs/tofino.md)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools"))
+import tna_occupancy_heal as H  # noqa: E402
+
+TRACE_CLASSES = ["tcp", "tagged", "untagged", "tcp", "untagged", "tagged", "tcp", "tcp"]
+
+
+def lossy_busy_period(port: H.Port) -> None:
+    """8 arrivals; 2 reports lost, one admitted packet dropped by the TM; the
+    queue is not drained yet (3 packets left)."""
+    for c in TRACE_CLASSES:
+        port.arrive(c)
+    port.depart(lost=True)        # tcp's report lost (mirror buffer full)
+    port.depart()
+    port.tm_drop()                # the TM drops the tail (tcp): no report
+    port.depart(lost=True)        # untagged's report lost (recirculation overflow)
+    port.depart()
+
+
+@pytest.mark.parametrize("heal", [True, False])
+def test_lost_reports_and_tm_drops_heal_at_the_next_empty_departure(heal: bool) -> None:
+    port = H.Port(heal=heal)
+    lossy_busy_period(port)
+    # 3 packets still queued; the counts are 3 too high (2 lost reports, 1 TM drop)
+    assert port.truth()["queue"] == 3
+    assert port.counts.packets()["queue"] == 6
+    for _ in range(3):
+        port.depart()
+    assert port.truth() == {"queue": 0, "fifo": 0, "tcp": 0, "tagged": 0, "untagged": 0}
+    if heal:
+        assert port.counts.packets() == port.truth()
+    else:
+        # the build before healing: wrong for ever
+        assert port.counts.packets() == {"queue": 3, "fifo": 3, "tcp": 2, "tagged": 0,
+                                         "untagged": 1}
+    # and they stay so through more traffic that drains between packets
+    for c in TRACE_CLASSES:
+        port.arrive(c)
+        port.depart()
+    assert (port.counts.packets() == port.truth()) is heal
+
+
+def test_counts_stay_exact_while_the_queue_does_not_empty() -> None:
+    # without losses the flag never changes a count: reset to 0 only where -1 gives 0
+    healed, plain = H.Port(heal=True), H.Port(heal=False)
+    for port in (healed, plain):
+        for i, c in enumerate(TRACE_CLASSES * 4):
+            port.arrive(c)
+            if i % 3 == 2:
+                port.depart()
+                port.depart()
+            assert port.counts.packets() == port.truth()
+        while port.fifo_q:
+            port.depart()
+            assert port.counts.packets() == port.truth()
+    assert healed.counts == plain.counts
+
+
+def test_arrivals_in_the_reports_window_are_an_undercount_that_heals_by_saturation() -> None:
+    # Ingress counts 2 arrivals that have not reached the TM when the departure
+    # that empties the FIFO is dequeued; its report resets the count to 0: 2 too low
+    # (the bound: arrivals in the window, docs/tofino.md).
+    port = H.Port()
+    port.arrive("tcp")
+    port.depart(delayed=True)                 # the FIFO is empty: flagged
+    port.arrive("tagged", reach_tm=False)
+    port.arrive("tagged", reach_tm=False)
+    port.deliver()
+    assert port.truth()["queue"] == 2 and port.counts.packets()["queue"] == 0
+    assert port.counts.packets()["tagged"] == 0
+    port.enter_tm()
+    port.arrive("untagged")
+    assert port.counts.packets()["queue"] == 1 < port.truth()["queue"] == 3
+    # the undercount never exceeds those 2 packets, and the drain absorbs it:
+    # departures at 0 saturate, and the last one resets
+    while port.fifo_q:
+        port.depart()
+        assert port.truth()["queue"] - port.counts.packets()["queue"] in (0, 1, 2)
+    assert port.counts.packets() == port.truth()
+
+
+def test_chips_cut_in_departures_never_heal_their_fifo_slots_do() -> None:
+    # A cut-in packet (qid 1) leaving its queue empty says nothing of the FIFO:
+    # no flag. Its slot's departure from an empty FIFO heals (strict priority:
+    # qid 1 is empty whenever qid 0 is served).
+    port = H.Port()
+    port.arrive("tcp")
+    port.arrive("tagged", cut_in=True)
+    port.depart()                              # the cut-in packet, qid 1 now empty
+    assert port.counts.packets() == port.truth() == {"queue": 1, "fifo": 2, "tcp": 1,
+                                                     "tagged": 1, "untagged": 0}
+    port.counts.queue += 5 * H.AVG_ONE         # reports lost earlier
+    port.counts.classes["tcp"] += 5 * H.AVG_ONE
+    port.depart()                              # tcp, the slot is still behind it
+    assert port.counts.packets()["queue"] == 5
+    port.depart()                              # the slot empties the FIFO: heals
+    assert port.counts.packets() == port.truth()
+    assert port.truth()["queue"] == 0
+
+
+def test_replica_matches_the_p4_source() -> None:
+    # the flag and the resets the replica models are those of the P4 program
+    occ = (REPO / "p4src" / "tna" / "occupancy_tna.p4").read_text()
+    main = (REPO / "p4src" / "tna" / "main.p4").read_text()
+    types = (REPO / "p4src" / "tna" / "tna_types.p4").read_text()
+    assert "bit<1>  queue_empty;" in types
+    assert main.count("eg_intr_md.deq_qdepth == 0") == 2
+    assert "eg_intr_md.deq_qdepth == 0 && md.report.cut_in == 0" in main
+    for reg in ("queue_heal", "tcp_pkts_heal", "tagged_pkts_heal", "untagged_pkts_heal",
+                "fifo_pkts_heal"):
+        assert f"{reg}.execute(port)" in occ
+
+
+def test_a_port_flush_heals_when_traffic_resumes_and_drains() -> None:
+    port = H.Port()
+    for c in TRACE_CLASSES:
+        port.arrive(c)
+    port.fifo_q.clear()                        # a flush: no departures, no reports
+    assert port.counts.packets()["queue"] == 8 and port.truth()["queue"] == 0
+    port.arrive("tcp")                         # resumes: counted on top of the stale 8
+    assert port.counts.packets()["queue"] == 9
+    port.depart()                              # the FIFO is empty again: heals
+    assert port.counts.packets() == port.truth()
+
+
+def test_a_stale_count_at_the_limit_never_heals_in_the_data_plane() -> None:
+    # The idle case the controller audit is for (docs/tofino.md): the count is at
+    # the limit with the queue empty, every arrival is refused, nothing departs.
+    port = H.Port(queue_limit_pkts=4)
+    for c in TRACE_CLASSES[:4]:
+        port.arrive(c)
+    for _ in range(4):
+        port.depart(lost=True)                 # the emptying report lost as well
+    assert port.truth()["queue"] == 0 and port.counts.packets()["queue"] == 4
+    for c in TRACE_CLASSES:
+        port.arrive(c)
+        assert not port.fifo_q
+    assert port.counts.packets()["queue"] == 4
