@@ -149,8 +149,8 @@ def measure(bench: rb.Bench, variant: str, args: argparse.Namespace) -> dict:
         callgrind_control("--zero", str(switch.pid))
         t0 = time.monotonic()
         duration = args.packets / args.rate
-        rb.run_udpgen(bench.bed, rb.udpgen_argv(args.rate, duration, ifstats=("h1",), size=args.size),
-                      duration)
+        rb.run_udpgen(bench.bed, rb.udpgen_argv(args.rate, duration, ifstats=("h1",), size=args.size,
+                                                dscp=rb.variant_dscp(variant)), duration)
         last, stable_since = -1, time.monotonic()
         while time.monotonic() - stable_since < 2.0:          # the switch drains its queue
             got = iface_count(bench.bed, "h2", "rx_packets")

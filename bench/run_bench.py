@@ -78,9 +78,20 @@ SRC_IP, DST_IP = "10.0.1.1", "10.0.2.1"
 # no fair share (the controller's loop does not run here) UPTA still runs its whole
 # per-packet path (estimator, Fig. 7 tests) and never drops.
 UPTA_VARIANTS = {"UPTA_B": "B", "UPTA_P": "P", "UPTA_C": "C"}
-# every algorithm the program has, in registry order (UPTA as its variants)
+# D-CBT with the tag guard on (docs/algorithms/tag-guard.md), its packets tagged
+# (TAGGED_DSCP) so that every one is tested and every admitted one moves its flow's
+# theoretical arrival time: one register read and one write per packet. Its link
+# rate, GUARD_LINK_PPS, gives an interval of 1 us, so the guard never drops at the
+# bench's rates. D-CBT treats a tagged packet as an untagged one while red_avg stays
+# below min_th, as here: the guard's work is the difference from DCBT.
+GUARD_VARIANTS = {"DCBT_GUARD": "DCBT"}
+GUARD_LINK_PPS = 1_000_000
+TAGGED_DSCP = 46
+# every algorithm the program has, in registry order (UPTA as its variants; D-CBT
+# also with its guard on)
 ALGORITHMS = tuple(v for a in POLICY_ACTION_OF
-                   for v in (UPTA_VARIANTS if a == "UPTA" else (a,)))
+                   for v in (UPTA_VARIANTS if a == "UPTA"
+                             else (a, *(g for g, b in GUARD_VARIANTS.items() if b == a))))
 
 
 # A variant prof-<A> is algorithm variant A on its BMv2 profile (the program with only
@@ -96,7 +107,14 @@ def base_variant(variant: str) -> str:
 def policy_algorithm(variant: str) -> str:
     """The configuration algorithm of a bench variant."""
     variant = base_variant(variant)
-    return "UPTA" if variant in UPTA_VARIANTS else variant
+    if variant in UPTA_VARIANTS:
+        return "UPTA"
+    return GUARD_VARIANTS.get(variant, variant)
+
+
+def variant_dscp(variant: str) -> int:
+    """The DSCP of the bench's packets for a variant: tagged for the guard's."""
+    return TAGGED_DSCP if base_variant(variant) in GUARD_VARIANTS else 0
 
 
 def profile_of(variant: str) -> str | None:
@@ -207,6 +225,8 @@ def aqm_config(variant: str) -> dict:
     policy: dict = {"algorithm": algorithm, "queue_limit_pkts": QUEUE_LIMIT_PKTS}
     if variant in UPTA_VARIANTS:
         policy.update(upta_mode=UPTA_VARIANTS[variant], upta_tagged_loss_threshold=0.12)
+    if variant in GUARD_VARIANTS:
+        policy.update(tag_guard=True, tag_guard_link_pps=GUARD_LINK_PPS)
     if "min_th_pkts" in REGISTRY[algorithm].keys:      # RED's thresholds (FRED's too)
         policy.update(min_th_pkts=MIN_TH_PKTS, max_th_pkts=MAX_TH_PKTS, max_p=0.1)
     if algorithm in ("CBT_RED_ALL", "CBT_RED_TCP_ONLY"):
@@ -243,10 +263,12 @@ def write_aqm_configs(algorithms: list[str]) -> dict[str, Path]:
 # ------------------------------------------------------------ traffic
 def udpgen_argv(rate: float, duration: float, *, watch_pid: int | None = None,
                 ifstats: tuple[str, ...] = ("h1", "sw1", "sw2", "h2"), flows: int = 1,
-                size: int = 1000, dump: bool = False, dport: int | None = None) -> list[str]:
+                size: int = 1000, dump: bool = False, dport: int | None = None,
+                dscp: int = 0) -> list[str]:
     argv = [str(UDPGEN), "--iface", "h1", "--src-mac", HOST_IF_MAC[1], "--dst-mac", ROUTER_MAC[1],
             "--src-ip", SRC_IP, "--dst-ip", DST_IP, "--size", str(size), "--flows", str(flows),
-            "--rate", str(rate), "--duration", str(duration), "--sample-ms", "1000"]
+            "--rate", str(rate), "--duration", str(duration), "--sample-ms", "1000",
+            "--dscp", str(dscp)]
     for ifname in ifstats:
         argv += ["--ifstat", ifname]
     if watch_pid:
@@ -371,7 +393,8 @@ class Bench:
         self.wrapper = wrapper
         # connect + pipeline push: a switch under valgrind takes minutes
         self.ctl_timeout = ["--connect-timeout-s", "600"] if wrapper else []
-        self.frame_hex = sh(udpgen_argv(1, 1, size=args.size, dump=True)).stdout.strip()
+        self.frame_hex = {dscp: sh(udpgen_argv(1, 1, size=args.size, dump=True, dscp=dscp)
+                                   ).stdout.strip() for dscp in (0, TAGGED_DSCP)}
 
     def bring_up(self, variant: str, tag: str) -> tuple[subprocess.Popen, dict]:
         [switch] = self.bed.start_switches(NETNS, [switch_spec(tag, self.wrapper)],
@@ -393,7 +416,8 @@ class Bench:
         from mmaqm import bmv2_tm
         for port in (1, 2):   # same traffic-manager depth for every variant
             bmv2_tm.set_queue_depth(THRIFT_PORT, port, TM_QUEUE_DEPTH_PKTS, netns=NETNS)
-        check = ctl(self.bed, "verify", "--tx-if", "h1", "--rx-if", "h2", "--frame-hex", self.frame_hex,
+        check = ctl(self.bed, "verify", "--tx-if", "h1", "--rx-if", "h2",
+                    "--frame-hex", self.frame_hex[variant_dscp(variant)],
                     "--expect", json.dumps({"src_mac": ROUTER_MAC[2], "dst_mac": NEXT_HOP_MAC[2]}))
         info.update(ready_s=round(time.monotonic() - t0, 2), verify=check)
         if switch.poll() is not None:
@@ -409,7 +433,8 @@ class Bench:
             time.sleep(a.settle)
             info["quiet_gate"] = wait_quiet(a.quiet_pct, a.quiet_wait)
             samples = run_udpgen(self.bed, udpgen_argv(rate, warmup + duration, watch_pid=switch.pid,
-                                                         flows=a.flows, size=a.size),
+                                                         flows=a.flows, size=a.size,
+                                                         dscp=variant_dscp(variant)),
                                  warmup + duration)
             if switch.poll() is not None:
                 raise RuntimeError(f"simple_switch_grpc ({variant}) died during the measurement")

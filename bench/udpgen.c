@@ -80,13 +80,14 @@ static uint16_t csum_fold(uint32_t sum) {
 }
 
 static size_t build_frame(uint8_t *f, int ip_len, const uint8_t dmac[6], const uint8_t smac[6],
-                          uint32_t sip, uint32_t dip, uint16_t sport, uint16_t dport) {
+                          uint32_t sip, uint32_t dip, uint16_t sport, uint16_t dport,
+                          int dscp) {
     memset(f, 0, 14 + (size_t)ip_len);
     memcpy(f, dmac, 6);
     memcpy(f + 6, smac, 6);
     f[12] = 0x08; f[13] = 0x00;
     uint8_t *ip = f + 14;
-    ip[0] = 0x45; ip[1] = 0;                       /* IHL 5, DSCP 0 */
+    ip[0] = 0x45; ip[1] = (uint8_t)(dscp << 2);    /* IHL 5, DSCP, ECN 0 */
     ip[2] = (uint8_t)(ip_len >> 8); ip[3] = (uint8_t)ip_len;
     ip[6] = 0x40;                                  /* DF */
     ip[8] = 64; ip[9] = 17;                        /* TTL, UDP */
@@ -211,7 +212,7 @@ static void usage(void) {
     fprintf(stderr,
             "usage: udpgen --iface IF --src-mac M --dst-mac M --src-ip A --dst-ip A\n"
             "              [--rate PPS (0 = unlimited)] [--duration S] [--sample-ms MS]\n"
-            "              [--size IP_TOTAL_LEN (1000)] [--flows N (1)] [--dport P (9)]\n"
+            "              [--size IP_TOTAL_LEN (1000)] [--flows N (1)] [--dport P (9)] [--dscp D (0)]\n"
             "              [--ifstat IF]... [--watch-pid PID] [--dump-frame 1]\n");
     exit(2);
 }
@@ -223,7 +224,7 @@ int main(int argc, char **argv) {
     struct in_addr sip = {0}, dip = {0};
     int have_sip = 0, have_dip = 0;
     double rate = 0, duration = 5, sample_ms = 1000;
-    int size = 1000, flows = 1, dport = 9, watch_pid = -1, dump_frame = 0;
+    int size = 1000, flows = 1, dport = 9, dscp = 0, watch_pid = -1, dump_frame = 0;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -240,6 +241,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--size")) size = atoi(v);
         else if (!strcmp(a, "--flows")) flows = atoi(v);
         else if (!strcmp(a, "--dport")) dport = atoi(v);
+        else if (!strcmp(a, "--dscp")) dscp = atoi(v);
         else if (!strcmp(a, "--watch-pid")) watch_pid = atoi(v);
         else if (!strcmp(a, "--dump-frame")) dump_frame = atoi(v);
         else if (!strcmp(a, "--ifstat")) { if (n_ifs == MAX_IFS) usage(); ifs[n_ifs++] = v; }
@@ -247,14 +249,15 @@ int main(int argc, char **argv) {
     }
     if (!iface || !have_smac || !have_dmac || !have_sip || !have_dip) usage();
     if (size < 28 || size > 9000 || flows < 1 || flows > MAX_FLOWS || rate < 0 || duration <= 0 ||
-        sample_ms <= 0 || dport < 0 || dport + (flows - 1) / 50000 > 65535) usage();
+        sample_ms <= 0 || dport < 0 || dport + (flows - 1) / 50000 > 65535 ||
+        dscp < 0 || dscp > 63) usage();
 
     size_t flen = 14 + (size_t)size;
     uint8_t *frames = malloc(flen * (size_t)flows);
     if (!frames) return 1;
     for (int i = 0; i < flows; i++)
         build_frame(frames + flen * (size_t)i, size, dmac, smac, sip.s_addr, dip.s_addr,
-                    (uint16_t)(10000 + i % 50000), (uint16_t)(dport + i / 50000));
+                    (uint16_t)(10000 + i % 50000), (uint16_t)(dport + i / 50000), dscp);
     if (dump_frame) {                   /* print flow 0's frame as hex, send nothing */
         for (size_t i = 0; i < flen; i++) printf("%02x", frames[i]);
         printf("\n");

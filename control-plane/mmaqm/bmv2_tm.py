@@ -67,6 +67,18 @@ def set_queue_depth(thrift_port: int, port: int, depth_pkts: int, netns: str | N
 _REGISTER_VALUE_RE = re.compile(r"([\w.]+)\[(\d+)\]\s*=\s*(\d+)")   # control.register[i]
 
 
+def register_write(thrift_port: int, writes: list[tuple[str, int, int]],
+                   netns: str | None = None) -> None:
+    """Write each (register, index, value), in one CLI run (tests only: a switch's
+    registers are its data plane's own state)."""
+    for name, index, value in writes:
+        if not isinstance(name, str) or not name.replace("_", "").replace(".", "").isalnum():
+            raise ValueError(f"register name must be an identifier, got {name!r}")
+        _check_int("index", index, 0, 2**32 - 1)
+        _check_int("value", value, 0, 2**64 - 1)
+    _cli(thrift_port, [f"register_write {n} {i} {v}" for n, i, v in writes], netns)
+
+
 def register_read(thrift_port: int, reads: list[tuple[str, int]],
                   netns: str | None = None) -> dict[tuple[str, int], int]:
     """{(register, index): value} for each (register, index), in one CLI run."""

@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from . import p4constants as C
 from . import reconcile as R
 from . import algorithms as A
 from .algorithms.mcdt_loop import McdtPeriods
@@ -237,6 +238,7 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop, OccupancyAudit):
             policy, policy_epoch=self.epochs[port] if policy_epoch is None else policy_epoch,
             flow_epoch_shift=self.flow_epoch_shift,
             share_tagged=share_tagged, share_untagged=share_untagged,
+            active_flows=sum(self.flows.counts(port).values()),
             mcdt_th_pkts=self.period_thresholds_pkts(port),
             **{k: v for loop in self.loops.values() for k, v in loop.port_inputs(port).items()})
 

@@ -65,6 +65,7 @@ def policy_action(
     share_untagged: float = 1.0,
     mcdt_th_pkts: Mapping[int, int] | None = None,
     upta_shares_bps: tuple[float, float] | None = None,
+    active_flows: int = 0,
 ) -> PolicyAction:
     """The port_policy action for a validated policy.
 
@@ -73,11 +74,13 @@ def policy_action(
     shares-only updates. flow_epoch_shift: 0 = no flow reports, else 1..40.
     The other inputs are what the controller measured (algorithms.PortInputs):
     the active-flow shares (D-CBT, dcbt §3.1), the last MCDT period's class
-    thresholds (mcdt §II.2), UPTA's fair shares in bit/s (eqs. 19, 18).
+    thresholds (mcdt §II.2), UPTA's fair shares in bit/s (eqs. 19, 18), the
+    port's active flows (the tag guard's interval, algorithms.tag_guard).
     """
     plugin = A.get(policy.algorithm)
     inputs = PortInputs(share_tagged=share_tagged, share_untagged=share_untagged,
-                        mcdt_th_pkts=mcdt_th_pkts, upta_shares_bps=upta_shares_bps)
+                        mcdt_th_pkts=mcdt_th_pkts, upta_shares_bps=upta_shares_bps,
+                        active_flows=active_flows)
     params: dict[str, int] = {
         "queue_limit_pkts": policy.queue_limit_pkts,
         "flow_epoch_shift": flow_epoch_shift,

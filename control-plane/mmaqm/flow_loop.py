@@ -20,6 +20,8 @@ LOG = logging.getLogger("mmaqm.controller")
 REPORT_BATCH = 256
 # How far back the report lag is remembered (report_lag_ms).
 REPORT_LAG_WINDOW_MS = 1000.0
+# The action parameters that follow the active-flow counts (share_push events).
+SHARE_PARAMS = ("tagged_share_q16", "untagged_th_scaled", "tag_guard_interval_us")
 
 
 class FlowReportLoop:
@@ -51,7 +53,7 @@ class FlowReportLoop:
                           self.config.active_flows.expiry_interval_ms)
         changed = []
         for port, policy in sorted(self.switch.policies.items()):
-            if not policy.plugin.follows_flow_shares:
+            if not policy.plugin.follows_flow_counts(policy):
                 continue
             action = self.policy_action(port)
             if action != self.pushed.get(port):
@@ -59,9 +61,9 @@ class FlowReportLoop:
                 changed.append(port)
                 if self.event_sink is not None:
                     self.event_sink(self.share_push_event(port, action))
-                LOG.debug("%s port %d: flows %s -> tagged_share_q16 %d untagged_th %d",
-                          self.switch.name, port, self.flows.counts(port),
-                          action.params["tagged_share_q16"], action.params["untagged_th_scaled"])
+                LOG.debug("%s port %d: flows %s -> %s", self.switch.name, port,
+                          self.flows.counts(port),
+                          {k: v for k, v in action.params.items() if k in SHARE_PARAMS})
         return changed
 
     def share_push_event(self, port: int, action: PolicyAction) -> dict[str, Any]:
@@ -71,8 +73,7 @@ class FlowReportLoop:
         return {"event": "share_push", "t_ns": time.time_ns(), "switch": self.switch.name,
                 "port": port,
                 "active_flows": {C.CLASS_NAMES[c]: n for c, n in self.flows.counts(port).items()},
-                "tagged_share_q16": action.params["tagged_share_q16"],
-                "untagged_th_scaled": action.params["untagged_th_scaled"]}
+                **{k: v for k, v in action.params.items() if k in SHARE_PARAMS}}
 
     async def receive_flow_reports(self) -> None:
         """Count each report at the time its packet arrived at the switch (mapped

@@ -52,10 +52,13 @@ MatchValue = Union[int, tuple[int, int]]
 INSERT, MODIFY, DELETE = "INSERT", "MODIFY", "DELETE"
 
 # port_policy parameters the controller's loops change while the policy stays the
-# same: D-CBT's shares (dcbt §3.1) and MCDT's class thresholds (mcdt §II.2, eq. 10).
+# same: D-CBT's shares (dcbt §3.1), the tag guard's interval and MCDT's class thresholds (mcdt §II.2, eq. 10).
 DYNAMIC_PARAMS: dict[str, frozenset[str]] = {
-    "dcbt": frozenset({"tagged_share_q16", "untagged_th_scaled"}),
-    "dcbt_chips": frozenset({"tagged_share_q16", "untagged_th_scaled"}),
+    "dcbt": frozenset({"tagged_share_q16", "untagged_th_scaled", "tag_guard_interval_us"}),
+    "dcbt_chips": frozenset({"tagged_share_q16", "untagged_th_scaled", "tag_guard_interval_us"}),
+    # the tag guard's per-flow interval follows the active flows (tag_guard.p4)
+    "cbt_red_all": frozenset({"tag_guard_interval_us"}),
+    "cbt_red_tcp_only": frozenset({"tag_guard_interval_us"}),
     "mcdt": frozenset({"tcp_th_pkts", "tagged_th_pkts", "untagged_th_pkts"}),
     # UPTA's fair shares (eqs. 18-19), pushed by the controller's interval loop
     "upta": frozenset({"fs_i_scaled", "fs_u_scaled", "inv_fs_i_mant", "inv_fs_i_shift",

@@ -30,7 +30,7 @@ class StatsLoop:
                                   **{k: v for k, v in self.pushed[p].params.items() if k in (
                                       "tagged_share_q16", "tagged_th_scaled",
                                       "untagged_th_scaled", "tcp_th_pkts", "tagged_th_pkts",
-                                      "untagged_th_pkts")}}
+                                      "untagged_th_pkts", "tag_guard_interval_us")}}
                          for p in sorted(self.pushed)},
             **self.fred_slot_sample(),
             "controller": self.controller_sample(),

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Union
 
 from mmaqm import p4constants as C
 from mmaqm.fixedpoint import MASK32, MASK64, PROB_ONE
+MASK48 = (1 << 48) - 1   # the ingress timestamp and the tag guard's TAT (bit<48>)
 
 if TYPE_CHECKING:  # for the annotations only
     from mmaqm.encoding import PolicyAction
@@ -39,8 +40,9 @@ FRED_TWICE_AVGCQ = "FRED_TWICE_AVGCQ"    # FRED R2
 FRED_STRIKE = "FRED_STRIKE"              # FRED R3
 UPTA_USELESS = "UPTA_USELESS"            # UPTA: the flow is U (mmaqm.algorithms.upta, Fig. 7)
 UPTA_FAIR_SHARE = "UPTA_FAIR_SHARE"      # UPTA: an I flow's probabilistic drop (Fig. 7)
+TAG_GUARD = "TAG_GUARD"                  # the tag guard (tag_guard.p4)
 if {QUEUE_LIMIT, RED_EARLY, RED_FORCED, CLASS_THRESHOLD, FRED_MAXQ, FRED_TWICE_AVGCQ,
-        FRED_STRIKE, UPTA_USELESS, UPTA_FAIR_SHARE} != set(C.DROP_REASONS):
+        FRED_STRIKE, UPTA_USELESS, UPTA_FAIR_SHARE, TAG_GUARD} != set(C.DROP_REASONS):
     raise ImportError(f"drop_reason_t members {sorted(C.DROP_REASONS)} differ from the model's")
 
 RandSource = Callable[[], int]
@@ -86,6 +88,21 @@ def dcbt_tagged_th_scaled(red_avg_scaled: int, tagged_share_q16: int) -> int:
     _check_bits("red_avg_scaled", red_avg_scaled, 32)
     _check_bits("tagged_share_q16", tagged_share_q16, 32)
     return (((red_avg_scaled * tagged_share_q16) & MASK64) >> C.PROB_FRAC_BITS) & MASK32
+
+
+def tag_guard_drops(tat_us: int, now_us: int, interval_us: int) -> bool:
+    """tag_guard_steps.p4 tag_guard_test (ITU-T I.371 virtual scheduling): the
+    flow's theoretical arrival time is more than TAG_GUARD_BURST_PKTS intervals
+    ahead of now, TAT > now + T * burst (bit<48>)."""
+    _check_bits("tat_us", tat_us, 48)
+    _check_bits("now_us", now_us, 48)
+    _check_bits("interval_us", interval_us, 32)
+    return tat_us > (now_us + interval_us * C.CONSTANTS["TAG_GUARD_BURST_PKTS"]) & MASK48
+
+
+def tag_guard_next_tat(tat_us: int, now_us: int, interval_us: int) -> int:
+    """tag_guard_steps.p4 tag_guard_admit: max(TAT, now) + T (bit<48>)."""
+    return (max(tat_us, now_us) + interval_us) & MASK48
 
 
 def idle_decay(avg_scaled: int, halvings_q32: int) -> int:
@@ -225,6 +242,11 @@ class PortModel:
         self.red_state = RedState()
         self.queue_idle_since_us = 0
         self.chips_tagged_share_q16 = 0
+        # The tag guard's register (tag_guard.p4): slot -> TAT (µs); absent = 0.
+        self.tag_guard_tat_us: dict[int, int] = {}
+        self._guard_slot: int | None = None      # the slot tag_guard_test read, if it ran
+        self._flow_slot = 0
+        self._now_us = 0
         # Counters (packets): per class, and per (class, reason).
         self.arrivals: Counter[int] = Counter()
         self.admits: Counter[int] = Counter()
@@ -243,12 +265,18 @@ class PortModel:
 
     # -- the port_policy actions
     def arrive(self, class_id: int, occupancy: OccupancyLike, *, now_us: int = 0,
-               ecn_capable: bool = False) -> str:
+               ecn_capable: bool = False, flow_slot: int = 0) -> str:
         """One packet of class_id arrives -> ADMIT, CUT_IN, MARK_<reason> or a
-        drop_reason_t name. ecn_capable: the packet's ECN field is not Not-ECT."""
+        drop_reason_t name. ecn_capable: the packet's ECN field is not Not-ECT.
+        flow_slot: its flow's tag guard slot (tag_guard.p4; the caller hashes the
+        5-tuple); the model keeps each slot's TAT in tag_guard_tat_us."""
         if class_id not in C.CLASS_NAMES:
             raise ValueError(f"class_id {class_id!r} is not one of {C.CLASSES}")
         _check_bits("now_us", now_us, 48)
+        _check_bits("flow_slot", flow_slot, 32)
+        self._flow_slot = flow_slot
+        self._now_us = now_us
+        self._guard_slot = None
         occ = as_occupancy(occupancy)
         p = self.action.params
         self.arrivals[class_id] += 1                  # queue_arrival
@@ -278,6 +306,10 @@ class PortModel:
             self.drops[(class_id, reason)] += 1
             return reason
         self.admits[class_id] += 1
+        if self._guard_slot is not None:              # tag_guard_admit
+            self.tag_guard_tat_us[self._guard_slot] = tag_guard_next_tat(
+                self.tag_guard_tat_us.get(self._guard_slot, 0), now_us,
+                p["tag_guard_interval_us"])
         decision = ADMIT
         if mark:
             assert reason is not None
@@ -359,6 +391,8 @@ class PortModel:
                 else p["untagged_th_scaled"]
             if self._update_class_avg(class_id, self._class_pkts(class_id, occ)) > threshold:
                 return CLASS_THRESHOLD, False
+            if class_id == C.CLASS_TAGGED and self._guard_drops():
+                return TAG_GUARD, False
             if red_for_all:
                 return self._red_test(self._update_red_avg(occ.queue_pkts, occ.queue_pkts,
                                                            now_us), ecn_capable)
@@ -373,7 +407,8 @@ class PortModel:
     def _dcbt(self, class_id: int, occ: Occupancy, now_us: int,
               ecn_capable: bool) -> tuple[str | None, bool]:
         """dcbt.p4 (dcbt §3.1): synchronised averages, thresholds while red_avg > min_th,
-        and the queue limit on the virtual FIFO too."""
+        the tag guard on every tagged packet the class test passes (when on), and the
+        queue limit on the virtual FIFO too."""
         p = self.action.params
         red_avg = self._update_red_avg(occ.queue_pkts, occ.queue_pkts, now_us)
         tagged_avg = self._update_class_avg(C.CLASS_TAGGED, occ.tagged_pkts, synchronised=True)
@@ -381,20 +416,31 @@ class PortModel:
                                               synchronised=True)
         reason: str | None = None
         mark = False
-        if red_avg > p["min_th_scaled"]:
-            if class_id == C.CLASS_TAGGED:
-                tagged_th = dcbt_tagged_th_scaled(red_avg, p["tagged_share_q16"])
-                if tagged_avg > tagged_th:
-                    reason = CLASS_THRESHOLD
-            elif class_id == C.CLASS_UNTAGGED:
-                if untagged_avg > p["untagged_th_scaled"]:
-                    reason = CLASS_THRESHOLD
+        congested = red_avg > p["min_th_scaled"]
+        if class_id == C.CLASS_TAGGED:
+            if congested and tagged_avg > dcbt_tagged_th_scaled(red_avg, p["tagged_share_q16"]):
+                reason = CLASS_THRESHOLD
+            elif self._guard_drops():             # congested or not (tag_guard.p4)
+                reason = TAG_GUARD
+        elif class_id == C.CLASS_UNTAGGED and congested:
+            if untagged_avg > p["untagged_th_scaled"]:
+                reason = CLASS_THRESHOLD
         if reason is None:
             reason, mark = self._red_test(red_avg, ecn_capable)
         virtual_pkts = (occ.tcp_pkts + occ.tagged_pkts + occ.untagged_pkts) & MASK32
         if (reason is None or mark) and virtual_pkts >= p["queue_limit_pkts"]:
             reason, mark = QUEUE_LIMIT, False
         return reason, mark
+
+    def _guard_drops(self) -> bool:
+        """The tag guard on a tagged packet that passed its class test (off: 0);
+        tag_guard_admit moves the slot's TAT if the packet is then admitted."""
+        interval_us = self.action.params.get("tag_guard_interval_us", 0)
+        if interval_us == 0:
+            return False
+        self._guard_slot = self._flow_slot
+        return tag_guard_drops(self.tag_guard_tat_us.get(self._flow_slot, 0), self._now_us,
+                               interval_us)
 
     def _chips_cut_in(self, class_id: int, occ: Occupancy) -> bool:
         """chips.p4 chips_schedule, on an admitted packet (dcbt §3.2)."""

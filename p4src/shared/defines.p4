@@ -43,7 +43,8 @@ enum bit<8> drop_reason_t {
     FRED_TWICE_AVGCQ = 5, // FRED: avg >= max_th and the flow holds > 2 avgcq (R2)
     FRED_STRIKE = 6,      // FRED: a flow with strikes holds >= avgcq (R3)
     UPTA_USELESS = 7,     // UPTA: the flow's drop probability exceeds its loss threshold (upta Fig. 7)
-    UPTA_FAIR_SHARE = 8   // UPTA: an I flow's drop, drop_prob = max(0, 1 - fs/rate) > unif_rand (Fig. 7)
+    UPTA_FAIR_SHARE = 8,  // UPTA: an I flow's drop, drop_prob = max(0, 1 - fs/rate) > unif_rand (Fig. 7)
+    TAG_GUARD = 9         // tagged flow over its part of the tagged class's threshold (tag_guard.p4)
 }
 
 // ---- ChIPS events (chips_events counter, index port * NUM_CHIPS_EVENTS + event; dcbt §3.2)
@@ -59,7 +60,7 @@ const bit<32> NUM_CHIPS_EVENTS = 5;
 // ---- sizes
 const bit<32> NUM_PORTS = 64;          // ports 0..63 carry AQM state
 const bit<32> CLASS_SLOTS = 4;         // per-port class index = port * 4 + class
-const bit<32> NUM_DROP_REASONS = 9;    // members of drop_reason_t
+const bit<32> NUM_DROP_REASONS = 10;    // members of drop_reason_t
 const bit<32> NUM_DISCARD_REASONS = 8;
 const bit<32> FLOW_SLOTS = 65536;      // active-flow table; a power of two (index = crc32 mod it)
 const bit<32> ROUTE_TABLE_SIZE = 1024;     // ipv4_lpm entries
@@ -69,6 +70,16 @@ const bit<32> CLASSIFIER_TABLE_SIZE = 64;  // classifier entries: 1 (TCP) + one 
 // port * FRED_SLOTS_PER_PORT + (crc32(5-tuple) & fred_slot_mask); a power of two.
 #ifdef MMAQM_USES_FRED
 const bit<32> FRED_SLOTS_PER_PORT = 4096;
+#endif
+
+// Tag guard (tag_guard.p4): each port owns TAG_GUARD_SLOTS_PER_PORT per-flow
+// theoretical arrival times, index 1 + port * TAG_GUARD_SLOTS_PER_PORT +
+// (crc32(5-tuple) & TAG_GUARD_SLOT_MASK); index 0 is never used
+// (meta.tag_guard_slot 0 = none).
+#ifdef MMAQM_USES_TAG_GUARD
+const bit<32> TAG_GUARD_SLOTS_PER_PORT = 4096;
+const bit<32> TAG_GUARD_SLOT_MASK = 4095;     // TAG_GUARD_SLOTS_PER_PORT - 1
+const bit<16> TAG_GUARD_BURST_PKTS = 4;       // a flow may run this many packets ahead of its rate
 #endif
 
 // ---- protocols and header lengths

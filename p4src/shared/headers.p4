@@ -195,6 +195,11 @@ struct policy_params_t {
     flag_t         harddrop;            // with ecn: still drop in the forced zone
     flag_t         wait;                // ns-2 wait_: no early drop while count * p_b <= 1
 #endif
+    // Tag guard (tag_guard.p4): a flow's interval between packets at its allowed
+    // rate, n_all / (tolerance * link_pps), in microseconds; 0 = off
+#ifdef MMAQM_USES_TAG_GUARD
+    bit<32>        tag_guard_interval_us;
+#endif
     // ChIPS (dcbt §3.2, chips.p4)
 #ifdef MMAQM_USES_CHIPS
     shift_t        chips_ewma_shift;    // weight 2^-k of the tagged share of enqueues
@@ -265,6 +270,12 @@ struct local_metadata_t {
 #ifdef MMAQM_USES_CHIPS
     @field_list(CHIPS_SLOT_FIELD_LIST)
     bool            cut_in;
+#endif
+    // Tag guard: the packet's flow slot (tag_guard.p4), 0 = not tested;
+    // tag_guard_tat_us: that slot's theoretical arrival time (working value).
+#ifdef MMAQM_USES_TAG_GUARD
+    bit<32>         tag_guard_slot;
+    bit<48>         tag_guard_tat_us;
 #endif
     // FRED: ingress admitted the packet under FRED; egress releases its flow slot.
 #ifdef MMAQM_USES_FRED

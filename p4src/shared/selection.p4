@@ -39,6 +39,10 @@
 #if defined(MMAQM_USES_ALL) || defined(MMAQM_HAS_DCBT) || defined(MMAQM_HAS_DCBT_CHIPS)
 #define MMAQM_USES_DCBT
 #endif
+// The per-flow guard inside the tagged class (tag_guard.p4): CBT, D-CBT, ChIPS.
+#if defined(MMAQM_USES_CLASS_AVERAGES)
+#define MMAQM_USES_TAG_GUARD
+#endif
 #if defined(MMAQM_USES_ALL) || defined(MMAQM_HAS_DCBT_CHIPS)
 #define MMAQM_USES_CHIPS
 #endif

@@ -72,10 +72,15 @@ control TnaPortPolicy(inout tna_ingress_metadata_t md) {
     }
 #define MMAQM_POLICY_ACTION red
 #endif
+// tag_guard_interval_us (CBT, D-CBT, ChIPS): the v1model tag guard's parameter
+// (p4src/v1model/tag_guard.p4), here only so that the actions have the same
+// parameters on both targets; the guard is not in this build, and the
+// controller's Tofino target refuses a value other than 0 (guard off).
 #ifdef MMAQM_TNA_CBT_RED_ALL
     @name(".cbt_red_all")
     action cbt_red_all(pkts_t queue_limit_pkts, shift_t flow_epoch_shift, MMAQM_RED_PARAMS,
-                       scaled_t tagged_th_scaled, scaled_t untagged_th_scaled) {
+                       scaled_t tagged_th_scaled, scaled_t untagged_th_scaled,
+                       bit<32> tag_guard_interval_us) {
         load_policy(queue_limit_pkts, flow_epoch_shift);
         MMAQM_LOAD_RED_PARAMS
         md.base.policy.tagged_th_scaled = tagged_th_scaled;
@@ -86,7 +91,8 @@ control TnaPortPolicy(inout tna_ingress_metadata_t md) {
 #ifdef MMAQM_TNA_CBT_RED_TCP_ONLY
     @name(".cbt_red_tcp_only")
     action cbt_red_tcp_only(pkts_t queue_limit_pkts, shift_t flow_epoch_shift, MMAQM_RED_PARAMS,
-                            scaled_t tagged_th_scaled, scaled_t untagged_th_scaled) {
+                            scaled_t tagged_th_scaled, scaled_t untagged_th_scaled,
+                            bit<32> tag_guard_interval_us) {
         load_policy(queue_limit_pkts, flow_epoch_shift);
         MMAQM_LOAD_RED_PARAMS
         md.base.policy.tagged_th_scaled = tagged_th_scaled;
@@ -97,7 +103,8 @@ control TnaPortPolicy(inout tna_ingress_metadata_t md) {
 #if defined(MMAQM_TNA_DCBT) && !defined(MMAQM_TNA_DCBT_CHIPS)
     @name(".dcbt")
     action dcbt(pkts_t queue_limit_pkts, shift_t flow_epoch_shift, MMAQM_RED_PARAMS,
-                q16_t tagged_share_q16, scaled_t untagged_th_scaled) {
+                q16_t tagged_share_q16, scaled_t untagged_th_scaled,
+                bit<32> tag_guard_interval_us) {
         load_policy(queue_limit_pkts, flow_epoch_shift);
         MMAQM_LOAD_RED_PARAMS
         md.base.policy.tagged_share_q16 = tagged_share_q16;
@@ -109,7 +116,8 @@ control TnaPortPolicy(inout tna_ingress_metadata_t md) {
     @name(".dcbt_chips")
     action dcbt_chips(pkts_t queue_limit_pkts, shift_t flow_epoch_shift, MMAQM_RED_PARAMS,
                       q16_t tagged_share_q16, scaled_t untagged_th_scaled,
-                      shift_t chips_ewma_shift, q16_t chips_tagged_share_limit_q16) {
+                      shift_t chips_ewma_shift, q16_t chips_tagged_share_limit_q16,
+                      bit<32> tag_guard_interval_us) {
         load_policy(queue_limit_pkts, flow_epoch_shift);
         MMAQM_LOAD_RED_PARAMS
         md.base.policy.tagged_share_q16 = tagged_share_q16;

@@ -68,6 +68,13 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
     Upta() upta_algorithm;
 #endif
 
+#ifdef MMAQM_USES_TAG_GUARD
+    // The tag guard's flow slots (tag_guard.p4) need the flow signature of a
+    // tagged packet: hashed here, at one call site for every algorithm (each
+    // call site costs five PHV fields); flow_report.p4, FRED and UPTA reuse it.
+#include "flow_signature.p4"
+#endif
+
     // What every policy loads.
     action load_policy(pkts_t queue_limit_pkts, shift_t flow_epoch_shift) {
         meta.aqm_applied = true;
@@ -131,12 +138,14 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
                        scaled_t min_th_scaled, scaled_t max_th_scaled, q24_t red_slope_q24,
                        q32_t idle_decay_q32, flag_t gentle, q16_t max_p_q16,
                        q24_t gentle_slope_q24, flag_t ecn, flag_t harddrop, flag_t wait,
-                       scaled_t tagged_th_scaled, scaled_t untagged_th_scaled) {
+                       scaled_t tagged_th_scaled, scaled_t untagged_th_scaled,
+                       bit<32> tag_guard_interval_us) {
         load_red_policy(queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
                         min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32, gentle,
                         max_p_q16, gentle_slope_q24, ecn, harddrop, wait);
         meta.policy.tagged_th_scaled = tagged_th_scaled;
         meta.policy.untagged_th_scaled = untagged_th_scaled;
+        meta.policy.tag_guard_interval_us = tag_guard_interval_us;
     }
 #endif
 
@@ -148,12 +157,14 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
                             q24_t red_slope_q24,
                             q32_t idle_decay_q32, flag_t gentle, q16_t max_p_q16,
                        q24_t gentle_slope_q24, flag_t ecn, flag_t harddrop, flag_t wait,
-                       scaled_t tagged_th_scaled, scaled_t untagged_th_scaled) {
+                       scaled_t tagged_th_scaled, scaled_t untagged_th_scaled,
+                       bit<32> tag_guard_interval_us) {
         load_red_policy(queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
                         min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32, gentle,
                         max_p_q16, gentle_slope_q24, ecn, harddrop, wait);
         meta.policy.tagged_th_scaled = tagged_th_scaled;
         meta.policy.untagged_th_scaled = untagged_th_scaled;
+        meta.policy.tag_guard_interval_us = tag_guard_interval_us;
     }
 #endif
 
@@ -164,12 +175,14 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
                 scaled_t min_th_scaled, scaled_t max_th_scaled, q24_t red_slope_q24,
                 q32_t idle_decay_q32, flag_t gentle, q16_t max_p_q16,
                 q24_t gentle_slope_q24, flag_t ecn, flag_t harddrop, flag_t wait,
-                q16_t tagged_share_q16, scaled_t untagged_th_scaled) {
+                q16_t tagged_share_q16, scaled_t untagged_th_scaled,
+                bit<32> tag_guard_interval_us) {
         load_red_policy(queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
                         min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32, gentle,
                         max_p_q16, gentle_slope_q24, ecn, harddrop, wait);
         meta.policy.tagged_share_q16 = tagged_share_q16;
         meta.policy.untagged_th_scaled = untagged_th_scaled;
+        meta.policy.tag_guard_interval_us = tag_guard_interval_us;
     }
 #endif
 
@@ -181,7 +194,8 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
                       q32_t idle_decay_q32, flag_t gentle, q16_t max_p_q16,
                       q24_t gentle_slope_q24, flag_t ecn, flag_t harddrop, flag_t wait,
                       q16_t tagged_share_q16, scaled_t untagged_th_scaled,
-                      shift_t chips_ewma_shift, q16_t chips_tagged_share_limit_q16) {
+                      shift_t chips_ewma_shift, q16_t chips_tagged_share_limit_q16,
+                      bit<32> tag_guard_interval_us) {
         load_red_policy(queue_limit_pkts, flow_epoch_shift, policy_epoch, ewma_shift,
                         min_th_scaled, max_th_scaled, red_slope_q24, idle_decay_q32, gentle,
                         max_p_q16, gentle_slope_q24, ecn, harddrop, wait);
@@ -189,6 +203,7 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
         meta.policy.untagged_th_scaled = untagged_th_scaled;
         meta.policy.chips_ewma_shift = chips_ewma_shift;
         meta.policy.chips_tagged_share_limit_q16 = chips_tagged_share_limit_q16;
+        meta.policy.tag_guard_interval_us = tag_guard_interval_us;
     }
 #endif
 
@@ -292,6 +307,11 @@ control Aqm(inout headers_t hdr, inout local_metadata_t meta,
     }
 
     apply {
+#ifdef MMAQM_USES_TAG_GUARD
+        if (meta.class_id == traffic_class_t.TAGGED) {
+            compute_flow_signature();
+        }
+#endif
         switch (port_policy.apply().action_run) {
 #ifdef MMAQM_HAS_DROP_TAIL
             drop_tail:        { drop_tail_algorithm.apply(hdr, meta, standard_metadata); }

@@ -14,6 +14,7 @@
 #include <v1model.p4>
 #include "averages.p4"
 #include "red.p4"
+#include "tag_guard.p4"
 
 #ifdef MMAQM_HAS_CBT_RED_ALL
 // CBT with RED for all.
@@ -21,6 +22,7 @@ control CbtRedAll(inout headers_t hdr, inout local_metadata_t meta,
                   inout standard_metadata_t standard_metadata) {
 #include "occupancy_steps.p4"
 #include "red_steps.p4"
+#include "tag_guard_steps.p4"
 #include "cbt_steps.p4"
 
     @hidden  // applied by the control, never by the controller: not in the P4Info
@@ -35,6 +37,9 @@ control CbtRedAll(inout headers_t hdr, inout local_metadata_t meta,
             red_drop_test();
         }
         queue_admit_or_drop();
+        if (meta.tag_guard_slot != 0) {
+            tag_guard_admit();
+        }
         if (meta.aqm_drop) {
             mark_to_drop(standard_metadata);
         }
@@ -57,6 +62,7 @@ control CbtRedTcpOnly(inout headers_t hdr, inout local_metadata_t meta,
                       inout standard_metadata_t standard_metadata) {
 #include "occupancy_steps.p4"
 #include "red_steps.p4"
+#include "tag_guard_steps.p4"
 #include "cbt_steps.p4"
 
     @hidden  // applied by the control, never by the controller: not in the P4Info
@@ -70,6 +76,9 @@ control CbtRedTcpOnly(inout headers_t hdr, inout local_metadata_t meta,
             red_drop_test();
         }
         queue_admit_or_drop();
+        if (meta.tag_guard_slot != 0) {
+            tag_guard_admit();
+        }
         if (meta.aqm_drop) {
             mark_to_drop(standard_metadata);
         }

@@ -16,11 +16,19 @@
 #include <v1model.p4>
 #include "averages.p4"
 #include "red.p4"
+#include "tag_guard.p4"
 
 control Dcbt(inout headers_t hdr, inout local_metadata_t meta,
              inout standard_metadata_t standard_metadata) {
 #include "occupancy_steps.p4"
 #include "red_steps.p4"
+// The tagged class threshold, red_avg * share_tagged (dcbt §3.1).
+#ifndef DCBT_TAGGED_TH_SCALED
+#define DCBT_TAGGED_TH_SCALED \
+    (bit<32>)(((bit<64>)meta.red_avg_scaled * (bit<64>)meta.policy.tagged_share_q16) \
+              >> PROB_FRAC_BITS)
+#endif
+#include "tag_guard_steps.p4"
 
     @hidden  // applied by the control, never by the controller: not in the P4Info
     action dcbt_admission() {
@@ -43,11 +51,16 @@ control Dcbt(inout headers_t hdr, inout local_metadata_t meta,
         // against its own class's, while the RED average is above min_th.
         bool congested = meta.red_avg_scaled > meta.policy.min_th_scaled;
         class_average_update(traffic_class_t.TAGGED, tagged_pkts);
-        if (congested && meta.class_id == traffic_class_t.TAGGED
-            && meta.red.class_avg_scaled > (bit<32>)(((bit<64>)meta.red_avg_scaled
-                   * (bit<64>)meta.policy.tagged_share_q16) >> PROB_FRAC_BITS)) {
-            meta.aqm_drop = true;
-            meta.drop_reason = drop_reason_t.CLASS_THRESHOLD;
+        // A tagged packet that its class test did not drop faces the tag guard
+        // when it is on, congested or not: a rate bound must hold at all times
+        // (tag_guard.p4).
+        if (meta.class_id == traffic_class_t.TAGGED) {
+            if (congested && meta.red.class_avg_scaled > DCBT_TAGGED_TH_SCALED) {
+                meta.aqm_drop = true;
+                meta.drop_reason = drop_reason_t.CLASS_THRESHOLD;
+            } else if (meta.policy.tag_guard_interval_us != 0) {
+                tag_guard_test();
+            }
         }
         class_average_update(traffic_class_t.UNTAGGED, untagged_pkts);
         if (congested && meta.class_id == traffic_class_t.UNTAGGED
@@ -68,6 +81,9 @@ control Dcbt(inout headers_t hdr, inout local_metadata_t meta,
             meta.drop_reason = drop_reason_t.QUEUE_LIMIT;
         }
         queue_admit_or_drop();
+        if (meta.tag_guard_slot != 0) {
+            tag_guard_admit();
+        }
         if (meta.aqm_drop) {
             mark_to_drop(standard_metadata);
         }

@@ -31,6 +31,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
 from mmaqm import bmv2_tm
+from mmaqm.algorithms import fred
 from mmaqm import p4constants as C
 from mmaqm.blocking import BlockingSwitch
 from mmaqm.config import Config, PortPolicy, load_config, parse_policy
@@ -247,9 +248,11 @@ class MmaqmTest(BaseTest):
     # ---- policies ---------------------------------------------------------
     def set_policy(self, port: int, policy: PortPolicy | dict, *, flow_epoch_shift: int = 0,
                    share_tagged: float = 1.0, share_untagged: float = 1.0,
-                   mcdt_th_pkts: dict[int, int] | None = None) -> PolicyAction:
+                   mcdt_th_pkts: dict[int, int] | None = None,
+                   active_flows: int = 0) -> PolicyAction:
         """Install a policy (a dict is validated like a config entry) with a new epoch.
-        mcdt_th_pkts: MCDT's class thresholds (class id -> packets; None: B each)."""
+        mcdt_th_pkts: MCDT's class thresholds (class id -> packets; None: B each);
+        active_flows: the port's active flows (the tag guard's interval)."""
         if isinstance(policy, dict):
             policy = parse_policy(policy)
         if PROFILE and policy.algorithm not in (PROFILE, "DROP_TAIL"):
@@ -257,7 +260,8 @@ class MmaqmTest(BaseTest):
         action = policy_action(
             policy, policy_epoch=self.sw.next_policy_epoch(port),
             flow_epoch_shift=flow_epoch_shift,
-            share_tagged=share_tagged, share_untagged=share_untagged, mcdt_th_pkts=mcdt_th_pkts)
+            share_tagged=share_tagged, share_untagged=share_untagged, mcdt_th_pkts=mcdt_th_pkts,
+            active_flows=active_flows)
         self.sw.write_port_policy(port, action)
         return action
 
@@ -321,6 +325,10 @@ class MmaqmTest(BaseTest):
 
     BURST_ATTEMPTS = 3
 
+    def before_burst_retry(self) -> None:
+        """Undo, before a discarded burst is repeated, state of the rule under test
+        that the policy epoch does not reset (test_tag_guard: its flows' TAT)."""
+
     def frozen_burst(self, action: PolicyAction, out_port: int, pkts: Sequence[Ether],
                      sacrificial: Ether, cut_ins: int = 0) -> tuple[Counters, Counters]:
         """burst() and check its timing precondition; returns (counters before,
@@ -362,6 +370,7 @@ class MmaqmTest(BaseTest):
             if self.freeze_rate_pps > MIN_FREEZE_RATE_PPS:
                 self.freeze_rate_pps //= 2  # a slow or loaded machine: longer slots
             self.wait_queues_empty(timeout_s=n / MIN_FREEZE_RATE_PPS + 10)
+            self.before_burst_retry()
             if "policy_epoch" in action.params:
                 self.sw.write_port_policy(out_port, action.with_params(
                     policy_epoch=self.sw.next_policy_epoch(out_port)))
@@ -423,25 +432,44 @@ def admitted(decision: str) -> bool:
     return decision in ("ADMIT", fpm.CUT_IN) or decision.startswith(fpm.MARK_PREFIX)
 
 
+def burst_flows(kinds: Sequence[str], flows: Sequence[int] | None = None) -> list[int]:
+    """Each packet's flow number (burst_packet's flow): `flows`, or i % 4."""
+    return list(flows) if flows is not None else [i % 4 for i in range(len(kinds))]
+
+
+def tag_guard_slot(kind: str, flow: int, out_port: int = OUT_PORT) -> int:
+    """The tag guard's slot of burst_packet(kind, _, out_port, flow) on its port:
+    crc32 of the 5-tuple & TAG_GUARD_SLOT_MASK (tag_guard_steps.p4)."""
+    ip = burst_packet(kind, seq=0, out_port=out_port, flow=flow)[IP]
+    l4 = ip.payload
+    return fred.flow_hash(ip.src, ip.dst, ip.proto, l4.sport, l4.dport) \
+        & C.CONSTANTS["TAG_GUARD_SLOT_MASK"]
+
+
 def predict(action: PolicyAction, kinds: Sequence[str], rand_source=lambda: 0,
-            model: PortModel | None = None, ecn_capable: Sequence[bool] | None = None) -> list[str]:
+            model: PortModel | None = None, ecn_capable: Sequence[bool] | None = None,
+            flows: Sequence[int] | None = None) -> list[str]:
     """Decisions of the reference model for: the sacrificial TCP packet at an
     empty queue (it leaves at once), then `kinds` arriving at a frozen queue.
 
     A CUT_IN packet (ChIPS) leaves at once through the cut-in queue: it leaves
     the physical queue but stays in its class's virtual FIFO count (occupancy.p4).
+    Every packet arrives at time 0 (the tag guard, tag_guard.p4, sees the whole
+    burst at once: a test's interval must be far longer than its burst); each
+    tagged packet carries its flow's tag guard slot; flows: as burst_flows.
     Pass `model` to read its registers and counters afterwards."""
     model = model or PortModel(action, rand_source)
     assert admitted(model.arrive(C.CLASSES["TCP"], Occupancy()))
     occ = {"TCP": 0, "TAGGED": 0, "UNTAGGED": 0}
     physical = 0
     decisions = []
-    for i, kind in enumerate(kinds):
+    for i, (kind, flow) in enumerate(zip(kinds, burst_flows(kinds, flows))):
         cls = CLASS_OF[kind]
         decision = model.arrive(C.CLASSES[cls], Occupancy(
             queue_pkts=physical, tcp_pkts=occ["TCP"],
             tagged_pkts=occ["TAGGED"], untagged_pkts=occ["UNTAGGED"]),
-            ecn_capable=bool(ecn_capable and ecn_capable[i]))
+            ecn_capable=bool(ecn_capable and ecn_capable[i]),
+            flow_slot=tag_guard_slot(kind, flow) if cls == "TAGGED" else 0)
         if admitted(decision):
             occ[cls] += 1
             physical += decision != fpm.CUT_IN
@@ -455,7 +483,8 @@ class QueueTest(MmaqmTest):
     SACRIFICIAL_ID = 0xFFFF
 
     def run_burst(self, action: PolicyAction, kinds: Sequence[str], out_port: int = OUT_PORT,
-                  expected: Sequence[str] | None = None, make_packet=burst_packet
+                  expected: Sequence[str] | None = None,
+                  flows: Sequence[int] | None = None, make_packet=burst_packet
                   ) -> tuple[list[str], Counters]:
         """Send `kinds` as a frozen burst; return (observed decisions, counter delta).
 
@@ -465,8 +494,9 @@ class QueueTest(MmaqmTest):
         signature (test_ipv6's burst_packet6 sends IPv6; the sacrificial packet is IPv4).
         """
         if expected is None:
-            expected = predict(action, kinds)
-        pkts = [make_packet(k, seq=i + 1, out_port=out_port, flow=i % 4) for i, k in enumerate(kinds)]
+            expected = predict(action, kinds, flows=flows)
+        pkts = [make_packet(k, seq=i + 1, out_port=out_port, flow=f)
+                for i, (k, f) in enumerate(zip(kinds, burst_flows(kinds, flows)))]
         sacrificial = burst_packet("tcp", seq=self.SACRIFICIAL_ID, out_port=out_port)
         before, _ = self.frozen_burst(action, out_port, pkts, sacrificial)
         admitted_ids = [i + 1 for i, d in enumerate(expected) if admitted(d)]

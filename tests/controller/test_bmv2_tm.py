@@ -44,3 +44,22 @@ def test_out_of_range_settings_are_refused_before_the_cli(
     with pytest.raises(ValueError, match=message):
         call()
     assert cli_calls == []
+
+
+def test_register_writes_reach_the_cli_in_one_run(cli_calls: list[list[str]]) -> None:
+    bmv2_tm.register_write(9090, [("tag_guard_tat", 8193, 0), ("fred_qlen", 3, 2**64 - 1)])
+    assert cli_calls == [["register_write tag_guard_tat 8193 0",
+                          f"register_write fred_qlen 3 {2**64 - 1}"]]
+
+
+@pytest.mark.parametrize("writes, message", [
+    ([("tag_guard_tat; reset", 1, 0)], "register name must be an identifier"),
+    ([("tag_guard_tat", -1, 0)], "index must be an integer"),
+    ([("tag_guard_tat", 1, 2**64)], "value must be an integer"),
+    ([("tag_guard_tat", 1, 0), ("tag_guard_tat", 1, 0.5)], "got 0.5"),
+])
+def test_bad_register_writes_are_refused_before_the_cli(
+        cli_calls: list[list[str]], writes: list, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        bmv2_tm.register_write(9090, writes)
+    assert cli_calls == []

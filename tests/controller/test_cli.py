@@ -209,7 +209,7 @@ def test_stats_against_the_fake_switch_prints_the_counter_table(
     # port 2, TCP (class index 8): 10 arrived, 9 admitted, 7 departed, 1 dropped RED_EARLY
     # (drop index 8 * 9 + 1 = 73)
     server.counters = {"queue_arrivals": {8: (10, 15000)}, "queue_admits": {8: (9, 13500)},
-                       "queue_departures": {8: (7, 10500)}, "queue_drops": {73: (1, 1500)}}
+                       "queue_departures": {8: (7, 10500)}, "queue_drops": {81: (1, 1500)}}
     with serve_in_thread(server):
         path = write_config(tmp_path, config(server.address))
         assert cli.main(["--config", str(path), "--p4info", str(p4info_path), "stats"]) == 0
@@ -218,9 +218,9 @@ def test_stats_against_the_fake_switch_prints_the_counter_table(
     assert lines[1].split() == ["port", "class", "arrivals", "admitted", "departed", "queued",
                                 "QUEUE_LIMIT", "RED_EARLY", "RED_FORCED", "CLASS_THRESHOLD",
                                 "FRED_MAXQ", "FRED_TWICE_AVGCQ", "FRED_STRIKE",
-                                "UPTA_USELESS", "UPTA_FAIR_SHARE", "ecn_marked", "loss%"]
+                                "UPTA_USELESS", "UPTA_FAIR_SHARE", "TAG_GUARD", "ecn_marked", "loss%"]
     assert lines[5].split() == ["2", "TCP", "10", "9", "7", "2", "0", "1", "0", "0", "0", "0",
-                                "0", "0", "0", "0", "10.00"]
+                                "0", "0", "0", "0", "0", "10.00"]
     assert lines[2 + 6:] == [""]      # 2 ports x 3 classes, then the table's own newline
     assert server.pipeline_pushes == []                    # stats never pushes a pipeline
 
@@ -299,7 +299,7 @@ def test_run_follows_flow_reports_writes_stats_and_exits_143_on_sigterm(
     assert all(s["switch"] == "s1" and len(s["readings"]) == 6 for s in samples)
     assert samples[-1]["active_flows"]["2"] == {"TCP": 1, "TAGGED": 1, "UNTAGGED": 0}
     assert samples[-1]["policies"]["2"] == {"algorithm": "DCBT", "tagged_share_q16": 32768,
-                                            "untagged_th_scaled": 0}
+                                            "untagged_th_scaled": 0, "tag_guard_interval_us": 0}
 
 
 def test_run_gives_a_lost_switch_up_after_the_reconnect_timeout_and_exits_1(

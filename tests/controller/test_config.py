@@ -337,7 +337,8 @@ def test_unknown_policy_key_lists_the_allowed_keys() -> None:
     assert errors_of(cfg) == [
         "switches.s1.policies.2.max_th: unknown key (allowed: algorithm, queue_limit_pkts, "
         "min_th_pkts, max_th_pkts, max_p, ewma_weight, burst_pkts, bandwidth_pps, gentle, ecn, "
-        "harddrop, wait, adaptive, tagged_th_pkts, untagged_th_pkts, chips_max_tagged_ratio, "
+        "harddrop, wait, adaptive, tagged_th_pkts, untagged_th_pkts, tag_guard, "
+        "tag_guard_tolerance, tag_guard_link_pps, chips_max_tagged_ratio, "
         "chips_ewma_weight, mcdt_period_ms, mcdt_mode, fred_minq_pkts, fred_flow_slots, upta_mode, "
         "upta_flow_slots, upta_k_shift, upta_tagged_loss_threshold, capacity_mbps); "
         "did you mean 'max_th_pkts'?"]

@@ -63,12 +63,14 @@ RED_PARAMS = {**COMMON, "queue_limit_pkts": 60, "ewma_shift": 9, "min_th_scaled"
 EPOCH = {p: 1000 + p for p in range(64)}                            # FakeDriver.next_policy_epoch
 # No active flow: shares (1, 1) -> tagged 1.0; untagged 5 + 0.1 * 10 = 6 pkts.
 DCBT_2_IDLE = PolicyAction("dcbt", {**RED_PARAMS, "policy_epoch": EPOCH[2],
-                                    "tagged_share_q16": 65536, "untagged_th_scaled": 6 << 16})
+                                    "tagged_share_q16": 65536, "untagged_th_scaled": 6 << 16,
+                                    "tag_guard_interval_us": 0})
 # Port 3: 10 + 0.2 * 20 = 14 pkts; slope round(0.2 / 20 * 2^24) = 167772.
 DCBT_3_IDLE = PolicyAction("dcbt", {**COMMON, "queue_limit_pkts": 100, "ewma_shift": 9,
                                     "min_th_scaled": 10 << 16, "max_th_scaled": 30 << 16,
                                     "red_slope_q24": 167772, **RED_OPTIONS_OFF, "policy_epoch": EPOCH[3],
-                                    "tagged_share_q16": 65536, "untagged_th_scaled": 14 << 16})
+                                    "tagged_share_q16": 65536, "untagged_th_scaled": 14 << 16,
+                                    "tag_guard_interval_us": 0})
 INSTALLED = {
     1: PolicyAction("drop_tail", {**COMMON, "queue_limit_pkts": 64}),
     2: DCBT_2_IDLE,
@@ -76,7 +78,8 @@ INSTALLED = {
     4: PolicyAction("red", {**RED_PARAMS, "policy_epoch": EPOCH[4]}),
     # round(2.9 * 65536) = 190054, round(0.6 * 65536) = 39322
     5: PolicyAction("cbt_red_all", {**RED_PARAMS, "policy_epoch": EPOCH[5],
-                                    "tagged_th_scaled": 190054, "untagged_th_scaled": 39322}),
+                                    "tagged_th_scaled": 190054, "untagged_th_scaled": 39322,
+                                    "tag_guard_interval_us": 0}),
 }
 
 
@@ -475,11 +478,11 @@ def test_a_report_refreshes_a_flow() -> None:
 
 # ------------------------------------------------------------------- stats
 COUNTERS = {
-    # port 2, TCP: class index 2 * 4 + 0 = 8; RED_EARLY (1) drop index 8 * 9 + 1 = 73
+    # port 2, TCP: class index 2 * 4 + 0 = 8; RED_EARLY (1) drop index 8 * 10 + 1 = 81
     "queue_arrivals": {8: CounterValue(10, 15000)},
     "queue_admits": {8: CounterValue(9, 13500)},
     "queue_departures": {8: CounterValue(7, 10500)},
-    "queue_drops": {73: CounterValue(1, 1500)},
+    "queue_drops": {81: CounterValue(1, 1500)},
     # ingress port 3: discard index 3 * 8 + reason; NOT_IPV4 (0) twice, NO_ROUTE (5) once
     "ingress_discards": {24: CounterValue(2, 120), 29: CounterValue(1, 60)},
 }
@@ -502,14 +505,14 @@ def test_sample_stats_reads_every_port_in_one_request_and_has_this_shape() -> No
         return driver, sample, before_ns, after_ns
 
     driver, sample, before_ns, after_ns = run_async(body())
-    # ports 1..5 x classes 0..2: class index port * 4 + class; drops class index * 9 + reason
-    # (9 drop reasons in defines.p4)
+    # ports 1..5 x classes 0..2: class index port * 4 + class; drops class index * 10 + reason
+    # (10 drop reasons in defines.p4)
     per_class = [p * 4 + c for p in (1, 2, 3, 4, 5) for c in (0, 1, 2)]
-    drops = [i * 9 + r for i in per_class for r in range(9)]
+    drops = [i * 10 + r for i in per_class for r in range(10)]
     discards = [p * 8 + r for p in (1, 2, 3, 4, 5) for r in range(8)]   # 8 reasons in defines.p4
     # ECN marks exist for RED's two reasons only (RED_EARLY 1, RED_FORCED 2);
     # chips_events: port * 5 + event, 5 events (defines.p4)
-    ecn_marks = [i * 9 + r for i in per_class for r in (1, 2)]
+    ecn_marks = [i * 10 + r for i in per_class for r in (1, 2)]
     chips_events = [p * 5 + e for p in (1, 2, 3, 4, 5) for e in range(5)]
     assert driver.calls == [("read_counter_indexes", {
         "queue_arrivals": per_class, "queue_admits": per_class,
@@ -523,7 +526,7 @@ def test_sample_stats_reads_every_port_in_one_request_and_has_this_shape() -> No
     assert [(r["port"], r["class"]) for r in rows] == [
         (p, c) for p in (1, 2, 3, 4, 5) for c in ("TCP", "TAGGED", "UNTAGGED")]
     reasons = ("QUEUE_LIMIT", "RED_EARLY", "RED_FORCED", "CLASS_THRESHOLD", "FRED_MAXQ",
-               "FRED_TWICE_AVGCQ", "FRED_STRIKE", "UPTA_USELESS", "UPTA_FAIR_SHARE")
+               "FRED_TWICE_AVGCQ", "FRED_STRIKE", "UPTA_USELESS", "UPTA_FAIR_SHARE", "TAG_GUARD")
     assert rows[3] == {
         "port": 2, "class": "TCP",
         "arrivals": {"packets": 10, "bytes": 15000},
@@ -542,10 +545,12 @@ def test_sample_stats_reads_every_port_in_one_request_and_has_this_shape() -> No
     # shares 1/2 TCP, 0 tagged, 1/2 untagged: tagged 0; untagged 0.5 * 6 = 3 pkts
     assert sample["policies"] == {
         "1": {"algorithm": "DROP_TAIL"},
-        "2": {"algorithm": "DCBT", "tagged_share_q16": 0, "untagged_th_scaled": 3 << 16},
-        "3": {"algorithm": "DCBT", "tagged_share_q16": 65536, "untagged_th_scaled": 14 << 16},
+        "2": {"algorithm": "DCBT", "tagged_share_q16": 0, "untagged_th_scaled": 3 << 16,
+              "tag_guard_interval_us": 0},
+        "3": {"algorithm": "DCBT", "tagged_share_q16": 65536, "untagged_th_scaled": 14 << 16,
+              "tag_guard_interval_us": 0},
         "4": {"algorithm": "RED"},
-        "5": {"algorithm": "CBT_RED_ALL", "tagged_th_scaled": 190054,
+        "5": {"algorithm": "CBT_RED_ALL", "tagged_th_scaled": 190054, "tag_guard_interval_us": 0,
               "untagged_th_scaled": 39322},
     }
 

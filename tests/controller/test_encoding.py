@@ -48,7 +48,8 @@ def test_red_options_hand_computed() -> None:
 
 # D-CBT at shares (0.5, 0.25): untagged 0.25 * (5 + 0.1 * (15 - 5)) = 0.25 * 6 = 1.5 pkts
 # -> 98304; tagged share 0.5 -> 32768.
-DCBT_HALF_QUARTER = {"tagged_share_q16": 32768, "untagged_th_scaled": 98304}
+DCBT_HALF_QUARTER = {"tagged_share_q16": 32768, "untagged_th_scaled": 98304,
+                     "tag_guard_interval_us": 0}
 
 
 def test_dcbt_chips_is_dcbt_plus_the_chips_limit() -> None:
@@ -75,7 +76,7 @@ def test_cbt_static_class_thresholds(algorithm: str, action_name: str) -> None:
     assert action.name == action_name
     assert dict(action.params) == {**RED_PARAMS, "ewma_shift": 2, "policy_epoch": 1,
                                    "flow_epoch_shift": 17, "tagged_th_scaled": 190054,
-                                   "untagged_th_scaled": 39322}
+                                   "untagged_th_scaled": 39322, "tag_guard_interval_us": 0}
 
 
 def test_dcbt_thresholds_come_from_the_shares() -> None:

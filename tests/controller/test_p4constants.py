@@ -64,10 +64,11 @@ def test_importing_reads_no_file() -> None:
 DEFINES_P4_CONSTANTS = [
     ("CHIPS_ON_ADMITS", 0), ("CHIPS_OFF_ADMITS", 1), ("CHIPS_CUT_IN", 2),
     ("CHIPS_NO_CONGESTION", 3), ("CHIPS_SLOT_DEPARTED", 4), ("NUM_CHIPS_EVENTS", 5),
-    ("NUM_PORTS", 64), ("CLASS_SLOTS", 4), ("NUM_DROP_REASONS", 9),
+    ("NUM_PORTS", 64), ("CLASS_SLOTS", 4), ("NUM_DROP_REASONS", 10),
     ("NUM_DISCARD_REASONS", 8), ("FLOW_SLOTS", 65536), ("ROUTE_TABLE_SIZE", 1024),
     ("ROUTE6_TABLE_SIZE", 1024),
     ("CLASSIFIER_TABLE_SIZE", 64), ("FRED_SLOTS_PER_PORT", 4096),
+    ("TAG_GUARD_SLOTS_PER_PORT", 4096), ("TAG_GUARD_SLOT_MASK", 4095), ("TAG_GUARD_BURST_PKTS", 4),
     ("ETHERTYPE_IPV4", 0x0800), ("IP_PROTO_ICMP", 1), ("IP_PROTO_TCP", 6), ("IP_PROTO_UDP", 17),
     ("ETHERTYPE_IPV6", 0x86DD), ("IP_PROTO_ICMPV6", 58), ("IPV6_EXT_HOP_BY_HOP", 0),
     ("IPV6_EXT_ROUTING", 43), ("IPV6_EXT_FRAGMENT", 44), ("IPV6_EXT_DEST_OPTS", 60),
@@ -110,7 +111,7 @@ def test_real_enums() -> None:
     classes = {"TCP": 0, "TAGGED": 1, "UNTAGGED": 2}
     drop_reasons = {"QUEUE_LIMIT": 0, "RED_EARLY": 1, "RED_FORCED": 2, "CLASS_THRESHOLD": 3,
                     "FRED_MAXQ": 4, "FRED_TWICE_AVGCQ": 5, "FRED_STRIKE": 6,
-                    "UPTA_USELESS": 7, "UPTA_FAIR_SHARE": 8}
+                    "UPTA_USELESS": 7, "UPTA_FAIR_SHARE": 8, "TAG_GUARD": 9}
     assert C.DEFINES_ENUMS == {"traffic_class_t": classes, "drop_reason_t": drop_reasons}
     # the golden P4Info carries traffic_class_t (the classifier's parameter type)
     assert C.ENUMS["traffic_class_t"] == classes
@@ -121,7 +122,7 @@ def test_name_maps() -> None:
     assert (C.CLASS_TCP, C.CLASS_TAGGED, C.CLASS_UNTAGGED) == (0, 1, 2)
     assert C.DROP_REASONS == {"QUEUE_LIMIT": 0, "RED_EARLY": 1, "RED_FORCED": 2,
                               "CLASS_THRESHOLD": 3, "FRED_MAXQ": 4, "FRED_TWICE_AVGCQ": 5,
-                              "FRED_STRIKE": 6, "UPTA_USELESS": 7, "UPTA_FAIR_SHARE": 8}
+                              "FRED_STRIKE": 6, "UPTA_USELESS": 7, "UPTA_FAIR_SHARE": 8, "TAG_GUARD": 9}
     assert C.DISCARD_REASONS == {"NOT_IPV4": 0, "MALFORMED": 1, "BAD_CHECKSUM": 2,
                                  "IPV4_OPTIONS": 3, "TTL_EXPIRED": 4, "NO_ROUTE": 5,
                                  "NO_POLICY": 6, "IPV6_EXT_LIMIT": 7}
@@ -317,13 +318,13 @@ def test_bad_p4info_fails_import(tmp_path, p4info_text: str, message: str) -> No
 def test_index_helpers_match_the_p4_expressions() -> None:
     # aqm.p4: class_index = port * CLASS_SLOTS + class            -> 2*4 + 1 = 9
     assert C.class_index(2, C.CLASS_TAGGED) == 9
-    # queue_drops: class_index * NUM_DROP_REASONS + reason        -> 9*9 + 3 = 84
-    assert C.drop_index(2, C.CLASS_TAGGED, C.DROP_REASONS["CLASS_THRESHOLD"]) == 84
+    # queue_drops: class_index * NUM_DROP_REASONS + reason        -> 9*10 + 3 = 93
+    assert C.drop_index(2, C.CLASS_TAGGED, C.DROP_REASONS["CLASS_THRESHOLD"]) == 93
     # main.p4 ingress_discards: port * NUM_DISCARD_REASONS + reason -> 3*8 + 5 = 29
     assert C.discard_index(3, C.DISCARD_NO_ROUTE) == 29
-    # last slots: 63*4 + 3 = 255 = NUM_PORTS*CLASS_SLOTS - 1; 255*9 + 8 = 2303
+    # last slots: 63*4 + 3 = 255 = NUM_PORTS*CLASS_SLOTS - 1; 255*10 + 9 = 2559
     assert C.class_index(63, 3) == C.NUM_PORTS * C.CLASS_SLOTS - 1
-    assert C.drop_index(63, 3, 8) == C.NUM_PORTS * C.CLASS_SLOTS * C.NUM_DROP_REASONS - 1 == 2303
+    assert C.drop_index(63, 3, 9) == C.NUM_PORTS * C.CLASS_SLOTS * C.NUM_DROP_REASONS - 1 == 2559
     assert C.discard_index(63, 7) == C.NUM_PORTS * C.NUM_DISCARD_REASONS - 1
 
 
@@ -331,7 +332,7 @@ def test_index_helpers_match_the_p4_expressions() -> None:
     lambda: C.class_index(64, 0),
     lambda: C.class_index(-1, 0),
     lambda: C.class_index(0, 4),
-    lambda: C.drop_index(0, 0, 9),
+    lambda: C.drop_index(0, 0, 10),
     lambda: C.discard_index(64, 0),
     lambda: C.discard_index(0, 8),
     lambda: C.class_index(True, 0),

@@ -108,9 +108,9 @@ def write(tmp_path: Path, info, name: str) -> Path:
     return path
 
 
-def exercise(p4info: Path, device_config: Path, switch_drop_index: int = 57):
+def exercise(p4info: Path, device_config: Path, switch_drop_index: int = 63):
     """Policy write and read-back, classifier, counters and a flow report.
-    switch_drop_index: where the switch keeps queue_drops' v1model index 57."""
+    switch_drop_index: where the switch keeps queue_drops' v1model index 63."""
     async def body():
         server = FakeP4RuntimeServer()
         async with server.run():
@@ -141,7 +141,7 @@ def check(server, read_back, counters, received, info, ingress_ts_us: int = 1000
     assert server.table_entries("classifier")[1] == WrittenEntry(
         "classifier", {"ip_proto": (17, 0xFF), "dscp": (46, 0x3F)}, "set_class",
         {"class_id": 1}, 50)
-    assert counters["queue_drops"][57] == CounterValue(1, 1500)
+    assert counters["queue_drops"][63] == CounterValue(1, 1500)
     assert received == [FlowReport(egress_port=2, class_id=1, flow_key=(
         ipv4_int("10.0.1.10"), ipv4_int("10.0.2.10"), 17, 5004, 5006),
         ingress_ts_us=ingress_ts_us)]
@@ -161,7 +161,7 @@ def test_a_p4info_with_other_ids_and_order_drives_the_same_entries(
 def test_a_tna_build_of_one_algorithm_is_driven_by_name(
         p4info_path: Path, device_config: Path, tmp_path: Path) -> None:
     info = tna_shaped(p4info_path)
-    # the report's 1000 is in TNA's 1.024 us units: 1024 us; queue_drops' index 57
+    # the report's 1000 is in TNA's 1.024 us units: 1024 us; queue_drops' index 63
     # (class_index 6, reason 3) is 3 * 256 + 6 on TNA
     check(*exercise(write(tmp_path, info, "tna.p4info.txtpb"), device_config, 3 * 256 + 6),
           info, 1024)
@@ -290,14 +290,14 @@ def test_on_tofino_drop_counters_are_read_and_reported_in_v1models_layout(
     every, some = read_counters_from(
         TNA_RED_P4INFO, device_config,
         {"queue_drops": {4 * 256 + 9: (5, 5000), 0 * 256 + 9: (2, 2000), 12 * 256 + 9: (7, 7000)}},
-        ["queue_drops"], {"queue_drops": [9 * 9 + 4]})
+        ["queue_drops"], {"queue_drops": [9 * 10 + 4]})
     drops = every["queue_drops"]
-    assert drops[9 * 9 + 4] == CounterValue(5, 5000) and drops[9 * 9] == CounterValue(2, 2000)
-    # every v1model index once (64 ports * 4 classes * 9 reasons), nothing else: the
+    assert drops[9 * 10 + 4] == CounterValue(5, 5000) and drops[9 * 10] == CounterValue(2, 2000)
+    # every v1model index once (64 ports * 4 classes * 10 reasons), nothing else: the
     # counts in unused reason slots (12 here) are not reported
-    assert set(drops) == set(range(64 * 4 * 9))
+    assert set(drops) == set(range(64 * 4 * 10))
     assert sum(v.packets for v in drops.values()) == 7
-    assert some["queue_drops"] == {9 * 9 + 4: CounterValue(5, 5000)}
+    assert some["queue_drops"] == {9 * 10 + 4: CounterValue(5, 5000)}
 
 
 # The Tofino compiler's P4Info of the FRED build (make build-tna), as committed.

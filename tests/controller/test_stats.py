@@ -35,10 +35,10 @@ def test_format_table_packets() -> None:
     # port 2 TCP: 4 + 2 ECN marks (admitted packets: not loss)
     # rows sorted by port, then class id (TCP 0, TAGGED 1, UNTAGGED 2)
     assert format_table(READINGS) == (
-        "port  class     arrivals  admitted  departed  queued  QUEUE_LIMIT  RED_EARLY  RED_FORCED  CLASS_THRESHOLD  FRED_MAXQ  FRED_TWICE_AVGCQ  FRED_STRIKE  UPTA_USELESS  UPTA_FAIR_SHARE  ecn_marked  loss%\n"
-        "1     TAGGED           8         7         7       0            0          0           0                1          0                 0            0             0                0           0  12.50\n"
-        "2     TCP            200       150       140      10           10         30          10                0          0                 0            0             0                0           6  25.00\n"
-        "2     UNTAGGED         0         0         0       0            0          0           0                0          0                 0            0             0                0           0      -\n"
+        "port  class     arrivals  admitted  departed  queued  QUEUE_LIMIT  RED_EARLY  RED_FORCED  CLASS_THRESHOLD  FRED_MAXQ  FRED_TWICE_AVGCQ  FRED_STRIKE  UPTA_USELESS  UPTA_FAIR_SHARE  TAG_GUARD  ecn_marked  loss%\n"
+        "1     TAGGED           8         7         7       0            0          0           0                1          0                 0            0             0                0          0           0  12.50\n"
+        "2     TCP            200       150       140      10           10         30          10                0          0                 0            0             0                0          0           6  25.00\n"
+        "2     UNTAGGED         0         0         0       0            0          0           0                0          0                 0            0             0                0          0           0      -\n"
     )
 
 
@@ -49,7 +49,7 @@ def test_format_table_bytes() -> None:
     # bytes: 3000 arrived, 1000 admitted, 0 departed -> queued 1000; loss 2000 / 3000 = 66.67 %
     assert table.splitlines()[1].split() == ["1", "TCP", "3000", "1000", "0", "1000", "2000",
                                              "0", "0", "0", "0", "0", "0", "0", "0", "0",
-                                             "66.67"]
+                                             "0", "66.67"]
 
 
 def test_loss_percent() -> None:
@@ -73,37 +73,37 @@ class CounterValue:           # shape of driver.CounterValue
 
 
 def test_readings_from_counters_uses_the_p4_indexes() -> None:
-    # port 2 TAGGED: class index 2*4+1 = 9; CLASS_THRESHOLD drop index 9*9+3 = 84
+    # port 2 TAGGED: class index 2*4+1 = 9; CLASS_THRESHOLD drop index 9*10+3 = 93
     readings = readings_from_counters(
         [2],
         arrivals={9: CounterValue(5, 500)},
         admits={9: CounterValue(4, 400)},
         departures={9: CounterValue(3, 300)},
-        drops={84: CounterValue(1, 100)},
+        drops={93: CounterValue(1, 100)},
     )
     assert set(readings) == {(2, "TCP"), (2, "TAGGED"), (2, "UNTAGGED")}
     assert readings[(2, "TAGGED")]["drops"]["CLASS_THRESHOLD"] == CounterValue(1, 100)
     lines = format_table(readings).splitlines()
     assert lines[2].split() == ["2", "TAGGED", "5", "4", "3", "1", "0", "0", "0", "1", "0", "0", "0", "0", "0",
-                                "0", "20.00"]
+                                "0", "0", "20.00"]
     assert lines[1].split()[-1] == "-"          # TCP: no arrivals
-    assert C.drop_index(2, C.CLASS_TAGGED, C.DROP_REASONS["CLASS_THRESHOLD"]) == 84
+    assert C.drop_index(2, C.CLASS_TAGGED, C.DROP_REASONS["CLASS_THRESHOLD"]) == 93
 
 
 def test_counter_indexes_cover_exactly_what_readings_need() -> None:
     idx = counter_indexes([2], classes=("TAGGED",))
-    # port 2 TAGGED: class index 9; drop indexes 9*9 + reason 0..8 = 81..89
-    # ECN marks: same indexes as drops, reasons RED_EARLY 1 and RED_FORCED 2: 82, 83
+    # port 2 TAGGED: class index 9; drop indexes 9*10 + reason 0..9 = 90..99
+    # ECN marks: same indexes as drops, reasons RED_EARLY 1 and RED_FORCED 2: 91, 92
     assert idx == {"queue_arrivals": [9], "queue_admits": [9], "queue_departures": [9],
-                   "queue_drops": list(range(81, 90)), "queue_ecn_marks": [82, 83]}
+                   "queue_drops": list(range(90, 100)), "queue_ecn_marks": [91, 92]}
     full = counter_indexes([1, 3])
-    assert len(full["queue_arrivals"]) == 2 * 3 and len(full["queue_drops"]) == 2 * 3 * 9
+    assert len(full["queue_arrivals"]) == 2 * 3 and len(full["queue_drops"]) == 2 * 3 * 10
 
 
 def test_readings_to_json_fills_missing_reasons_with_zero() -> None:
     readings = readings_from_counters(
         [2], arrivals={9: CounterValue(5, 500)}, admits={9: CounterValue(4, 400)},
-        departures={9: CounterValue(3, 300)}, drops={84: CounterValue(1, 100)},
+        departures={9: CounterValue(3, 300)}, drops={93: CounterValue(1, 100)},
         classes=("TAGGED", "TCP"))
     rows = readings_to_json(readings)
     assert [r["class"] for r in rows] == ["TCP", "TAGGED"]      # sorted by class id

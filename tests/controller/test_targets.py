@@ -115,13 +115,13 @@ def test_a_tna_timestamp_counts_1024_ns() -> None:
 
 
 def test_drop_counter_indexes_map_both_ways_over_every_class_and_reason() -> None:
-    # v1model: class_index * 9 + reason; TNA: reason * 256 + class_index
-    assert tna_drop_counter_index(6 * 9 + 3) == 3 * 256 + 6
-    for v1 in range(64 * 4 * 9):
+    # v1model: class_index * 10 + reason; TNA: reason * 256 + class_index
+    assert tna_drop_counter_index(6 * 10 + 3) == 3 * 256 + 6
+    for v1 in range(64 * 4 * 10):
         assert v1_drop_counter_index(tna_drop_counter_index(v1)) == v1
-    assert v1_drop_counter_index(9 * 256 + 1) is None     # no reason 9
+    assert v1_drop_counter_index(10 * 256 + 1) is None    # no reason 10
     with pytest.raises(ValueError):
-        tna_drop_counter_index(64 * 4 * 9)
+        tna_drop_counter_index(64 * 4 * 10)
 
 
 def test_chips_events_map_to_the_tna_event_counters_and_back() -> None:

@@ -245,7 +245,7 @@ def test_switch_counters(run_dir: Path):
     assert run["TCP"] == {"arrivals": 90, "admits": 81, "departures": 81,
                           "drops": {"QUEUE_LIMIT": 1, "RED_EARLY": 8, "RED_FORCED": 0, "CLASS_THRESHOLD": 0,
                                     "FRED_MAXQ": 0, "FRED_TWICE_AVGCQ": 0, "FRED_STRIKE": 0,
-                                    "UPTA_USELESS": 0, "UPTA_FAIR_SHARE": 0},
+                                    "UPTA_USELESS": 0, "UPTA_FAIR_SHARE": 0, "TAG_GUARD": 0},
                           "drops_total": 9, "loss": 0.1}
     assert run["TAGGED"]["drops"]["CLASS_THRESHOLD"] == 2 and run["TAGGED"]["loss"] == 0.1
     assert run["UNTAGGED"]["arrivals"] == 0 and run["UNTAGGED"]["loss"] is None

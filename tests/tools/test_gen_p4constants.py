@@ -77,8 +77,8 @@ def test_unchanged_copy_passes_the_check(source_copy) -> None:
     ("p4src/shared/defines.p4", "const bit<32> NUM_PORTS = 64;",
      "const bit<32> NUM_PORTS = 64;\nconst bit<32> NEW_CONSTANT = 7;", '+    "NEW_CONSTANT": 7,'),
     # a drop reason renumbered (enum of defines.p4)
-    ("p4src/shared/defines.p4", "UPTA_FAIR_SHARE = 8", "UPTA_FAIR_SHARE = 9",
-     '+        "UPTA_FAIR_SHARE": 9,'),
+    ("p4src/shared/defines.p4", "UPTA_FAIR_SHARE = 8", "UPTA_FAIR_SHARE = 10",
+     '+        "UPTA_FAIR_SHARE": 10,'),
     # a class renumbered in the golden P4Info
     ("p4src/v1model/main.p4info.txtpb", 'name: "UNTAGGED"\n        value: "\\002"',
      'name: "UNTAGGED"\n        value: "\\003"', '+        "UNTAGGED": 3,'),

@@ -51,7 +51,7 @@ from . import analysis, flowlag, mmapp, registers, report
 from .cpu import CpuSampler
 from .experiments import RegistryError, load_registry
 from .lab import LabError, StopRequested, catch_stop_signals, stop_processes
-from .network import Network, missing_prereqs
+from .network import DEFAULT_PREFIX, Network, missing_prereqs
 from .scenario import load_scenario
 from .topology import BFD_CPU_PORT as T_BFD_CPU_PORT
 from .topology import controller_config, load_topology, tm_queue_depth_pkts, uses_bfd
@@ -336,11 +336,13 @@ def run_experiment(topology: Path, scenario_path: Path, policies_path: Path,
                    stream=sys.stdout, experiment: Optional[str] = None,
                    paper_tagged_loss_pct: Optional[dict[str, float]] = None,
                    register_samples: bool = True,
-                   capacity_json: Optional[Path] = None) -> dict[str, dict[str, Any]]:
+                   capacity_json: Optional[Path] = None,
+                   name_prefix: str = DEFAULT_PREFIX) -> dict[str, dict[str, Any]]:
     """Every algorithm on one network; returns {algorithm: summary}. Validates all
     inputs before creating anything. capacity_json: the `make bench` measurement
     taken before the run, written into the run as the algorithms' per-packet cost
-    (report.SWITCH_COST_FILE)."""
+    (report.SWITCH_COST_FILE). name_prefix: the network's namespace names (network.py),
+    so that runs beside each other do not meet."""
     topo = load_topology(topology)
     scenario = load_scenario(scenario_path)
     scenario.check_hosts(topo.hosts)
@@ -382,7 +384,8 @@ def run_experiment(topology: Path, scenario_path: Path, policies_path: Path,
     started = time.monotonic()
     # C-UPTA's probes are P4Runtime PacketOuts: BMv2 needs a CPU port
     cpu_port = T_BFD_CPU_PORT if any(uses_bfd(policies[a]) for a in algorithms) else None
-    with Network(topo, out / "network", bmv2_json, cpu_port=cpu_port) as net:
+    with Network(topo, out / "network", bmv2_json, cpu_port=cpu_port,
+                 name_prefix=name_prefix) as net:
         print(f"mmaqm-exp: network up in {time.monotonic() - started:.1f} s; bottleneck "
               f"{net.bottleneck.switch} port {net.bottleneck.port} at {net.bottleneck.rate_pps} pkt/s",
               file=stream, flush=True)
@@ -458,6 +461,9 @@ def build_parser(registry) -> argparse.ArgumentParser:
     p.add_argument("--no-register-samples", dest="register_samples", action="store_false",
                    help="do not sample the bottleneck's RED and class averages over BMv2's "
                         "Thrift CLI (registers.jsonl, class_averages.png)")
+    p.add_argument("--prefix", default=DEFAULT_PREFIX,
+                   help=f"namespace name prefix [{DEFAULT_PREFIX}]: another for a run beside "
+                        "another one on the same machine")
     return p
 
 
@@ -526,7 +532,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                        duration_s=plan.duration_s, p4info=p4info, bmv2_json=bmv2_json,
                        experiment=plan.experiment,
                        paper_tagged_loss_pct=plan.paper_tagged_loss_pct,
-                       register_samples=a.register_samples, capacity_json=a.capacity_json)
+                       register_samples=a.register_samples, capacity_json=a.capacity_json,
+                       name_prefix=a.prefix)
     except StopRequested as stop:
         print("mmaqm-exp: interrupted; network torn down", file=sys.stderr)
         return stop.exit_status

@@ -177,7 +177,8 @@ class PortInputs:
     """What the controller feeds into a port's action besides its settings.
 
     share_tagged / share_untagged: the active-flow class shares n_c / n_all
-    (dcbt §3.1); mcdt_th_pkts: the class thresholds of the last MCDT period
+    (dcbt §3.1); active_flows: all the port's active flows n_all (the tag guard,
+    algorithms.tag_guard); mcdt_th_pkts: the class thresholds of the last MCDT period
     (mcdt §II.2), None before the first; upta_shares_bps: (fs_I, fs_U) of UPTA's
     fair-share loop (upta eqs. 18-19), None before its first interval.
     """
@@ -186,6 +187,7 @@ class PortInputs:
     share_untagged: float = 1.0
     mcdt_th_pkts: Mapping[int, int] | None = None
     upta_shares_bps: tuple[float, float] | None = None
+    active_flows: int = 0
 
 
 class Algorithm:
@@ -231,6 +233,12 @@ class Algorithm:
         """The algorithm's parameters of its port_policy action (the common
         queue_limit_pkts and flow_epoch_shift are added by the caller)."""
         raise NotImplementedError
+
+    def follows_flow_counts(self, policy: PortPolicy) -> bool:
+        """Whether the port's action depends on the active-flow counts, so the
+        controller pushes it again when they change (follows_flow_shares, or an
+        option such as the tag guard)."""
+        return self.follows_flow_shares
 
     def period_ms(self, policy: PortPolicy) -> float | None:
         """The period of the controller's per-port loop, if the algorithm has one."""

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 from .. import validation as V
 from ..fixedpoint import to_scaled
+from . import tag_guard
 from .base import REQUIRED, Param, PortInputs, PortPolicy
 from .red import Red, red_action_params
 
@@ -42,11 +43,13 @@ class CbtRedAll(Red):
     p4_action: ClassVar[str] = "cbt_red_all"
     summary: ClassVar[str] = "Class-Based Thresholds, RED for all (cbt §3)"
     doc_page: ClassVar[str] = "docs/algorithms/cbt.md"
-    params: ClassVar[tuple[Param, ...]] = Red.params + CLASS_THRESHOLD_PARAMS
+    params: ClassVar[tuple[Param, ...]] = (Red.params + CLASS_THRESHOLD_PARAMS
+                                           + tag_guard.PARAMS)
 
     def check(self, values: dict[str, Any], given: frozenset[str], queue_limit_pkts: int | None,
               path: str, errs: V.Errors) -> None:
         super().check(values, given, queue_limit_pkts, path, errs)
+        tag_guard.check(values, path, errs)
         for key in ("tagged_th_pkts", "untagged_th_pkts"):
             th = values[key]
             if th is not None and queue_limit_pkts is not None and th > queue_limit_pkts:
@@ -57,7 +60,11 @@ class CbtRedAll(Red):
                       policy_epoch: int) -> dict[str, int]:
         s = policy.settings
         return {**red_action_params(s, policy_epoch),
-                **action_params(s["tagged_th_pkts"], s["untagged_th_pkts"])}
+                **action_params(s["tagged_th_pkts"], s["untagged_th_pkts"]),
+                **tag_guard.action_params(s, inputs.active_flows)}
+
+    def follows_flow_counts(self, policy: PortPolicy) -> bool:
+        return bool(policy.settings["tag_guard"])   # its interval follows n_all
 
 
 class CbtRedTcpOnly(CbtRedAll):

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from .. import validation as V
 from ..fixedpoint import PROB_ONE, ewma_shift_from_weight
+from . import tag_guard
 from .base import Param, PortInputs, PortPolicy
 from .dcbt import Dcbt
 
@@ -79,8 +80,10 @@ class DcbtChips(Dcbt):
     def action_params(self, policy: PortPolicy, inputs: PortInputs,
                       policy_epoch: int) -> dict[str, int]:
         s = policy.settings
-        return {**super().action_params(policy, inputs, policy_epoch),
-                **action_params(s["chips_max_tagged_ratio"], s["chips_ewma_weight"])}
+        params = {**super().action_params(policy, inputs, policy_epoch),
+                  **action_params(s["chips_max_tagged_ratio"], s["chips_ewma_weight"])}
+        params[tag_guard.PARAM_KEY] = params.pop(tag_guard.PARAM_KEY)   # the P4 order: last
+        return params
 
 
 PLUGIN = DcbtChips()

@@ -11,10 +11,12 @@ computes it; the tagged share goes to the switch as a Q16 fraction.
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from .. import validation as V
 from ..fixedpoint import PROB_ONE, to_scaled
-from .base import PortInputs, PortPolicy
+from . import tag_guard
+from .base import Param, PortInputs, PortPolicy
 from .red import Red, red_action_params
 
 
@@ -87,13 +89,20 @@ class Dcbt(Red):
     doc_page: ClassVar[str] = "docs/algorithms/dcbt.md"
     follows_flow_shares: ClassVar[bool] = True
     range_tables: ClassVar[tuple[str, ...]] = ("red_zone", "dcbt_tagged_threshold")
+    params: ClassVar[tuple[Param, ...]] = Red.params + tag_guard.PARAMS
+
+    def check(self, values: dict[str, Any], given: frozenset[str], queue_limit_pkts: int | None,
+              path: str, errs: V.Errors) -> None:
+        super().check(values, given, queue_limit_pkts, path, errs)
+        tag_guard.check(values, path, errs)
 
     def action_params(self, policy: PortPolicy, inputs: PortInputs,
                       policy_epoch: int) -> dict[str, int]:
         s = policy.settings
         return {**red_action_params(s, policy_epoch),
                 **action_params(inputs.share_tagged, inputs.share_untagged, s["min_th_pkts"],
-                                s["max_th_pkts"], s["max_p"])}
+                                s["max_th_pkts"], s["max_p"]),
+                **tag_guard.action_params(s, inputs.active_flows)}
 
 
 PLUGIN = Dcbt()

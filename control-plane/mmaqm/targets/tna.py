@@ -502,6 +502,9 @@ class Tna(Target):
     def check_action(self, action: PolicyAction) -> None:
         if "slot_mask" in action.params:            # UPTA: fewer flow slots than v1model
             check_tna_upta_slot_mask(action.params["slot_mask"])
+        if action.params.get("tag_guard_interval_us", 0):
+            raise ValueError(f"{action.name}: the tag guard (tag_guard: true) is not in the "
+                             "Tofino build (docs/algorithms/tag-guard.md)")
 
     def check_ports(self, ports: Mapping[int, str]) -> None:
         check_tna_ports(ports)
