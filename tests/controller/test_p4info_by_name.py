@@ -28,7 +28,7 @@ RED = PolicyAction("red", {"queue_limit_pkts": 60, "flow_epoch_shift": 17,
                            "idle_decay_q32": 0, "gentle": 0, "max_p_q16": 0,
                            "gentle_slope_q24": 0, "ecn": 0, "harddrop": 0, "wait": 0})
 DCBT = PolicyAction("dcbt", {**RED.params, "tagged_share_q16": 16384,
-                             "untagged_th_scaled": 3 << 16})
+                             "untagged_th_scaled": 3 << 16, "tag_guard_interval_us": 0})
 FLOW = {"egress_port": 2, "class_id": 1, "src_addr": ipv4_int("10.0.1.10"),
         "dst_addr": ipv4_int("10.0.2.10"), "protocol": 17, "src_port": 5004, "dst_port": 5006,
         "ingress_ts_us": 1000}
@@ -213,7 +213,8 @@ DCBT = PolicyAction("dcbt", {k: v for k, v in RED.params.items()
                              if k not in ("gentle", "max_p_q16", "gentle_slope_q24")}
                     | {"gentle": 0, "max_p_q16": RED.params["max_p_q16"],
                        "gentle_slope_q24": RED.params["gentle_slope_q24"],
-                       "tagged_share_q16": 16384, "untagged_th_scaled": 3 << 16})
+                       "tagged_share_q16": 16384, "untagged_th_scaled": 3 << 16,
+                       "tag_guard_interval_us": 0})
 
 
 def write_policies(p4info: Path, device_config: Path, *writes: tuple[int, PolicyAction]):
