@@ -37,6 +37,8 @@ SABOTAGE = {
              ("phases", "tcp", "class_avg_per_flow_kbps", "TCP")),
     "upta": ("upta-s6-20261125/FAIR_SHARE/summary.json",      # the audit's TCP 812.646
              ("phases", "bg-on1", "class_avg_per_flow_kbps", "TCP")),
+    "tag": ("tag-guard-20261127-t1-r1/DCBT_GUARD_T1/summary.json",     # the tag guard's runs
+            ("phases", "abuser-8x", "class_avg_per_flow_kbps", "TCP")),
     "bench": ("bench/bench-20261127-002546.json", ("summary", 1, "pps_median")),
 }
 
