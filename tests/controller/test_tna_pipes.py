@@ -19,6 +19,7 @@ from mmaqm.driver import SwitchDriver
 from mmaqm.targets import tna as T
 from mmaqm.targets.base import TargetRefusal
 from mmaqm.targets.v1model import TARGET as V1MODEL_TARGET
+from test_p4info_by_name import upta_bfd_config
 
 TNA_RED_P4INFO = Path(__file__).resolve().parent / "fixtures" / "tna-red.p4info.txtpb"
 
@@ -62,15 +63,7 @@ def test_the_pipe_rule_names_each_port_its_pipe_and_the_rule() -> None:
 
 
 def test_configured_ports_are_every_port_the_configuration_names() -> None:
-    cfg = parse_config({"switches": {"r1": {
-        "p4runtime_addr": "127.0.0.1:9559",
-        "ports": {p: {"mac": f"02:01:00:00:01:0{p}"} for p in (1, 2, 3)},
-        "routes": [{"prefix": "10.0.2.0/24", "port": 3, "next_hop_mac": "02:01:00:00:02:03"}],
-        "policies": {3: {"algorithm": "UPTA", "capacity_mbps": 10, "upta_mode": "C",
-                         "queue_limit_pkts": 100, "upta_flow_slots": 512}},
-        "bfd": {"router_addr": "10.255.0.1", "edge_ports": [1], "cpu_port": 63,
-                "paths": [{"id": 3, "port": 3, "egress_addr": "10.255.0.2",
-                           "prefixes": ["10.0.2.0/24"]}]}}}})
+    cfg = upta_bfd_config()          # test_p4info_by_name's UPTA switch with BFD
     assert configured_ports(cfg.switches["r1"]) == {
         1: "switches.r1.ports", 2: "switches.r1.ports", 3: "switches.r1.ports",
         63: "switches.r1.bfd.cpu_port"}
