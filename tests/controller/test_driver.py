@@ -607,3 +607,36 @@ def test_a_report_of_an_unknown_family_or_an_ipv4_address_over_32_bits_is_malfor
     d, received = run_async(body())
     assert received == [FlowReport(2, 0, (0x0A000102, 0x0A000202, 6, 1000, 2000), 42)]
     assert d.malformed.counts == {"malformed flow report": 2}
+
+
+def test_a_cancel_that_meets_the_answer_still_cancels() -> None:
+    """The answer and the cancellation arrive in the same loop step (a controller
+    stopped while a write completes): the caller ends cancelled instead of running
+    on with the answer. Python 3.11's asyncio.wait_for drops the cancel here
+    (CPython gh-86296), which once kept a cancelled controller loop writing."""
+    from mmaqm.p4rt import session as session_module
+
+    async def body() -> str:
+        answer: asyncio.Future = asyncio.get_running_loop().create_future()
+        fake = types.SimpleNamespace(request_timeout_s=5.0, name="s1", address="x:1")
+
+        async def call() -> None:
+            await session_module.P4RuntimeSession._request(fake, "Write", answer)
+            await asyncio.sleep(1)              # the loop's next step, if not cancelled
+        task = asyncio.create_task(call())
+        await asyncio.sleep(0)                  # the call waits for its answer
+        answer.set_result(None)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            return "cancelled"
+        return "ran on"
+
+    assert run_async(body(), timeout_s=5) == "cancelled"
+
+
+def test_the_session_never_uses_asyncio_wait_for() -> None:
+    """Every deadline in the P4Runtime session goes through `within` (see above)."""
+    from mmaqm.p4rt import session as session_module
+    assert "wait_for(" not in Path(session_module.__file__).read_text()

@@ -294,6 +294,9 @@ class P4RuntimeSession:
                                         f"connection failed") from None
         finally:
             failed.cancel()
+            if not entering.done():          # we were cancelled inside asyncio.wait
+                entering.cancel()
+                await asyncio.gather(entering, return_exceptions=True)
 
     async def _guarded_ready(self) -> None:
         """finsy's pipeline step after arbitration (check the cookie or push, when
@@ -380,7 +383,7 @@ class P4RuntimeSession:
         while not self.ready_as_primary:
             self.check_connected_stream()
             try:
-                await asyncio.wait_for(self._ready_as_primary.wait(), 0.1)
+                await within(self._ready_as_primary.wait(), 0.1)
             except TimeoutError:
                 pass
         self.check_connected_stream()
@@ -401,7 +404,7 @@ class P4RuntimeSession:
 
     async def _request(self, rpc: str, coro: Any) -> Any:
         try:
-            return await asyncio.wait_for(coro, self.request_timeout_s)
+            return await within(coro, self.request_timeout_s)
         except TimeoutError:
             raise self._not_answering(rpc) from None
         except fy.P4ClientError as err:
@@ -443,6 +446,15 @@ class P4RuntimeSession:
         return result
 
 
+async def within(awaitable: Any, timeout_s: float) -> Any:
+    """await awaitable, TimeoutError after timeout_s. Not asyncio.wait_for: on
+    Python 3.11 it returns the result and drops a cancellation that arrives in the
+    same loop step as the result (CPython gh-86296), so a cancelled controller loop
+    could run on; asyncio.timeout keeps the cancellation."""
+    async with asyncio.timeout(timeout_s):
+        return await awaitable
+
+
 async def wait_for_grpc(address: str, timeout_s: float = GRPC_WAIT_TIMEOUT_S,
                         attempt_timeout_s: float = TCP_CONNECT_TIMEOUT_S, *,
                         name: str = "") -> None:
@@ -467,7 +479,6 @@ async def wait_for_grpc(address: str, timeout_s: float = GRPC_WAIT_TIMEOUT_S,
 async def tcp_connect_once(address: str, timeout_s: float = TCP_CONNECT_TIMEOUT_S) -> None:
     """One TCP connect to host:port within timeout_s (OSError or TimeoutError)."""
     host, _, port = address.rpartition(":")
-    _, writer = await asyncio.wait_for(asyncio.open_connection(host.strip("[]"), int(port)),
-                                       timeout_s)
+    _, writer = await within(asyncio.open_connection(host.strip("[]"), int(port)), timeout_s)
     writer.close()
     await writer.wait_closed()
