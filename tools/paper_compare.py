@@ -29,6 +29,7 @@ table or verdict makes the check fail (it is part of `make check-results`, hence
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -701,6 +702,13 @@ def row_runs(paper: Mapping[str, Any], row: Mapping[str, Any]) -> list[Any]:
     return list(runs)
 
 
+@functools.lru_cache(maxsize=1024)
+def _parsed_yaml(path: str, mtime_ns: int, size: int) -> Any:
+    """A YAML file parsed once per content (rows pool the same runs again and again),
+    with libyaml's loader when PyYAML has it."""
+    return yaml.load(Path(path).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def same_scenario(results: Path, row: Mapping[str, Any], runs: list[Any]) -> None:
     """A row pools runs of one scenario only: the i-th folder of every run must hold the
     same scenario.yaml (as parsed; a legacy run without one is not compared)."""
@@ -712,7 +720,8 @@ def same_scenario(results: Path, row: Mapping[str, Any], runs: list[Any]) -> Non
                 raise CompareError(f"{row['quantity']!r}: runs of different shapes {runs}")
             f = results / g[i] / "scenario.yaml"
             if f.is_file():
-                seen[g[i]] = yaml.safe_load(f.read_text())
+                st = f.stat()
+                seen[g[i]] = _parsed_yaml(str(f.resolve()), st.st_mtime_ns, st.st_size)
         if len({json.dumps(v, sort_keys=True) for v in seen.values()}) > 1:
             raise CompareError(f"{row['quantity']!r}: pools runs of different scenarios "
                                f"({', '.join(seen)})")
