@@ -101,7 +101,7 @@ def run_ptf(bed: lab.Lab, args: argparse.Namespace) -> int:
     if args.xunit_dir:
         args.xunit_dir.mkdir(parents=True, exist_ok=True)
         argv += ["--xunit", "--xunit-dir", str(args.xunit_dir)]
-    argv += args.tests or (list(mmaqm_profiles.MODULES[args.profile]) if args.profile else [])
+    argv += args.tests or (list(mmaqm_profiles.TESTS[args.profile]) if args.profile else [])
     # The tests check the switch against the test oracle of the same tree (mmaqm_oracle).
     env = dict(os.environ, PYTHONPATH=f"{REPO / 'control-plane'}:{REPO / 'oracle'}")
     env.pop("MMAQM_PTF_PROFILE", None)
@@ -121,10 +121,10 @@ def main() -> int:
     parser.add_argument("tests", nargs="*", help="test names, e.g. test_red.RedForcedDropTest")
     parser.add_argument("--xunit-dir", type=Path)
     parser.add_argument("--log-dir", type=Path, default=REPO / "build" / "ptf")
-    parser.add_argument("--profile", type=str.upper, choices=sorted(mmaqm_profiles.MODULES),
+    parser.add_argument("--profile", type=str.upper, choices=sorted(mmaqm_profiles.TESTS),
                         help="run against this algorithm's BMv2 profile (make build "
                              "PROFILE=NAME) with its baseline; default tests: its modules "
-                             "(ptf-tests/tests/mmaqm_profiles.py); other algorithms' tests skip")
+                             "(ptf-tests/tests/mmaqm_profiles.py)")
     args = parser.parse_args()
     if args.profile and not all(p.exists() for p in profile_files(args.profile)):
         print(f"run_ptf: {profile_files(args.profile)[0]} not found; run "

@@ -86,7 +86,7 @@ def main() -> int:
                             cwd=REPO).returncode
         if rc != 0:
             broken.append(f"tools/build_profiles.py exited {rc}")
-        for profile in mmaqm_profiles.MODULES if rc == 0 else ():
+        for profile in mmaqm_profiles.TESTS if rc == 0 else ():
             xdir = RESULTS / f"ptf-{profile.lower()}"
             rc_p = subprocess.run([sys.executable, str(REPO / "ptf-tests" / "run_ptf.py"),
                                    "--profile", profile, "--xunit-dir", str(xdir),

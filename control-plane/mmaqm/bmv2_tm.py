@@ -64,6 +64,24 @@ def set_queue_depth(thrift_port: int, port: int, depth_pkts: int, netns: str | N
     _cli(thrift_port, [f"set_queue_depth {depth_pkts} {port}"], netns)
 
 
+def set_queues(thrift_port: int, *, rates_pps: dict[int, int] | None = None,
+               depths_pkts: dict[int, int] | None = None, netns: str | None = None) -> None:
+    """Several ports' depths (packets), then rates (packets/s; 0 = unlimited), in one
+    simple_switch_CLI run (each run is a process: a test's setup took twelve). Every
+    value is checked before any is set."""
+    commands = []
+    for port, depth in (depths_pkts or {}).items():
+        _check_int("port", port, 0, THRIFT_I32_MAX)
+        _check_int("depth_pkts", depth, 1, THRIFT_I32_MAX)
+        commands.append(f"set_queue_depth {depth} {port}")
+    for port, rate in (rates_pps or {}).items():
+        _check_int("port", port, 0, THRIFT_I32_MAX)
+        _check_int("rate_pps", rate, 0, THRIFT_I64_MAX)
+        commands.append(f"set_queue_rate {rate} {port}")
+    if commands:
+        _cli(thrift_port, commands, netns)
+
+
 _REGISTER_VALUE_RE = re.compile(r"([\w.]+)\[(\d+)\]\s*=\s*(\d+)")   # control.register[i]
 
 

@@ -38,6 +38,7 @@ from mmaqm.config import Config, PortPolicy, load_config, parse_policy
 from mmaqm.driver import SwitchDriver
 from mmaqm.encoding import PolicyAction, policy_action
 from mmaqm_oracle.fixedpoint_model import Occupancy, PortModel
+from mmaqm_profiles import in_program
 from mmaqm_oracle import fixedpoint_model as fpm
 
 
@@ -86,6 +87,11 @@ class Bmv2Target:
     def set_queue_depth(self, port: int, pkts: int) -> None:
         bmv2_tm.set_queue_depth(self.thrift_port, port, pkts)
 
+    def set_queues(self, rates_pps: dict[int, int],
+                   depths_pkts: dict[int, int] | None = None) -> None:
+        """Several ports at once (one Thrift CLI process)."""
+        bmv2_tm.set_queues(self.thrift_port, rates_pps=rates_pps, depths_pkts=depths_pkts)
+
 
 class TnaTarget(Bmv2Target):
     """Tofino (p4src/tna, docs/tofino.md), test param target=tna and
@@ -111,6 +117,10 @@ class TnaTarget(Bmv2Target):
 
     def set_queue_depth(self, port: int, pkts: int) -> None:
         raise NotImplementedError("TNA: queue depth is BfRt tf1.tm.queue.buffer")
+
+    def set_queues(self, rates_pps: dict[int, int],
+                   depths_pkts: dict[int, int] | None = None) -> None:
+        raise NotImplementedError("TNA: queue shaping and depth are BfRt tf1.tm.* tables")
 
 
 TARGETS = {"bmv2": Bmv2Target, "tna": TnaTarget}
@@ -232,20 +242,27 @@ class MmaqmTest(BaseTest):
             self.sw.install_cut_in_slot_session(port)
         for route in SWITCH.routes:
             self.sw.install_route(route.prefix, route.port, router_mac(route.port), route.next_hop_mac)
+        self.target.set_queues(rates_pps={port: 0 for port in PORTS},
+                               depths_pkts={port: TM_DEPTH_PKTS for port in PORTS})
         for port in PORTS:
-            self.target.set_queue_rate(port, 0)
-            self.target.set_queue_depth(port, TM_DEPTH_PKTS)
             self.set_policy(port, SWITCH.policies[port])
 
     def tearDown(self) -> None:
         try:
-            for port in PORTS:
-                self.target.set_queue_rate(port, 0)
+            self.target.set_queues(rates_pps={port: 0 for port in PORTS})
         finally:
             self.sw.close()
             BaseTest.tearDown(self)
 
     # ---- policies ---------------------------------------------------------
+    def algorithms_here(self, *algorithms: str) -> tuple[str, ...]:
+        """Those of algorithms the program under test has (on a profile: its own and
+        DROP_TAIL); the test is skipped when none is."""
+        here = in_program(algorithms, PROFILE)
+        if not here:
+            self.skipTest(f"none of {', '.join(algorithms)} is in the profile {PROFILE}")
+        return here
+
     def set_policy(self, port: int, policy: PortPolicy | dict, *, flow_epoch_shift: int = 0,
                    share_tagged: float = 1.0, share_untagged: float = 1.0,
                    mcdt_th_pkts: dict[int, int] | None = None,

@@ -12,7 +12,7 @@ class CbtClassThresholdTest(QueueTest):
     Pattern (tagged, untagged, tcp) x 8 -> 4 + 2 + 8 queued."""
 
     def runTest(self):
-        for algo in ("CBT_RED_ALL", "CBT_RED_TCP_ONLY"):
+        for algo in self.algorithms_here("CBT_RED_ALL", "CBT_RED_TCP_ONLY"):
             action = self.set_policy(2, dict(BASE, algorithm=algo, min_th_pkts=100, max_th_pkts=110,
                                              max_p=no_early_drop_max_p(100, 110),
                                              tagged_th_pkts=3, untagged_th_pkts=1))
@@ -42,7 +42,8 @@ class CbtRedVariantTest(QueueTest):
                            + ["RED_FORCED"] * 4,
             "CBT_RED_TCP_ONLY": ["ADMIT"] * 10 + ["ADMIT"] * 6 + ["RED_FORCED"] * 2 + ["ADMIT"] * 4,
         }
-        for algo, expected in cases.items():
+        for algo in self.algorithms_here(*cases):
+            expected = cases[algo]
             action = self.set_policy(2, dict(BASE, algorithm=algo, min_th_pkts=4, max_th_pkts=6,
                                              max_p=no_early_drop_max_p(4, 6),
                                              tagged_th_pkts=50, untagged_th_pkts=50))
@@ -62,7 +63,7 @@ class CbtClassAverageTest(QueueTest):
     classes' arrivals would drop the 4th."""
 
     def runTest(self):
-        for algo in ("CBT_RED_ALL", "CBT_RED_TCP_ONLY"):
+        for algo in self.algorithms_here("CBT_RED_ALL", "CBT_RED_TCP_ONLY"):
             action = self.set_policy(2, dict(BASE, algorithm=algo, min_th_pkts=100, max_th_pkts=110,
                                              max_p=no_early_drop_max_p(100, 110), ewma_weight=0.25,
                                              tagged_th_pkts=1.5, untagged_th_pkts=1.5))

@@ -25,6 +25,26 @@ def test_valid_settings_reach_the_cli(cli_calls: list[list[str]]) -> None:
                          ["set_queue_rate 0 2"]]
 
 
+def test_several_ports_are_set_in_one_cli_run(cli_calls: list[list[str]]) -> None:
+    bmv2_tm.set_queues(9090, rates_pps={1: 0, 2: 4}, depths_pkts={1: 1024, 2: 64})
+    assert cli_calls == [["set_queue_depth 1024 1", "set_queue_depth 64 2",
+                          "set_queue_rate 0 1", "set_queue_rate 4 2"]]
+    bmv2_tm.set_queues(9090)
+    assert len(cli_calls) == 1                              # nothing to set: no CLI run
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"rates_pps": {1: 0, 2: -1}}, "rate_pps must be an integer"),
+    ({"depths_pkts": {1: 64, 2: 0}}, "depth_pkts must be an integer in 1..2147483647"),
+    ({"rates_pps": {-1: 0}}, "port must be an integer in 0..2147483647"),
+])
+def test_one_bad_value_sets_no_port(cli_calls: list[list[str]], kwargs: dict,
+                                    message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        bmv2_tm.set_queues(9090, **kwargs)
+    assert cli_calls == []
+
+
 # depth and rate were unbounded above (and floats passed), while Thrift
 # takes an i32 depth and an i64 rate
 @pytest.mark.parametrize("call, message", [

@@ -4,6 +4,8 @@ file, and it has exactly its own algorithm's port_policy action."""
 
 from __future__ import annotations
 
+import re
+
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 
@@ -67,10 +69,13 @@ def test_every_profile_has_ptf_modules_and_the_suite_baseline_runs_on_it():
         sys.path.remove(str(B.REPO / "ptf-tests"))
     from mmaqm.config import load_config
 
-    assert set(run_ptf.mmaqm_profiles.MODULES) == set(B.PROFILES)
-    for modules in run_ptf.mmaqm_profiles.MODULES.values():
-        assert modules and all((B.REPO / "ptf-tests" / "tests" / f"{m}.py").exists()
-                               for m in modules)
+    assert set(run_ptf.mmaqm_profiles.TESTS) == set(B.PROFILES)
+    for profile, specs in run_ptf.mmaqm_profiles.TESTS.items():
+        assert specs, profile
+        for spec in specs:                       # a module, or module.Class in it
+            module, _, cls = spec.partition(".")
+            source = (B.REPO / "ptf-tests" / "tests" / f"{module}.py").read_text()
+            assert not cls or re.search(rf"^class {cls}\(", source, re.M), (profile, spec)
     cfg = load_config(run_ptf.CONFIG)
     assert {p.algorithm for sw in cfg.switches.values() for p in sw.policies.values()} \
         == {"DROP_TAIL"}
