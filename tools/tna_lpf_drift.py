@@ -333,8 +333,22 @@ HEAD = ("| scenario | average | tau (ms) | exponent/mantissa | TNA target | arri
         "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 
 
-def report() -> str:
-    results = [run(s) for s in scenarios()]
+@dataclass(frozen=True)
+class Measured:
+    """Everything the report shows."""
+
+    scenarios: list
+    sweep: list
+    shares: list
+
+
+def measure() -> Measured:
+    return Measured([run(s) for s in scenarios()], [run(s) for s in sweep()],
+                    [share_run(k) for k in SHARE_SHIFTS])
+
+
+def render(m: Measured) -> str:
+    results = m.scenarios
     lines = [
         "# How far the Tofino build's Lpf averages drift from v1model's",
         "",
@@ -375,8 +389,8 @@ def report() -> str:
         "differ |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for s in sweep():
-        r = run(s)
+    for r in m.sweep:
+        s = r.scenario
         a, h = r.averages["RED"].lpf_v1, r.averages["RED"].lpf_exact
         lines.append(f"| 2^-{s.ewma_shift} | {s.tau_ns / 1e6:.4g} | {_pct(r.used_share)} | "
                      f"{_pct(a.rel_mean)} | {_pct(a.disagreement)} | {_pct(h.rel_max)} | "
@@ -392,11 +406,15 @@ def report() -> str:
         "| w | samples used | v1model's sd | Lpf's sd | ratio | share > limit differs |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for k in SHARE_SHIFTS:
-        r = share_run(k)
-        lines.append(f"| 2^-{k} | {_pct(r.used_share)} | {r.sd_v1:.4f} | {r.sd_lpf:.4f} | "
+    for r in m.shares:
+        lines.append(f"| 2^-{r.ewma_shift} | {_pct(r.used_share)} | {r.sd_v1:.4f} | {r.sd_lpf:.4f} | "
                      f"{r.sd_lpf / r.sd_v1:.2f} | {_pct(r.disagreement)} |")
     return "\n".join(lines) + "\n"
+
+
+def is_current(path: Path, text: str) -> bool:
+    """Whether the report at path is the one computed (text)."""
+    return path.exists() and path.read_text() == text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -406,12 +424,12 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--check", action="store_true",
                       help=f"exit 1 if {REPORT.relative_to(REPO)} is not what this computes")
     a = ap.parse_args(argv)
-    text = report()
+    text = render(measure())
     if a.write:
         REPORT.write_text(text)
         return 0
     if a.check:
-        if not REPORT.exists() or REPORT.read_text() != text:
+        if not is_current(REPORT, text):
             print(f"tna_lpf_drift: {REPORT.relative_to(REPO)} is stale; run "
                   "tools/tna_lpf_drift.py --write", file=sys.stderr)
             return 1

@@ -655,12 +655,15 @@ class Tna(Target):
     def check_ports(self, ports: Mapping[int, str]) -> None:
         check_tna_ports(ports)
 
+    def check_policy(self, port: int, action: PolicyAction) -> None:
+        check_lpf_limits(port, action)
+
     @property
     def range_tables(self) -> tuple[str, ...]:
         return RANGE_TABLES
 
     def range_entries(self, port: int, action: PolicyAction) -> list[R.TableEntry]:
-        check_lpf_limits(port, action)      # the policy's encoding includes its filters
+        self.check_policy(port, action)     # the policy's encoding includes its filters
         return range_entries(port, action)
 
     def packet_out_metadata(self, port: int) -> dict[str, int]:
