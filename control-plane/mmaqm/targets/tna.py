@@ -295,7 +295,7 @@ TOFINO1_CLOCK_HZ = 1_220_000_000
 TOFINO_MODEL_CLOCK_HZ = 1_271_000_000
 LPF_CHECK_CLOCK_HZ = max(TOFINO1_CLOCK_HZ, TOFINO_MODEL_CLOCK_HZ)
 # tau in cycles = 2^exponent * (1 + mantissa / 2^9), the exponent in 5 bits: the
-# driver writes exponent & 31, so tau >= 2^32 cycles becomes tau < 2 cycles.
+# driver writes exponent & 31, so tau >= 2^32 cycles becomes a few cycles.
 LPF_EXPONENT_BITS = 5
 LPF_MANTISSA_BITS = 9
 LPF_MAX_TIME_CONSTANT_CYCLES = 1 << (1 << LPF_EXPONENT_BITS)          # 2^32
@@ -311,7 +311,7 @@ LPF_MIN_STEP_SHIFT = 7
 LPF_VALUE_MAX = (1 << 32) - 1
 # Sample mode with tau = -s / ln(1 - w), w = 2^-k, packets every s: the filter
 # uses about one sample in 2^(k - 8), so it averages about 2^8 samples whatever k.
-# A queue average loses nothing by it (a queue moves by one packet a sample); an
+# A queue average loses little by it (a queue moves by one packet a sample); an
 # average of independent samples (ChIPS's tagged share, 0 or 1 a packet) keeps
 # the noise of 2^8 samples: beyond w = 2^-9 its noise is more than twice
 # v1model's (docs/tofino.md, "How far the Lpf averages drift"). Refused beyond.
