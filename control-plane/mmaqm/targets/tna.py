@@ -12,7 +12,10 @@ so from the same YAML):
   class thresholds: none up to min_th, then tagged red_avg * tagged_share
   (dcbt §3.1) at the lower end and untagged as configured;
 * the ``Lpf`` time constant that makes Tofino's time-based filter weigh one
-  packet like the per-packet EWMA with w = 2^-ewma_shift at a packet time s.
+  packet like the per-packet EWMA with w = 2^-ewma_shift at a packet time s,
+  and the limits of the filters a policy needs (``check_lpf_limits``: a time
+  constant the driver's 5-bit exponent cannot hold, a share the filter would
+  sample too sparsely), refused before any write.
 
 Pure functions; writing the range entries over P4Runtime is the driver's
 (driver.write_port_policy), the Lpf specs (BfRt) are not written yet. Also
