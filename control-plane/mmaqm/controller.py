@@ -90,6 +90,9 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop, OccupancyAudit):
                  enforce_interval_s: float = ENFORCE_INTERVAL_S) -> None:
         # ports the target cannot hold: refused before the switch is contacted
         driver.target.check_ports(configured_ports(switch))
+        for port, policy in sorted(switch.policies.items()):
+            driver.target.check_policy(port, policy_action(policy, policy_epoch=1,
+                                                           flow_epoch_shift=0))
         self.config = config
         self.switch = switch
         self.driver = driver

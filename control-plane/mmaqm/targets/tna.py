@@ -12,7 +12,10 @@ so from the same YAML):
   class thresholds: none up to min_th, then tagged red_avg * tagged_share
   (dcbt §3.1) at the lower end and untagged as configured;
 * the ``Lpf`` time constant that makes Tofino's time-based filter weigh one
-  packet like the per-packet EWMA with w = 2^-ewma_shift at a packet time s.
+  packet like the per-packet EWMA with w = 2^-ewma_shift at a packet time s,
+  and the limits of the filters a policy needs (``check_lpf_limits``: a time
+  constant the driver's 5-bit exponent cannot hold, a share the filter would
+  sample too sparsely), refused before any write.
 
 Pure functions; writing the range entries over P4Runtime is the driver's
 (driver.write_port_policy), the Lpf specs (BfRt) are not written yet. Also
@@ -280,6 +283,152 @@ def lpf_time_constant_ns(ewma_shift: int, packet_time_ns: float) -> float:
     return -packet_time_ns / math.log1p(-w)
 
 
+# ---- the Lpf's limits (Tofino 1). What the hardware filter computes is replicated
+# in tools/tna_lpf_model.py from open-p4studio's sources: the driver's spec
+# conversion (bf-drivers src/pipe_mgr/pipe_mgr_meter_drv_workflows.c,
+# pipe_mgr_meter_tof_encode_lpf_spec, pipe_mgr_lpf_get_exponent_mantissa) and the
+# model's filter (tofino-model src/shared/mau-lpf-meter.cpp, MauLpfMeter::
+# calculate_output); docs/tofino.md, "How far the Lpf averages drift".
+#
+# The clock the driver converts a spec's nanoseconds at (pipe_mgr_get_sp_clock_speed):
+# a Tofino 1 of the full-speed SKU reports 1.22 GHz (dvm.c bf_drv_get_clock_speed,
+# the "1.25 GHz" fuse setting), the model 1.271 GHz; slower SKUs 1.1 and 1.0 GHz.
+# A limit in cycles is tightest at the fastest clock, so the checks use it.
+TOFINO1_CLOCK_HZ = 1_220_000_000
+TOFINO_MODEL_CLOCK_HZ = 1_271_000_000
+LPF_CHECK_CLOCK_HZ = max(TOFINO1_CLOCK_HZ, TOFINO_MODEL_CLOCK_HZ)
+# tau in cycles = 2^exponent * (1 + mantissa / 2^9), the exponent in 5 bits: the
+# driver writes exponent & 31, so tau >= 2^32 cycles becomes a few cycles.
+LPF_EXPONENT_BITS = 5
+LPF_MANTISSA_BITS = 9
+LPF_MAX_TIME_CONSTANT_CYCLES = 1 << (1 << LPF_EXPONENT_BITS)          # 2^32
+# The filter's timestamp is 28 bits of cycles: a gap between two samples is seen
+# modulo 2^28 cycles (0.21 s at 1.271 GHz).
+LPF_TIMESTAMP_BITS = 28
+# A sample less than 2^(exponent - 7) cycles after the filter's timestamp is not
+# used (sample mode: the value stays; rate mode: it is added undecayed). The
+# time is not lost: the timestamp stays, so the next sample sees the whole gap.
+LPF_MIN_STEP_SHIFT = 7
+# The filter's value saturates at 2^32 - 1 (rate mode: the sum of the samples of
+# about one time constant).
+LPF_VALUE_MAX = (1 << 32) - 1
+# Sample mode with tau = -s / ln(1 - w), w = 2^-k, packets every s: the filter
+# uses about one sample in 2^(k - 8), so it averages about 2^8 samples whatever k.
+# A queue average loses little by it (a queue moves by one packet a sample); an
+# average of independent samples (ChIPS's tagged share, 0 or 1 a packet) keeps
+# the noise of 2^8 samples: beyond w = 2^-9 its noise is more than twice
+# v1model's (docs/tofino.md, "How far the Lpf averages drift"). Refused beyond.
+LPF_MAX_SHARE_EWMA_SHIFT = 9
+
+
+def lpf_time_constant_cycles(tau_ns: float, clock_hz: float = LPF_CHECK_CLOCK_HZ) -> float:
+    """tau in clock cycles, as the driver converts a spec (ns * clock_hz / 1e9)."""
+    return tau_ns * clock_hz / 1e9
+
+
+def lpf_max_time_constant_ns(clock_hz: float = LPF_CHECK_CLOCK_HZ) -> float:
+    """The largest time constant (exclusive) the Lpf holds at clock_hz: 2^32 cycles."""
+    return LPF_MAX_TIME_CONSTANT_CYCLES * 1e9 / clock_hz
+
+
+def packet_time_ns_of(action: PolicyAction) -> float | None:
+    """The packet time s (1 / bandwidth_pps) a RED-family policy was given, from its
+    idle_decay_q32 = -log2(1 - w) * bandwidth_pps / 1e6 * 2^32 (F&J §11);
+    None without bandwidth_pps (idle_decay_q32 0)."""
+    decay_q32 = action.params.get("idle_decay_q32", 0)
+    shift = action.params.get("ewma_shift", 0)
+    if not decay_q32 or not shift:
+        return None
+    halvings_per_packet = -math.log2(1 - 2.0 ** -shift)
+    return halvings_per_packet * (1 << 32) / decay_q32 * 1000.0
+
+
+@dataclass(frozen=True)
+class LpfFilter:
+    """One Lpf a port policy needs: its P4 name, the per-packet weight's shift
+    (sample mode) or None (rate mode), tau_ns (None: the policy does not fix it),
+    and in rate mode, where the caller knows it, the largest sum of samples per
+    nanosecond it must hold (the filter holds about tau_ns times that)."""
+
+    name: str
+    ewma_shift: int | None
+    tau_ns: float | None
+    max_value_per_ns: float | None = None
+    max_ewma_shift: int | None = None      # an average of independent samples
+
+
+def lpf_filters(action: PolicyAction) -> list[LpfFilter]:
+    """The Lpf filters of a port policy on the TNA build (p4src/tna): RED's average
+    (RED, CBT, D-CBT, FRED), the CBT class averages, D-CBT's two class averages
+    (one weight with RED's), ChIPS's tagged share, all with tau = -s / ln(1 - w)
+    from the policy's bandwidth_pps (None without it), and UPTA's rate (rate
+    mode, tau = K = 2^k_shift us)."""
+    p = action.params
+    s_ns = packet_time_ns_of(action)
+    filters = []
+    if "ewma_shift" in p:
+        k = p["ewma_shift"]
+        tau = None if s_ns is None else lpf_time_constant_ns(k, s_ns)
+        filters.append(LpfFilter("red_avg", k, tau))
+        if action.name in ("cbt_red_all", "cbt_red_tcp_only"):
+            filters.append(LpfFilter("class_avg", k, tau))
+        elif action.name in ("dcbt", "dcbt_chips"):
+            filters += [LpfFilter("tagged_avg", k, tau), LpfFilter("untagged_avg", k, tau)]
+    if "chips_ewma_shift" in p:
+        k = p["chips_ewma_shift"]
+        filters.append(LpfFilter("chips_tagged_share", k,
+                                 None if s_ns is None else lpf_time_constant_ns(k, s_ns),
+                                 max_ewma_shift=LPF_MAX_SHARE_EWMA_SHIFT))
+    if "k_shift" in p:
+        # UPTA's R, bytes per K * 2^4 (upta_tna.p4). Its saturation at 2^32 - 1 is
+        # v1model's (upta.p4 saturates R at bit<32> too) and the fair shares' limit
+        # (capacity_mbps <= upta.max_capacity_mbps(k_shift), refused at validation):
+        # nothing more to refuse without the port's line rate.
+        filters.append(LpfFilter("upta_rate", None, float(1 << p["k_shift"]) * 1000.0))
+    return filters
+
+
+def check_lpf_filter(port: int, f: LpfFilter, clock_hz: float = LPF_CHECK_CLOCK_HZ) -> None:
+    """TargetRefusal naming the port, the filter, the parameter and the limit when
+    the Lpf cannot hold the filter: tau at or above 2^32 cycles (the driver's
+    5-bit exponent wraps), an average of independent samples with a weight below
+    2^-max_ewma_shift (it would ignore most samples), a rate filter whose value
+    at the given rate would pass 2^32 - 1 (it saturates)."""
+    where = f"port {port}: the Lpf {f.name}"
+    if f.max_ewma_shift is not None and f.ewma_shift is not None \
+            and f.ewma_shift > f.max_ewma_shift:
+        raise TargetRefusal(
+            f"{where}: weight 2^-{f.ewma_shift} is below its smallest on Tofino, "
+            f"2^-{f.max_ewma_shift}: the filter ignores a sample within 2^(e - "
+            f"{LPF_MIN_STEP_SHIFT}) cycles of its last (e: tau's exponent), so it would "
+            f"use about one in 2^{f.ewma_shift - LPF_MIN_STEP_SHIFT - 1} and keep the noise "
+            "of a weight of 2^-8 (docs/tofino.md, 'How far the Lpf averages drift')")
+    if f.tau_ns is None:
+        return
+    tau_cycles = lpf_time_constant_cycles(f.tau_ns, clock_hz)
+    if tau_cycles >= LPF_MAX_TIME_CONSTANT_CYCLES:
+        raise TargetRefusal(
+            f"{where}: time constant tau_ns {f.tau_ns:.6g} is {tau_cycles:.4g} cycles at "
+            f"{clock_hz / 1e9:g} GHz, at or above the Lpf's limit of 2^32 cycles "
+            f"(tau_ns < {lpf_max_time_constant_ns(clock_hz):.6g}); the driver's 5-bit "
+            "exponent would wrap to a filter of a few cycles")
+    if f.max_value_per_ns is not None:
+        value = f.max_value_per_ns * f.tau_ns
+        if value > LPF_VALUE_MAX:
+            raise TargetRefusal(
+                f"{where}: rate mode with tau_ns {f.tau_ns:.6g} reaches {value:.4g} "
+                f"({f.max_value_per_ns:.6g} a nanosecond), above the Lpf's 2^32 - 1, where "
+                f"it saturates (tau_ns <= {LPF_VALUE_MAX / f.max_value_per_ns:.6g})")
+
+
+def check_lpf_limits(port: int, action: PolicyAction,
+                     clock_hz: float = LPF_CHECK_CLOCK_HZ) -> None:
+    """Refuse (TargetRefusal), before any write, a port policy one of whose Lpf
+    filters the hardware cannot hold (check_lpf_filter)."""
+    for f in lpf_filters(action):
+        check_lpf_filter(port, f, clock_hz)
+
+
 def avg_key(avg_scaled: int) -> int:
     """What the range tables match: avg_scaled[27:8]."""
     return (avg_scaled >> AVG_KEY_SHIFT) & AVG_KEY_MAX
@@ -509,11 +658,15 @@ class Tna(Target):
     def check_ports(self, ports: Mapping[int, str]) -> None:
         check_tna_ports(ports)
 
+    def check_policy(self, port: int, action: PolicyAction) -> None:
+        check_lpf_limits(port, action)
+
     @property
     def range_tables(self) -> tuple[str, ...]:
         return RANGE_TABLES
 
     def range_entries(self, port: int, action: PolicyAction) -> list[R.TableEntry]:
+        self.check_policy(port, action)     # the policy's encoding includes its filters
         return range_entries(port, action)
 
     def packet_out_metadata(self, port: int) -> dict[str, int]:
