@@ -15,7 +15,8 @@ so from the same YAML):
   packet like the per-packet EWMA with w = 2^-ewma_shift at a packet time s.
 
 Pure functions; writing the range entries over P4Runtime is the driver's
-(driver.write_port_policy), the Lpf specs (BfRt) are not written yet. Also
+(driver.write_port_policy), the Lpf specs are tna_lpf's, written over BfRt
+by the controller (p4rt.bfrt). Also
 here: the P4Runtime device config of a TNA build (bf_pipeline_config), the
 counters a TNA build lays out differently, its clone sessions and the value
 set of the router's addresses, and ``Tna``, the target that uses them.
@@ -36,6 +37,7 @@ from .. import p4constants as C
 from .. import p4generated
 from .. import reconcile as R
 from ..encoding import PolicyAction
+from . import tna_lpf
 from .base import Target, TargetRefusal
 
 # red_tna.p4's constants, generated at build time (tools/gen_p4constants.py)
@@ -326,11 +328,20 @@ def _length_delimited(number: int, payload: bytes) -> bytes:
     return _varint(number << 3 | 2) + _varint(len(payload)) + payload
 
 
+TNA_BFRT_JSON = "bfrt.json"   # the build's BfRt schema (also the Lpf tables: tna_lpf)
+
+
+def pipeline_p4_name(build_dir: Path) -> str:
+    """The program name a build directory is pushed under (BfPipelineConfig p4_name),
+    and so BfRt's name of it: the directory's name (the variant)."""
+    return Path(build_dir).resolve().name
+
+
 def bf_pipeline_config(build_dir: Path, p4_name: str | None = None) -> bytes:
     """The BfPipelineConfig bytes of a TNA build directory (one pipeline profile
     for every pipe). p4_name defaults to the directory's name (the variant)."""
     build_dir = Path(build_dir)
-    parts = {"bfrt": build_dir / "bfrt.json",
+    parts = {"bfrt": build_dir / TNA_BFRT_JSON,
              "context": build_dir / TNA_PIPE_NAME / "context.json",
              "binary": build_dir / TNA_PIPE_NAME / "tofino.bin"}
     missing = [str(p) for p in parts.values() if not p.is_file()]
@@ -338,7 +349,7 @@ def bf_pipeline_config(build_dir: Path, p4_name: str | None = None) -> bytes:
         raise FileNotFoundError(f"{build_dir}: not a compiled TNA build (missing "
                                 f"{', '.join(missing)}): run 'make build-tna'")
     data = {k: p.read_bytes() for k, p in parts.items()}
-    name = p4_name if p4_name is not None else build_dir.resolve().name
+    name = p4_name if p4_name is not None else pipeline_p4_name(build_dir)
     profile = (_length_delimited(1, TNA_PIPE_NAME.encode())
                + _length_delimited(2, data["context"])
                + _length_delimited(3, data["binary"]))
@@ -515,6 +526,11 @@ class Tna(Target):
 
     def range_entries(self, port: int, action: PolicyAction) -> list[R.TableEntry]:
         return range_entries(port, action)
+
+    def lpf_specs(self, port: int, policy: A.PortPolicy,
+                  action: PolicyAction) -> list[tna_lpf.LpfSpec]:
+        R.check_port(port)
+        return tna_lpf.lpf_specs(port, policy, action, TNA_UPTA_SLOTS_PER_PORT)
 
     def packet_out_metadata(self, port: int) -> dict[str, int]:
         R.check_port(port)
