@@ -279,3 +279,39 @@ def test_bfrt_address_is_validated_as_host_port() -> None:
     assert config(RED_POLICY, bfrt_address=None).switches["s1"].bfrt_address is None
     with pytest.raises(ConfigError, match=r"switches\.s1\.bfrt_address: "):
         config(RED_POLICY, bfrt_address="switch-1")
+
+
+def _cli_config(tmp_path: Path, p4runtime_addr: str, bfrt_address: str | None) -> Path:
+    import yaml
+    sw = {"p4runtime_addr": p4runtime_addr, "ports": {3: {"mac": "02:00:00:00:00:03"}},
+          "policies": {3: RED_POLICY}}
+    if bfrt_address is not None:
+        sw["bfrt_address"] = bfrt_address
+    path = tmp_path / "tofino.yaml"
+    path.write_text(yaml.safe_dump({"switches": {"s1": sw}}))
+    return path
+
+
+def test_mmaqm_ctl_install_without_bfrt_address_exits_2_before_connecting(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No switch listens at the P4Runtime address: the refusal comes first."""
+    from mmaqm import cli
+    path = _cli_config(tmp_path, f"127.0.0.1:{closed_port()}", None)
+    build = tna_build_dir(tmp_path, "red")
+    assert cli.main(["--config", str(path), "--p4info", str(P4INFO["red"]),
+                     "--device-config", str(build), "--timeout-s", "0.5", "install"]) == 2
+    err = capsys.readouterr().err
+    assert "Stratum's P4Runtime server cannot write them" in err and "bfrt_address" in err
+
+
+def test_mmaqm_ctl_install_with_its_bfrt_server_down_exits_1_and_writes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from fake_p4rt import serve_in_thread
+    from mmaqm import cli
+    with serve_in_thread(FakeP4RuntimeServer(stratum_rules=True)) as threaded:
+        path = _cli_config(tmp_path, threaded.server.address, f"127.0.0.1:{closed_port()}")
+        build = tna_build_dir(tmp_path, "red")
+        assert cli.main(["--config", str(path), "--p4info", str(P4INFO["red"]),
+                         "--device-config", str(build), "--timeout-s", "1", "install"]) == 1
+        assert threaded.server.write_requests == []
+    assert "s1: BfRt at 127.0.0.1:" in capsys.readouterr().err

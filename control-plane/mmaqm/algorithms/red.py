@@ -178,7 +178,9 @@ THRESHOLD_PARAMS = (
     Param("burst_pkts", "number", "packets", "tc-red burst: derive ewma_weight as tc does "
           "(not with ewma_weight); >= min_th_pkts"),
     Param("bandwidth_pps", "number", "packets/s", "tc-red bandwidth: the average decays "
-          "while the queue is idle (F&J §11); absent: no idle decay", gt=0),
+          "while the queue is idle (F&J §11); absent: no idle decay. Required on Tofino, "
+          "where the packet time 1 / bandwidth_pps sets the averages' Lpf time constants "
+          "(docs/tofino.md)", gt=0),
 )
 OPTION_PARAMS = (
     Param("gentle", "bool", "", "gentle RED: p_b ramps max_p..1 between max_th and "
