@@ -164,7 +164,7 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop, OccupancyAudit):
                 f"Lpf filters whose time constants are BfRt settings, outside the P4Info")
         if sw.bfrt_address is None:
             raise TargetRefusal(
-                f"{what}: Stratum's P4Runtime server cannot write them, and unset every "
+                f"{what}: Stratum's P4Runtime server cannot write them, and left unset every "
                 f"average is the last sample. Set switches.{sw.name}.bfrt_address to the "
                 f"switch's BfRt gRPC server (host:port; bf_switchd listens on 50052) so "
                 f"that the controller writes them (docs/tofino.md)")

@@ -21,7 +21,8 @@ import pytest
 from fake_bfrt import FakeBfrtServer, Spec, bfrt_fixture, float32, tna_build_dir
 from fake_p4rt import FakeP4RuntimeServer, closed_port, run_async
 from mmaqm import p4constants as C
-from mmaqm.config import ConfigError, parse_config
+from mmaqm.config import ConfigError, parse_config, parse_policy
+from mmaqm.encoding import policy_action
 from mmaqm.controller import SwitchController
 from mmaqm.driver import SwitchConnectionError, SwitchDriver
 from mmaqm.p4rt.bfrt import (BFRT_CLIENT_ID, BfrtClient, BfrtConnectionError, BfrtInfo,
@@ -29,6 +30,8 @@ from mmaqm.p4rt.bfrt import (BFRT_CLIENT_ID, BfrtClient, BfrtConnectionError, Bf
 from mmaqm.p4rt.proto import bfruntime_pb2 as pb
 from mmaqm.p4rt.proto import bfruntime_pb2_grpc as pb_grpc
 from mmaqm.targets.base import TargetRefusal
+from mmaqm.targets.tna import TARGET as TNA
+from mmaqm.targets.v1model import TARGET as V1MODEL
 from mmaqm.targets.tna_lpf import LpfSpec
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -146,15 +149,16 @@ def test_without_a_bfrt_address_a_policy_with_averages_is_refused_before_any_wri
     assert p4rt.write_requests == [] and bfrt.writes == [] and bfrt.subscriptions == []
 
 
-def test_drop_tail_needs_no_bfrt_address(tmp_path: Path) -> None:
-    """An algorithm without averages installs on Tofino without BfRt."""
-    cfg = config({"algorithm": "DROP_TAIL", "queue_limit_pkts": 60}, bfrt_address=None)
-    # the RED build's P4Info lacks drop_tail's action: the plain target check is enough
-    from mmaqm.targets import tna
-    policy = cfg.switches["s1"].policies[3]
-    from mmaqm.encoding import policy_action
-    assert tna.TARGET.lpf_specs(3, policy, policy_action(policy, policy_epoch=1,
-                                                         flow_epoch_shift=17)) == []
+def test_only_algorithms_with_averages_need_lpf_entries() -> None:
+    """Drop-tail and MCDT keep no average: no Lpf entry, so no BfRt address is
+    needed for them; v1model never needs one."""
+    for policy_raw, expected in (({"algorithm": "DROP_TAIL"}, 0),
+                                 ({"algorithm": "MCDT", "mcdt_period_ms": 100}, 0),
+                                 (RED_POLICY, 1), (DCBT_POLICY, 3)):
+        policy = parse_policy({**policy_raw, "queue_limit_pkts": 60})
+        action = policy_action(policy, policy_epoch=1, flow_epoch_shift=17)
+        assert len(TNA.lpf_specs(3, policy, action)) == expected, policy_raw
+        assert V1MODEL.lpf_specs(3, policy, action) == []
 
 
 def test_a_red_policy_without_bandwidth_pps_is_refused_on_tofino(tmp_path: Path) -> None:
