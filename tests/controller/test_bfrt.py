@@ -319,3 +319,36 @@ def test_mmaqm_ctl_install_with_its_bfrt_server_down_exits_1_and_writes_nothing(
                          "--device-config", str(build), "--timeout-s", "1", "install"]) == 1
         assert threaded.server.write_requests == []
     assert "s1: BfRt at 127.0.0.1:" in capsys.readouterr().err
+
+
+FULL_POLICIES = {
+    "RED": RED_POLICY,
+    "CBT_RED_ALL": {**RED_POLICY, "algorithm": "CBT_RED_ALL", "tagged_th_pkts": 10,
+                    "untagged_th_pkts": 5},
+    "CBT_RED_TCP_ONLY": {**RED_POLICY, "algorithm": "CBT_RED_TCP_ONLY", "tagged_th_pkts": 10,
+                         "untagged_th_pkts": 5},
+    "DCBT": DCBT_POLICY,
+    "DCBT_CHIPS": {**DCBT_POLICY, "algorithm": "DCBT_CHIPS"},
+    "FRED": {**RED_POLICY, "algorithm": "FRED"},
+    "UPTA": {**UPTA_POLICY, "upta_flow_slots": 512},
+}
+# the build each algorithm runs on (CBT_RED_TCP_ONLY's has CBT_RED_ALL's filters)
+FIXTURE_OF = {"CBT_RED_TCP_ONLY": "cbt_red_all"}
+
+
+@pytest.mark.parametrize("algorithm", sorted(FULL_POLICIES))
+def test_each_plugins_averages_are_its_builds_lpf_tables(algorithm: str) -> None:
+    """The averages a plug-in declares (Algorithm.lpf_averages) are exactly the Lpf
+    tables of its build's bfrt.json (the compiler's, cut to them), and its highest
+    port's entries fit them: an average added to the P4 and not declared (left
+    as the raw sample) or a wrong name or index fails here."""
+    policy = parse_policy(FULL_POLICIES[algorithm])
+    variant = FIXTURE_OF.get(algorithm, policy.plugin.p4_action)
+    info = BfrtInfo.from_file(bfrt_fixture(variant))
+    port = C.NUM_PORTS - 1
+    specs = TNA.lpf_specs(port, policy, policy_action(policy, policy_epoch=1,
+                                                      flow_epoch_shift=17))
+    info.check(specs)
+    assert {info.lpf_table(s.lpf).name for s in specs} == set(info.tables)
+    assert {a.lpf for a in policy.plugin.lpf_averages} == {t.instance
+                                                          for t in info.tables.values()}
