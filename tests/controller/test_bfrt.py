@@ -352,3 +352,30 @@ def test_each_plugins_averages_are_its_builds_lpf_tables(algorithm: str) -> None
     assert {info.lpf_table(s.lpf).name for s in specs} == set(info.tables)
     assert {a.lpf for a in policy.plugin.lpf_averages} == {t.instance
                                                           for t in info.tables.values()}
+
+
+def test_the_client_names_a_refused_subscription_or_binding() -> None:
+    """A second client of this controller's id is refused its subscription; a
+    program the server does not have is refused its binding: both are
+    BfrtConnectionError naming the switch, the address and why."""
+    info = BfrtInfo.from_file(bfrt_fixture("red"))
+
+    async def body():
+        server = FakeBfrtServer(bfrt_fixture("red"), "red")
+        errors = []
+        async with server.run():
+            async with BfrtClient("s1", server.address, info, "red", connect_timeout_s=2):
+                try:
+                    await BfrtClient("s2", server.address, info, "red",
+                                     connect_timeout_s=2).open()
+                except BfrtConnectionError as exc:
+                    errors.append(str(exc))
+            try:
+                await BfrtClient("s1", server.address, info, "blue", connect_timeout_s=2).open()
+            except BfrtConnectionError as exc:
+                errors.append(str(exc))
+        return errors
+
+    same_id, other_program = run_async(body())
+    assert same_id.startswith("s2: BfRt at 127.0.0.1:") and "same client id" in same_id
+    assert "binding program 'blue' failed: NOT_FOUND" in other_program
