@@ -124,6 +124,7 @@ class SwitchConfig:
     bfd: "BfdConfig | None" = None
     tls: "TlsSettings | None" = None
     occupancy_audit_interval_s: float = DEFAULT_OCCUPANCY_AUDIT_INTERVAL_S   # 0: off
+    bfrt_address: str | None = None           # the switch's BfRt gRPC server (Tofino)
 
 
 @dataclass(frozen=True)
@@ -279,7 +280,7 @@ def _read_policy(value: object, path: str, errs: V.Errors) -> PortPolicy | None:
 
 # --- switch
 _SWITCH_KEYS = ("p4runtime_addr", "device_id", "ports", "routes", "policies", "bfd", "tls",
-                "occupancy_audit_interval_s")
+                "occupancy_audit_interval_s", "bfrt_address")
 _TLS_FILES = ("ca_cert", "cert", "key")
 _TLS_KEYS = (*_TLS_FILES, "server_name")
 _BFD_KEYS = ("router_addr", "edge_ports", "cpu_port", "paths")
@@ -468,6 +469,8 @@ def _read_switch(name: object, value: object, path: str, errs: V.Errors) -> Swit
                        V.join(path, "p4runtime_addr"), errs)
     device_id = V.integer(raw.get("device_id", DEFAULT_DEVICE_ID), V.join(path, "device_id"), errs,
                           lo=0, hi=MAX_DEVICE_ID)
+    bfrt_address = None if raw.get("bfrt_address") is None else \
+        V.host_port(raw["bfrt_address"], V.join(path, "bfrt_address"), errs)
 
     ports_path = V.join(path, "ports")
     before_ports = len(errs)
@@ -517,6 +520,7 @@ def _read_switch(name: object, value: object, path: str, errs: V.Errors) -> Swit
         tls=tls,
         occupancy_audit_interval_s=float(audit_s if audit_s is not None
                                          else DEFAULT_OCCUPANCY_AUDIT_INTERVAL_S),
+        bfrt_address=bfrt_address,
     )
 
 
@@ -911,6 +915,13 @@ FIELDS: tuple[FieldDoc, ...] = (
              "Tofino only: how often the controller clears a port's occupancy counts "
              "left high on an idle port (docs/tofino.md \"Counts that heal\"); BMv2's "
              "counts are exact and never audited"),
+    FieldDoc("switches.<name>.bfrt_address", "string", "",
+             "host:port, [v6addr]:port for IPv6", "none",
+             "Tofino only: the switch's BfRt gRPC server (bf_switchd's, port 50052 by "
+             "default), through which the controller sets the time constants of the "
+             "averages (Lpf filters), which Stratum's P4Runtime cannot write; required "
+             "on a Tofino build whose policies have averages (docs/tofino.md \"The "
+             "averages' time constants\")"),
     FieldDoc("switches.<name>.bfd", "mapping", "", "", "none",
              "C-UPTA's Bottleneck Fairshare Discovery (upta §5.3); absent: no BFD"),
     FieldDoc("switches.<name>.bfd.router_addr", "IPv4 address", "", "", _REQUIRED,

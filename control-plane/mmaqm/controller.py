@@ -24,6 +24,7 @@ from typing import Any
 from . import p4constants as C
 from . import reconcile as R
 from . import algorithms as A
+from . import targets
 from .algorithms.mcdt_loop import McdtPeriods
 from .config import Config, SwitchConfig
 from .driver import PrimaryLostError, SwitchDriver
@@ -31,7 +32,9 @@ from .encoding import PolicyAction, policy_action
 from .flow_loop import FlowReportLoop
 from .flows import ActiveFlowTable, SwitchClock
 from .occupancy_audit import OccupancyAudit
+from .p4rt.bfrt import BfrtClient, BfrtInfo, BfrtSchemaError
 from .stats_loop import StatsLoop, StatsSink
+from .targets.base import TargetRefusal
 
 LOG = logging.getLogger(__name__)
 # Desired state enforced (run): every ENFORCE_INTERVAL_S the controller reads the switch
@@ -123,8 +126,94 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop, OccupancyAudit):
         self.loops: dict[str, Any] = {
             name: loop for name, plugin in A.REGISTRY.items()
             if (loop := plugin.switch_loop(self, switch)) is not None}
+        # averages the target keeps outside the P4Info (Tofino's Lpf filters), whose
+        # time constants go over BfRt: worked out and checked before the switch is
+        # contacted (TargetRefusal)
+        self.lpf_specs = self._lpf_specs()
+        self.bfrt_info, self.bfrt_p4_name = self._bfrt_schema()
+
+    def _lpf_specs(self) -> dict[int, list[Any]]:
+        """port -> the Lpf entries its policy needs (targets.tna_lpf), ports without
+        left out. A policy the target refuses anyway (Target.check_action) is left
+        to the write, which names why."""
+        at = f"switches.{self.switch.name}.policies"
+        out = {}
+        for port, policy in sorted(self.switch.policies.items()):
+            action = self.policy_action(port, policy_epoch=0)
+            try:
+                self.driver.target.check_action(action)
+            except ValueError:
+                continue
+            try:
+                specs = self.driver.target.lpf_specs(port, policy, action)
+            except TargetRefusal as exc:
+                raise TargetRefusal(f"{at}.{port}: {exc}") from None
+            if specs:
+                out[port] = specs
+        return out
+
+    def _bfrt_schema(self) -> tuple[BfrtInfo | None, str]:
+        """The BfRt schema the Lpf entries are written with, and the program's name
+        there; (None, "") when no policy needs one. TargetRefusal, before the switch
+        is contacted, when they cannot be written: no BfRt address (Stratum's
+        P4Runtime server cannot write an Lpf: it is not in the P4Info), no bfrt.json,
+        or entries it does not have (an unknown filter, an index beyond its table)."""
+        if not self.lpf_specs:
+            return None, ""
+        sw = self.switch
+        lpfs = sorted({s.lpf for specs in self.lpf_specs.values() for s in specs})
+        what = (f"switches.{sw.name}.policies.{','.join(map(str, self.lpf_specs))}: the "
+                f"averages {', '.join(lpfs)} of this {self.driver.target.name} build are "
+                f"Lpf filters whose time constants are BfRt settings, outside the P4Info")
+        if sw.bfrt_address is None:
+            raise TargetRefusal(
+                f"{what}: Stratum's P4Runtime server cannot write them, and left unset every "
+                f"average is the last sample. Set switches.{sw.name}.bfrt_address to the "
+                f"switch's BfRt gRPC server (host:port; bf_switchd listens on 50052) so "
+                f"that the controller writes them (docs/tofino.md)")
+        schema = targets.bfrt_schema(self.driver.device_config_path)
+        if schema is None:
+            raise TargetRefusal(
+                f"{what}: writing them needs the build's bfrt.json: give the Tofino build "
+                f"directory (build/tna/<variant>) as the device config (--device-config), "
+                f"not {self.driver.device_config_path}")
+        path, p4_name = schema
+        try:
+            info = BfrtInfo.from_file(path)
+            info.check(s for specs in self.lpf_specs.values() for s in specs)
+        except BfrtSchemaError as exc:
+            raise TargetRefusal(f"{what}: {exc}") from None
+        return info, p4_name
+
+    async def _open_bfrt(self) -> BfrtClient | None:
+        """A BfRt connection for the Lpf writes (subscribed and bound), when the
+        policies need one; BfrtConnectionError when the server is not there."""
+        if self.bfrt_info is None or self.switch.bfrt_address is None:
+            return None
+        client = BfrtClient(self.switch.name, self.switch.bfrt_address, self.bfrt_info,
+                            self.bfrt_p4_name, connect_timeout_s=self.driver.connect_timeout_s,
+                            request_timeout_s=self.driver.request_timeout_s)
+        await client.open()
+        return client
 
     async def install(self, reason: str | None = None) -> R.WritePlan:
+        """_install_p4runtime with, on a target whose averages are Lpf filters, their
+        time constants written over BfRt after the policies (connected first: a
+        BfRt server that is not there stops install before any write)."""
+        bfrt = await self._open_bfrt()
+        try:
+            plan = await self._install_p4runtime(reason)
+            if bfrt is not None:
+                specs = [s for port in sorted(self.lpf_specs) for s in self.lpf_specs[port]]
+                await bfrt.write_lpf(specs)
+                LOG.info("%s: wrote %d Lpf entries over BfRt (%s)", self.switch.name,
+                         len(specs), self.switch.bfrt_address)
+        finally:
+            if bfrt is not None:
+                await bfrt.close()
+        return plan
+
+    async def _install_p4runtime(self, reason: str | None = None) -> R.WritePlan:
         """Make the switch hold exactly the configuration (validated already): read
         what it has (one ReadRequest), write only the difference (reconcile.plan_writes:
         inserts and modifies before deletes, so a running flow always has its route

@@ -118,6 +118,7 @@ def _every_key_config() -> dict[str, Any]:
             "p4runtime_addr": "127.0.0.1:9559",
             "device_id": 2,
             "occupancy_audit_interval_s": 0.5,
+            "bfrt_address": "127.0.0.1:50052",
             "ports": {1: {"mac": "02:00:00:00:00:01"}, 2: {"mac": "02:00:00:00:00:02"}},
             "routes": [{"prefix": "10.0.1.0/24", "port": 1, "next_hop_mac": "02:00:00:01:00:01"}],
             "policies": {"default": {"algorithm": "DROP_TAIL"},

@@ -264,7 +264,7 @@ def test_a_newline_in_a_key_cannot_forge_a_line() -> None:
     assert lines[0] == f"mmaqm-ctl: invalid config {path}:"
     assert lines[1:] == ["  switches.s1.'x\\nswitches.s1: ok (1 switches)': unknown key "
                          "(allowed: p4runtime_addr, device_id, ports, routes, policies, bfd, tls, "
-                         "occupancy_audit_interval_s)"]
+                         "occupancy_audit_interval_s, bfrt_address)"]
 
 
 def test_esc_and_nul_never_reach_the_terminal() -> None:

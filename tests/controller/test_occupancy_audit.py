@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from fake_bfrt import tofino_bfrt
 from fake_p4rt import FakeP4RuntimeServer, run_async
 from mmaqm import p4constants as C
 from mmaqm.config import ConfigError, parse_config
@@ -24,7 +25,7 @@ ONE = 1 << C.AVG_FRAC_BITS          # a packet in the registers' units
 
 def config(algorithm: str = "RED", interval_s: object = 1.0):
     policy = {"algorithm": algorithm, "queue_limit_pkts": 64, "min_th_pkts": 5,
-              "max_th_pkts": 15, "max_p": 0.1}
+              "max_th_pkts": 15, "max_p": 0.1, "bandwidth_pps": 1000}
     return parse_config({"switches": {"r1": {
         "p4runtime_addr": "127.0.0.1:9559", "occupancy_audit_interval_s": interval_s,
         "ports": {p: {"mac": f"02:01:00:00:01:0{p}"} for p in (1, 2)},
@@ -43,17 +44,19 @@ def register_writes(server: FakeP4RuntimeServer) -> list:
 
 
 def audit(p4info: Path, device_config: Path, algorithm: str, between, periods: int = 2):
-    """Install, then audit `periods` times, calling between(server, i) before each
-    audit; returns the server, the ports each audit reset and the events."""
+    """Install (on Tofino with the averages' BfRt writes), then audit `periods`
+    times, calling between(server, i) before each audit; returns the server, the
+    ports each audit reset and the events."""
     cfg = config(algorithm)
     events: list[dict] = []
 
     async def body():
         server = FakeP4RuntimeServer(stratum_rules=True)
-        async with server.run():
+        async with server.run(), tofino_bfrt(cfg.switches["r1"], p4info, device_config.parent,
+                                             device_config) as (sw, build, _):
             async with SwitchDriver("r1", server.address, p4info=p4info,
-                                    bmv2_json=device_config) as d:
-                ctl = SwitchController(cfg, cfg.switches["r1"], d, clock_ms=lambda: 0.0,
+                                    bmv2_json=build) as d:
+                ctl = SwitchController(cfg, sw, d, clock_ms=lambda: 0.0,
                                        event_sink=events.append)
                 await ctl.install()
                 resets = []
@@ -180,10 +183,11 @@ def test_run_audits_a_tofino_switch_every_interval(device_config: Path) -> None:
 
     async def body():
         server = FakeP4RuntimeServer(stratum_rules=True)
-        async with server.run():
+        async with server.run(), tofino_bfrt(cfg.switches["r1"], TNA_RED, device_config.parent,
+                                             device_config) as (sw, build, _):
             async with SwitchDriver("r1", server.address, p4info=TNA_RED,
-                                    bmv2_json=device_config) as d:
-                ctl = SwitchController(cfg, cfg.switches["r1"], d, clock_ms=lambda: 0.0,
+                                    bmv2_json=build) as d:
+                ctl = SwitchController(cfg, sw, d, clock_ms=lambda: 0.0,
                                        enforce_interval_s=0)
                 await ctl.install()
                 server.registers["queue_pkts"] = {2: 9 * ONE}

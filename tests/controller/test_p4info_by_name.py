@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from google.protobuf import text_format
 
+from fake_bfrt import tofino_bfrt
 from fake_p4rt import FakeP4RuntimeServer, WrittenEntry, ipv4_int, load_p4info, run_async
 from finsy.proto import p4r
 from mmaqm.config import parse_config
@@ -500,23 +501,28 @@ def test_on_tofino_a_upta_config_installs_through_stratums_rules(device_config: 
     what Stratum refuses (a parser value set write among it), the router's
     address is an upta_local_addr entry, each route is also in ipv4_answer_lpm
     (the build routes packets to this router there), and a second install
-    writes nothing."""
+    writes nothing (over P4Runtime: the rate filters' time constants, each slot's
+    K = 2^17 us in rate mode, are written over BfRt at each install)."""
     assert not load_p4info(TNA_UPTA_P4INFO).value_sets
     cfg = upta_bfd_config()
 
     async def body():
         server = FakeP4RuntimeServer(stratum_rules=True)
-        async with server.run():
+        async with server.run(), tofino_bfrt(cfg.switches["r1"], TNA_UPTA_P4INFO,
+                                             device_config.parent, device_config) as (
+                sw, build, bfrt):
             async with SwitchDriver("r1", server.address, p4info=TNA_UPTA_P4INFO,
-                                    bmv2_json=device_config) as d:
-                ctl = SwitchController(cfg, cfg.switches["r1"], d, clock_ms=lambda: 0.0)
+                                    bmv2_json=build) as d:
+                ctl = SwitchController(cfg, sw, d, clock_ms=lambda: 0.0)
                 first = await ctl.install()
                 again = await ctl.install()
                 await d.install_upta_local_addr("10.255.0.9")
-        return server, first, again
+        return server, first, again, bfrt
 
-    server, first, again = run_async(body())
+    server, first, again, bfrt = run_async(body())
     assert first.writes and not again.writes
+    assert len(bfrt.writes) == 2 and len(bfrt.specs) == 512
+    assert {(s.type, s.gain_ns) for s in bfrt.specs.values()} == {("RATE", 131_072_000.0)}
     assert server.value_sets == {}
     local = server.table_entries("upta_local_addr")
     assert sorted(e.match["addr"] for e in local) == [ipv4_int("10.255.0.1"),

@@ -172,10 +172,20 @@ def test_on_tofino_a_policy_whose_lpf_wraps_is_refused_before_any_write(
     assert server.table_entries() == [] and server.clone_sessions == {}
 
 
-def test_on_tofino_a_policy_the_lpf_holds_installs(device_config: Path) -> None:
-    server, plan, refusal = install(config_with(red(2.0 ** -9)), device_config)
-    assert refusal is None and plan.writes
-    assert {e.match["port"] for e in server.table_entries("red_zone")} == {2}
+def test_the_specs_written_over_bfrt_pass_the_same_check() -> None:
+    """tna_lpf.lpf_specs (what the BfRt client writes) refuses what check_policy
+    refuses, from the policy's own bandwidth_pps; a policy that fits gives specs.
+    (An install that writes them: tests/controller/test_bfrt.py.)"""
+    from mmaqm.targets import tna_lpf
+    for weight, fits in ((2.0 ** -12, False), (2.0 ** -9, True)):
+        policy = config_with(red(weight)).switches["s1"].policies[2]
+        action = action_of(red(weight))
+        if fits:
+            [spec] = tna_lpf.lpf_specs(2, policy, action, T.TNA_UPTA_SLOTS_PER_PORT)
+            assert spec.lpf == "red_avg" and spec.index == 2
+        else:
+            with pytest.raises(tna_lpf.LpfRefusal, match="port 2: the Lpf red_avg: time const"):
+                tna_lpf.lpf_specs(2, policy, action, T.TNA_UPTA_SLOTS_PER_PORT)
 
 
 def test_write_port_policy_refuses_before_writing(device_config: Path) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from fake_bfrt import FakeBfrtServer, bfrt_fixture, tna_build_dir
 from fake_p4rt import FakeP4RuntimeServer, run_async
 from mmaqm.config import PortConfig, Route, parse_config
 from mmaqm.controller import SwitchController, configured_ports
@@ -24,14 +25,15 @@ from test_p4info_by_name import upta_bfd_config
 TNA_RED_P4INFO = Path(__file__).resolve().parent / "fixtures" / "tna-red.p4info.txtpb"
 
 
-def red_config():
-    """One switch, ports 1 and 2 (pipe 0), a route to port 2, RED on port 2."""
+def red_config(bfrt_address: str = "127.0.0.1:50052"):
+    """One switch, ports 1 and 2 (pipe 0), a route to port 2, RED on port 2 (its
+    average's time constant written over BfRt at bfrt_address)."""
     return parse_config({"switches": {"s1": {
-        "p4runtime_addr": "127.0.0.1:9559",
+        "p4runtime_addr": "127.0.0.1:9559", "bfrt_address": bfrt_address,
         "ports": {1: {"mac": "02:00:00:00:00:01"}, 2: {"mac": "02:00:00:00:00:02"}},
         "routes": [{"prefix": "10.0.2.0/24", "port": 2, "next_hop_mac": "02:00:00:02:00:01"}],
         "policies": {2: {"algorithm": "RED", "min_th_pkts": 5, "max_th_pkts": 15,
-                         "max_p": 0.1, "queue_limit_pkts": 60}}}}})
+                         "max_p": 0.1, "queue_limit_pkts": 60, "bandwidth_pps": 1000}}}}})
 
 
 def with_port(cfg, port: int, as_route: bool):
@@ -71,17 +73,19 @@ def test_configured_ports_are_every_port_the_configuration_names() -> None:
     assert configured_ports(only_routed)[129] == "switches.s1.routes: 10.0.3.0/24"
 
 
-def install_on_tofino(cfg, device_config: Path):
+def install_on_tofino(cfg, tmp_path: Path):
     """Construct the controller for the TNA RED build and install, on a fake switch
-    with Stratum's rules; (server, plan, the refusal or None)."""
+    with Stratum's rules and a fake BfRt server; (server, plan, the refusal or None)."""
     server = FakeP4RuntimeServer(stratum_rules=True)
+    bfrt = FakeBfrtServer(bfrt_fixture("red"), "red")
 
     async def body():
-        async with server.run():
+        async with server.run(), bfrt.run():
+            sw = dataclasses.replace(cfg.switches["s1"], bfrt_address=bfrt.address)
             async with SwitchDriver("s1", server.address, p4info=TNA_RED_P4INFO,
-                                    bmv2_json=device_config) as d:
+                                    bmv2_json=tna_build_dir(tmp_path, "red")) as d:
                 try:
-                    ctl = SwitchController(cfg, cfg.switches["s1"], d, clock_ms=lambda: 0.0)
+                    ctl = SwitchController(cfg, sw, d, clock_ms=lambda: 0.0)
                 except TargetRefusal as refusal:
                     return None, refusal
                 return await ctl.install(), None
@@ -92,9 +96,9 @@ def install_on_tofino(cfg, device_config: Path):
 
 @pytest.mark.parametrize("as_route", [False, True], ids=["port", "route-egress-port"])
 def test_on_tofino_a_port_in_pipe_1_is_refused_before_any_write(
-        device_config: Path, as_route: bool) -> None:
+        tmp_path: Path, as_route: bool) -> None:
     server, plan, refusal = install_on_tofino(with_port(red_config(), 130, as_route),
-                                              device_config)
+                                              tmp_path)
     assert plan is None and refusal is not None
     assert "dev port 130" in str(refusal) and "is in pipe 1" in str(refusal)
     assert ("routes: 10.0.3.0/24" in str(refusal)) == as_route
@@ -102,8 +106,8 @@ def test_on_tofino_a_port_in_pipe_1_is_refused_before_any_write(
     assert server.table_entries() == [] and server.clone_sessions == {}
 
 
-def test_on_tofino_a_config_of_pipe_0_ports_installs(device_config: Path) -> None:
-    server, plan, refusal = install_on_tofino(red_config(), device_config)
+def test_on_tofino_a_config_of_pipe_0_ports_installs(tmp_path: Path) -> None:
+    server, plan, refusal = install_on_tofino(red_config(), tmp_path)
     assert refusal is None and plan.writes
     [policy] = server.table_entries("port_policy")
     assert policy.match["port"] == 2 and policy.action == "red"
@@ -112,11 +116,12 @@ def test_on_tofino_a_config_of_pipe_0_ports_installs(device_config: Path) -> Non
 
 
 def test_install_refuses_another_pipes_port_before_contacting_the_switch(
-        device_config: Path) -> None:
+        tmp_path: Path) -> None:
     """`mmaqm-ctl install`'s path (supervisor.run_switches) raises the refusal
     before it connects: no switch listens at the address, and the error is the
     refusal, not a connection failure (the CLI exits 2 on it)."""
     from mmaqm.supervisor import run_switches
+    device_config = tna_build_dir(tmp_path, "red")
     cfg = with_port(red_config(), 200, as_route=False)
     cfg = dataclasses.replace(cfg, switches={"s1": dataclasses.replace(
         cfg.switches["s1"], p4runtime_addr="127.0.0.1:1")})

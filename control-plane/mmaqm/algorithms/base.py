@@ -11,7 +11,9 @@ A plug-in (one module of this package) declares
 * ``check``: the rules between its parameters, and the values it derives;
 * ``action_params``: its settings as the P4 action's parameters;
 * what the controller runs for it (``follows_flow_shares``, ``period_ms``,
-  ``needs_cut_in_sessions``, ``fair_share_loop``).
+  ``needs_cut_in_sessions``, ``fair_share_loop``);
+* what a target without run-time multiplies and shifts (Tofino) keeps for it
+  instead: ``range_tables`` and ``lpf_averages`` (:class:`LpfAverage`).
 
 Nothing here imports the configuration or the switch: the configuration imports
 this, and so does the runtime. Only the standard library and the validation
@@ -173,6 +175,36 @@ class PortPolicy:
 
 
 @dataclass(frozen=True)
+class LpfAverage:
+    """One of the algorithm's averages as a Tofino build keeps it: a time-based
+    low-pass filter (TNA's ``Lpf`` extern) whose time constant the controller
+    sets (targets.tna_lpf). lpf: the filter instance's name in the program (the
+    last part of its BfRt table's name); index: "port" (the port), "class" (port
+    * CLASS_SLOTS + each class of ``classes``) or "slot" (every flow slot of the
+    port). Its time constant, one of: weight_param, the action parameter k of a
+    per-packet EWMA weight w = 2^-k, which a sample-mode filter matches at the
+    port's packet time; or rate_k_shift_param, the action parameter k of a
+    rate-mode filter's time constant K = 2^k us."""
+
+    lpf: str
+    index: str = "port"
+    weight_param: str | None = None
+    rate_k_shift_param: str | None = None
+    classes: tuple[int, ...] = ()
+    # an average of independent 0/1 samples (ChIPS's share): the Lpf's skipped samples
+    # leave it noisier, so its weight has a floor on Tofino (targets.tna)
+    independent_samples: bool = False
+
+    def __post_init__(self) -> None:
+        if self.index not in ("port", "class", "slot"):
+            raise ValueError(f"{self.lpf}: index {self.index!r}")
+        if (self.weight_param is None) == (self.rate_k_shift_param is None):
+            raise ValueError(f"{self.lpf}: one of weight_param, rate_k_shift_param")
+        if (self.index == "class") != bool(self.classes):
+            raise ValueError(f"{self.lpf}: classes go with index 'class'")
+
+
+@dataclass(frozen=True)
 class PortInputs:
     """What the controller feeds into a port's action besides its settings.
 
@@ -208,6 +240,9 @@ class Algorithm:
     # The range tables a target without run-time multiplication (Tofino) fills from
     # this algorithm's action instead of computing per packet (targets.tna).
     range_tables: ClassVar[tuple[str, ...]] = ()
+    # The averages a Tofino build keeps in Lpf filters, whose time constants the
+    # controller writes over BfRt (targets.tna_lpf, p4rt.bfrt).
+    lpf_averages: ClassVar[tuple[LpfAverage, ...]] = ()
     # Notes added to "not used by <name>" for keys that other plug-ins take.
     unused_key_notes: ClassVar[Mapping[str, str]] = {}
 

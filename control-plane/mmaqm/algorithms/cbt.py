@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from .. import p4constants as C
 from .. import validation as V
 from ..fixedpoint import to_scaled
 from . import tag_guard
-from .base import REQUIRED, Param, PortInputs, PortPolicy
-from .red import Red, red_action_params
+from .base import REQUIRED, LpfAverage, Param, PortInputs, PortPolicy
+from .red import RED_AVERAGE, Red, red_action_params
 
 
 def thresholds_scaled(tagged_th_pkts: float, untagged_th_pkts: float) -> tuple[int, int]:
@@ -45,6 +46,11 @@ class CbtRedAll(Red):
     doc_page: ClassVar[str] = "docs/algorithms/cbt.md"
     params: ClassVar[tuple[Param, ...]] = (Red.params + CLASS_THRESHOLD_PARAMS
                                            + tag_guard.PARAMS)
+    # RED's average and the UDP classes' averages (cbt §3; aqm_tna.p4 class_avg,
+    # indexed port * CLASS_SLOTS + class), both with RED's weight
+    lpf_averages: ClassVar[tuple[LpfAverage, ...]] = (
+        RED_AVERAGE, LpfAverage("class_avg", index="class", weight_param="ewma_shift",
+                                classes=(C.CLASS_TAGGED, C.CLASS_UNTAGGED)))
 
     def check(self, values: dict[str, Any], given: frozenset[str], queue_limit_pkts: int | None,
               path: str, errs: V.Errors) -> None:

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from .. import validation as V
 from ..fixedpoint import PROB_ONE, ewma_shift_from_weight
 from . import tag_guard
-from .base import Param, PortInputs, PortPolicy
+from .base import LpfAverage, Param, PortInputs, PortPolicy
 from .dcbt import Dcbt
 
 DEFAULT_MAX_TAGGED_RATIO = 0.5     # dcbt §5: "turn off ... when the ratio ... is greater than 50%"
@@ -61,6 +61,10 @@ class DcbtChips(Dcbt):
     summary: ClassVar[str] = "D-CBT with Cut-In Packet Scheduling (dcbt §3.2)"
     doc_page: ClassVar[str] = "docs/algorithms/chips.md"
     needs_cut_in_sessions: ClassVar[bool] = True
+    # D-CBT's, and the tagged share of enqueues (dcbt §3.2; aqm_tna.p4 chips_tagged_share)
+    lpf_averages: ClassVar[tuple[LpfAverage, ...]] = Dcbt.lpf_averages + (
+        LpfAverage("chips_tagged_share", weight_param="chips_ewma_shift",
+                   independent_samples=True),)
     params: ClassVar[tuple[Param, ...]] = Dcbt.params + (
         Param("chips_max_tagged_ratio", "number", "", "ChIPS is on while tagged / other "
               "enqueues <= this (dcbt §5: 50 %)", DEFAULT_MAX_TAGGED_RATIO, gt=0),

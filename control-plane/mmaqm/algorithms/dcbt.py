@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 from .. import validation as V
 from ..fixedpoint import PROB_ONE, to_scaled
 from . import tag_guard
-from .base import Param, PortInputs, PortPolicy
-from .red import Red, red_action_params
+from .base import LpfAverage, Param, PortInputs, PortPolicy
+from .red import RED_AVERAGE, Red, red_action_params
 
 
 def class_shares(n_tcp: int, n_tagged: int, n_untagged: int) -> tuple[float, float]:
@@ -89,6 +89,11 @@ class Dcbt(Red):
     doc_page: ClassVar[str] = "docs/algorithms/dcbt.md"
     follows_flow_shares: ClassVar[bool] = True
     range_tables: ClassVar[tuple[str, ...]] = ("red_zone", "dcbt_tagged_threshold")
+    # RED's and the two classes' synchronised averages (dcbt §3.1; aqm_tna.p4
+    # tagged_avg, untagged_avg), each with RED's weight
+    lpf_averages: ClassVar[tuple[LpfAverage, ...]] = (
+        RED_AVERAGE, LpfAverage("tagged_avg", weight_param="ewma_shift"),
+        LpfAverage("untagged_avg", weight_param="ewma_shift"))
     params: ClassVar[tuple[Param, ...]] = Red.params + tag_guard.PARAMS
 
     def check(self, values: dict[str, Any], given: frozenset[str], queue_limit_pkts: int | None,

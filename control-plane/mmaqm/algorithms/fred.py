@@ -78,7 +78,7 @@ from .. import p4constants as C
 from ..fixedpoint import check_int, ewma_shift_from_weight
 from .. import validation as V
 from . import red
-from .base import Algorithm, Param, PortInputs, PortPolicy
+from .base import Algorithm, LpfAverage, Param, PortInputs, PortPolicy
 
 # Lin & Morris's constants (their algorithm figure).
 DEFAULT_EWMA_WEIGHT = 2.0**-9     # 0.00195: the power of two nearest 0.002 (the P4 shifts)
@@ -214,6 +214,9 @@ class Fred(Algorithm):
     summary: ClassVar[str] = "Flow Random Early Drop (Lin & Morris 1997; cbt §2.3)"
     doc_page: ClassVar[str] = "docs/algorithms/fred.md"
     range_tables: ClassVar[tuple[str, ...]] = ("red_zone",)
+    # the average queue (fred_tna.p4 fred_avg), w = 2^-ewma_shift
+    lpf_averages: ClassVar[tuple[LpfAverage, ...]] = (
+        LpfAverage("fred_avg", weight_param="ewma_shift"),)
     params: ClassVar[tuple[Param, ...]] = red.THRESHOLD_PARAMS + (
         Param("fred_minq_pkts", "int", "packets", "a flow holding fewer packets than "
               "max(minq, avgcq) is never dropped early (2 for small buffers, 4 for large)",

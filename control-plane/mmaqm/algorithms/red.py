@@ -22,7 +22,8 @@ from typing import Any, ClassVar
 from .. import p4constants as C
 from .. import validation as V
 from ..fixedpoint import MASK32, PROB_ONE, ewma_shift_from_weight, red_slope_q24, to_scaled
-from .base import MAX_QUEUE_LIMIT_PKTS, REQUIRED, Algorithm, Param, PortInputs, PortPolicy
+from .base import (MAX_QUEUE_LIMIT_PKTS, REQUIRED, Algorithm, LpfAverage, Param, PortInputs,
+                   PortPolicy)
 
 SLOPE_ONE = 1 << 24          # SLOPE_FRAC_BITS
 Q32_ONE = 1 << 32
@@ -177,7 +178,9 @@ THRESHOLD_PARAMS = (
     Param("burst_pkts", "number", "packets", "tc-red burst: derive ewma_weight as tc does "
           "(not with ewma_weight); >= min_th_pkts"),
     Param("bandwidth_pps", "number", "packets/s", "tc-red bandwidth: the average decays "
-          "while the queue is idle (F&J §11); absent: no idle decay", gt=0),
+          "while the queue is idle (F&J §11); absent: no idle decay. Required on Tofino, "
+          "where the packet time 1 / bandwidth_pps sets the averages' Lpf time constants "
+          "(docs/tofino.md)", gt=0),
 )
 OPTION_PARAMS = (
     Param("gentle", "bool", "", "gentle RED: p_b ramps max_p..1 between max_th and "
@@ -192,6 +195,9 @@ OPTION_PARAMS = (
           False),
 )
 RED_PARAMS = THRESHOLD_PARAMS + OPTION_PARAMS
+# RED's average on Tofino (red_tna.p4's Lpf red_avg, per port), shared by the
+# RED-based plug-ins
+RED_AVERAGE = LpfAverage("red_avg", weight_param="ewma_shift")
 
 
 def check_thresholds(values: dict[str, Any], given: frozenset[str], limit: int | None,
@@ -282,6 +288,8 @@ class Red(Algorithm):
     doc_page: ClassVar[str] = "docs/algorithms/red.md"
     params: ClassVar[tuple[Param, ...]] = RED_PARAMS
     range_tables: ClassVar[tuple[str, ...]] = ("red_zone",)
+    # the average of F&J §4 (red_tna.p4 red_avg), weight w = 2^-ewma_shift a packet
+    lpf_averages: ClassVar[tuple[LpfAverage, ...]] = (RED_AVERAGE,)
 
     def check(self, values: dict[str, Any], given: frozenset[str], queue_limit_pkts: int | None,
               path: str, errs: V.Errors) -> None:

@@ -50,7 +50,7 @@ from typing import Any, ClassVar
 from .. import p4constants as C
 from .. import validation as V
 from ..fixedpoint import MASK32, check_int
-from .base import Algorithm, Param, PortInputs, PortPolicy
+from .base import Algorithm, LpfAverage, Param, PortInputs, PortPolicy
 # The same crc32 of the 5-tuple (flow_report.p4's field list) and slot sharing as FRED.
 # (re-exported: upta.flow_hash, upta.shared_slot_flows)
 from .fred import flow_hash, shared_slot_flows  # noqa: F401
@@ -324,6 +324,10 @@ class Upta(Algorithm):
     p4_action: ClassVar[str] = "upta"
     summary: ClassVar[str] = "Useless Packet Transmission Avoidance, modes B, P, C (upta Fig. 7, §4, §5)"
     doc_page: ClassVar[str] = "docs/algorithms/upta.md"
+    # each flow slot's rate estimate E (upta_tna.p4 upta_rate), a rate-mode filter
+    # with time constant K = 2^k_shift us
+    lpf_averages: ClassVar[tuple[LpfAverage, ...]] = (
+        LpfAverage("upta_rate", index="slot", rate_k_shift_param="k_shift"),)
     params: ClassVar[tuple[Param, ...]] = (
         Param("upta_mode", "choice", "", "B: every router decides alone; P: the loss "
               "threshold travels in an IPv4 option, rewritten per eq. 17; C: the ingress edge "

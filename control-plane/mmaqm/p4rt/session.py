@@ -120,6 +120,9 @@ class P4RuntimeSession:
         # the device config: BMv2's JSON file, or a Tofino build directory (make
         # build-tna) packed as Stratum's BfPipelineConfig (targets.device_config)
         device_config: Path | bytes | None = None
+        # BMv2's JSON or a Tofino build directory: the latter also holds the BfRt
+        # schema of the controller's Lpf writes (targets.bfrt_schema)
+        self.device_config_path = Path(bmv2_json)
         if push_pipeline:
             device_config = targets.device_config(Path(bmv2_json))
         options = fy.SwitchOptions(

@@ -32,4 +32,13 @@ def device_config(path: Path) -> Path | bytes:
     return tna.bf_pipeline_config(path) if tna.is_tna_build_dir(path) else Path(path)
 
 
-__all__ = ["TARGETS", "Target", "device_config", "for_p4info", "tna", "v1model"]
+def bfrt_schema(path: Path) -> tuple[Path, str] | None:
+    """The BfRt schema (bfrt.json) of a device config and the program name BfRt
+    knows it by: a Tofino build directory's (make build-tna); None for BMv2's JSON."""
+    if not tna.is_tna_build_dir(path):
+        return None
+    return Path(path) / tna.TNA_BFRT_JSON, tna.pipeline_p4_name(path)
+
+
+__all__ = ["TARGETS", "Target", "bfrt_schema", "device_config", "for_p4info", "tna",
+           "v1model"]

@@ -9,9 +9,10 @@ picks it from a P4Info. Nothing else names a target.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from .. import reconcile as R
+from ..algorithms.base import PortPolicy
 from ..encoding import PolicyAction
 
 
@@ -61,6 +62,14 @@ class Target:
 
     def range_entries(self, port: int, action: PolicyAction) -> list[R.TableEntry]:
         """The range-table entries of one port's policy (none on v1model)."""
+        R.check_port(port)
+        return []
+
+    def lpf_specs(self, port: int, policy: PortPolicy, action: PolicyAction) -> list[Any]:
+        """The filter settings (targets.tna_lpf.LpfSpec) the port's policy needs on
+        a target that keeps its averages in time-based filters outside the P4Info
+        (Tofino's Lpf, written over BfRt); none on v1model, whose averages are the
+        action's own arithmetic. Raises tna_lpf.LpfRefusal when they cannot be set."""
         R.check_port(port)
         return []
 

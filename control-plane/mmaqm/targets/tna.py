@@ -18,7 +18,8 @@ so from the same YAML):
   sample too sparsely), refused before any write.
 
 Pure functions; writing the range entries over P4Runtime is the driver's
-(driver.write_port_policy), the Lpf specs (BfRt) are not written yet. Also
+(driver.write_port_policy), the Lpf specs are tna_lpf's, written over BfRt
+by the controller (p4rt.bfrt). Also
 here: the P4Runtime device config of a TNA build (bf_pipeline_config), the
 counters a TNA build lays out differently, its clone sessions and the value
 set of the router's addresses, and ``Tna``, the target that uses them.
@@ -39,6 +40,7 @@ from .. import p4constants as C
 from .. import p4generated
 from .. import reconcile as R
 from ..encoding import PolicyAction
+from . import tna_lpf
 from .base import Target, TargetRefusal
 
 # red_tna.p4's constants, generated at build time (tools/gen_p4constants.py)
@@ -358,33 +360,24 @@ class LpfFilter:
 
 
 def lpf_filters(action: PolicyAction) -> list[LpfFilter]:
-    """The Lpf filters of a port policy on the TNA build (p4src/tna): RED's average
-    (RED, CBT, D-CBT, FRED), the CBT class averages, D-CBT's two class averages
-    (one weight with RED's), ChIPS's tagged share, all with tau = -s / ln(1 - w)
-    from the policy's bandwidth_pps (None without it), and UPTA's rate (rate
-    mode, tau = K = 2^k_shift us)."""
-    p = action.params
+    """The Lpf filters of a port policy on the TNA build: its plug-in's
+    ``lpf_averages``, in sample mode with tau = -s / ln(1 - w) at the packet time
+    the policy was given (packet_time_ns_of; None without bandwidth_pps), in rate
+    mode (UPTA's rate) with tau = K = 2^k_shift us. A rate filter's saturation at
+    2^32 - 1 is v1model's too (upta.p4's bit<32> R) and the fair shares' limit
+    (capacity_mbps <= upta.max_capacity_mbps(k_shift), refused at validation):
+    nothing more to refuse without the port's line rate."""
     s_ns = packet_time_ns_of(action)
     filters = []
-    if "ewma_shift" in p:
-        k = p["ewma_shift"]
-        tau = None if s_ns is None else lpf_time_constant_ns(k, s_ns)
-        filters.append(LpfFilter("red_avg", k, tau))
-        if action.name in ("cbt_red_all", "cbt_red_tcp_only"):
-            filters.append(LpfFilter("class_avg", k, tau))
-        elif action.name in ("dcbt", "dcbt_chips"):
-            filters += [LpfFilter("tagged_avg", k, tau), LpfFilter("untagged_avg", k, tau)]
-    if "chips_ewma_shift" in p:
-        k = p["chips_ewma_shift"]
-        filters.append(LpfFilter("chips_tagged_share", k,
-                                 None if s_ns is None else lpf_time_constant_ns(k, s_ns),
-                                 max_ewma_shift=LPF_MAX_SHARE_EWMA_SHIFT))
-    if "k_shift" in p:
-        # UPTA's R, bytes per K * 2^4 (upta_tna.p4). Its saturation at 2^32 - 1 is
-        # v1model's (upta.p4 saturates R at bit<32> too) and the fair shares' limit
-        # (capacity_mbps <= upta.max_capacity_mbps(k_shift), refused at validation):
-        # nothing more to refuse without the port's line rate.
-        filters.append(LpfFilter("upta_rate", None, float(1 << p["k_shift"]) * 1000.0))
+    for average in A.of_action(action.name).lpf_averages:
+        if average.rate_k_shift_param is not None:
+            tau_ns = float(1 << action.params[average.rate_k_shift_param]) * 1000.0
+            filters.append(LpfFilter(average.lpf, None, tau_ns))
+            continue
+        k = action.params[average.weight_param]
+        filters.append(LpfFilter(
+            average.lpf, k, None if s_ns is None else lpf_time_constant_ns(k, s_ns),
+            max_ewma_shift=LPF_MAX_SHARE_EWMA_SHIFT if average.independent_samples else None))
     return filters
 
 
@@ -475,11 +468,20 @@ def _length_delimited(number: int, payload: bytes) -> bytes:
     return _varint(number << 3 | 2) + _varint(len(payload)) + payload
 
 
+TNA_BFRT_JSON = "bfrt.json"   # the build's BfRt schema (also the Lpf tables: tna_lpf)
+
+
+def pipeline_p4_name(build_dir: Path) -> str:
+    """The program name a build directory is pushed under (BfPipelineConfig p4_name),
+    and so BfRt's name of it: the directory's name (the variant)."""
+    return Path(build_dir).resolve().name
+
+
 def bf_pipeline_config(build_dir: Path, p4_name: str | None = None) -> bytes:
     """The BfPipelineConfig bytes of a TNA build directory (one pipeline profile
     for every pipe). p4_name defaults to the directory's name (the variant)."""
     build_dir = Path(build_dir)
-    parts = {"bfrt": build_dir / "bfrt.json",
+    parts = {"bfrt": build_dir / TNA_BFRT_JSON,
              "context": build_dir / TNA_PIPE_NAME / "context.json",
              "binary": build_dir / TNA_PIPE_NAME / "tofino.bin"}
     missing = [str(p) for p in parts.values() if not p.is_file()]
@@ -487,7 +489,7 @@ def bf_pipeline_config(build_dir: Path, p4_name: str | None = None) -> bytes:
         raise FileNotFoundError(f"{build_dir}: not a compiled TNA build (missing "
                                 f"{', '.join(missing)}): run 'make build-tna'")
     data = {k: p.read_bytes() for k, p in parts.items()}
-    name = p4_name if p4_name is not None else build_dir.resolve().name
+    name = p4_name if p4_name is not None else pipeline_p4_name(build_dir)
     profile = (_length_delimited(1, TNA_PIPE_NAME.encode())
                + _length_delimited(2, data["context"])
                + _length_delimited(3, data["binary"]))
@@ -668,6 +670,11 @@ class Tna(Target):
     def range_entries(self, port: int, action: PolicyAction) -> list[R.TableEntry]:
         self.check_policy(port, action)     # the policy's encoding includes its filters
         return range_entries(port, action)
+
+    def lpf_specs(self, port: int, policy: A.PortPolicy,
+                  action: PolicyAction) -> list[tna_lpf.LpfSpec]:
+        R.check_port(port)
+        return tna_lpf.lpf_specs(port, policy, action, TNA_UPTA_SLOTS_PER_PORT)
 
     def packet_out_metadata(self, port: int) -> dict[str, int]:
         R.check_port(port)

@@ -1,0 +1,112 @@
+"""The time constants of a Tofino build's averages (TNA ``Lpf`` filters), from a
+port's policy: which filter entries a policy needs and what to write in them.
+
+A TNA build keeps each average that v1model computes as a per-packet EWMA
+(avg += (q - avg) w, w = 2^-k) in an ``Lpf`` extern, a low-pass filter in time:
+y += (x - y)(1 - e^(-dt/tau)). Its settings (mode, time constants) are BfRt
+table entries, not in the P4Info: Stratum's P4Runtime server cannot write them,
+the controller writes them over BfRt (p4rt.bfrt). Which averages an algorithm
+has, and what sets their time constant, its plug-in declares
+(``Algorithm.lpf_averages``):
+
+* sample mode, weight w = 2^-k a packet: tau = -s / ln(1 - w)
+  (``tna.lpf_time_constant_ns``), s the port's packet time, 1 / bandwidth_pps
+  of the policy (F&J §11's s: tc-red's avpkt / bandwidth). Without
+  bandwidth_pps the policy cannot be held: refused before any write;
+* rate mode (UPTA's rate estimate E): tau = K = 2^k_shift us.
+
+Both time constants (gain and decay) are the same tau: the EWMA weighs a
+rising and a falling sample alike. The output scale-down factor is 0 (none).
+Pure functions; the controller calls them before it contacts the switch.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass
+
+from .. import p4constants as C
+from ..algorithms.base import LpfAverage, PortPolicy
+from ..encoding import PolicyAction
+from .base import TargetRefusal
+
+NS_PER_S = 1e9
+NS_PER_US = 1000
+# The BfRt data fields of an Lpf table are 32-bit floats (bfruntime.proto DataField
+# float_val): a time constant must be finite there.
+FLOAT32_MAX = struct.unpack("<f", b"\xff\xff\x7f\x7f")[0]
+LPF_OUT_SCALE_DOWN = 0
+
+
+class LpfRefusal(TargetRefusal):
+    """A policy whose averages a Tofino build cannot be given (no packet rate, a
+    time constant out of range): found before the switch is contacted."""
+
+
+@dataclass(frozen=True)
+class LpfSpec:
+    """One Lpf entry: filter instance `lpf` at `index`, rate or sample mode, its
+    gain and decay time constant (ns), its output scale-down factor."""
+
+    lpf: str
+    index: int
+    rate_mode: bool
+    time_constant_ns: float
+    out_scale_down: int = LPF_OUT_SCALE_DOWN
+
+
+def packet_time_ns(policy: PortPolicy) -> float | None:
+    """The port's packet time s (ns) from the policy's bandwidth_pps, or None."""
+    bandwidth_pps = policy.settings.get("bandwidth_pps")
+    return None if bandwidth_pps is None else NS_PER_S / bandwidth_pps
+
+
+def _indexes(average: LpfAverage, port: int, action: PolicyAction,
+             slots_per_port: int) -> list[int]:
+    if average.index == "port":
+        return [port]
+    if average.index == "class":
+        return [port * C.CLASS_SLOTS + c for c in average.classes]
+    # every flow slot the policy uses (slot = hash & slot_mask)
+    return [port * slots_per_port + slot for slot in range(action.params["slot_mask"] + 1)]
+
+
+def lpf_specs(port: int, policy: PortPolicy, action: PolicyAction,
+              slots_per_port: int) -> list[LpfSpec]:
+    """Every Lpf entry the port's policy needs (none for an algorithm without
+    averages); action: its port_policy action (the shifts); slots_per_port: the
+    build's flow slots a port (UPTA). LpfRefusal when they cannot be set."""
+    from .tna import (LPF_MAX_SHARE_EWMA_SHIFT, LpfFilter, check_lpf_filter,
+                      lpf_time_constant_ns)
+
+    specs: list[LpfSpec] = []
+    for average in policy.plugin.lpf_averages:
+        if average.rate_k_shift_param is not None:
+            rate_mode = True
+            tau_ns = float((1 << action.params[average.rate_k_shift_param]) * NS_PER_US)
+        else:
+            s_ns = packet_time_ns(policy)
+            if s_ns is None:
+                raise LpfRefusal(
+                    f"{policy.algorithm}'s average {average.lpf} is a Tofino Lpf filter whose "
+                    f"time constant tau = -s / ln(1 - w) needs the port's packet time s: set "
+                    f"bandwidth_pps (packets/s: the link rate / the mean packet size, "
+                    f"tc-red's bandwidth / avpkt)")
+            rate_mode = False
+            tau_ns = lpf_time_constant_ns(action.params[average.weight_param], s_ns)
+        if not (math.isfinite(tau_ns) and 0 < tau_ns <= FLOAT32_MAX):
+            raise LpfRefusal(f"{policy.algorithm}'s average {average.lpf}: time constant "
+                             f"{tau_ns:g} ns is not a positive 32-bit float")
+        # what is written must fit the filter (the same check as Tna.check_policy)
+        weight_shift = None if rate_mode else action.params[average.weight_param]
+        try:
+            check_lpf_filter(port, LpfFilter(
+                average.lpf, weight_shift, tau_ns,
+                max_ewma_shift=LPF_MAX_SHARE_EWMA_SHIFT if average.independent_samples
+                else None))
+        except TargetRefusal as refusal:
+            raise LpfRefusal(str(refusal)) from None
+        specs += [LpfSpec(average.lpf, index, rate_mode, tau_ns)
+                  for index in _indexes(average, port, action, slots_per_port)]
+    return specs
