@@ -124,6 +124,11 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
     state parse_departure_report {
         pkt.extract(hdr.report);
         md.is_report = true;
+#ifdef MMAQM_TNA_FRED
+        // fred_tna.p4's epoch table keys on it: hdr.report's own bit is written
+        // by an arrival's record (a dependency that would cost a stage)
+        md.report_empty = hdr.report.queue_empty;
+#endif
         transition accept;
     }
 
@@ -370,6 +375,9 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
     TnaUptaSlot() upta_slot;
     TnaUptaFlow() upta_flow;
 #endif
+#ifdef MMAQM_TNA_FRED
+    TnaFredEpoch() fred_epoch;
+#endif
 
     // main.p4's counters; indexes as on v1model.
     Counter<bit<64>, tna_index_t>(NUM_PORTS * NUM_DISCARD_REASONS,
@@ -440,12 +448,12 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
     }
 #endif
 #ifdef MMAQM_TNA_FRED
-    // fred_tna.p4's slot: port * FRED_SLOTS_PER_PORT + (crc32 & 0xFFF), the
+    // fred_tna.p4's slot: port * TNA_FRED_SLOTS_PER_PORT + (crc32 & 0x7FF), the
     // concatenation as an identity hash, beside routing's stage
     Hash<tna_index_t>(HashAlgorithm_t.IDENTITY) fred_slot_hash;
     action take_fred_slot() {
         md.base.fred_slot_index = fred_slot_hash.get({ md.base.port_index[5:0],
-                                                       md.flow_signature[11:0] });
+                                                       md.flow_signature[10:0] });
     }
     @hidden table fred_slot {
         actions = { take_fred_slot; }
@@ -539,6 +547,13 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             fred_slot.apply();
 #endif
         }
+#ifdef MMAQM_TNA_FRED
+        // the port's empty-epoch (fred_tna.p4), beside the slot's hash: the
+        // per-flow qlen in the next stage reads it
+        if (md.is_report || md.base.port_index[8:6] == 0) {
+            fred_epoch.apply(md);
+        }
+#endif
 #ifdef MMAQM_TNA_UPTA
         // The BFD endpoint's decision (a QoS Probe or Report that passes the
         // parser's ingress tests; v1model: after the ingress discards, before

@@ -39,6 +39,16 @@ const bit<32> TNA_DROP_REASON_SLOTS = 16;
 // + (crc32 & slot_mask). A quarter of v1model's UPTA_SLOTS_PER_PORT: the
 // per-slot rate filter, registers and counter fit a stage each (docs/tofino.md).
 const bit<32> TNA_UPTA_SLOTS_PER_PORT = 512;
+// FRED (fred_tna.p4): flow slots per port, index port * TNA_FRED_SLOTS_PER_PORT
+// + (crc32 & (TNA_FRED_SLOTS_PER_PORT - 1)).
+const bit<32> TNA_FRED_SLOTS_PER_PORT = 2048;
+// A FRED slot: the flow's qlen and the port's empty-epoch when it was last
+// written (a qlen of an older epoch reads as 0: docs/tofino.md, "Counts that heal").
+struct tna_fred_slot_t {
+    bit<16> qlen;
+    bit<16> epoch;
+}
+
 // upta_bfd_events: index ingress port * TNA_BFD_EVENT_SLOTS + event (the BFD
 // endpoint's UPTA_EVENT_* values); the per-flow events have counters of their own.
 const bit<32> TNA_BFD_EVENT_SLOTS = 16;
@@ -155,6 +165,8 @@ struct tna_ingress_metadata_t {
     bit<1>           red_mark_early;    // ECN may replace an early drop
     bit<1>           red_mark_forced;   // ... a forced drop (not with harddrop)
     // FRED (fred_tna.p4)
+    bit<1>           report_empty;           // the parser: a report's queue_empty
+    bit<16>          fred_epoch;             // the port's empty-epoch (TnaFredEpoch)
     bit<16>          fred_qlen_seen;         // the flow's qlen before this arrival
     bit<16>          fred_qlen_before;       // a report: the flow's qlen before it left
     bit<16>          fred_nactive_seen;      // nactive before this arrival
