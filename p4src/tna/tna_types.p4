@@ -53,6 +53,12 @@ struct tna_fred_slot_t {
 // endpoint's UPTA_EVENT_* values); the per-flow events have counters of their own.
 const bit<32> TNA_BFD_EVENT_SLOTS = 16;
 
+// Tofino 1's pipes (dev port bits 8..7): every register is per pipe, and the
+// AQM state is pipe 0's (docs/tofino.md, "State on every pipe"). A frame from
+// another pipe's port is discarded and counted in other_pipe_discards, indexed
+// by its pipe (main.p4), except the controller's PacketOut (UPTA build).
+const bit<32> TNA_PIPES = 4;
+
 // Tofino 1 recirculation port of pipe 0 (dev port 68); departure reports come
 // back through it (occupancy_tna.p4). Reports from any other port are discarded.
 const PortId_t TNA_RECIRC_PORT = 68;
@@ -139,6 +145,7 @@ struct tna_ingress_metadata_t {
     local_metadata_t base;        // the shared controls' metadata (headers.p4)
     bool             checksum_error;
     bool             is_report;   // a departure report or a cancel, not a packet to forward
+    bool             other_pipe;  // the parser: a frame from a port outside pipe 0 (discarded)
     bit<8>           slot_pkt_type;   // TNA_PKT_SLOT, the ChIPS slot mirror's first byte
     MirrorId_t       mirror_session;
     flow_digest_t    digest;
