@@ -57,15 +57,15 @@ control TnaFredEpoch(inout tna_ingress_metadata_t md) {
     RegisterAction<bit<16>, tna_index_t, bit<16>>(fred_port_epoch) epoch_read = {
         void apply(inout bit<16> value, out bit<16> epoch) { epoch = value; }
     };
-    action advance() { md.fred_epoch = epoch_advance.execute(md.base.port_index); }
-    action read() { md.fred_epoch = epoch_read.execute(md.base.port_index); }
+    action advance_epoch() { md.fred_epoch = epoch_advance.execute(md.base.port_index); }
+    action read_epoch() { md.fred_epoch = epoch_read.execute(md.base.port_index); }
     @placement_priority(10)
     @hidden table fred_epoch_count {
         key = { md.report_empty : exact; }
-        actions = { advance; read; }
+        actions = { advance_epoch; read_epoch; }
         const entries = {
-            0 : read();
-            1 : advance();
+            0 : read_epoch();
+            1 : advance_epoch();
         }
         size = 2;
     }
