@@ -77,15 +77,15 @@ class FredFlows:
         return seen
 
     def report(self, slot: int, queue_empty: bool) -> int:
-        """A departure or cancel report: the epoch advances first when flagged
-        (TnaFredEpoch, in the stage before qlen's), then qlen_leave, then nactive
-        (heal before part). The qlen before it."""
+        """A departure or cancel report: TnaFredEpoch (a flagged report advances
+        the epoch but is itself handled in the old one), qlen_leave, then nactive
+        (heal before part). The qlen before it: 1 for a flow's last packet, when
+        D2 clears its strike count."""
         empty = self.heal and queue_empty
-        if empty:
-            self.epoch = (self.epoch + 1) % (1 << FRED_EPOCH_BITS)
         before = self.qlen(slot)
         self.slots[slot] = [max(before - 1, 0), self.epoch]
         if empty:
+            self.epoch = (self.epoch + 1) % (1 << FRED_EPOCH_BITS)
             self.nactive = 0                                # nactive_heal
         elif before == 1 and self.nactive != 0:
             self.nactive -= 1                               # part (D2)

@@ -19,9 +19,12 @@
 //    An arrival in between sees one packet more.
 //  * nactive is read before this arrival's join: n matters only to a flow
 //    with qlen > 0, which does not join, so the tests see the same n.
-//  * the slot: all FRED_SLOTS_PER_PORT slots of the port, by an identity hash
-//    of {port, crc32 & 0xFFF} in main.p4 (the policy's fred_slot_mask would cost
-//    two stages before the first register; it is accepted and not applied).
+//  * the slot: all TNA_FRED_SLOTS_PER_PORT (2048) slots of the port, by an
+//    identity hash of {port, crc32 & 0x7FF} in main.p4 (the policy's
+//    fred_slot_mask would cost two stages before the first register; it is
+//    accepted and not applied). Half of v1model's 4096: a slot is 32 bits
+//    ({qlen, epoch}, below), and 4096 of them a port do not fit the stage's
+//    map RAMs (bf-p4c: "could not fit ... 262144 entries of Register fred_qlen").
 //  * strike: R3 (strike > 1 and qlen >= avgcq) is decided inside the stateful
 //    ALU from the decision's code, and the +1 of R1-R3 is the same access.
 //  * R4-R6: red_tna.p4's budget register, beside the strike register rather
@@ -33,7 +36,7 @@
 //  * healing (docs/tofino.md, "Counts that heal"): a report whose departure
 //    left the FIFO empty advances the port's epoch (TnaFredEpoch, read by
 //    every packet beside the slot's hash) and sets nactive to 0. Each slot
-//    keeps the epoch of its last access beside its qlen; a slot of an older
+//    keeps the epoch of its last access beside its qlen; a slot of another
 //    epoch reads as qlen 0 and is rewritten, so a lost report or a traffic-
 //    manager drop leaves a flow's qlen wrong only until its queue next empties.
 #ifndef MMAQM_FRED_TNA_P4
@@ -48,11 +51,14 @@
 // The port's empty-epoch: +1 at each report whose departure left the FIFO
 // empty (md.report_empty, the parser's copy of the report's queue_empty). Read
 // by every packet of a port under AQM in the slot hash's stage, so that the
-// qlen stage after it knows the epoch (no stage is added before it).
+// qlen stage after it knows the epoch (no stage is added before it). The
+// flagged report itself still belongs to the old epoch (it gets the value
+// before the +1): its own flow's qlen goes down as usual, and when that was the
+// flow's last packet D2 clears its strike count.
 control TnaFredEpoch(inout tna_ingress_metadata_t md) {
     Register<bit<16>, tna_index_t>(NUM_PORTS, 0) fred_port_epoch;
     RegisterAction<bit<16>, tna_index_t, bit<16>>(fred_port_epoch) epoch_advance = {
-        void apply(inout bit<16> value, out bit<16> epoch) { value = value + 1; epoch = value; }
+        void apply(inout bit<16> value, out bit<16> epoch) { epoch = value; value = value + 1; }
     };
     RegisterAction<bit<16>, tna_index_t, bit<16>>(fred_port_epoch) epoch_read = {
         void apply(inout bit<16> value, out bit<16> epoch) { epoch = value; }

@@ -40,7 +40,8 @@ const bit<32> TNA_DROP_REASON_SLOTS = 16;
 // per-slot rate filter, registers and counter fit a stage each (docs/tofino.md).
 const bit<32> TNA_UPTA_SLOTS_PER_PORT = 512;
 // FRED (fred_tna.p4): flow slots per port, index port * TNA_FRED_SLOTS_PER_PORT
-// + (crc32 & (TNA_FRED_SLOTS_PER_PORT - 1)).
+// + (crc32 & (TNA_FRED_SLOTS_PER_PORT - 1)). Half of v1model's FRED_SLOTS_PER_PORT:
+// a slot holds {qlen, epoch} (32 bits), and 4096 of them a port do not fit a stage.
 const bit<32> TNA_FRED_SLOTS_PER_PORT = 2048;
 // A FRED slot: the flow's qlen and the port's empty-epoch when it was last
 // written (a qlen of an older epoch reads as 0: docs/tofino.md, "Counts that heal").
@@ -105,7 +106,7 @@ header tna_report_h {
     bit<1>  counted;          // a cancel: occupancy counted the arrival (undo it)
     bit<1>  queue_empty;      // a FIFO departure left the port empty: heal (occupancy_tna.p4)
     bit<8>  _pad2;
-    bit<32> fred_slot_index;   // port * FRED_SLOTS_PER_PORT + slot
+    bit<32> fred_slot_index;   // port * TNA_FRED_SLOTS_PER_PORT + slot
 }
 
 #ifdef MMAQM_TNA_UPTA

@@ -265,7 +265,8 @@ def test_fred_replica_matches_the_p4_source() -> None:
     assert slot[:slot.index("}")].split()[3:] == ["bit<16>", "qlen;", "bit<16>", "epoch;"]
     assert H.FRED_EPOCH_BITS == 16
     assert "Register<bit<16>, tna_index_t>(NUM_PORTS, 0) fred_port_epoch;" in fred
-    assert "void apply(inout bit<16> value, out bit<16> epoch) { value = value + 1; epoch = value; }" in fred
+    # (the flagged report reads the epoch before the +1: it is handled in the old one)
+    assert "void apply(inout bit<16> value, out bit<16> epoch) { epoch = value; value = value + 1; }" in fred
     # the epoch advances on a flagged report (the parser's copy of its queue_empty)
     assert re.search(r"0 : read_epoch\(\);\s*1 : advance_epoch\(\);", fred)
     assert "md.report_empty = hdr.report.queue_empty;" in main
@@ -284,3 +285,18 @@ def test_fred_replica_matches_the_p4_source() -> None:
     # the epoch is read beside the slot's hash, before the AQM (qlen's stage after it)
     assert main.index("fred_epoch.apply(md);") < main.index("aqm.apply(")
     assert main.index("fred_slot.apply();") < main.index("fred_epoch.apply(md);")
+
+
+def test_fred_the_flows_last_packet_that_empties_the_queue_still_ends_the_flow() -> None:
+    # The flagged report is handled in the epoch its packet was counted in: the
+    # flow's qlen before it is 1, so D2 clears the flow's strike count (fred.p4),
+    # as it does for a last packet that leaves other packets behind.
+    flows = H.FredFlows()
+    assert flows.arrive(3) == 0 and flows.arrive(3) == 1
+    assert flows.report(3, queue_empty=False) == 2
+    assert flows.report(3, queue_empty=True) == 1          # D2: strike cleared
+    assert flows.packets() == {"flows": {}, "nactive": 0} and flows.epoch == 1
+    # and a stale slot never passes for a flow's last packet: it reads 0
+    flows.arrive(4)
+    flows.epoch += 1                                        # emptied, its report lost
+    assert flows.report(4, queue_empty=False) == 0
