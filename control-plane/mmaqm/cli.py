@@ -79,8 +79,9 @@ from .driver import (CONNECT_TIMEOUT_S, CONTROLLER_ELECTION_ID, DEFAULT_BMV2_JSO
                      DEFAULT_P4INFO, SwitchConnectionError, SwitchDriver, TlsConfig,
                      describe_error)
 from .supervisor import switch_tls
-from .stats import (CHIPS_COUNTER, QUEUE_COUNTERS, chips_summary, counter_sample, format_chips,
-                    format_table, readings_from_counters, sample_indexes)
+from .stats import (CHIPS_COUNTER, OTHER_PIPE_COUNTER, QUEUE_COUNTERS, chips_summary,
+                    counter_sample, format_chips, format_other_pipe, format_table,
+                    other_pipe_discards, readings_from_counters, sample_indexes)
 
 EXIT_CONFIG = 2                        # invalid config or flags: nothing was contacted
 EXIT_SWITCH = 1                        # a switch unreachable, or a request failed
@@ -168,7 +169,8 @@ async def _read_stats(cfg, names, p4info: Path, as_json: bool = False, *, role: 
             rows = readings_from_counters(
                 ports, **{key: values[counter] for counter, key in QUEUE_COUNTERS.items()})
             chips = format_chips(chips_summary(values[CHIPS_COUNTER], rows, ports))
-            out.append(f"switch {name}\n{format_table(rows)}{chips}")
+            other = format_other_pipe(other_pipe_discards(values.get(OTHER_PIPE_COUNTER, {})))
+            out.append(f"switch {name}\n{format_table(rows)}{chips}{other}")
     return "\n".join(out)
 
 

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from . import p4constants as C
+from . import p4generated
 
 COUNTERS = ("arrivals", "admits", "departures")
 UNITS = ("packets", "bytes")
@@ -196,6 +197,36 @@ def discards_per_port(values: Mapping[int, Any], ports: Iterable[int]) -> dict[i
                    for r in C.DISCARD_REASONS.values()) for p in ports}
 
 
+# TNA main.p4: frames from a port outside pipe 0 (where the AQM state is),
+# discarded before the AQM and counted by their pipe (dev port bits 8..7);
+# ingress_discards has no reason slot left for them. v1model has no pipes and
+# no such counter: it reads as no values (the target reads what the program has).
+OTHER_PIPE_COUNTER = "other_pipe_discards"
+TNA_PIPES: int = p4generated.TNA_TYPES_CONSTANTS["TNA_PIPES"]
+
+
+def other_pipe_indexes() -> list[int]:
+    """other_pipe_discards indexes: pipes 1..TNA_PIPES - 1 (pipe 0's frames pass)."""
+    return list(range(1, TNA_PIPES))
+
+
+def other_pipe_discards(values: Mapping[int, Any]) -> dict[int, int]:
+    """{pipe: frames discarded} from other_pipe_discards; {} when the program has
+    no such counter (v1model), so a sample tells "none counted" from "no counter"."""
+    if not values:
+        return {}
+    return {pipe: _count(values.get(pipe), "packets") for pipe in other_pipe_indexes()}
+
+
+def format_other_pipe(counts: Mapping[int, int]) -> str:
+    """One line for mmaqm-ctl stats ("" without the counter)."""
+    if not counts:
+        return ""
+    per_pipe = ", ".join(f"pipe {pipe} {n}" for pipe, n in sorted(counts.items()))
+    return (f"frames from ports outside pipe 0, discarded: {sum(counts.values())} "
+            f"({per_pipe})\n")
+
+
 def counter_indexes(ports: Iterable[int],
                     classes: Iterable[str] = tuple(C.CLASSES)) -> dict[str, list[int]]:
     """The counter indexes that readings_from_counters needs for these ports."""
@@ -231,10 +262,10 @@ def readings_to_json(readings: Readings) -> list[dict[str, Any]]:
 
 def sample_indexes(ports: Iterable[int]) -> dict[str, list[int]]:
     """Every counter index one sample reads (one ReadRequest): the queue counters of
-    these ports and their ingress discards."""
+    these ports, their ingress discards, and (TNA) the frames of other pipes' ports."""
     ports = list(ports)
     return {**counter_indexes(ports), DISCARD_COUNTER: discard_indexes(ports),
-            CHIPS_COUNTER: chips_indexes(ports)}
+            CHIPS_COUNTER: chips_indexes(ports), OTHER_PIPE_COUNTER: other_pipe_indexes()}
 
 
 def counter_sample(t_ns: int, switch: str, ports: Iterable[int],
@@ -253,4 +284,7 @@ def counter_sample(t_ns: int, switch: str, ports: Iterable[int],
                              discards_per_port(values[DISCARD_COUNTER], ports).items()},
         "chips": {str(p): row for p, row in
                   chips_summary(values.get(CHIPS_COUNTER, {}), readings, ports).items()},
+        # TNA: frames from ports outside pipe 0, by pipe ({} on v1model)
+        "other_pipe_discards": {str(pipe): n for pipe, n in
+                                other_pipe_discards(values.get(OTHER_PIPE_COUNTER, {})).items()},
     }

@@ -19,9 +19,12 @@
 //    An arrival in between sees one packet more.
 //  * nactive is read before this arrival's join: n matters only to a flow
 //    with qlen > 0, which does not join, so the tests see the same n.
-//  * the slot: all FRED_SLOTS_PER_PORT slots of the port, by an identity hash
-//    of {port, crc32 & 0xFFF} in main.p4 (the policy's fred_slot_mask would cost
-//    two stages before the first register; it is accepted and not applied).
+//  * the slot: all TNA_FRED_SLOTS_PER_PORT (2048) slots of the port, by an
+//    identity hash of {port, crc32 & 0x7FF} in main.p4 (the policy's
+//    fred_slot_mask would cost two stages before the first register; it is
+//    accepted and not applied). Half of v1model's 4096: a slot is 32 bits
+//    ({qlen, epoch}, below), and 4096 of them a port do not fit the stage's
+//    map RAMs (bf-p4c: "could not fit ... 262144 entries of Register fred_qlen").
 //  * strike: R3 (strike > 1 and qlen >= avgcq) is decided inside the stateful
 //    ALU from the decision's code, and the +1 of R1-R3 is the same access.
 //  * R4-R6: red_tna.p4's budget register, beside the strike register rather
@@ -30,6 +33,12 @@
 //    A non-robust flow spends budget without dropping, as count grows without
 //    a drop in fred.p4.
 //  * D1/D2 run on the departure report, in ingress.
+//  * healing (docs/tofino.md, "Counts that heal"): a report whose departure
+//    left the FIFO empty advances the port's epoch (TnaFredEpoch, read by
+//    every packet beside the slot's hash) and sets nactive to 0. Each slot
+//    keeps the epoch of its last access beside its qlen; a slot of another
+//    epoch reads as qlen 0 and is rewritten, so a lost report or a traffic-
+//    manager drop leaves a flow's qlen wrong only until its queue next empties.
 #ifndef MMAQM_FRED_TNA_P4
 #define MMAQM_FRED_TNA_P4
 
@@ -39,9 +48,44 @@
 #include "fred_decision_tna.p4"
 
 
+// The port's empty-epoch: +1 at each report whose departure left the FIFO
+// empty (md.report_empty, the parser's copy of the report's queue_empty). Read
+// by every packet of a port under AQM in the slot hash's stage, so that the
+// qlen stage after it knows the epoch (no stage is added before it). The
+// flagged report itself still belongs to the old epoch (it gets the value
+// before the +1): its own flow's qlen goes down as usual, and when that was the
+// flow's last packet D2 clears its strike count.
+control TnaFredEpoch(inout tna_ingress_metadata_t md) {
+    Register<bit<16>, tna_index_t>(NUM_PORTS, 0) fred_port_epoch;
+    RegisterAction<bit<16>, tna_index_t, bit<16>>(fred_port_epoch) epoch_advance = {
+        void apply(inout bit<16> value, out bit<16> epoch) { epoch = value; value = value + 1; }
+    };
+    RegisterAction<bit<16>, tna_index_t, bit<16>>(fred_port_epoch) epoch_read = {
+        void apply(inout bit<16> value, out bit<16> epoch) { epoch = value; }
+    };
+    action advance_epoch() { md.fred_epoch = epoch_advance.execute(md.base.port_index); }
+    action read_epoch() { md.fred_epoch = epoch_read.execute(md.base.port_index); }
+    @placement_priority(10)
+    @hidden table fred_epoch_count {
+        key = { md.report_empty : exact; }
+        actions = { advance_epoch; read_epoch; }
+        const entries = {
+            0 : read_epoch();
+            1 : advance_epoch();
+        }
+        size = 2;
+    }
+    apply {
+        fred_epoch_count.apply();
+    }
+}
+
 control TnaFred(in headers_t hdr, in tna_report_h report, inout tna_ingress_metadata_t md) {
-    Register<bit<16>, tna_index_t>(NUM_PORTS * FRED_SLOTS_PER_PORT, 0) fred_qlen;
-    Register<bit<8>, tna_index_t>(NUM_PORTS * FRED_SLOTS_PER_PORT, 0) fred_strike;
+    // {qlen, the port's epoch when the slot was last written}: a qlen of an
+    // older epoch is 0 (the port's queue has emptied since)
+    Register<tna_fred_slot_t, tna_index_t>(NUM_PORTS * TNA_FRED_SLOTS_PER_PORT,
+                                           {0, 0}) fred_qlen;
+    Register<bit<8>, tna_index_t>(NUM_PORTS * TNA_FRED_SLOTS_PER_PORT, 0) fred_strike;
     Register<bit<16>, tna_index_t>(NUM_PORTS, 0) fred_nactive;
     Register<scaled_t, tna_index_t>(NUM_PORTS, 0) fred_avg_copy;
     Register<bit<32>, tna_index_t>(NUM_PORTS, 0) red_budget_q16;
@@ -53,15 +97,28 @@ control TnaFred(in headers_t hdr, in tna_report_h report, inout tna_ingress_meta
     TnaRedZone() zone;
     TnaFredDecision() decision;
 
-    RegisterAction<bit<16>, tna_index_t, bit<16>>(fred_qlen) qlen_arrive = {
-        void apply(inout bit<16> value, out bit<16> seen) { seen = value; value = value |+| 1; }
-    };
-    RegisterAction<bit<16>, tna_index_t, bit<16>>(fred_qlen) qlen_leave = {
-        void apply(inout bit<16> value, out bit<16> before) {
-            before = value;
-            if (value != 0) {
-                value = value - 1;
+    RegisterAction<tna_fred_slot_t, tna_index_t, bit<16>>(fred_qlen) qlen_arrive = {
+        void apply(inout tna_fred_slot_t value, out bit<16> seen) {
+            if (value.epoch == md.fred_epoch) {
+                seen = value.qlen;
+                value.qlen = value.qlen |+| 1;
+            } else {
+                seen = 0;            // stale: the queue emptied since
+                value.qlen = 1;
             }
+            value.epoch = md.fred_epoch;
+        }
+    };
+    RegisterAction<tna_fred_slot_t, tna_index_t, bit<16>>(fred_qlen) qlen_leave = {
+        void apply(inout tna_fred_slot_t value, out bit<16> before) {
+            if (value.epoch == md.fred_epoch) {
+                before = value.qlen;
+                value.qlen = value.qlen |-| 1;
+            } else {
+                before = 0;          // stale: counted before the queue emptied
+                value.qlen = 0;
+            }
+            value.epoch = md.fred_epoch;
         }
     };
     RegisterAction<bit<16>, tna_index_t, bit<16>>(fred_nactive) nactive_join = {
@@ -76,6 +133,10 @@ control TnaFred(in headers_t hdr, in tna_report_h report, inout tna_ingress_meta
                 value = value - 1;
             }
         }
+    };
+    // healing: the queue is empty, so no flow is active (every slot's epoch is old)
+    RegisterAction<bit<16>, tna_index_t, bit<16>>(fred_nactive) nactive_heal = {
+        void apply(inout bit<16> value) { value = 0; }
     };
     RegisterAction<scaled_t, tna_index_t, scaled_t>(fred_avg_copy) avg_store = {
         void apply(inout scaled_t value) { value = md.fred_avg; }
@@ -175,22 +236,25 @@ control TnaFred(in headers_t hdr, in tna_report_h report, inout tna_ingress_meta
     action join() { md.fred_nactive_seen = nactive_join.execute(md.base.port_index); }
     action read() { md.fred_nactive_seen = nactive_read.execute(md.base.port_index); }
     action part() { nactive_leave.execute(md.base.port_index); }
+    action heal() { nactive_heal.execute(md.base.port_index); }
     action keep() {}
     @placement_priority(10)
     @hidden table fred_nactive_count {
         key = {
             md.is_report : exact;
+            md.report_empty : ternary;
             md.fred_qlen_seen : ternary;
             md.fred_qlen_before : ternary;
         }
-        actions = { join; read; part; keep; }
+        actions = { join; read; part; heal; keep; }
         const entries = {
-            (false, 0, _) : join();
-            (false, _, _) : read();
-            (true, _, 1) : part();
+            (false, _, 0, _) : join();
+            (false, _, _, _) : read();
+            (true, 1, _, _) : heal();
+            (true, _, _, 1) : part();
         }
         const default_action = keep();
-        size = 4;
+        size = 5;
     }
 
     apply {

@@ -52,6 +52,7 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
     state start {
         pkt.extract(ig_intr_md);
         md.is_report = false;
+        md.other_pipe = false;
         md.checksum_error = false;
         md.ipv4_too_short = false;
         md.ttl_expired = false;
@@ -94,11 +95,23 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
             // pipe 0's dev ports 0..63 (NUM_PORTS, the ports under AQM, the
             // hosts') send no PacketOut: a host cannot pass for the controller
             0 &&& 0x1C0: parse_ethernet;
-            default: check_packet_out;
+            0 &&& 0x180: check_packet_out;         // pipe 0's other ports (64..127)
+            default: check_packet_out_other_pipe;  // the CPU port is in pipe 1 or 2
 #else
-            default: parse_ethernet;
+            0 &&& 0x180: parse_ethernet;           // pipe 0 (bits 8..7 of the dev port)
+            default: other_pipe;
 #endif
         }
+    }
+
+    // A frame from a port of pipes 1..3: the AQM's registers are pipe 0's
+    // (docs/tofino.md, "State on every pipe"), and this pipe's copy would count
+    // its arrival and never see its departure. Parsed no further: without an
+    // IPv4 header it is neither routed nor given to the AQM, ingress_checks
+    // discards it, and main's other_pipe_discards counts it by its pipe.
+    state other_pipe {
+        md.other_pipe = true;
+        transition accept;
     }
 
 #ifdef MMAQM_TNA_UPTA
@@ -114,6 +127,14 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         }
     }
 
+    // The same on another pipe's port: only a PacketOut passes
+    state check_packet_out_other_pipe {
+        transition select(pkt.lookahead<tna_packet_out_h>().ether_type) {
+            TNA_ETHERTYPE_PACKET_OUT: parse_packet_out;
+            default: other_pipe;
+        }
+    }
+
     state parse_packet_out {
         pkt.extract(hdr.packet_out);
         md.base.upta_from_cpu = true;
@@ -124,6 +145,11 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
     state parse_departure_report {
         pkt.extract(hdr.report);
         md.is_report = true;
+#ifdef MMAQM_TNA_FRED
+        // fred_tna.p4's epoch table keys on it: hdr.report's own bit is written
+        // by an arrival's record (a dependency that would cost a stage)
+        md.report_empty = hdr.report.queue_empty;
+#endif
         transition accept;
     }
 
@@ -370,6 +396,9 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
     TnaUptaSlot() upta_slot;
     TnaUptaFlow() upta_flow;
 #endif
+#ifdef MMAQM_TNA_FRED
+    TnaFredEpoch() fred_epoch;
+#endif
 
     // main.p4's counters; indexes as on v1model.
     Counter<bit<64>, tna_index_t>(NUM_PORTS * NUM_DISCARD_REASONS,
@@ -388,6 +417,12 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
     Hash<bit<12>>(HashAlgorithm_t.IDENTITY) drop_index_hash;
     Hash<bit<12>>(HashAlgorithm_t.IDENTITY) ecn_index_hash;
     Hash<tna_index_t>(HashAlgorithm_t.IDENTITY) discard_index_hash;
+    // Frames from a port outside pipe 0 (the parser's other_pipe state), by
+    // their pipe (dev port bits 8..7; index 0 stays 0). ingress_discards has
+    // no reason left (NUM_DISCARD_REASONS: all 8 used) and no index for such a
+    // port (port * 8 + reason, ports 0..63): its own counter.
+    Counter<bit<64>, tna_index_t>(TNA_PIPES, CounterType_t.PACKETS_AND_BYTES) other_pipe_discards;
+    Hash<tna_index_t>(HashAlgorithm_t.IDENTITY) other_pipe_index_hash;
 
     // The parser-decided half of ingress_checks' pass entry, in stage 0: one
     // flag for the AQM's gateway (with routed, the port and aqm_applied), so
@@ -440,12 +475,12 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
     }
 #endif
 #ifdef MMAQM_TNA_FRED
-    // fred_tna.p4's slot: port * FRED_SLOTS_PER_PORT + (crc32 & 0xFFF), the
+    // fred_tna.p4's slot: port * TNA_FRED_SLOTS_PER_PORT + (crc32 & 0x7FF), the
     // concatenation as an identity hash, beside routing's stage
     Hash<tna_index_t>(HashAlgorithm_t.IDENTITY) fred_slot_hash;
     action take_fred_slot() {
         md.base.fred_slot_index = fred_slot_hash.get({ md.base.port_index[5:0],
-                                                       md.flow_signature[11:0] });
+                                                       md.flow_signature[10:0] });
     }
     @hidden table fred_slot {
         actions = { take_fred_slot; }
@@ -507,6 +542,12 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
     }
 
     apply {
+        // A frame from another pipe's port: counted here, discarded by
+        // ingress_checks (no IPv4 header parsed). First in the control: it
+        // depends on the parser only, and no table waits for it.
+        if (md.other_pipe) {
+            other_pipe_discards.count(other_pipe_index_hash.get({ ig_intr_md.ingress_port[8:7] }));
+        }
         // TnaAqm is applied at one place only: Tofino places each table once, so
         // a second apply (one for reports, one for packets) cannot compile.
         // The classifier reads headers only: applied to every packet, it shares a
@@ -539,6 +580,13 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             fred_slot.apply();
 #endif
         }
+#ifdef MMAQM_TNA_FRED
+        // the port's empty-epoch (fred_tna.p4), beside the slot's hash: the
+        // per-flow qlen in the next stage reads it
+        if (md.is_report || md.base.port_index[8:6] == 0) {
+            fred_epoch.apply(md);
+        }
+#endif
 #ifdef MMAQM_TNA_UPTA
         // The BFD endpoint's decision (a QoS Probe or Report that passes the
         // parser's ingress tests; v1model: after the ingress discards, before

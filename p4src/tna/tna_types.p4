@@ -39,9 +39,26 @@ const bit<32> TNA_DROP_REASON_SLOTS = 16;
 // + (crc32 & slot_mask). A quarter of v1model's UPTA_SLOTS_PER_PORT: the
 // per-slot rate filter, registers and counter fit a stage each (docs/tofino.md).
 const bit<32> TNA_UPTA_SLOTS_PER_PORT = 512;
+// FRED (fred_tna.p4): flow slots per port, index port * TNA_FRED_SLOTS_PER_PORT
+// + (crc32 & (TNA_FRED_SLOTS_PER_PORT - 1)). Half of v1model's FRED_SLOTS_PER_PORT:
+// a slot holds {qlen, epoch} (32 bits), and 4096 of them a port do not fit a stage.
+const bit<32> TNA_FRED_SLOTS_PER_PORT = 2048;
+// A FRED slot: the flow's qlen and the port's empty-epoch when it was last
+// written (a qlen of an older epoch reads as 0: docs/tofino.md, "Counts that heal").
+struct tna_fred_slot_t {
+    bit<16> qlen;
+    bit<16> epoch;
+}
+
 // upta_bfd_events: index ingress port * TNA_BFD_EVENT_SLOTS + event (the BFD
 // endpoint's UPTA_EVENT_* values); the per-flow events have counters of their own.
 const bit<32> TNA_BFD_EVENT_SLOTS = 16;
+
+// Tofino 1's pipes (dev port bits 8..7): every register is per pipe, and the
+// AQM state is pipe 0's (docs/tofino.md, "State on every pipe"). A frame from
+// another pipe's port is discarded and counted in other_pipe_discards, indexed
+// by its pipe (main.p4), except the controller's PacketOut (UPTA build).
+const bit<32> TNA_PIPES = 4;
 
 // Tofino 1 recirculation port of pipe 0 (dev port 68); departure reports come
 // back through it (occupancy_tna.p4). Reports from any other port are discarded.
@@ -89,7 +106,7 @@ header tna_report_h {
     bit<1>  counted;          // a cancel: occupancy counted the arrival (undo it)
     bit<1>  queue_empty;      // a FIFO departure left the port empty: heal (occupancy_tna.p4)
     bit<8>  _pad2;
-    bit<32> fred_slot_index;   // port * FRED_SLOTS_PER_PORT + slot
+    bit<32> fred_slot_index;   // port * TNA_FRED_SLOTS_PER_PORT + slot
 }
 
 #ifdef MMAQM_TNA_UPTA
@@ -129,6 +146,7 @@ struct tna_ingress_metadata_t {
     local_metadata_t base;        // the shared controls' metadata (headers.p4)
     bool             checksum_error;
     bool             is_report;   // a departure report or a cancel, not a packet to forward
+    bool             other_pipe;  // the parser: a frame from a port outside pipe 0 (discarded)
     bit<8>           slot_pkt_type;   // TNA_PKT_SLOT, the ChIPS slot mirror's first byte
     MirrorId_t       mirror_session;
     flow_digest_t    digest;
@@ -155,6 +173,8 @@ struct tna_ingress_metadata_t {
     bit<1>           red_mark_early;    // ECN may replace an early drop
     bit<1>           red_mark_forced;   // ... a forced drop (not with harddrop)
     // FRED (fred_tna.p4)
+    bit<1>           report_empty;           // the parser: a report's queue_empty
+    bit<16>          fred_epoch;             // the port's empty-epoch (TnaFredEpoch)
     bit<16>          fred_qlen_seen;         // the flow's qlen before this arrival
     bit<16>          fred_qlen_before;       // a report: the flow's qlen before it left
     bit<16>          fred_nactive_seen;      // nactive before this arrival

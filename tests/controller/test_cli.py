@@ -836,3 +836,25 @@ def test_the_dumbbell_example_is_what_the_walkthrough_needs() -> None:
     assert sorted((r["prefix"], r["port"]) for r in switch["routes"]) == [
         ("10.0.1.0/24", 1), ("10.0.2.0/24", 2)]
     assert switch["policies"]["default"]["algorithm"] == "DCBT"
+
+
+def test_stats_on_a_tofino_build_reports_frames_from_other_pipes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The compiler's P4Info of the TNA RED build has other_pipe_discards (frames
+    from ports outside pipe 0, by pipe): stats prints a line for it after the
+    table, and --json carries it per pipe."""
+    from fake_p4rt import load_p4info
+
+    tna_p4info = Path(__file__).resolve().parent / "fixtures" / "tna-red.p4info.txtpb"
+    server = FakeP4RuntimeServer(p4info=load_p4info(tna_p4info))
+    server.counters = {"other_pipe_discards": {1: (5, 320), 2: (1, 64)}}
+    with serve_in_thread(server):
+        path = write_config(tmp_path, config(server.address))
+        assert cli.main(["--config", str(path), "--p4info", str(tna_p4info), "stats"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert cli.main(["--config", str(path), "--p4info", str(tna_p4info), "stats",
+                         "--json"]) == 0
+        [line] = capsys.readouterr().out.splitlines()
+    assert lines[2 + 6:] == [
+        "frames from ports outside pipe 0, discarded: 6 (pipe 1 5, pipe 2 1, pipe 3 0)", ""]
+    assert json.loads(line)["other_pipe_discards"] == {"1": 5, "2": 1, "3": 0}

@@ -430,6 +430,29 @@ def test_a_counter_the_tna_build_lacks_reads_as_no_values(device_config: Path) -
     assert every == {"chips_events": {}, "upta_events": {}}
 
 
+def test_on_tofino_frames_from_other_pipes_are_read_and_reported_by_pipe(
+        p4info_path: Path, device_config: Path) -> None:
+    """main.p4's other_pipe_discards (frames from a port outside pipe 0, by pipe):
+    read in the stats sample's one request, reported per pipe 1..3 on a TNA build,
+    and absent ({}) on v1model, which has no such counter."""
+    from mmaqm import stats
+    wanted = stats.sample_indexes([2])
+    assert wanted[stats.OTHER_PIPE_COUNTER] == [1, 2, 3]      # TNA_PIPES 4, pipe 0's pass
+    _, tna = read_counters_from(
+        TNA_RED_P4INFO, device_config,
+        {"other_pipe_discards": {1: (6, 600), 3: (2, 128)}, "queue_arrivals": {8: (1, 100)}},
+        [], wanted)
+    sample = stats.counter_sample(0, "s1", [2], tna)
+    assert sample["other_pipe_discards"] == {"1": 6, "2": 0, "3": 2}
+    assert stats.format_other_pipe(stats.other_pipe_discards(tna["other_pipe_discards"])) == (
+        "frames from ports outside pipe 0, discarded: 8 (pipe 1 6, pipe 2 0, pipe 3 2)\n")
+    _, v1 = read_counters_from(p4info_path, device_config, {"queue_arrivals": {8: (1, 100)}},
+                               [], wanted)
+    assert v1["other_pipe_discards"] == {}
+    assert stats.counter_sample(0, "s1", [2], v1)["other_pipe_discards"] == {}
+    assert stats.format_other_pipe({}) == ""
+
+
 # The Tofino compiler's P4Info of the UPTA build (make build-tna), as committed.
 TNA_UPTA_P4INFO = Path(__file__).resolve().parent / "fixtures" / "tna-upta.p4info.txtpb"
 UPTA = PolicyAction("upta", {

@@ -1,10 +1,13 @@
 """tools/tna_occupancy_heal.py: the Tofino build's occupancy counts heal. A trace
 with lost reports and traffic-manager drops leaves the counts too high for ever
 without the queue-empty flag, and back at the truth after the next departure
-that empties the FIFO with it (p4src/tna/occupancy_tna.p4, docs/tofino.md)."""
+that empties the FIFO with it (p4src/tna/occupancy_tna.p4, docs/tofino.md).
+FRED's per-flow counts (p4src/tna/fred_tna.p4) heal through the port's
+empty-epoch: the same traces, with a flow slot per packet."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -148,3 +151,152 @@ def test_a_stale_count_at_the_limit_never_heals_in_the_data_plane() -> None:
         port.arrive(c)
         assert not port.fifo_q
     assert port.counts.packets()["queue"] == 4
+
+
+# ---- FRED's per-flow counts (p4src/tna/fred_tna.p4): qlen per flow slot, nactive
+# per port, healed by the port's empty-epoch
+FLOWS = [1, 2, 1, 3, 2, 1, 1, 3]           # a flow slot per arrival, as TRACE_CLASSES
+
+
+def fred_port(heal: bool = True, **kw) -> H.Port:
+    return H.Port(heal=heal, fred=H.FredFlows(), **kw)
+
+
+def fred_arrive(port: H.Port, i: int, **kw) -> None:
+    port.arrive(TRACE_CLASSES[i % len(TRACE_CLASSES)], flow=FLOWS[i % len(FLOWS)], **kw)
+
+
+@pytest.mark.parametrize("heal", [True, False])
+def test_fred_flow_counts_heal_at_the_next_empty_departure(heal: bool) -> None:
+    port = fred_port(heal)
+    for i in range(len(FLOWS)):
+        fred_arrive(port, i)
+    port.depart(lost=True)        # flow 1's report lost
+    port.depart()
+    port.tm_drop()                # flow 3's tail dropped by the TM: no report
+    port.depart(lost=True)        # flow 1's second report lost
+    assert port.fred.packets() != port.fred_truth()
+    while port.fifo_q:
+        port.depart()
+    assert port.fred_truth() == {"flows": {}, "nactive": 0}
+    if heal:
+        assert port.fred.packets() == port.fred_truth()
+    else:
+        # the build before healing: flow 1 keeps 2 packets and flow 3 one for ever,
+        # and nactive counts them (fred.p4's avgcq = avg / nactive is then too small)
+        assert port.fred.packets() == {"flows": {1: 2, 3: 1}, "nactive": 2}
+    # more traffic that drains between packets: flow 1's next arrival sees an empty
+    # flow only with the epoch
+    for i in range(len(FLOWS)):
+        fred_arrive(port, i)
+        assert (port.fred.packets() == port.fred_truth()) is heal
+        port.depart()
+        assert (port.fred.packets() == port.fred_truth()) is heal
+
+
+def test_fred_counts_are_exact_with_or_without_the_epoch_when_nothing_is_lost() -> None:
+    healed, plain = fred_port(True), fred_port(False)
+    for port in (healed, plain):
+        for i in range(4 * len(FLOWS)):
+            fred_arrive(port, i)
+            if i % 3 == 2:
+                port.depart()
+                port.depart()
+            assert port.fred.packets() == port.fred_truth()
+        while port.fifo_q:
+            port.depart()
+            assert port.fred.packets() == port.fred_truth()
+    assert healed.fred.packets() == plain.fred.packets()
+    assert healed.fred.epoch > 0 and plain.fred.epoch == 0
+
+
+def test_fred_an_arrival_the_queue_limit_refuses_is_cancelled_in_its_flow() -> None:
+    port = fred_port(queue_limit_pkts=2)
+    for _ in range(3):
+        port.arrive("tcp", flow=7)              # the third is refused: counted, cancelled
+    assert port.fred.packets() == port.fred_truth() == {"flows": {7: 2}, "nactive": 1}
+
+
+def test_fred_arrivals_in_the_reports_window_are_forgotten_then_absorbed() -> None:
+    # flow 5 arrives (counted) while the report of the departure that emptied the
+    # FIFO is in flight: the report's epoch forgets it (undercount of 1 in its
+    # flow, nactive 0), its own report later finds the slot stale and reads 0
+    port = fred_port()
+    port.arrive("tcp", flow=4)
+    port.depart(delayed=True)                   # flagged: the FIFO is empty
+    port.arrive("tcp", flow=5, reach_tm=False)
+    port.deliver()
+    assert port.fred_truth() == {"flows": {5: 1}, "nactive": 1}
+    assert port.fred.packets() == {"flows": {}, "nactive": 0}
+    port.enter_tm()
+    port.arrive("tcp", flow=5)                  # reads 0: joins again
+    assert port.fred.packets() == {"flows": {5: 1}, "nactive": 1}
+    assert port.fred_truth() == {"flows": {5: 2}, "nactive": 1}
+    port.depart()                               # the forgotten packet: its flow's 1 -> 0
+    assert port.fred.packets() == {"flows": {}, "nactive": 0}
+    port.depart()                               # flagged: stale slot reads 0, stays 0
+    assert port.fred.packets() == port.fred_truth() == {"flows": {}, "nactive": 0}
+
+
+def test_fred_a_stale_slot_reads_again_only_after_2_16_empties_and_heals_at_the_next() -> None:
+    # The epoch is 16 bits: a slot a lost report left at 1 reads 0 from the next
+    # empty departure on, except in the epoch that wraps onto its own (every 2^16
+    # empties), and a later empty departure clears it again.
+    port = fred_port()
+    port.arrive("tcp", flow=9)
+    port.depart(lost=True)                      # the emptying report itself is lost
+    assert port.fred.qlen(9) == 1 and port.fred_truth()["flows"] == {}
+    stale = []
+    for n in range(1, (1 << H.FRED_EPOCH_BITS) + 2):
+        port.arrive("tcp", flow=10)
+        port.depart()                           # empties: the epoch advances
+        if port.fred.qlen(9):
+            stale.append(n)
+    assert stale == [1 << H.FRED_EPOCH_BITS]
+    assert port.fred.qlen(9) == 0
+
+
+def test_fred_replica_matches_the_p4_source() -> None:
+    fred = (REPO / "p4src" / "tna" / "fred_tna.p4").read_text()
+    main = (REPO / "p4src" / "tna" / "main.p4").read_text()
+    types = (REPO / "p4src" / "tna" / "tna_types.p4").read_text()
+    # the slot: {qlen, epoch}, 16 bits each; the port's epoch register
+    slot = types[types.index("struct tna_fred_slot_t {"):]
+    assert slot[:slot.index("}")].split()[3:] == ["bit<16>", "qlen;", "bit<16>", "epoch;"]
+    assert H.FRED_EPOCH_BITS == 16
+    assert "Register<bit<16>, tna_index_t>(NUM_PORTS, 0) fred_port_epoch;" in fred
+    # (the flagged report reads the epoch before the +1: it is handled in the old one)
+    assert "void apply(inout bit<16> value, out bit<16> epoch) { epoch = value; value = value + 1; }" in fred
+    # the epoch advances on a flagged report (the parser's copy of its queue_empty)
+    assert re.search(r"0 : read_epoch\(\);\s*1 : advance_epoch\(\);", fred)
+    assert "md.report_empty = hdr.report.queue_empty;" in main
+    # a slot of another epoch reads 0: at an arrival (then 1) and at a report (then 0)
+    arrive = fred[fred.index("qlen_arrive = {"):fred.index("qlen_leave = {")]
+    leave = fred[fred.index("qlen_leave = {"):fred.index("fred_nactive) nactive_join")]
+    for body, fresh in ((arrive, "value.qlen = 1;"), (leave, "value.qlen = 0;")):
+        assert "if (value.epoch == md.fred_epoch) {" in body
+        assert re.search(r"\} else \{\s*\w+ = 0;[^\n]*\n\s*" + re.escape(fresh), body)
+        assert "value.epoch = md.fred_epoch;" in body
+    # nactive: a flagged report sets it to 0, before a report's part (D2)
+    entries = re.findall(r"^\s*\((\w+), (\w+), (\w+), (\w+)\) : (\w+)\(\);", fred, re.M)
+    assert entries == [("false", "_", "0", "_", "join"), ("false", "_", "_", "_", "read"),
+                       ("true", "1", "_", "_", "heal"), ("true", "_", "_", "1", "part")]
+    assert "void apply(inout bit<16> value) { value = 0; }" in fred
+    # the epoch is read beside the slot's hash, before the AQM (qlen's stage after it)
+    assert main.index("fred_epoch.apply(md);") < main.index("aqm.apply(")
+    assert main.index("fred_slot.apply();") < main.index("fred_epoch.apply(md);")
+
+
+def test_fred_the_flows_last_packet_that_empties_the_queue_still_ends_the_flow() -> None:
+    # The flagged report is handled in the epoch its packet was counted in: the
+    # flow's qlen before it is 1, so D2 clears the flow's strike count (fred.p4),
+    # as it does for a last packet that leaves other packets behind.
+    flows = H.FredFlows()
+    assert flows.arrive(3) == 0 and flows.arrive(3) == 1
+    assert flows.report(3, queue_empty=False) == 2
+    assert flows.report(3, queue_empty=True) == 1          # D2: strike cleared
+    assert flows.packets() == {"flows": {}, "nactive": 0} and flows.epoch == 1
+    # and a stale slot never passes for a flow's last packet: it reads 0
+    flows.arrive(4)
+    flows.epoch += 1                                        # emptied, its report lost
+    assert flows.report(4, queue_empty=False) == 0
