@@ -77,6 +77,9 @@ def test_rss_floors_of_the_committed_hour_runs():
     run4 = floors("soak-20261127-3600s-restart-foreign-run4-arenas2-rss.csv")
     assert run4["minute_floor_slope_kib_per_min"] == pytest.approx(14.3)
     assert run4["drift_kib"] == 104 and not run4["flat"]       # the slope is over 10
+    run5 = floors("soak-20261127-3600s-restart-foreign-run5-mmap-rss.csv")
+    assert run5["minute_floor_slope_kib_per_min"] == pytest.approx(1.1)
+    assert run5["drift_kib"] == 56 and run5["flat"]
 
 
 @pytest.mark.skipif(os.environ.get("MMAQM_SOAK") != "1" or os.geteuid() != 0
