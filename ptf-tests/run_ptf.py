@@ -184,7 +184,7 @@ def run_tna(args: argparse.Namespace) -> int:
     return rc
 
 
-def main() -> int:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tests", nargs="*", help="test names, e.g. test_red.RedForcedDropTest")
     parser.add_argument("--xunit-dir", type=Path)
@@ -209,7 +209,11 @@ def main() -> int:
                         default="bf_switchd",
                         help="--target tna: which server takes the pipeline (its device "
                              "config format)")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> int:
+    args = make_parser().parse_args()
     if args.target == "tna":
         if args.profile:
             print("run_ptf: --profile is BMv2's; --target tna runs one TNA build "
