@@ -48,9 +48,9 @@ from mmaqm.targets import tna
 from mmaqm_oracle import upta_model
 
 import mmaqm_tofino as tofino
-from mmaqm_base import (CONFIG, OUT_PORT, PORTS, SRC_HOST_PORT, SWITCH, QueueTest, TnaTarget,
-                        burst_packet, forwarded, host_ip, host_mac, no_early_drop_max_p,
-                        packet, predict, router_mac)
+from mmaqm_base import (CONFIG, OUT_PORT, PORTS, SRC_HOST_PORT, SWITCH, Counters, QueueTest,
+                        TnaTarget, burst_packet, forwarded, host_ip, host_mac,
+                        no_early_drop_max_p, packet, predict, router_mac)
 
 SKIP_ON_BMV2 = ("needs the Tofino model or a Tofino switch (run_ptf.py --target tna, "
                 "docs/tofino-model.md): it tests the TNA build's own mechanisms")
@@ -115,9 +115,13 @@ class TnaTest(QueueTest):
             BaseTest.tearDown(self)
 
     # ---- occupancy, read over BF Runtime --------------------------------------
+    @staticmethod
+    def departures_in(counters: Counters, port: int) -> int:
+        return sum(counters.departures.get(C.class_index(port, cid), 0)
+                   for cid in C.CLASSES.values())
+
     def port_departures(self, port: int) -> int:
-        c = self.counters()
-        return sum(c.departures.get(C.class_index(port, cid), 0) for cid in C.CLASSES.values())
+        return self.departures_in(self.counters(), port)
 
     def occupancy(self, port: int) -> tuple[int, dict[str, int]]:
         """(departures of the port, {occupancy register: value}) with no departure
@@ -136,6 +140,7 @@ class TnaTest(QueueTest):
         sacrificial packet left, in order) minus the departures counted since
         departed_before (the sacrificial packet's among them)."""
         departed, values = self.occupancy(port)
+        self.assertGreaterEqual(departed - departed_before, 1, "the sacrificial packet left")
         left = fifo[departed - departed_before - 1:]
         want = {"queue_pkts": len(left) * ONE, "tcp_pkts": left.count("TCP") * ONE,
                 "tagged_pkts": left.count("TAGGED") * ONE,
@@ -175,9 +180,9 @@ class TnaReportRoundTripTest(TnaTest):
         self.assertEqual(predict(action, kinds), expected)
         fifo = ["UNTAGGED"] * 6 + ["TCP"] * 2
         pkts = [burst_packet(k, seq=i + 1) for i, k in enumerate(kinds)]
-        departed_before = self.port_departures(OUT_PORT)
-        self.frozen_burst(action, OUT_PORT, pkts,
-                          burst_packet("tcp", seq=self.SACRIFICIAL_ID))
+        before, _ = self.frozen_burst(action, OUT_PORT, pkts,
+                                      burst_packet("tcp", seq=self.SACRIFICIAL_ID))
+        departed_before = self.departures_in(before, OUT_PORT)    # of the attempt judged
         self.check_occupancy(OUT_PORT, fifo, departed_before)
         self.assertEqual(self.receive_ids(OUT_PORT, 3, timeout_s=3 / self.freeze_rate_pps + 3),
                          [1, 2, 3])
@@ -212,9 +217,9 @@ class TnaCancelPathTest(TnaTest):
         expected = ["ADMIT"] * 6 + ["RED_FORCED"] * 6
         self.assertEqual(predict(action, kinds), expected)
         pkts = [burst_packet(k, seq=i + 1) for i, k in enumerate(kinds)]
-        departed_before = self.port_departures(OUT_PORT)
         before, _ = self.frozen_burst(action, OUT_PORT, pkts,
                                       burst_packet("tcp", seq=self.SACRIFICIAL_ID))
+        departed_before = self.departures_in(before, OUT_PORT)    # of the attempt judged
         self.check_occupancy(OUT_PORT, ["TCP"] * 6, departed_before)
         delta = self.counters().minus(before)
         self.assertEqual(delta.drop_reasons(OUT_PORT, C.CLASSES["TCP"]), {"RED_FORCED": 6})
