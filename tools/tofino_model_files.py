@@ -6,6 +6,8 @@ make build-tna variant (docs/tofino-model.md):
                                              (absolute paths to the build's files)
   build/tna/tofino-model-ports.json          tofino-model -f: dev ports 1..4 on the
                                              veth pairs that run_ptf.py --target tna uses
+  build/tna/<variant>/bf_switchd.device_config  the pipeline for bf_switchd's P4Runtime
+                                             server (mmaqm-ctl install --device-config)
 
 Exit 0 when written; 2 when the variant is unknown or has no compiled build.
 """
@@ -21,6 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "ptf-tests" / "tests"))
 import mmaqm_profiles  # noqa: E402
 import mmaqm_tofino as tofino  # noqa: E402
+from mmaqm.targets import tna  # noqa: E402
 
 VARIANTS = tuple(sorted(p.lower() for p in mmaqm_profiles.TESTS))   # make build-tna's
 
@@ -33,8 +36,9 @@ def ports_path(repo: Path) -> Path:
     return repo / "build" / "tna" / "tofino-model-ports.json"
 
 
-def write_files(repo: Path, variant: str) -> tuple[Path, Path]:
-    """(conf, ports.json) of a compiled variant; FileNotFoundError without its build."""
+def write_files(repo: Path, variant: str) -> tuple[Path, Path, Path]:
+    """(conf, ports.json, device config) of a compiled variant; FileNotFoundError
+    without its build."""
     build = tofino.build_dir(repo, variant)
     missing = [p for p in (build / "bfrt.json", build / tofino.PIPE_NAME / "context.json",
                            build / tofino.PIPE_NAME / "tofino.bin") if not p.is_file()]
@@ -42,9 +46,11 @@ def write_files(repo: Path, variant: str) -> tuple[Path, Path]:
         raise FileNotFoundError(f"{build}: no {', '.join(p.name for p in missing)}; run "
                                 f"'make build-tna TNA_VARIANTS={variant.upper()}'")
     conf, ports = conf_path(repo, variant), ports_path(repo)
+    device_config = build / tofino.DEVICE_CONFIG_FILE
+    device_config.write_bytes(tna.pi_device_config(build, tofino.program_name(variant)))
     conf.write_text(json.dumps(tofino.switchd_conf(build, variant), indent=2) + "\n")
     ports.write_text(json.dumps(tofino.ports_json(), indent=2) + "\n")
-    return conf, ports
+    return conf, ports, device_config
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,11 +59,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="the make build-tna variant (its directory under build/tna)")
     args = parser.parse_args(argv)
     try:
-        conf, ports = write_files(REPO, args.variant)
+        written = write_files(REPO, args.variant)
     except FileNotFoundError as err:
         print(f"tofino_model_files: {err}", file=sys.stderr)
         return 2
-    print(f"{conf}\n{ports}")
+    print("\n".join(str(p) for p in written))
     return 0
 
 

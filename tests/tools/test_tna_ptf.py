@@ -16,7 +16,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "ptf-tests"))
 sys.path.insert(0, str(REPO / "ptf-tests" / "tests"))
-sys.path.insert(0, str(REPO / "tools"))
 import mmaqm_tofino as tofino  # noqa: E402
 import run_ptf  # noqa: E402
 import tofino_model_files  # noqa: E402
@@ -80,8 +79,9 @@ def test_the_conf_loads_the_builds_files_by_absolute_path(tmp_path: Path) -> Non
     (build / "pipe").mkdir(parents=True)
     for f in ("bfrt.json", "pipe/context.json", "pipe/tofino.bin"):
         (build / f).write_text("{}")
-    conf, ports = tofino_model_files.write_files(tmp_path, "red")
+    conf, ports, device_config = tofino_model_files.write_files(tmp_path, "red")
     assert conf == build / "mmaqm_red.conf"
+    assert device_config.read_bytes() == tna.pi_device_config(build, "mmaqm_red")
     raw = json.loads(conf.read_text())
     [device] = raw["p4_devices"]
     [program] = device["p4_programs"]

@@ -16,7 +16,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "tofino-model.md"
 sys.path.insert(0, str(REPO / "ptf-tests"))
-sys.path.insert(0, str(REPO / "tools"))
+sys.path.insert(0, str(REPO / "ptf-tests" / "tests"))
 import run_ptf  # noqa: E402
 import tofino_model_files  # noqa: E402
 import mmaqm_tofino as tofino  # noqa: E402
