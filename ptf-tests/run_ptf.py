@@ -205,15 +205,23 @@ def make_parser() -> argparse.ArgumentParser:
                         help="--target tna: bf_switchd's BF Runtime gRPC server")
     parser.add_argument("--device-id", type=int, default=tofino.DEVICE_ID,
                         help="--target tna: the P4Runtime device id (the model's: 0)")
-    parser.add_argument("--p4rt-server", choices=("bf_switchd", "stratum"),
-                        default="bf_switchd",
+    parser.add_argument("--p4rt-server", choices=tofino.P4RT_SERVERS,
+                        default=tofino.P4RT_SERVERS[0],
                         help="--target tna: which server takes the pipeline (its device "
                              "config format)")
     return parser
 
 
+TNA_FLAGS = ("tna_variant", "grpc_addr", "bfrt_addr", "device_id", "p4rt_server")
+
+
 def main() -> int:
-    args = make_parser().parse_args()
+    parser = make_parser()
+    args = parser.parse_args()
+    if args.target == "bmv2" and any(getattr(args, f) != parser.get_default(f) for f in TNA_FLAGS):
+        print("run_ptf: --tna-variant, --grpc-addr, --bfrt-addr, --device-id and "
+              "--p4rt-server are --target tna's", file=sys.stderr)
+        return 2
     if args.target == "tna":
         if args.profile:
             print("run_ptf: --profile is BMv2's; --target tna runs one TNA build "

@@ -110,13 +110,12 @@ class TnaTarget(Bmv2Target):
 
     name = "tna"
     CHIPS_COUNTERS = ("chips_events",)
-    P4RT_SERVERS = ("bf_switchd", "stratum")
 
     def __init__(self, params: dict) -> None:
         self.variant = str(params.get("tna_variant", "drop_tail")).lower()
-        self.p4rt_server = str(params.get("p4rt_server", "bf_switchd"))
-        if self.p4rt_server not in self.P4RT_SERVERS:
-            raise ValueError(f"p4rt_server {self.p4rt_server!r}: one of {self.P4RT_SERVERS}")
+        self.p4rt_server = str(params.get("p4rt_server", tofino.P4RT_SERVERS[0]))
+        if self.p4rt_server not in tofino.P4RT_SERVERS:
+            raise ValueError(f"p4rt_server {self.p4rt_server!r}: one of {tofino.P4RT_SERVERS}")
         self.device_id = int(params.get("device_id", tofino.DEVICE_ID))
         self.bfrt_addr = str(params.get("bfrt_addr", f"127.0.0.1:{tofino.BFRT_GRPC_PORT}"))
         self.build = tofino.build_dir(REPO, self.variant)

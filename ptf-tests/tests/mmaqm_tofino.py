@@ -28,6 +28,10 @@ PROGRAM_PREFIX = "mmaqm_"    # the program's name on the switch: mmaqm_<variant>
 PIPE_NAME = "pipe"           # main.p4's Pipeline instance (targets.tna.TNA_PIPE_NAME)
 PIPES = (0, 1, 2, 3)         # a Tofino 1 model has four pipes; one profile for all
 DEVICE_CONFIG_FILE = "bf_switchd.device_config"   # in the build directory
+# The P4Runtime server that takes the pipeline, by its device config: bf_switchd's
+# own (PI's device data, DEVICE_CONFIG_FILE) or Stratum's (a BfPipelineConfig of the
+# build directory, which the driver packs)
+P4RT_SERVERS = ("bf_switchd", "stratum")
 
 # The model's ports: dev port N is veth(2N) on the model's side and veth(2N+1) on
 # the test's, the pairs that open-p4studio's veth_setup.sh creates (veth0..veth63

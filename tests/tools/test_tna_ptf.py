@@ -122,7 +122,8 @@ def test_run_ptf_target_tna_runs_test_tna_on_the_models_veths_with_its_params() 
     assert run_ptf.tna_ptf_argv(one, "ptf")[-1:] == ["test_tna.TnaCancelPathTest"]
 
 
-def test_run_ptf_target_tna_refuses_a_missing_build_or_a_profile(capsys, monkeypatch) -> None:
+def test_run_ptf_refuses_a_missing_build_a_profile_or_tna_flags_on_bmv2(capsys,
+                                                                        monkeypatch) -> None:
     monkeypatch.setattr(run_ptf, "REPO", Path("/nonexistent"))
     args = argparse.Namespace(tna_variant="red")
     assert run_ptf.run_tna(args) == 2
@@ -130,6 +131,9 @@ def test_run_ptf_target_tna_refuses_a_missing_build_or_a_profile(capsys, monkeyp
     monkeypatch.setattr(sys, "argv", ["run_ptf.py", "--target", "tna", "--profile", "RED"])
     assert run_ptf.main() == 2
     assert "--profile is BMv2's" in capsys.readouterr().err
+    monkeypatch.setattr(sys, "argv", ["run_ptf.py", "--grpc-addr", "127.0.0.1:9560"])
+    assert run_ptf.main() == 2          # a TNA flag on a BMv2 run: refused, nothing started
+    assert "--target tna's" in capsys.readouterr().err
 
 
 def tna_test_module():
