@@ -11,6 +11,12 @@ library, then `ptf` (never with --relax) runs the tests. The namespace, its
 veths, the switch and ptf are removed on exit, on failure and on Ctrl-C or
 SIGTERM; a namespace left by a killed run is removed before starting.
 
+With --target tna the switch is not started here: bf_switchd and tofino-model of
+open-p4studio, started by hand on a make build-tna variant (docs/tofino-model.md),
+are reached at --grpc-addr (P4Runtime) and --bfrt-addr (BF Runtime), and ptf sends
+and receives on the model's veths (dev port N: veth(2N+1)); the default tests are
+test_tna's.
+
 Exit status: ptf's; 2 if the test bed could not be set up; 128 + the signal
 number when stopped by one. With --xunit-dir, ptf writes JUnit XML there.
 """
@@ -29,6 +35,7 @@ from mmaqm_exp import lab  # noqa: E402
 
 sys.path.insert(0, str(REPO / "ptf-tests" / "tests"))
 import mmaqm_profiles  # noqa: E402
+import mmaqm_tofino as tofino  # noqa: E402
 
 CONFIG = REPO / "ptf-tests" / "ptf-config.yaml"  # the tests' baseline; must match GRPC_PORT
 # Override to run two suites at once (e.g. mmaqm-ptf2: a run also removes leftovers named
@@ -116,7 +123,68 @@ def run_ptf(bed: lab.Lab, args: argparse.Namespace) -> int:
     return rc
 
 
-def main() -> int:
+TNA_VARIANTS = tuple(sorted(p.lower() for p in mmaqm_profiles.TESTS))  # make build-tna's
+TNA_DEFAULT_TESTS = ("test_tna",)
+
+
+def tna_test_params(args: argparse.Namespace) -> str:
+    """ptf's --test-params for the TNA tests (mmaqm_base.TnaTarget reads them)."""
+    return (f"target='tna';tna_variant='{args.tna_variant}';grpc_addr='{args.grpc_addr}';"
+            f"device_id={args.device_id};bfrt_addr='{args.bfrt_addr}';"
+            f"p4rt_server='{args.p4rt_server}';repo='{REPO}'")
+
+
+def tna_ptf_argv(args: argparse.Namespace, ptf: str) -> list[str]:
+    """The ptf command of a --target tna run: the model's veths as ports 1..4."""
+    argv = [sys.executable, ptf, "--test-dir", str(REPO / "ptf-tests" / "tests"),
+            "--test-params", tna_test_params(args),
+            "--log-file", str(args.log_dir / "ptf.log")]
+    for n in tofino.PTF_PORTS:
+        argv += ["-i", f"{n}@{tofino.ptf_veth(n)}"]
+    if args.xunit_dir:
+        argv += ["--xunit", "--xunit-dir", str(args.xunit_dir)]
+    return argv + list(args.tests or TNA_DEFAULT_TESTS)
+
+
+def sde_python_path() -> list[str]:
+    """The SDE's Python directories (bfrt_grpc.client), when SDE_INSTALL is set."""
+    install = os.environ.get("SDE_INSTALL")
+    if not install:
+        return []
+    return [str(d) for site in sorted(Path(install).glob("lib/python3*/site-packages"))
+            for d in (site / "tofino", site) if d.is_dir()]
+
+
+def run_tna(args: argparse.Namespace) -> int:
+    """The TNA tests against a switch already running (docs/tofino-model.md)."""
+    build = tofino.build_dir(REPO, args.tna_variant)
+    if not (build / "pipe" / "tofino.bin").is_file():
+        print(f"run_ptf: {build} has no tofino.bin; run 'make build-tna "
+              f"TNA_VARIANTS={args.tna_variant.upper()}'", file=sys.stderr)
+        return 2
+    missing = [tofino.ptf_veth(n) for n in tofino.PTF_PORTS
+               if not Path("/sys/class/net", tofino.ptf_veth(n)).exists()]
+    if missing:
+        print(f"run_ptf: no interface {', '.join(missing)}; run "
+              f"'sudo $SDE_INSTALL/bin/veth_setup.sh' (docs/tofino-model.md)", file=sys.stderr)
+        return 2
+    if os.geteuid() != 0:
+        print("run_ptf: ptf needs root to send on the veths", file=sys.stderr)
+        return 2
+    args.log_dir.mkdir(parents=True, exist_ok=True)
+    if args.xunit_dir:
+        args.xunit_dir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=":".join(
+        [str(REPO / "control-plane"), str(REPO / "oracle"), *sde_python_path()]))
+    env.pop("MMAQM_PTF_PROFILE", None)
+    started = time.monotonic()
+    rc = subprocess.run(tna_ptf_argv(args, str(Path(sys.executable).parent / "ptf")),
+                        env=env).returncode
+    print(f"run_ptf: ptf exited {rc} after {time.monotonic() - started:.0f} s")
+    return rc
+
+
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tests", nargs="*", help="test names, e.g. test_red.RedForcedDropTest")
     parser.add_argument("--xunit-dir", type=Path)
@@ -125,7 +193,44 @@ def main() -> int:
                         help="run against this algorithm's BMv2 profile (make build "
                              "PROFILE=NAME) with its baseline; default tests: its modules "
                              "(ptf-tests/tests/mmaqm_profiles.py)")
+    parser.add_argument("--target", choices=("bmv2", "tna"), default="bmv2",
+                        help="tna: a Tofino model or switch already running "
+                             "(docs/tofino-model.md); default tests: test_tna")
+    parser.add_argument("--tna-variant", type=str.lower, choices=TNA_VARIANTS,
+                        default="drop_tail",
+                        help="--target tna: the make build-tna variant the switch runs")
+    parser.add_argument("--grpc-addr", default=f"127.0.0.1:{tofino.P4RT_GRPC_PORT}",
+                        help="--target tna: the P4Runtime server (bf_switchd --p4rt-server)")
+    parser.add_argument("--bfrt-addr", default=f"127.0.0.1:{tofino.BFRT_GRPC_PORT}",
+                        help="--target tna: bf_switchd's BF Runtime gRPC server")
+    parser.add_argument("--device-id", type=int, default=tofino.DEVICE_ID,
+                        help="--target tna: the P4Runtime device id (the model's: 0)")
+    parser.add_argument("--p4rt-server", choices=tofino.P4RT_SERVERS,
+                        default=tofino.P4RT_SERVERS[0],
+                        help="--target tna: which server takes the pipeline (its device "
+                             "config format)")
+    return parser
+
+
+TNA_FLAGS = ("tna_variant", "grpc_addr", "bfrt_addr", "device_id", "p4rt_server")
+
+
+def main() -> int:
+    parser = make_parser()
     args = parser.parse_args()
+    if args.target == "bmv2" and any(getattr(args, f) != parser.get_default(f) for f in TNA_FLAGS):
+        print("run_ptf: --tna-variant, --grpc-addr, --bfrt-addr, --device-id and "
+              "--p4rt-server are --target tna's", file=sys.stderr)
+        return 2
+    if args.target == "tna":
+        if args.profile:
+            print("run_ptf: --profile is BMv2's; --target tna runs one TNA build "
+                  "(--tna-variant)", file=sys.stderr)
+            return 2
+        if not (Path(sys.executable).parent / "ptf").exists():
+            print("run_ptf: ptf not found next to this Python; run 'make deps'", file=sys.stderr)
+            return 2
+        return run_tna(args)
     if args.profile and not all(p.exists() for p in profile_files(args.profile)):
         print(f"run_ptf: {profile_files(args.profile)[0]} not found; run "
               f"'make build PROFILE={args.profile}'", file=sys.stderr)

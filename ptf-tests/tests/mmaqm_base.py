@@ -37,8 +37,10 @@ from mmaqm.blocking import BlockingSwitch
 from mmaqm.config import Config, PortPolicy, load_config, parse_policy
 from mmaqm.driver import SwitchDriver
 from mmaqm.encoding import PolicyAction, policy_action
+from mmaqm.targets import tna
 from mmaqm_oracle.fixedpoint_model import Occupancy, PortModel
 from mmaqm_profiles import in_program
+import mmaqm_tofino as tofino
 from mmaqm_oracle import fixedpoint_model as fpm
 
 
@@ -94,33 +96,73 @@ class Bmv2Target:
 
 
 class TnaTarget(Bmv2Target):
-    """Tofino (p4src/tna, docs/tofino.md), test param target=tna and
-    tna_variant=<algorithm>: the build of make build-tna. Not runnable here (no
-    open Tofino model); what differs is named so that a port is one class: the
-    traffic manager's shaping and queue depth are BfRt tables (tf1.tm.*), not
-    P4Runtime. ChIPS's events are four per-event counters on TNA, which the
-    driver reads and reports as v1model's chips_events (as UPTA's upta_events
-    and upta_flow_bytes): the tests ask for the same name."""
+    """Tofino (p4src/tna, docs/tofino.md) on open-p4studio's model or a switch:
+    test params target=tna, tna_variant=<variant of make build-tna>, device_id
+    (0 on the model), p4rt_server (bf_switchd: its own P4Runtime server, which takes
+    PI's device data; stratum: Stratum's BfPipelineConfig) and bfrt_addr (bf_switchd's
+    BF Runtime gRPC server). What P4Runtime does not carry goes over BF Runtime
+    (mmaqm_tofino.BfRtSession): the port shapers and the register reads. A queue's
+    depth is not set: the TM's default buffer is left as it is (test_tna's queue
+    limits are 12 packets at most). ChIPS's events are four per-event counters on
+    TNA, which the driver reads and reports as v1model's chips_events (as UPTA's
+    upta_events and upta_flow_bytes): the tests ask for the same name. Not run
+    here (docs/tofino-model.md)."""
 
     name = "tna"
     CHIPS_COUNTERS = ("chips_events",)
 
     def __init__(self, params: dict) -> None:
-        self.variant = params.get("tna_variant", "red").lower()
+        self.variant = str(params.get("tna_variant", "drop_tail")).lower()
+        self.p4rt_server = str(params.get("p4rt_server", tofino.P4RT_SERVERS[0]))
+        if self.p4rt_server not in tofino.P4RT_SERVERS:
+            raise ValueError(f"p4rt_server {self.p4rt_server!r}: one of {tofino.P4RT_SERVERS}")
+        self.device_id = int(params.get("device_id", tofino.DEVICE_ID))
+        self.bfrt_addr = str(params.get("bfrt_addr", f"127.0.0.1:{tofino.BFRT_GRPC_PORT}"))
+        self.build = tofino.build_dir(REPO, self.variant)
+        self._bfrt: tofino.BfRtSession | None = None
 
     def pipeline(self) -> dict[str, Path]:
-        raise NotImplementedError("TNA: the pipeline config (tofino.bin + context.json) and "
-                                  "its P4Runtime server are not wired into the PTF suite")
+        """The build's P4Info and what is pushed with it: for bf_switchd, PI's device
+        data (targets.tna.pi_device_config) written beside the build; for Stratum,
+        the build directory, which the driver packs as a BfPipelineConfig."""
+        if not (self.build / tna.TNA_PIPE_NAME / "tofino.bin").is_file():
+            raise FileNotFoundError(f"{self.build}: no Tofino build of {self.variant}; run "
+                                    f"'make build-tna TNA_VARIANTS={self.variant.upper()}'")
+        p4info = self.build / "p4info.txtpb"
+        if self.p4rt_server == "stratum":
+            return {"p4info": p4info, "bmv2_json": self.build}
+        path = self.build / tofino.DEVICE_CONFIG_FILE
+        path.write_bytes(tna.pi_device_config(self.build, tofino.program_name(self.variant)))
+        return {"p4info": p4info, "bmv2_json": path}
+
+    def bfrt(self) -> tofino.BfRtSession:
+        if self._bfrt is None:
+            self._bfrt = tofino.BfRtSession(self.bfrt_addr, tofino.program_name(self.variant),
+                                            self.device_id)
+        return self._bfrt
 
     def set_queue_rate(self, port: int, pps: int) -> None:
-        raise NotImplementedError("TNA: queue shaping is BfRt tf1.tm.port.sched_shaping")
+        self.bfrt().apply(tofino.port_rate_writes(port, pps))
 
     def set_queue_depth(self, port: int, pkts: int) -> None:
-        raise NotImplementedError("TNA: queue depth is BfRt tf1.tm.queue.buffer")
+        raise NotImplementedError(f"TNA: a queue's depth is BF Runtime {tofino.TM_QUEUE_BUFFER}, "
+                                  f"in 80-byte cells, not packets; not set by the suite")
 
     def set_queues(self, rates_pps: dict[int, int],
                    depths_pkts: dict[int, int] | None = None) -> None:
-        raise NotImplementedError("TNA: queue shaping and depth are BfRt tf1.tm.* tables")
+        if depths_pkts:
+            self.set_queue_depth(*next(iter(depths_pkts.items())))
+        self.bfrt().apply([w for port, pps in rates_pps.items()
+                           for w in tofino.port_rate_writes(port, pps)])
+
+    def read_register(self, register: str, index: int) -> dict[str, int]:
+        """{field: value} of a register's index in pipe 0, over BF Runtime."""
+        return self.bfrt().read_register(register, index)
+
+    def close(self) -> None:
+        if self._bfrt is not None:
+            self._bfrt.close()
+            self._bfrt = None
 
 
 TARGETS = {"bmv2": Bmv2Target, "tna": TnaTarget}

@@ -498,6 +498,44 @@ def bf_pipeline_config(build_dir: Path, p4_name: str | None = None) -> bytes:
             + _length_delimited(3, profile))
 
 
+# ---- the pipeline bf_switchd's own P4Runtime server takes (open-p4studio, built with
+# the p4rt option, bf_switchd --p4rt-server): p4lang/PI's frontend hands the device
+# data to the Tofino PI backend (bf-drivers src/pi/pi_imp.c _pi_update_device_start),
+# which reads length-prefixed chunks, each a little-endian uint32 length and its
+# bytes: the program name (<= 100 bytes), tofino.bin, context.json, the pipeline's
+# name and bfrt.json. The data is wrapped in the legacy p4.tmp.P4DeviceConfig
+# (device_data = 3), as the SDE's own p4runtime_update_config.py sends it: PI first
+# tries to parse p4_device_config as that message, so raw chunks that happen to
+# parse would be taken for an empty one and the program never loaded.
+PI_MAX_PROGRAM_NAME_BYTES = 100
+PI_DEVICE_DATA_FIELD = 3     # p4.tmp.P4DeviceConfig.device_data
+
+
+def _pi_chunk(payload: bytes) -> bytes:
+    return len(payload).to_bytes(4, "little") + payload
+
+
+def pi_device_config(build_dir: Path, p4_name: str) -> bytes:
+    """The p4_device_config bytes of a TNA build directory for bf_switchd's
+    P4Runtime server (PI's Tofino backend; one pipeline for every pipe). p4_name:
+    the program's name on the switch, as the bf_switchd conf file names it."""
+    build_dir = Path(build_dir)
+    name = p4_name.encode()
+    if not 0 < len(name) <= PI_MAX_PROGRAM_NAME_BYTES:
+        raise ValueError(f"program name {p4_name!r}: 1 to {PI_MAX_PROGRAM_NAME_BYTES} bytes")
+    parts = {"binary": build_dir / TNA_PIPE_NAME / "tofino.bin",
+             "context": build_dir / TNA_PIPE_NAME / "context.json",
+             "bfrt": build_dir / "bfrt.json"}
+    missing = [str(p) for p in parts.values() if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"{build_dir}: not a compiled TNA build (missing "
+                                f"{', '.join(missing)}): run 'make build-tna'")
+    data = (_pi_chunk(name) + _pi_chunk(parts["binary"].read_bytes())
+            + _pi_chunk(parts["context"].read_bytes()) + _pi_chunk(TNA_PIPE_NAME.encode())
+            + _pi_chunk(parts["bfrt"].read_bytes()))
+    return _length_delimited(PI_DEVICE_DATA_FIELD, data)
+
+
 # ---- UPTA (upta_tna.p4)
 # Flow slots per port: TNA_UPTA_SLOTS_PER_PORT (v1model: UPTA_SLOTS_PER_PORT). The
 # controller keeps v1model's index port * UPTA_SLOTS_PER_PORT + slot; the driver
