@@ -89,3 +89,23 @@ def test_a_resources_json_without_the_mau_section_is_an_error() -> None:
     del broken["resources"]["mau"]
     with pytest.raises(tna_resources.ReportError):
         tna_resources.summarize_resources(broken)
+
+
+def test_the_readme_status_table_quotes_the_resource_tables_stages() -> None:
+    """README's 'Tofino 1' column (N of 12) is the stage count of docs/tofino.md's
+    resource table (the compiler's figures, tna_resources.py) for every variant."""
+    import re
+    repo = Path(__file__).resolve().parents[2]
+    tofino = (repo / "docs" / "tofino.md").read_text()
+    header = tofino.index("| algorithm | MAU stages used |")
+    stages = {m.group(1): int(m.group(2)) for m in re.finditer(
+        r"^\| (\w+) \| (\d+) / 12 \|", tofino[header:].split("\n\n")[0], re.M)}
+    assert len(stages) == 9, stages
+    quoted = {}
+    for line in (repo / "README.md").read_text().splitlines():
+        m = re.match(r"^\| \[(\w+)\]\(docs/algorithms/[\w-]+\.md\)[^|]*\| yes \| [^|]*?(\d+) of 12",
+                     line)
+        if m:
+            quoted[m.group(1).lower()] = int(m.group(2))
+    assert quoted and all(stages[v] == n for v, n in quoted.items()), (quoted, stages)
+    assert set(quoted) == set(stages), set(stages) ^ set(quoted)
