@@ -59,6 +59,7 @@ NON_RUN_FOLDERS = {
     "bench": "bench tables against their JSON (check_bench)",
     "fuzz": "tools/fuzz.py reports (tests/tools/test_fuzz.py)",
     "soak": "tools/soak.py reports (tests/tools/test_soak.py)",
+    "tna-build": "the Tofino compiler's resource reports (tests/tools/test_tna_resources.py)",
 }
 # Bench files committed before the JSON held what bench/run_bench.py prints its table from,
 # or printed before the JSON existed: listed, not checked.

@@ -15,11 +15,19 @@ This reads them (no compiler needed) and prints or writes a Markdown table:
   tools/tna_resources.py build/tna            print the table
   tools/tna_resources.py --write build/tna    also write build/tna/resources.{md,json}
 A variant directory without resources.json is reported as not compiled.
+
+  tools/tna_resources.py --evidence DIR build/tna
+                                         write the committed evidence of a build:
+                                         per variant resources.json.gz, phv.json.gz
+                                         (the containers' widths and slices only) and
+                                         tofino.bin.sha256; the table reads them too.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -110,33 +118,90 @@ def summarize_phv(phv: dict) -> dict:
             "phv_by_width": dict(sorted(by_width.items()))}
 
 
+def _find(directory: Path, name: str) -> list[Path]:
+    """name under directory, or its committed form name.gz (--evidence)."""
+    return sorted(directory.rglob(name)) or sorted(directory.rglob(name + ".gz"))
+
+
+def _load(path: Path) -> dict:
+    raw = path.read_bytes()
+    return json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
+
+
+def _assembled(directory: Path) -> bool:
+    """The assembler wrote tofino.bin (or the evidence kept its digest)."""
+    return any(directory.rglob("tofino.bin")) or any(directory.rglob("tofino.bin.sha256"))
+
+
 def summarize_variant(directory: Path) -> dict:
     """One variant's row; {'variant', 'compiled': False} without resources.json."""
     row: dict = {"variant": directory.name}
-    resources = sorted(directory.rglob("resources.json"))
+    resources = _find(directory, "resources.json")
     if not resources:
         row["compiled"] = False
         return row
     row["compiled"] = True
-    row.update(summarize_resources(json.loads(resources[0].read_text())))
-    if row["stages"] == 0 and not any(directory.rglob("tofino.bin")):
+    row.update(summarize_resources(_load(resources[0])))
+    if row["stages"] == 0 and not _assembled(directory):
         return {"variant": directory.name, "compiled": False}   # an empty report: it failed
     # the compiler writes resources.json for a program that needs more than the
     # pipeline's stages too; only the assembler's tofino.bin says it fits
-    row["fits"] = (any(directory.rglob("tofino.bin"))
-                   and row["stages"] <= row["stages_available"])
-    metrics = sorted(directory.rglob("metrics.json"))
+    row["fits"] = _assembled(directory) and row["stages"] <= row["stages_available"]
+    metrics = _find(directory, "metrics.json")
     if metrics:
-        row.update(summarize_metrics(json.loads(metrics[0].read_text())))
+        row.update(summarize_metrics(_load(metrics[0])))
         for key in ("srams", "tcams"):
             if f"metrics_{key}" in row and row[f"metrics_{key}"] != row[key]:
                 raise ReportError(f"{directory.name}: {key} {row[key]} in resources.json but "
                                   f"{row[f'metrics_{key}']} in metrics.json")
     else:
-        phv = sorted(directory.rglob("phv.json"))
+        phv = _find(directory, "phv.json")
         if phv:
-            row.update(summarize_phv(json.loads(phv[0].read_text())))
+            row.update(summarize_phv(_load(phv[0])))
     return row
+
+
+def _gzip_json(data: dict, path: Path) -> None:
+    """Deterministic gzip (no name, mtime 0) of data as JSON."""
+    path.write_bytes(gzip.compress(json.dumps(data, sort_keys=True).encode(), mtime=0))
+
+
+def write_evidence(build_dir: Path, out: Path) -> list[str]:
+    """Per compiled variant of build_dir, what the table is computed from, small
+    enough to commit: resources.json and metrics.json (gzipped), phv.json cut to
+    the containers' widths and slices (gzipped), tofino.bin's SHA-256. -> the
+    variants written."""
+    written = []
+    for directory in sorted(p for p in build_dir.iterdir() if p.is_dir()):
+        resources = _find(directory, "resources.json")
+        if not resources:
+            continue
+        dest = out / directory.name
+        dest.mkdir(parents=True, exist_ok=True)
+        _gzip_json(_load(resources[0]), dest / "resources.json.gz")
+        metrics = _find(directory, "metrics.json")
+        if metrics:
+            _gzip_json(_load(metrics[0]), dest / "metrics.json.gz")
+        phv = _find(directory, "phv.json")
+        if phv:
+            full = _load(phv[0])
+            _gzip_json({"compiler_version": full.get("compiler_version"),
+                        "build_date": full.get("build_date"),
+                        "containers": [{"bit_width": c["bit_width"],
+                                        "slices": [{"slice_info": {
+                                            "msb": sl["slice_info"]["msb"],
+                                            "lsb": sl["slice_info"]["lsb"]}}
+                                            for sl in c["slices"]]}
+                                       for c in full["containers"]]},
+                       dest / "phv.json.gz")
+        binary = sorted(directory.rglob("tofino.bin"))
+        if binary:
+            data = binary[0].read_bytes()
+            (dest / "tofino.bin.sha256").write_text(
+                f"{hashlib.sha256(data).hexdigest()}  {len(data)} bytes  "
+                f"{binary[0].relative_to(directory)}\n")
+        written.append(directory.name)
+    return written
 
 
 def summarize(build_dir: Path) -> list[dict]:
@@ -167,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("build_dir", type=Path)
     parser.add_argument("--write", action="store_true",
                         help="also write resources.md and resources.json into build_dir")
+    parser.add_argument("--evidence", type=Path, metavar="DIR",
+                        help="also write each variant's evidence (the committed form) to DIR")
     args = parser.parse_args(argv)
     if not args.build_dir.is_dir():
         print(f"tna_resources: {args.build_dir} is not a directory", file=sys.stderr)
@@ -178,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     table = markdown(rows)
     print(table, end="")
+    if args.evidence:
+        write_evidence(args.build_dir, args.evidence)
     if args.write:
         (args.build_dir / "resources.md").write_text(table)
         (args.build_dir / "resources.json").write_text(json.dumps(rows, indent=1) + "\n")

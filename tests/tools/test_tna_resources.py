@@ -109,3 +109,22 @@ def test_the_readme_status_table_quotes_the_resource_tables_stages() -> None:
             quoted[m.group(1).lower()] = int(m.group(2))
     assert quoted and all(stages[v] == n for v, n in quoted.items()), (quoted, stages)
     assert set(quoted) == set(stages), set(stages) ^ set(quoted)
+
+
+def test_the_docs_resource_table_is_the_committed_builds() -> None:
+    """docs/tofino.md's resource table, recomputed from the compiler's reports of
+    every variant kept in docs/results/tna-build (tna_resources.py --evidence)."""
+    repo = Path(__file__).resolve().parents[2]
+    evidence = repo / "docs" / "results" / "tna-build"
+    rows = tna_resources.summarize(evidence)
+    assert len(rows) == 9 and all(r["compiled"] and r["fits"] for r in rows), rows
+    table = tna_resources.markdown(rows)
+    assert table in (repo / "docs" / "tofino.md").read_text()
+
+
+def test_the_evidence_form_reads_as_the_build(tmp_path) -> None:
+    """--evidence keeps what the row needs: the fixture's row is the same from it."""
+    tna_resources.write_evidence(FIXTURE, tmp_path)
+    for name in ("red",):
+        assert tna_resources.summarize_variant(tmp_path / name) == \
+            tna_resources.summarize_variant(FIXTURE / name)
