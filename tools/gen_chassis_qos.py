@@ -146,6 +146,10 @@ def fragment(ports: Sequence[int], queue_limit_pkts: int = DEFAULT_QUEUE_LIMIT_P
 # before the AQM for frames up to {frame_bytes} bytes. All {2 * len(ports)} queues together: {total_cells}
 # cells ({total_cells * CELL_BYTES} bytes) of pool {APP_POOL}, whose size is left at the
 # SDK's default (check it holds them).
+# Each queue holds at most queue_limit_pkts packets: the AQM's limit holds for
+# the FIFO with ChIPS's slot clones and for the cut-in queue (docs/algorithms/
+# chips.md). Assumed, not checked on a switch: the slot clones' mirror session
+# (64 + port) queues them in qid 0, the mirror session's default queue.
 # No deflect-on-drop (the programs do not use it). The recirculation port
 # (dev port {TNA_RECIRC_PORT}, departure reports) keeps its default queue.
 """
