@@ -146,7 +146,7 @@ def test_the_audit_findings_stay_fixed(evaluated) -> None:
     assert evaluated["cbt"]["t1-order"]["verdict"] == "not reproduced"    # FRED not worst, 3 runs
     assert evaluated["cbt"]["t1-cbt-gain"]["verdict"] == "not reproduced"    # +2.5-4.2 of 6.2, 3 runs
     assert evaluated["feng"]["fig2-1s"]["verdict"] == "not reproduced"    # TCP, 3 runs, held in 0
-    assert evaluated["feng"]["mm-1s"]["verdict"].startswith("not established (1 run")
+    assert evaluated["feng"]["mm-1s"]["verdict"] == "reproduced"          # MM_APP, 3 runs
     assert evaluated["mcdt-s2"]["tcp-drop"]["verdict"] == "not reproduced"  # 4.7 vs 4.6, 3 runs
     assert evaluated["upta"]["t3-p-s6"]["verdict"] != "reproduced"                  # 0.07-1.01
     assert all("four statements" not in r["row"]["quantity"]
