@@ -355,20 +355,25 @@ def bf_pipeline_config_class():
         pool.FindMessageTypeByName("stratum.hal.barefoot.BfPipelineConfig"))
 
 
-def test_a_tna_build_directory_is_pushed_as_stratums_bf_pipeline_config(
-        tmp_path: Path) -> None:
-    build = tna_build_dir(tmp_path)
-
+def pushed_pipeline(device_config: Path, p4info: Path = TNA_RED_P4INFO):
+    """The one SetForwardingPipelineConfig a driver makes on connecting to the fake
+    switch over real gRPC with `device_config` (a file or a Tofino build directory)."""
     async def body():
         server = FakeP4RuntimeServer()
         async with server.run():
-            async with SwitchDriver("s1", server.address, p4info=TNA_RED_P4INFO,
-                                    bmv2_json=build):
+            async with SwitchDriver("s1", server.address, p4info=p4info,
+                                    bmv2_json=device_config):
                 pass
         return server
 
-    server = run_async(body())
-    [push] = server.pipeline_pushes
+    [push] = run_async(body()).pipeline_pushes
+    return push
+
+
+def test_a_tna_build_directory_is_pushed_as_stratums_bf_pipeline_config(
+        tmp_path: Path) -> None:
+    build = tna_build_dir(tmp_path)
+    push = pushed_pipeline(build)
     config = bf_pipeline_config_class().FromString(push.config.p4_device_config)
     assert config.p4_name == "red"
     assert config.bfruntime_info == (build / "bfrt.json").read_bytes()

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from fake_p4rt import FakeP4RuntimeServer, load_p4info, run_async
-from mmaqm.driver import SwitchDriver
+from fake_p4rt import load_p4info
 from mmaqm.targets import tna as T
-from test_p4info_by_name import TNA_RED_P4INFO, tna_build_dir
+from test_p4info_by_name import TNA_RED_P4INFO, pushed_pipeline, tna_build_dir
 
 
 def p4_device_config_class():
@@ -73,16 +72,7 @@ def test_the_pi_device_config_reaches_the_switch_byte_for_byte_as_a_file(
     build = tna_build_dir(tmp_path)
     path = tmp_path / "bf_switchd.device_config"
     path.write_bytes(T.pi_device_config(build, "mmaqm_red"))
-
-    async def body():
-        server = FakeP4RuntimeServer()
-        async with server.run():
-            async with SwitchDriver("s1", server.address, p4info=TNA_RED_P4INFO,
-                                    bmv2_json=path):
-                pass
-        return server
-
-    [push] = run_async(body()).pipeline_pushes
+    push = pushed_pipeline(path)
     assert push.config.p4_device_config == path.read_bytes()
     assert push.config.p4info == load_p4info(TNA_RED_P4INFO)
 
