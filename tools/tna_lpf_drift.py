@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO / "control-plane"))
 sys.path.insert(0, str(REPO / "oracle"))
 sys.path.insert(0, str(REPO / "tools"))
 from mmaqm import p4constants as C  # noqa: E402
-from mmaqm.config import parse_config  # noqa: E402
+from mmaqm.config import PortPolicy, parse_config  # noqa: E402
 from mmaqm.encoding import PolicyAction, policy_action  # noqa: E402
 from mmaqm.targets import tna as T  # noqa: E402
 from mmaqm_oracle.fixedpoint_model import PortModel, ewma, p4_to_scaled  # noqa: E402
@@ -90,7 +90,7 @@ def sweep() -> list[Scenario]:
     return [Scenario(f"RED 100 Gbit/s w=2^-{k}", "RED", 100e9, k) for k in range(5, 16)]
 
 
-def action_of(s: Scenario) -> PolicyAction:
+def policy_of(s: Scenario) -> PortPolicy:
     policy = {"algorithm": s.algorithm, "queue_limit_pkts": QUEUE_LIMIT_PKTS,
               "min_th_pkts": MIN_TH_PKTS, "max_th_pkts": MAX_TH_PKTS, "max_p": 0.1,
               "ewma_weight": 2.0 ** -s.ewma_shift,
@@ -100,7 +100,11 @@ def action_of(s: Scenario) -> PolicyAction:
     cfg = parse_config({"switches": {"s1": {
         "p4runtime_addr": "127.0.0.1:9559", "ports": {2: {"mac": "02:00:00:00:00:02"}},
         "policies": {2: policy}}}})
-    return policy_action(cfg.switches["s1"].policies[2], policy_epoch=1, flow_epoch_shift=0)
+    return cfg.switches["s1"].policies[2]
+
+
+def action_of(s: Scenario) -> PolicyAction:
+    return policy_action(policy_of(s), policy_epoch=1, flow_epoch_shift=0)
 
 
 @dataclass(frozen=True)
@@ -226,7 +230,7 @@ def run(s: Scenario, clock_hz: float = T.TOFINO1_CLOCK_HZ) -> Result:
     action = action_of(s)
     refusal = None
     try:
-        T.check_lpf_limits(2, action)
+        T.check_lpf_limits(2, policy_of(s), action)
     except T.TargetRefusal as exc:
         refusal = str(exc)
     spec = M.spec_from_ns(s.tau_ns, clock_hz=clock_hz)

@@ -94,8 +94,8 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop, OccupancyAudit):
         # ports the target cannot hold: refused before the switch is contacted
         driver.target.check_ports(configured_ports(switch))
         for port, policy in sorted(switch.policies.items()):
-            driver.target.check_policy(port, policy_action(policy, policy_epoch=1,
-                                                           flow_epoch_shift=0))
+            driver.target.check_policy(port, policy, policy_action(policy, policy_epoch=1,
+                                                                   flow_epoch_shift=0))
         self.config = config
         self.switch = switch
         self.driver = driver
@@ -336,7 +336,7 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop, OccupancyAudit):
 
     async def _push(self, port: int, action: PolicyAction) -> None:
         async with self._write_lock:
-            await self.driver.write_port_policy(port, action)
+            await self.driver.write_port_policy(port, action, self.switch.policies[port])
             self.pushed[port] = action
 
     def extra_tasks(self) -> list[Any]:

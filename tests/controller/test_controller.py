@@ -130,7 +130,10 @@ class FakeDriver:
         self.calls.append(("new_policy_epoch", port, installed))
         return EPOCH[port]
 
-    async def write_port_policy(self, port: int, action: PolicyAction) -> None:
+    async def write_port_policy(self, port: int, action: PolicyAction,
+                                policy: Any = None) -> None:
+        # the controller hands the driver the port's policy, for the target's check
+        assert policy is not None and policy.algorithm, (port, action)
         self.calls.append(("write_port_policy", port, action))
         entry = R.policy_entry(port, action)
         exists = any(e.key == entry.key for e in self.state.entries)

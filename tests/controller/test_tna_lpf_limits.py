@@ -41,9 +41,17 @@ def red(weight: float, bandwidth_pps: float | None = PPS_10_MBITS, **more) -> di
     return policy
 
 
+def policy_of(policy: dict):
+    return config_with(policy).switches["s1"].policies[2]
+
+
 def action_of(policy: dict):
-    cfg = config_with(policy)
-    return policy_action(cfg.switches["s1"].policies[2], policy_epoch=1, flow_epoch_shift=0)
+    return policy_action(policy_of(policy), policy_epoch=1, flow_epoch_shift=0)
+
+
+def both(policy: dict):
+    """(the port's policy, its port_policy action): what Target.check_policy takes."""
+    return policy_of(policy), action_of(policy)
 
 
 def test_the_limits_in_cycles_and_nanoseconds() -> None:
@@ -54,29 +62,45 @@ def test_the_limits_in_cycles_and_nanoseconds() -> None:
     assert T.lpf_time_constant_cycles(1e6, T.TOFINO1_CLOCK_HZ) == pytest.approx(1.22e6)
 
 
-def test_the_packet_time_comes_back_from_idle_decay() -> None:
-    """s = 1 / bandwidth_pps, recovered from idle_decay_q32 (the action's only trace
-    of bandwidth_pps), to the rounding of that parameter."""
-    for weight in (2.0 ** -9, 2.0 ** -12):
-        s_ns = T.packet_time_ns_of(action_of(red(weight)))
-        assert s_ns == pytest.approx(1e9 / PPS_10_MBITS, rel=1e-3)
-    assert T.packet_time_ns_of(action_of(red(2.0 ** -9, bandwidth_pps=None))) is None
+def test_the_check_and_the_written_spec_use_one_time_constant() -> None:
+    """s = 1 / bandwidth_pps of the policy, tau = -s / ln(1 - w): the filter the
+    early check sees (lpf_filters, Tna.check_policy) and the spec written over
+    BfRt (tna_lpf.lpf_specs) hold the same float, for RED, CBT's class average
+    and D-CBT's three; without bandwidth_pps no tau (nothing to check, and the
+    spec is refused)."""
+    from mmaqm.targets import tna_lpf
+    assert tna_lpf.packet_time_ns(policy_of(red(2.0 ** -9))) == 1e9 / PPS_10_MBITS
+    assert tna_lpf.packet_time_ns(policy_of(red(2.0 ** -9, bandwidth_pps=None))) is None
+    for raw in (red(2.0 ** -9), red(2.0 ** -10, algorithm="CBT_RED_ALL", tagged_th_pkts=10,
+                                      untagged_th_pkts=2),
+                red(2.0 ** -9, algorithm="DCBT")):
+        policy, action = both(raw)
+        filters = T.lpf_filters(policy, action)
+        specs = tna_lpf.lpf_specs(2, policy, action, T.TNA_UPTA_SLOTS_PER_PORT)
+        by_name = {f.name: f.tau_ns for f in filters}
+        assert {s.lpf for s in specs} == set(by_name)
+        for spec in specs:
+            assert spec.time_constant_ns == by_name[spec.lpf], (raw["algorithm"], spec)
+        assert by_name["red_avg"] == T.lpf_time_constant_ns(action.params["ewma_shift"],
+                                                            1e9 / PPS_10_MBITS)
+    [f] = T.lpf_filters(*both(red(2.0 ** -9, bandwidth_pps=None)))
+    assert f.tau_ns is None
 
 
 def test_red_w_2_12_at_10_mbits_wraps_and_is_refused_naming_port_filter_and_limit() -> None:
     # tau = -1.2 ms / ln(1 - 2^-12) = 4.914 s > 3.379 s
-    action = action_of(red(2.0 ** -12))
-    [f] = T.lpf_filters(action)
+    policy, action = both(red(2.0 ** -12))
+    [f] = T.lpf_filters(policy, action)
     assert f.name == "red_avg" and f.tau_ns == pytest.approx(4.914e9, rel=1e-3)
     with pytest.raises(TargetRefusal) as err:
-        T.TARGET.check_policy(2, action)
+        T.TARGET.check_policy(2, policy, action)
     text = str(err.value)
     assert text.startswith("port 2: the Lpf red_avg: time constant tau_ns 4.91")
     assert "2^32 cycles" in text and "tau_ns < 3.3792e+09" in text
-    T.TARGET.check_policy(2, action_of(red(2.0 ** -9)))       # 0.614 s: held
-    V1MODEL_TARGET.check_policy(2, action)                    # v1model has no Lpf
+    T.TARGET.check_policy(2, *both(red(2.0 ** -9)))          # 0.614 s: held
+    V1MODEL_TARGET.check_policy(2, policy, action)            # v1model has no Lpf
     # without bandwidth_pps the policy fixes no time constant: nothing to check here
-    T.TARGET.check_policy(2, action_of(red(2.0 ** -12, bandwidth_pps=None)))
+    T.TARGET.check_policy(2, *both(red(2.0 ** -12, bandwidth_pps=None)))
 
 
 def test_the_boundary_is_2_to_the_32_cycles() -> None:
@@ -90,44 +114,44 @@ def test_the_boundary_is_2_to_the_32_cycles() -> None:
 
 
 def test_cbt_and_dcbt_class_averages_share_reds_limit() -> None:
-    cbt = action_of(red(2.0 ** -12, algorithm="CBT_RED_ALL", tagged_th_pkts=10,
-                        untagged_th_pkts=2))
-    assert [f.name for f in T.lpf_filters(cbt)] == ["red_avg", "class_avg"]
-    dcbt = action_of(red(2.0 ** -9, algorithm="DCBT"))
-    assert [f.name for f in T.lpf_filters(dcbt)] == ["red_avg", "tagged_avg", "untagged_avg"]
+    cbt = both(red(2.0 ** -12, algorithm="CBT_RED_ALL", tagged_th_pkts=10,
+                   untagged_th_pkts=2))
+    assert [f.name for f in T.lpf_filters(*cbt)] == ["red_avg", "class_avg"]
+    dcbt = both(red(2.0 ** -9, algorithm="DCBT"))
+    assert [f.name for f in T.lpf_filters(*dcbt)] == ["red_avg", "tagged_avg", "untagged_avg"]
     with pytest.raises(TargetRefusal, match="red_avg"):
-        T.TARGET.check_policy(2, cbt)
+        T.TARGET.check_policy(2, *cbt)
 
 
 @pytest.mark.parametrize("k, refused", [(9, False), (10, True)])
 def test_a_chips_share_weight_below_2_9_is_refused(k: int, refused: bool) -> None:
-    action = action_of(red(2.0 ** -9, bandwidth_pps=None, algorithm="DCBT_CHIPS",
-                           chips_ewma_weight=2.0 ** -k))
+    policy, action = both(red(2.0 ** -9, bandwidth_pps=None, algorithm="DCBT_CHIPS",
+                              chips_ewma_weight=2.0 ** -k))
     if not refused:
-        T.TARGET.check_policy(2, action)
+        T.TARGET.check_policy(2, policy, action)
         return
     with pytest.raises(TargetRefusal) as err:
-        T.TARGET.check_policy(2, action)
+        T.TARGET.check_policy(2, policy, action)
     text = str(err.value)
     assert text.startswith("port 2: the Lpf chips_tagged_share: weight 2^-10")
     assert f"2^-{T.LPF_MAX_SHARE_EWMA_SHIFT}" in text
     # RED's average at the same weight is a queue average: held (measured drift)
-    T.TARGET.check_policy(2, action_of(red(2.0 ** -12, bandwidth_pps=None)))
+    T.TARGET.check_policy(2, *both(red(2.0 ** -12, bandwidth_pps=None)))
 
 
 @pytest.mark.parametrize("k_shift, refused", [(21, False), (22, True)])
 def test_upta_rate_time_constant_wraps_at_k_shift_22(k_shift: int, refused: bool) -> None:
     # K = 2^21 us = 2.10 s fits; 2^22 us = 4.19 s is above 3.379 s
-    action = action_of({"algorithm": "UPTA", "queue_limit_pkts": 100,
-                        "upta_flow_slots": 512, "upta_k_shift": k_shift})
-    [f] = T.lpf_filters(action)
+    policy, action = both({"algorithm": "UPTA", "queue_limit_pkts": 100,
+                           "upta_flow_slots": 512, "upta_k_shift": k_shift})
+    [f] = T.lpf_filters(policy, action)
     assert f.name == "upta_rate" and f.ewma_shift is None
     assert f.tau_ns == (1 << k_shift) * 1000
     if refused:
         with pytest.raises(TargetRefusal, match="port 2: the Lpf upta_rate: time constant"):
-            T.TARGET.check_policy(2, action)
+            T.TARGET.check_policy(2, policy, action)
     else:
-        T.TARGET.check_policy(2, action)
+        T.TARGET.check_policy(2, policy, action)
 
 
 def test_a_rate_filter_that_would_saturate_is_refused() -> None:
@@ -189,19 +213,21 @@ def test_the_specs_written_over_bfrt_pass_the_same_check() -> None:
 
 
 def test_write_port_policy_refuses_before_writing(device_config: Path) -> None:
-    """The driver's single-policy write (write_port_policy) encodes the policy
-    through the target too: refused with nothing written."""
+    """The driver's single-policy write (write_port_policy, as the controller's
+    loops call it: with the port's policy) checks the policy through the target
+    too: refused with nothing written."""
     server = FakeP4RuntimeServer(stratum_rules=True)
-    wrapped = action_of(red(2.0 ** -12))
+    wrapped = both(red(2.0 ** -12))
 
     async def body():
         async with server.run():
             async with SwitchDriver("s1", server.address, p4info=TNA_RED_P4INFO,
                                     bmv2_json=device_config) as d:
                 with pytest.raises(TargetRefusal, match="port 2: the Lpf red_avg"):
-                    await d.write_port_policy(2, wrapped)
+                    await d.write_port_policy(2, wrapped[1], wrapped[0])
                 refused_writes = len(server.write_requests)
-                await d.write_port_policy(2, action_of(red(2.0 ** -9)))
+                policy, action = both(red(2.0 ** -9))
+                await d.write_port_policy(2, action, policy)
                 return refused_writes
 
     assert run_async(body()) == 0

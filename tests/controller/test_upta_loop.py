@@ -67,7 +67,7 @@ class FakeDriver:
         assert name == "upta_state"
         return {i: self.states.get(i, 1) for i in idx}
 
-    async def write_port_policy(self, port, action):
+    async def write_port_policy(self, port, action, policy=None):
         self.writes.append((port, action))
 
     async def send_probe(self, port, datagram):

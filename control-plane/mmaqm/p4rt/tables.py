@@ -11,6 +11,7 @@ import finsy as fy
 from finsy.proto import p4r
 
 from .. import reconcile as R
+from ..algorithms.base import PortPolicy
 from ..encoding import PolicyAction, policy_epoch_from_clock
 from .codec import (TABLE_POLICY, _UPDATE, _check_port, _replicas, check_action,
                     check_policy_in_program, from_finsy_entry, packet_out_metadata,
@@ -185,15 +186,20 @@ class TableWrites:
             return PolicyAction(action.name, {k: int(v) for k, v in (action.args or {}).items()})
         return None
 
-    async def write_port_policy(self, port: int, action: PolicyAction) -> None:
+    async def write_port_policy(self, port: int, action: PolicyAction,
+                                policy: PortPolicy | None = None) -> None:
         """Insert or modify the port's policy entry (one atomic table write); then,
         on a target with range tables, the port's entries that encode it
         (targets: old ones deleted first, so that no two overlap; meanwhile the
-        tables' defaults hold: no RED drop, no class test)."""
+        tables' defaults hold: no RED drop, no class test). With the port's
+        policy (its configuration), the target checks it first as well
+        (Target.check_policy: on Tofino, its Lpf filters' time constants)."""
         _check_port(port)
         check_policy_in_program(self.switch.p4info, self.name, port, action)
         check_action(self.switch.p4info, TABLE_POLICY, action)
         self.target.check_action(action)
+        if policy is not None:
+            self.target.check_policy(port, policy, action)
         ranges = self.range_entries(port, action)
         exists = await self.read_port_policy(port) is not None
         entry = fy.P4TableEntry(

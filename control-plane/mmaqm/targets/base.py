@@ -45,10 +45,12 @@ class Target:
     def check_action(self, action: PolicyAction) -> None:
         """Refuse, before any write, an action the target cannot hold (ValueError)."""
 
-    def check_policy(self, port: int, action: PolicyAction) -> None:
-        """Refuse (TargetRefusal) a port's policy whose state the target cannot
-        hold as configured (Tofino: its Lpf filters); called before the switch is
-        contacted and again when the policy is encoded for a write."""
+    def check_policy(self, port: int, policy: PortPolicy, action: PolicyAction) -> None:
+        """Refuse (TargetRefusal) a port's policy (its configuration and its
+        port_policy action) whose state the target cannot hold as configured
+        (Tofino: its Lpf filters, whose time constants come from the policy's
+        bandwidth_pps); called before the switch is contacted and again before
+        the driver writes the policy with it."""
 
     def check_ports(self, ports: Mapping[int, str]) -> None:
         """Refuse, before the switch is contacted, configured ports the target

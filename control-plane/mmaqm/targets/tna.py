@@ -333,18 +333,6 @@ def lpf_max_time_constant_ns(clock_hz: float = LPF_CHECK_CLOCK_HZ) -> float:
     return LPF_MAX_TIME_CONSTANT_CYCLES * 1e9 / clock_hz
 
 
-def packet_time_ns_of(action: PolicyAction) -> float | None:
-    """The packet time s (1 / bandwidth_pps) a RED-family policy was given, from its
-    idle_decay_q32 = -log2(1 - w) * bandwidth_pps / 1e6 * 2^32 (F&J §11);
-    None without bandwidth_pps (idle_decay_q32 0)."""
-    decay_q32 = action.params.get("idle_decay_q32", 0)
-    shift = action.params.get("ewma_shift", 0)
-    if not decay_q32 or not shift:
-        return None
-    halvings_per_packet = -math.log2(1 - 2.0 ** -shift)
-    return halvings_per_packet * (1 << 32) / decay_q32 * 1000.0
-
-
 @dataclass(frozen=True)
 class LpfFilter:
     """One Lpf a port policy needs: its P4 name, the per-packet weight's shift
@@ -359,19 +347,22 @@ class LpfFilter:
     max_ewma_shift: int | None = None      # an average of independent samples
 
 
-def lpf_filters(action: PolicyAction) -> list[LpfFilter]:
-    """The Lpf filters of a port policy on the TNA build: its plug-in's
-    ``lpf_averages``, in sample mode with tau = -s / ln(1 - w) at the packet time
-    the policy was given (packet_time_ns_of; None without bandwidth_pps), in rate
-    mode (UPTA's rate) with tau = K = 2^k_shift us. A rate filter's saturation at
-    2^32 - 1 is v1model's too (upta.p4's bit<32> R) and the fair shares' limit
-    (capacity_mbps <= upta.max_capacity_mbps(k_shift), refused at validation):
-    nothing more to refuse without the port's line rate."""
-    s_ns = packet_time_ns_of(action)
+def lpf_filters(policy: A.PortPolicy, action: PolicyAction) -> list[LpfFilter]:
+    """The Lpf filters of a port policy on the TNA build, one per average its
+    plug-in declares (``lpf_averages``, in that order): sample mode with
+    tau = -s / ln(1 - w), s the policy's packet time (tna_lpf.packet_time_ns:
+    1 / bandwidth_pps; tau None without it), w = 2^-k of its action; rate mode
+    (UPTA's rate) with tau = K = 2^k_shift us. The one derivation of tau: both
+    the early check (check_lpf_limits) and what is written (tna_lpf.lpf_specs)
+    use it. A rate filter's saturation at 2^32 - 1 is v1model's too (upta.p4's
+    bit<32> R) and the fair shares' limit (capacity_mbps <=
+    upta.max_capacity_mbps(k_shift), refused at validation): nothing more to
+    refuse without the port's line rate."""
+    s_ns = tna_lpf.packet_time_ns(policy)
     filters = []
-    for average in A.of_action(action.name).lpf_averages:
+    for average in policy.plugin.lpf_averages:
         if average.rate_k_shift_param is not None:
-            tau_ns = float(1 << action.params[average.rate_k_shift_param]) * 1000.0
+            tau_ns = float(1 << action.params[average.rate_k_shift_param]) * tna_lpf.NS_PER_US
             filters.append(LpfFilter(average.lpf, None, tau_ns))
             continue
         k = action.params[average.weight_param]
@@ -414,11 +405,11 @@ def check_lpf_filter(port: int, f: LpfFilter, clock_hz: float = LPF_CHECK_CLOCK_
                 f"it saturates (tau_ns <= {LPF_VALUE_MAX / f.max_value_per_ns:.6g})")
 
 
-def check_lpf_limits(port: int, action: PolicyAction,
+def check_lpf_limits(port: int, policy: A.PortPolicy, action: PolicyAction,
                      clock_hz: float = LPF_CHECK_CLOCK_HZ) -> None:
     """Refuse (TargetRefusal), before any write, a port policy one of whose Lpf
     filters the hardware cannot hold (check_lpf_filter)."""
-    for f in lpf_filters(action):
+    for f in lpf_filters(policy, action):
         check_lpf_filter(port, f, clock_hz)
 
 
@@ -698,15 +689,14 @@ class Tna(Target):
     def check_ports(self, ports: Mapping[int, str]) -> None:
         check_tna_ports(ports)
 
-    def check_policy(self, port: int, action: PolicyAction) -> None:
-        check_lpf_limits(port, action)
+    def check_policy(self, port: int, policy: A.PortPolicy, action: PolicyAction) -> None:
+        check_lpf_limits(port, policy, action)
 
     @property
     def range_tables(self) -> tuple[str, ...]:
         return RANGE_TABLES
 
     def range_entries(self, port: int, action: PolicyAction) -> list[R.TableEntry]:
-        self.check_policy(port, action)     # the policy's encoding includes its filters
         return range_entries(port, action)
 
     def lpf_specs(self, port: int, policy: A.PortPolicy,

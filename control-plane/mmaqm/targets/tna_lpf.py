@@ -77,36 +77,26 @@ def lpf_specs(port: int, policy: PortPolicy, action: PolicyAction,
     """Every Lpf entry the port's policy needs (none for an algorithm without
     averages); action: its port_policy action (the shifts); slots_per_port: the
     build's flow slots a port (UPTA). LpfRefusal when they cannot be set."""
-    from .tna import (LPF_MAX_SHARE_EWMA_SHIFT, LpfFilter, check_lpf_filter,
-                      lpf_time_constant_ns)
+    from .tna import check_lpf_filter, lpf_filters
 
     specs: list[LpfSpec] = []
-    for average in policy.plugin.lpf_averages:
-        if average.rate_k_shift_param is not None:
-            rate_mode = True
-            tau_ns = float((1 << action.params[average.rate_k_shift_param]) * NS_PER_US)
-        else:
-            s_ns = packet_time_ns(policy)
-            if s_ns is None:
-                raise LpfRefusal(
-                    f"{policy.algorithm}'s average {average.lpf} is a Tofino Lpf filter whose "
-                    f"time constant tau = -s / ln(1 - w) needs the port's packet time s: set "
-                    f"bandwidth_pps (packets/s: the link rate / the mean packet size, "
-                    f"tc-red's bandwidth / avpkt)")
-            rate_mode = False
-            tau_ns = lpf_time_constant_ns(action.params[average.weight_param], s_ns)
-        if not (math.isfinite(tau_ns) and 0 < tau_ns <= FLOAT32_MAX):
+    # the filters' time constants as the early check saw them (Tna.check_policy)
+    filters = lpf_filters(policy, action)
+    for average, f in zip(policy.plugin.lpf_averages, filters, strict=True):
+        rate_mode = f.ewma_shift is None
+        if f.tau_ns is None:
+            raise LpfRefusal(
+                f"{policy.algorithm}'s average {average.lpf} is a Tofino Lpf filter whose "
+                f"time constant tau = -s / ln(1 - w) needs the port's packet time s: set "
+                f"bandwidth_pps (packets/s: the link rate / the mean packet size, "
+                f"tc-red's bandwidth / avpkt)")
+        if not (math.isfinite(f.tau_ns) and 0 < f.tau_ns <= FLOAT32_MAX):
             raise LpfRefusal(f"{policy.algorithm}'s average {average.lpf}: time constant "
-                             f"{tau_ns:g} ns is not a positive 32-bit float")
-        # what is written must fit the filter (the same check as Tna.check_policy)
-        weight_shift = None if rate_mode else action.params[average.weight_param]
+                             f"{f.tau_ns:g} ns is not a positive 32-bit float")
         try:
-            check_lpf_filter(port, LpfFilter(
-                average.lpf, weight_shift, tau_ns,
-                max_ewma_shift=LPF_MAX_SHARE_EWMA_SHIFT if average.independent_samples
-                else None))
+            check_lpf_filter(port, f)
         except TargetRefusal as refusal:
             raise LpfRefusal(str(refusal)) from None
-        specs += [LpfSpec(average.lpf, index, rate_mode, tau_ns)
+        specs += [LpfSpec(average.lpf, index, rate_mode, f.tau_ns)
                   for index in _indexes(average, port, action, slots_per_port)]
     return specs
