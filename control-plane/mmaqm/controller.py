@@ -268,7 +268,41 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop, OccupancyAudit):
             if plan.writes:
                 await self.driver.apply_writes(plan)
                 self._repaired(current, plan, reason)
+            await self.enforce_lpf(reason)
         return plan
+
+    async def enforce_lpf(self, reason: str = "periodic") -> list[Any]:
+        """On a target whose averages are Lpf filters (written over BfRt at install):
+        read back every Lpf entry written (one BfRt Read), and write again, in one
+        Write, each one the switch no longer holds (Target.lpf_spec_holds), logged
+        as a `repaired` event as enforce's P4Runtime repairs. Returns the entries
+        rewritten ([]: nothing differs, or nothing to check)."""
+        specs = [s for port in sorted(self.lpf_specs) for s in self.lpf_specs[port]]
+        bfrt = await self._open_bfrt() if specs else None
+        if bfrt is None:
+            return []
+        try:
+            held = await bfrt.read_lpf((s.lpf, s.index) for s in specs)
+            held_at = {(h.lpf, h.index): h for h in held}
+            stale = [(s, held_at.get((s.lpf, s.index))) for s in specs
+                     if (h := held_at.get((s.lpf, s.index))) is None
+                     or not self.driver.target.lpf_spec_holds(s, h)]
+            if stale:
+                await bfrt.write_lpf(s for s, _ in stale)
+        finally:
+            await bfrt.close()
+        if stale:
+            changes = [_lpf_change(self.bfrt_info, want, got) for want, got in stale]
+            self.repairs += len(changes)
+            LOG.warning("%s: %d Lpf entries differed from what was written (%s); "
+                        "rewritten over BfRt: %s", self.switch.name, len(changes), reason,
+                        "; ".join(_change_text(c) for c in changes[:10])
+                        + (f"; ... {len(changes) - 10} more" if len(changes) > 10 else ""))
+            if self.event_sink is not None:
+                self.event_sink({"event": "repaired", "t_ns": time.time_ns(),
+                                 "switch": self.switch.name, "reason": reason,
+                                 "writes": changes})
+        return [s for s, _ in stale]
 
     def _repaired(self, current: R.SwitchState, plan: R.WritePlan, reason: str) -> None:
         changes = R.describe_writes(current, plan)
@@ -384,6 +418,15 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop, OccupancyAudit):
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _lpf_change(info: BfrtInfo | None, want: Any, got: Any) -> dict[str, Any]:
+    """One Lpf entry rewritten, as reconcile.describe_writes describes a table write."""
+    table = info.lpf_table(want.lpf).name if info is not None else want.lpf
+    fields = ("rate_mode", "time_constant_ns", "out_scale_down")
+    return {"type": "MODIFY", "table": table, "match": {"index": want.index},
+            "changed": {f: (None if got is None else getattr(got, f), getattr(want, f))
+                        for f in fields if got is None or getattr(got, f) != getattr(want, f)}}
 
 
 def _change_text(change: dict[str, Any]) -> str:

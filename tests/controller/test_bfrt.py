@@ -379,3 +379,86 @@ def test_the_client_names_a_refused_subscription_or_binding() -> None:
     same_id, other_program = run_async(body())
     assert same_id.startswith("s2: BfRt at 127.0.0.1:") and "same client id" in same_id
     assert "binding program 'blue' failed: NOT_FOUND" in other_program
+
+
+def enforce_after_install(tmp_path: Path, variant: str, cfg, tamper=None):
+    """Install cfg's switch s1 (fake P4Runtime switch with Stratum's rules, fake
+    BfRt server), let tamper(bfrt server) change what the switch holds, then run
+    the controller's periodic check (enforce) twice; returns (BfRt server, the
+    entries each enforce rewrote, the events)."""
+    build = tna_build_dir(tmp_path, variant)
+    bfrt = FakeBfrtServer(bfrt_fixture(variant), variant)
+    p4rt = FakeP4RuntimeServer(stratum_rules=True)
+    events: list[dict] = []
+
+    async def body():
+        async with p4rt.run(), bfrt.run():
+            sw = cfg.switches["s1"]
+            sw = type(sw)(**{**sw.__dict__, "bfrt_address": bfrt.address})
+            async with SwitchDriver("s1", p4rt.address, p4info=P4INFO[variant],
+                                    bmv2_json=build, connect_timeout_s=2,
+                                    request_timeout_s=2) as d:
+                ctl = SwitchController(cfg, sw, d, clock_ms=lambda: 0.0,
+                                       event_sink=events.append)
+                await ctl.install()
+                if tamper is not None:
+                    tamper(bfrt)
+                bfrt_writes = []
+                for _ in range(2):
+                    reads, writes = len(bfrt.reads), len(bfrt.writes)
+                    plan = await ctl.enforce()
+                    assert not plan.writes              # P4Runtime: nothing differed
+                    assert len(bfrt.reads) == reads + 1  # one BfRt Read per check
+                    bfrt_writes.append(len(bfrt.writes) - writes)
+                return ctl, bfrt_writes
+
+    ctl, bfrt_writes = run_async(body(), timeout_s=15)
+    return bfrt, ctl, bfrt_writes, events
+
+
+def test_the_periodic_check_reads_back_the_lpf_entries_and_leaves_them_when_they_hold(
+        tmp_path: Path) -> None:
+    """D-CBT on port 3: its three Lpf entries are read back (one Read of the three
+    keys) at each check; they hold what install wrote: no BfRt write beyond
+    install's, no repair."""
+    bfrt, ctl, bfrt_writes, events = enforce_after_install(tmp_path, "dcbt",
+                                                           config(DCBT_POLICY))
+    assert len(bfrt.writes) == 1 and bfrt_writes == [0, 0]     # install's only
+    read = bfrt.reads[-1]
+    assert read.p4_name == "dcbt" and len(read.entities) == 3
+    assert ctl.repairs == 0 and not [e for e in events if e["event"] == "repaired"]
+
+
+def test_the_periodic_check_rewrites_an_lpf_entry_changed_behind_its_back(
+        tmp_path: Path) -> None:
+    """RED on port 3; another client sets red_avg[3] to a 1 ms filter in rate
+    mode: the next check rewrites that one entry (one MODIFY) with the configured
+    tau, logs a `repaired` event naming the table, the index and what changed;
+    the check after finds it held."""
+    tau = float32(tau_series_ns(1e6, 2.0**-9))
+
+    def tamper(server):
+        server.specs[(RED_AVG, 3)] = Spec("RATE", 1e6, 1e6, 0)
+
+    bfrt, ctl, bfrt_writes, events = enforce_after_install(tmp_path, "red",
+                                                           config(RED_POLICY), tamper)
+    assert bfrt_writes == [1, 0]
+    assert bfrt.specs == {(RED_AVG, 3): Spec("SAMPLE", tau, tau, 0)}
+    install_write, repair = bfrt.writes
+    assert [u.type for u in repair.updates] == [pb.Update.MODIFY]
+    assert ctl.repairs == 1
+    [event] = [e for e in events if e["event"] == "repaired"]
+    [change] = event["writes"]
+    assert change["table"] == RED_AVG and change["match"] == {"index": 3}
+    assert change["changed"]["rate_mode"] == (True, False)
+    assert change["changed"]["time_constant_ns"][0] == 1e6
+
+
+def test_the_periodic_check_takes_a_tau_within_the_hardwares_resolution_as_held() -> None:
+    """A server may answer tau from the driver's encoding 2^e (1 + m / 2^9): within
+    2^-9 of what was written is the same setting; beyond it, a change."""
+    want = LpfSpec("red_avg", 3, False, 511_499_837.0)
+    assert TNA.lpf_spec_holds(want, LpfSpec("red_avg", 3, False, 511_499_837.0 * (1 + 2**-10)))
+    assert not TNA.lpf_spec_holds(want, LpfSpec("red_avg", 3, False, 511_499_837.0 * 1.01))
+    assert not TNA.lpf_spec_holds(want, LpfSpec("red_avg", 3, True, 511_499_837.0))
+    assert not TNA.lpf_spec_holds(want, LpfSpec("red_avg", 3, False, 511_499_837.0, 1))

@@ -65,6 +65,8 @@ PARSER_ALL = 0xFF
 # This controller's BfRt client id (the server refuses a second client of one id)
 BFRT_CLIENT_ID = 10
 MAX_BFRT_JSON_BYTES = 64 << 20
+# How long close() waits for the server to end the stream it half-closed
+CLOSE_WAIT_S = 1.0
 _INT_TYPES = {"uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8}
 
 
@@ -351,10 +353,17 @@ class BfrtClient:
             # another client owns the program: requests that name it are still served
 
     async def close(self) -> None:
+        """End the stream (the server then drops this client's subscription and
+        binding: waited for, briefly, so that a new connection of the same client
+        id is not refused as a second client), then the channel."""
         self._requests.put_nowait(None)
         if self._stream is not None:
-            self._stream.cancel()
-            self._stream = None
+            stream, self._stream = self._stream, None
+            try:
+                await within(stream.code(), min(self.request_timeout_s, CLOSE_WAIT_S))
+            except (TimeoutError, grpc.RpcError):
+                pass
+            stream.cancel()
         if self._channel is not None:
             channel, self._channel = self._channel, None
             await channel.close()

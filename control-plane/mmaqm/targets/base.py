@@ -75,6 +75,11 @@ class Target:
         R.check_port(port)
         return []
 
+    def lpf_spec_holds(self, desired: Any, held: Any) -> bool:
+        """Whether a filter setting read back from the switch (held) is the one
+        written (desired, of lpf_specs)."""
+        return bool(desired == held)
+
     def clone_sessions(self, cut_in_ports: Iterable[int]) -> list[R.CloneSession]:
         """The clone sessions the program needs: ChIPS's slot sessions of these ports."""
         return [R.cut_in_slot_session(p) for p in cut_in_ports]

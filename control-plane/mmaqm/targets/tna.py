@@ -704,6 +704,9 @@ class Tna(Target):
         R.check_port(port)
         return tna_lpf.lpf_specs(port, policy, action, TNA_UPTA_SLOTS_PER_PORT)
 
+    def lpf_spec_holds(self, desired: tna_lpf.LpfSpec, held: tna_lpf.LpfSpec) -> bool:
+        return tna_lpf.lpf_spec_holds(desired, held)
+
     def packet_out_metadata(self, port: int) -> dict[str, int]:
         R.check_port(port)
         return {"egress_port": port, "ether_type": TNA_ETHERTYPE_PACKET_OUT}

@@ -100,3 +100,19 @@ def lpf_specs(port: int, policy: PortPolicy, action: PolicyAction,
         specs += [LpfSpec(average.lpf, index, rate_mode, f.tau_ns)
                   for index in _indexes(average, port, action, slots_per_port)]
     return specs
+
+
+def lpf_spec_holds(desired: LpfSpec, held: LpfSpec) -> bool:
+    """Whether the entry read back from the switch (held) is the one written
+    (desired): the same filter, index, mode and scale-down, and the time constant
+    within the hardware's resolution. BfRt carries it as a 32-bit float, and the
+    driver keeps tau as 2^e (1 + m / 2^9) (tna.LPF_MANTISSA_BITS): a server that
+    answers from the hardware's encoding gives back tau to within 2^-9, which
+    is not a change."""
+    from .tna import LPF_MANTISSA_BITS
+
+    return (desired.lpf == held.lpf and desired.index == held.index
+            and desired.rate_mode == held.rate_mode
+            and desired.out_scale_down == held.out_scale_down
+            and math.isclose(desired.time_constant_ns, held.time_constant_ns,
+                             rel_tol=2.0 ** -LPF_MANTISSA_BITS))
