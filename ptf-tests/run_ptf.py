@@ -146,15 +146,6 @@ def tna_ptf_argv(args: argparse.Namespace, ptf: str) -> list[str]:
     return argv + list(args.tests or TNA_DEFAULT_TESTS)
 
 
-def sde_python_path() -> list[str]:
-    """The SDE's Python directories (bfrt_grpc.client), when SDE_INSTALL is set."""
-    install = os.environ.get("SDE_INSTALL")
-    if not install:
-        return []
-    return [str(d) for site in sorted(Path(install).glob("lib/python3*/site-packages"))
-            for d in (site / "tofino", site) if d.is_dir()]
-
-
 def run_tna(args: argparse.Namespace) -> int:
     """The TNA tests against a switch already running (docs/tofino-model.md)."""
     build = tofino.build_dir(REPO, args.tna_variant)
@@ -174,8 +165,8 @@ def run_tna(args: argparse.Namespace) -> int:
     args.log_dir.mkdir(parents=True, exist_ok=True)
     if args.xunit_dir:
         args.xunit_dir.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, PYTHONPATH=":".join(
-        [str(REPO / "control-plane"), str(REPO / "oracle"), *sde_python_path()]))
+    # BF Runtime goes through the controller's client (mmaqm.p4rt.bfrt): no SDE module
+    env = dict(os.environ, PYTHONPATH=f"{REPO / 'control-plane'}:{REPO / 'oracle'}")
     env.pop("MMAQM_PTF_PROFILE", None)
     started = time.monotonic()
     rc = subprocess.run(tna_ptf_argv(args, str(Path(sys.executable).parent / "ptf")),

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Cut a Tofino build's bfrt.json (about 570 kB, mostly match tables and the
-SDE's fixed tables) down to its Lpf tables, as the controller's tests use it
-(tests/controller/fixtures/tna-<variant>.bfrt.json): the schema version, every
-table of table_type "Lpf" as the compiler wrote it, and no learn filters.
+SDE's fixed tables) down to what the controller and the PTF harness read and
+write over BfRt, as the tests use it (tests/controller/fixtures/tna-<variant>.bfrt.json):
+the schema version, every table of table_type "Lpf" and the occupancy and flow
+slot registers (REGISTERS_KEPT) as the compiler wrote them, and no learn filters.
 
   tools/strip_bfrt_json.py build/tna/red/bfrt.json > tests/controller/fixtures/tna-red.bfrt.json
 """
@@ -14,9 +15,18 @@ import sys
 from pathlib import Path
 
 
+# The registers read over BfRt (ptf-tests/tests/mmaqm_tofino.py's names), by prefix
+REGISTERS_KEPT = ("pipe.TnaIngress.aqm.occupancy.", "pipe.TnaIngress.aqm.flow_report.flow_slots")
+
+
+def kept(table: dict) -> bool:
+    kind = table.get("table_type")
+    return kind == "Lpf" or (kind == "Register" and table["name"].startswith(REGISTERS_KEPT))
+
+
 def strip(doc: dict) -> dict:
     return {"schema_version": doc["schema_version"],
-            "tables": [t for t in doc["tables"] if t.get("table_type") == "Lpf"],
+            "tables": [t for t in doc["tables"] if kept(t)],
             "learn_filters": []}
 
 

@@ -1,4 +1,5 @@
-"""A blocking facade over SwitchDriver, for synchronous callers (PTF tests, scripts).
+"""A blocking facade over SwitchDriver (or another async client with __aenter__ and
+__aexit__, such as p4rt.bfrt.BfrtClient), for synchronous callers (PTF tests, scripts).
 
 It forwards each call to an asyncio event loop in a background thread, so a
 unittest-style test can write entries and read counters in line. Every
@@ -41,7 +42,7 @@ def background_loop() -> tuple[asyncio.AbstractEventLoop, threading.Thread]:
 
 
 class BlockingSwitch:
-    def __init__(self, driver: SwitchDriver) -> None:
+    def __init__(self, driver: SwitchDriver | Any) -> None:
         self.driver = driver
         self._loop, self._thread = background_loop()
         self.run(driver.__aenter__())

@@ -101,7 +101,8 @@ class TnaTarget(Bmv2Target):
     (0 on the model), p4rt_server (bf_switchd: its own P4Runtime server, which takes
     PI's device data; stratum: Stratum's BfPipelineConfig) and bfrt_addr (bf_switchd's
     BF Runtime gRPC server). What P4Runtime does not carry goes over BF Runtime
-    (mmaqm_tofino.BfRtSession): the port shapers and the register reads. A queue's
+    (mmaqm_tofino.BfRtSession, the controller's BfRt client): the port shapers and
+    the register reads. A queue's
     depth is not set: the TM's default buffer is left as it is (test_tna's queue
     limits are 12 packets at most). ChIPS's events are four per-event counters on
     TNA, which the driver reads and reports as v1model's chips_events (as UPTA's
@@ -137,8 +138,8 @@ class TnaTarget(Bmv2Target):
 
     def bfrt(self) -> tofino.BfRtSession:
         if self._bfrt is None:
-            self._bfrt = tofino.BfRtSession(self.bfrt_addr, tofino.program_name(self.variant),
-                                            self.device_id)
+            self._bfrt = tofino.BfRtSession(self.bfrt_addr, self.build,
+                                            tofino.program_name(self.variant), self.device_id)
         return self._bfrt
 
     def set_queue_rate(self, port: int, pps: int) -> None:

@@ -7,18 +7,20 @@ server (p4lang/PI's frontend over the Tofino PI backend, --p4rt-server) carries
 what the controller writes, and its BF Runtime gRPC server (port 50052) what
 P4Runtime cannot: the traffic manager's port shaping, and register reads, which
 PI's server answers with UNIMPLEMENTED ("Register reads are not supported yet",
-PI proto/frontend/src/device_mgr.cpp). BF Runtime is reached with the SDE's own
-Python client, bfrt_grpc.client (installed under
-$SDE_INSTALL/lib/python3.*/site-packages/tofino), imported only when used.
+PI proto/frontend/src/device_mgr.cpp). BF Runtime is reached with the
+controller's own client, mmaqm.p4rt.bfrt (the one that writes the Lpf filters),
+through mmaqm.blocking: the build's bfrt.json for the program's tables, the
+server's fixed tables (GetForwardingPipelineConfig) for the traffic manager's.
 
 No ptf import: run_ptf.py and tools/ read this too."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-from types import MappingProxyType
 from collections.abc import Mapping
+from pathlib import Path
+
+from mmaqm.blocking import BlockingSwitch
+from mmaqm.p4rt.bfrt import BfrtClient, BfrtInfo, TableWrite
 
 P4RT_GRPC_PORT = 9559        # bf_switchd --p4rt-server=127.0.0.1:9559 (the suite's port)
 BFRT_GRPC_PORT = 50052       # bf_switchd's BF Runtime gRPC server (its default)
@@ -97,20 +99,7 @@ TM_PORT_SCHED = "tf1.tm.port.sched_cfg"         # max_rate_enable: the shaper on
 TM_QUEUE_BUFFER = "tf1.tm.queue.buffer"         # a queue's buffer, in 80-byte cells
 
 
-@dataclass(frozen=True)
-class BfRtWrite:
-    """One BF Runtime entry modification: table, key fields, data fields."""
-
-    table: str
-    key: Mapping[str, int]
-    data: Mapping[str, int | bool | str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "key", MappingProxyType(dict(self.key)))
-        object.__setattr__(self, "data", MappingProxyType(dict(self.data)))
-
-
-def port_rate_writes(port: int, rate_pps: int) -> list[BfRtWrite]:
+def port_rate_writes(port: int, rate_pps: int) -> list[TableWrite]:
     """A port's egress rate in packets per second (0: unlimited), as BMv2's
     set_queue_rate: the port shaper in packets, a burst of one packet (so that one
     packet leaves per 1/rate after the first), rounded down ("LOWER": never
@@ -120,11 +109,11 @@ def port_rate_writes(port: int, rate_pps: int) -> list[BfRtWrite]:
     if rate_pps < 0:
         raise ValueError(f"rate_pps {rate_pps} < 0")
     if rate_pps == 0:
-        return [BfRtWrite(TM_PORT_SCHED, {"dev_port": port}, {"max_rate_enable": False})]
-    return [BfRtWrite(TM_PORT_SHAPING, {"dev_port": port},
+        return [TableWrite(TM_PORT_SCHED, {"dev_port": port}, {"max_rate_enable": False})]
+    return [TableWrite(TM_PORT_SHAPING, {"dev_port": port},
                       {"unit": "PPS", "provisioning": "LOWER", "max_rate": rate_pps,
                        "max_burst_size": 1}),
-            BfRtWrite(TM_PORT_SCHED, {"dev_port": port}, {"max_rate_enable": True})]
+            TableWrite(TM_PORT_SCHED, {"dev_port": port}, {"max_rate_enable": True})]
 
 
 # ---- registers (names as the TNA builds' P4Info and bfrt.json give them)
@@ -133,61 +122,43 @@ FLOW_SLOTS_REGISTER = "TnaIngress.aqm.flow_report.flow_slots"
 STATE_PIPE = 0      # where the departure reports return (targets.tna.TNA_STATE_PIPE)
 
 
-def pipe_fields(data: Mapping[str, object], register: str,
+def pipe_fields(data: Mapping[str, list[int]], register: str,
                 pipe: int = STATE_PIPE) -> dict[str, int]:
-    """A BF Runtime register read (to_dict() of one entry) as {field: value} of
-    one pipe: each data field '<register>.<field>' holds one value per pipe."""
-    prefix = register + "."
+    """A register index as read over BF Runtime (BfrtClient.read_register:
+    {field: [one value per pipe]}) as {field: value} of one pipe."""
     out = {}
     for name, values in data.items():
-        if not name.startswith(prefix):
-            continue
         if not isinstance(values, (list, tuple)) or len(values) <= pipe:
-            raise ValueError(f"{name}: expected one value per pipe, got {values!r}")
-        out[name[len(prefix):]] = int(values[pipe])
+            raise ValueError(f"{register}.{name}: expected one value per pipe, got {values!r}")
+        out[name] = int(values[pipe])
     if not out:
-        raise ValueError(f"no field of {register} in {sorted(data)}")
+        raise ValueError(f"no field of {register} in the answer")
     return out
 
 
 class BfRtSession:
-    """A BF Runtime gRPC client bound to the program (the SDE's bfrt_grpc.client)."""
+    """The suite's BF Runtime connection: the controller's client
+    (mmaqm.p4rt.bfrt.BfrtClient, blocking), subscribed and bound to the program,
+    with the build's bfrt.json and the device's fixed tables."""
 
-    def __init__(self, grpc_addr: str, p4_name: str, device_id: int = DEVICE_ID) -> None:
+    def __init__(self, grpc_addr: str, build: Path, p4_name: str,
+                 device_id: int = DEVICE_ID) -> None:
+        client = BfrtClient("ptf", grpc_addr, BfrtInfo.from_file(build / "bfrt.json"), p4_name,
+                            client_id=BFRT_CLIENT_ID, device_id=device_id)
+        self.client = BlockingSwitch(client)          # opens: subscribe, bind
         try:
-            import bfrt_grpc.client as gc
-        except ImportError as err:
-            raise RuntimeError(
-                f"bfrt_grpc.client (the SDE's BF Runtime client) is not importable ({err}): "
-                "put $SDE_INSTALL/lib/python3.*/site-packages/tofino on PYTHONPATH "
-                "(run_ptf.py --target tna does when SDE_INSTALL is set)") from err
-        self.gc = gc
-        self.interface = gc.ClientInterface(grpc_addr, client_id=BFRT_CLIENT_ID,
-                                            device_id=device_id)
-        self.interface.bind_pipeline_config(p4_name)
-        self.info = self.interface.bfrt_info_get(p4_name)
-        self.target = gc.Target(device_id=device_id, pipe_id=0xFFFF)   # every pipe
+            self.client.load_fixed_tables()
+        except BaseException:
+            self.client.close()
+            raise
 
-    def _data_tuple(self, name: str, value: int | bool | str):
-        if isinstance(value, bool):
-            return self.gc.DataTuple(name, bool_val=value)
-        if isinstance(value, str):
-            return self.gc.DataTuple(name, str_val=value)
-        return self.gc.DataTuple(name, value)
-
-    def apply(self, writes: list[BfRtWrite]) -> None:
-        for w in writes:
-            table = self.info.table_get(w.table)
-            key = table.make_key([self.gc.KeyTuple(k, v) for k, v in w.key.items()])
-            data = table.make_data([self._data_tuple(k, v) for k, v in w.data.items()])
-            table.entry_mod(self.target, [key], [data])
+    def apply(self, writes: list[TableWrite]) -> None:
+        """The writes, checked against the schema, in one Write."""
+        self.client.write(writes)
 
     def read_register(self, register: str, index: int) -> dict[str, int]:
         """{field: value} of one register index in pipe STATE_PIPE, from the switch."""
-        table = self.info.table_get(register)
-        key = table.make_key([self.gc.KeyTuple("$REGISTER_INDEX", index)])
-        data, _ = next(table.entry_get(self.target, [key], {"from_hw": True}))
-        return pipe_fields(data.to_dict(), register)
+        return pipe_fields(self.client.read_register(register, index), register)
 
     def close(self) -> None:
-        self.interface.tear_down_stream()
+        self.client.close()

@@ -1,27 +1,39 @@
-"""A BfRt gRPC server for the control-plane tests: the Lpf tables of a bfrt.json
+"""A BfRt gRPC server for the control-plane tests: the tables of a bfrt.json
 fixture (tests/controller/fixtures/tna-<variant>.bfrt.json, cut from the
-compiler's bfrt.json by tools/strip_bfrt_json.py), served over the generated
-stubs of bfruntime.proto with the rules of open-p4studio's server
-(bf_rt_server_impl.cpp, bf_rt_server_mgr.cpp) that the controller meets:
+compiler's bfrt.json by tools/strip_bfrt_json.py: its Lpf tables and the
+occupancy and flow-slot registers) and, as the device's fixed tables, a
+stand-in for two of the traffic manager's (FIXED_TABLES: the port shaper's
+tables with the names, keys and field types of bf-drivers' Tofino 1 TM
+schema, not its ids), served over the generated stubs of bfruntime.proto with
+the rules of open-p4studio's server (bf_rt_server_impl.cpp,
+bf_rt_server_mgr.cpp) that the clients meet:
 
 - a client subscribes first, on StreamChannel (``Subscribe``, answered with a
   ``subscribe`` message of status OK); a second client of one id is refused;
 - SetForwardingPipelineConfig BIND binds a subscribed client to the program,
   by its name (``p4_name``): an unknown client is refused (FAILED_PRECONDITION),
   another program's name NOT_FOUND, a program another client owns ALREADY_EXISTS;
+- GetForwardingPipelineConfig answers the program's bfrt.json and the fixed
+  tables' (``non_p4_config``);
 - Write and Read come from a subscribed client bound to the program, or naming it
   in the request (a newer server also serves a client that never subscribed and
-  names the program: this fake is the older, stricter rule, which the controller
-  meets either way);
-- a TableEntry names an Lpf table by id (the schema's), its key is exactly
-  ``$LPF_INDEX`` as a 4-byte big-endian exact value below the table's size, its
-  data every field of the table with the value kind of its type (string with
-  one of its choices, float_val, a byte stream of the width); INSERT and MODIFY
-  both set the entry (an Lpf table has one at every index), DELETE is refused;
-  every update is checked before any is applied (a refused request changes nothing);
-- ``writes`` records each accepted WriteRequest, ``specs`` what each
-  (table name, index) holds; Read answers the keys asked from it (all zero,
-  SAMPLE, where nothing was written, as a switch's reset state).
+  names the program: this fake is the older, stricter rule, which the clients
+  meet either way);
+- a TableEntry names a table by id (the schema's), its key is exactly the
+  table's key fields, exact, each value of its width (an index below the
+  table's size), its data fields the table's with the value kind of their type
+  (string with one of its choices, float_val, bool_val, a byte stream of the
+  width) and every mandatory one (an Lpf's or a register's: all of them);
+  INSERT and MODIFY both set the entry (an Lpf table or a register has one at
+  every index), DELETE is refused; every update is checked before any is
+  applied (a refused request changes nothing);
+- ``writes`` records each accepted WriteRequest; ``specs`` what each Lpf entry
+  (table name, index) holds, ``registers`` each register index's fields (one
+  value per pipe, PIPES of them: a write sets every pipe), ``entries`` each
+  fixed table's entry (table name, key values) by field name. Read answers the
+  keys asked from them (an Lpf all zero, SAMPLE, and a register 0 where nothing
+  was written, as a switch's reset state); a register field comes back as one
+  DataField per pipe, as the server sends it (populateReadResponseWithRegisterFields).
 
 Binds 127.0.0.1 on a free port only.
 """
@@ -44,6 +56,38 @@ from mmaqm.p4rt.proto import bfruntime_pb2_grpc as pb_grpc
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 _WIDTHS = {"uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8}
+PIPES = 4               # a Tofino 1's pipes: a register holds a value in each
+
+
+def _width_bytes(type_: dict) -> int:
+    kind = type_["type"]
+    return _WIDTHS[kind] if kind in _WIDTHS else (int(type_.get("width", 0)) + 7) // 8
+
+
+def _fixed_table(name: str, table_id: int, kind: str, size: int,
+                 fields: list[tuple[str, dict]]) -> dict:
+    """A fixed table in bfrt.json's form, keyed by dev_port (uint32, exact), its
+    data fields optional (a modify sets those given)."""
+    return {"name": name, "id": table_id, "table_type": kind, "size": size,
+            "key": [{"id": 1, "name": "dev_port", "match_type": "Exact",
+                     "type": {"type": "uint32"}}],
+            "data": [{"mandatory": False, "read_only": False,
+                      "singleton": {"id": i, "name": n, "type": t}}
+                     for i, (n, t) in enumerate(fields, 1)]}
+
+
+# The device's fixed tables this fake serves: the two port-shaper tables the PTF
+# harness writes (mmaqm_tofino.port_rate_writes), with the names, key and data
+# field types of bf-drivers' Tofino 1 traffic-manager schema; ids are this fake's.
+FIXED_TABLES = {"schema_version": "1.0.0", "tables": [
+    _fixed_table("tf1.tm.port.sched_shaping", 0xFF000001, "TmPortSchedShaping", 288, [
+        ("unit", {"type": "string", "choices": ["PPS", "BPS"]}),
+        ("provisioning", {"type": "string", "choices": ["UPPER", "LOWER", "MIN_ERROR"]}),
+        ("max_rate", {"type": "uint32"}), ("max_burst_size", {"type": "uint32"})]),
+    _fixed_table("tf1.tm.port.sched_cfg", 0xFF000002, "TmPortSchedCfg", 288, [
+        ("max_rate_enable", {"type": "bool"}),
+        ("scheduling_speed", {"type": "string", "choices": ["BF_SPEED_NONE", "BF_SPEED_100G"]})]),
+], "learn_filters": []}
 
 
 def bfrt_fixture(variant: str) -> Path:
@@ -74,9 +118,14 @@ def float32(value: float) -> float:
 class FakeBfrtServer(pb_grpc.BfRuntimeServicer):
     """See the module docstring. ``async with server.run():``."""
 
-    def __init__(self, bfrt_json: Path, p4_name: str, *, device_id: int = 0) -> None:
-        doc = json.loads(Path(bfrt_json).read_text())
-        self.tables = {t["id"]: t for t in doc["tables"] if t["table_type"] == "Lpf"}
+    def __init__(self, bfrt_json: Path, p4_name: str, *, device_id: int = 0,
+                 fixed_tables: dict | None = None) -> None:
+        self.bfrt_json = Path(bfrt_json).read_bytes()
+        self.fixed_json = json.dumps(FIXED_TABLES if fixed_tables is None
+                                     else fixed_tables).encode()
+        self.tables = {t["id"]: t for doc in (json.loads(self.bfrt_json),
+                                              json.loads(self.fixed_json))
+                       for t in doc["tables"]}
         self.p4_name = p4_name
         self.device_id = device_id
         self.port = 0
@@ -88,6 +137,8 @@ class FakeBfrtServer(pb_grpc.BfRuntimeServicer):
         self.refused: list[tuple[str, str]] = []   # (rpc, why)
         self.reads: list[pb.ReadRequest] = []
         self.specs: dict[tuple[str, int], Spec] = {}
+        self.registers: dict[tuple[str, int], dict[str, list[int]]] = {}
+        self.entries: dict[tuple[str, tuple[int, ...]], dict[str, Any]] = {}
         self._server: grpc.aio.Server | None = None
 
     @property
@@ -153,6 +204,15 @@ class FakeBfrtServer(pb_grpc.BfRuntimeServicer):
         self.bound[request.client_id] = name
         return pb.SetForwardingPipelineConfigResponse()
 
+    async def GetForwardingPipelineConfig(self, request, context):  # type: ignore[override]
+        if request.device_id != self.device_id:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                f"device {request.device_id}: not {self.device_id}")
+        return pb.GetForwardingPipelineConfigResponse(
+            config=[pb.ForwardingPipelineConfig(p4_name=self.p4_name,
+                                                bfruntime_info=self.bfrt_json)],
+            non_p4_config=pb.NonP4Config(bfruntime_info=self.fixed_json))
+
     # ---- Write and Read ---------------------------------------------
     def _check_client(self, request: Any) -> None:
         if request.client_id not in self.subscribed:
@@ -174,28 +234,41 @@ class FakeBfrtServer(pb_grpc.BfRuntimeServicer):
             raise _Refused(grpc.StatusCode.NOT_FOUND, f"Table not found for id {entry.table_id}")
         return table
 
+    def _key(self, table: dict, entry: pb.TableEntry) -> tuple[int, ...]:
+        """The key's values in the table's key order: exactly its fields, exact,
+        each of its width; an index below the table's size."""
+        keys = table["key"]
+        fields = {f.field_id: f for f in entry.key.fields}
+        if sorted(fields) != sorted(k["id"] for k in keys) \
+                or len(fields) != len(entry.key.fields) \
+                or any(f.WhichOneof("match_type") != "exact" for f in fields.values()):
+            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT,
+                           f"{table['name']}: the key must be "
+                           f"{[k['name'] for k in keys]}, exact")
+        values = []
+        for k in keys:
+            value = fields[k["id"]].exact.value
+            if len(value) != _width_bytes(k["type"]):
+                raise _Refused(grpc.StatusCode.INVALID_ARGUMENT,
+                               f"{table['name']}: key {k['name']} of {len(value)} bytes")
+            number = int.from_bytes(value, "big")
+            if k["name"].endswith("_INDEX") and number >= table["size"]:
+                raise _Refused(grpc.StatusCode.INVALID_ARGUMENT,
+                               f"{table['name']}: index {number} >= size {table['size']}")
+            values.append(number)
+        return tuple(values)
+
     def _index(self, table: dict, entry: pb.TableEntry) -> int:
-        [key] = table["key"]
-        fields = list(entry.key.fields)
-        if len(fields) != 1 or fields[0].field_id != key["id"] \
-                or fields[0].WhichOneof("match_type") != "exact":
-            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT,
-                           f"{table['name']}: the key must be {key['name']} exact")
-        value = fields[0].exact.value
-        if len(value) != _WIDTHS[key["type"]["type"]]:
-            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT,
-                           f"{table['name']}: key of {len(value)} bytes")
-        index = int.from_bytes(value, "big")
-        if index >= table["size"]:
-            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT,
-                           f"{table['name']}: index {index} >= size {table['size']}")
+        [index] = self._key(table, entry)
         return index
 
-    def _spec(self, table: dict, entry: pb.TableEntry) -> Spec:
-        meta = {d["singleton"]["id"]: d["singleton"] for d in table["data"]}
+    def _data(self, table: dict, entry: pb.TableEntry) -> dict[str, Any]:
+        """The data fields by name, each of its type's kind; every mandatory one."""
+        meta = {d["singleton"]["id"]: (d["singleton"], d.get("mandatory", False))
+                for d in table["data"] if "singleton" in d}
         got: dict[str, Any] = {}
         for field in entry.data.fields:
-            single = meta.get(field.field_id)
+            single = meta.get(field.field_id, (None, False))[0]
             if single is None:
                 raise _Refused(grpc.StatusCode.INVALID_ARGUMENT,
                                f"{table['name']}: no data field {field.field_id}")
@@ -205,21 +278,42 @@ class FakeBfrtServer(pb_grpc.BfRuntimeServicer):
                 value: Any = field.str_val
             elif ftype == "float":
                 ok, value = kind == "float_val", field.float_val
+            elif ftype == "bool":
+                ok, value = kind == "bool_val", field.bool_val
             else:
-                ok = kind == "stream" and len(field.stream) == _WIDTHS[ftype]
+                ok = kind == "stream" and len(field.stream) == _width_bytes(single["type"])
                 value = int.from_bytes(field.stream, "big")
             if not ok:
                 raise _Refused(grpc.StatusCode.INVALID_ARGUMENT,
                                f"{table['name']} {single['name']}: a {kind} value for a "
                                f"{ftype} field")
             got[single["name"]] = value
-        missing = sorted({s["name"] for s in meta.values()} - set(got))
+        missing = sorted(s["name"] for s, mandatory in meta.values()
+                         if mandatory and s["name"] not in got)
         if missing:
             raise _Refused(grpc.StatusCode.INVALID_ARGUMENT,
                            f"{table['name']}: missing data fields {missing}")
+        return got
+
+    def _spec(self, table: dict, entry: pb.TableEntry) -> Spec:
+        got = self._data(table, entry)
         return Spec(got["$LPF_SPEC_TYPE"], got["$LPF_SPEC_GAIN_TIME_CONSTANT_NS"],
                     got["$LPF_SPEC_DECAY_TIME_CONSTANT_NS"],
                     got["$LPF_SPEC_OUT_SCALE_DOWN_FACTOR"])
+
+    def _stage(self, table: dict, entry: pb.TableEntry) -> Any:
+        """What applying the entry does, checked: () -> None, run after every
+        update of the request is checked."""
+        name, kind = table["name"], table["table_type"]
+        if kind == "Lpf":
+            where, spec = (name, self._index(table, entry)), self._spec(table, entry)
+            return lambda: self.specs.__setitem__(where, spec)
+        if kind == "Register":
+            where, data = (name, self._index(table, entry)), self._data(table, entry)
+            return lambda: self.registers.__setitem__(
+                where, {f: [v] * PIPES for f, v in data.items()})
+        key, data = (name, self._key(table, entry)), self._data(table, entry)
+        return lambda: self.entries.setdefault(key, {}).update(data)
 
     async def Write(self, request, context):  # type: ignore[override]
         try:
@@ -232,13 +326,12 @@ class FakeBfrtServer(pb_grpc.BfRuntimeServicer):
                 if update.entity.WhichOneof("entity") != "table_entry":
                     raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "not a table entry")
                 entry = update.entity.table_entry
-                table = self._table(entry)
-                staged.append(((table["name"], self._index(table, entry)),
-                               self._spec(table, entry)))
+                staged.append(self._stage(self._table(entry), entry))
         except _Refused as refused:
             self.refused.append(("Write", str(refused)))
             await context.abort(refused.code, str(refused))
-        self.specs.update(staged)
+        for apply in staged:
+            apply()
         self.writes.append(request)
         return pb.WriteResponse()
 
@@ -250,11 +343,35 @@ class FakeBfrtServer(pb_grpc.BfRuntimeServicer):
             for entity in request.entities:
                 entry = entity.table_entry
                 table = self._table(entry)
-                index = self._index(table, entry)
-                spec = self.specs.get((table["name"], index), Spec("SAMPLE", 0.0, 0.0, 0))
                 out = answer.entities.add().table_entry
                 out.CopyFrom(pb.TableEntry(table_id=entry.table_id, key=entry.key))
-                by_name = {d["singleton"]["name"]: d["singleton"]["id"] for d in table["data"]}
+                by_name = {d["singleton"]["name"]: d["singleton"]
+                           for d in table["data"] if "singleton" in d}
+                if table["table_type"] == "Register":
+                    held = self.registers.get((table["name"], self._index(table, entry)), {})
+                    for name, single in by_name.items():
+                        for value in held.get(name, [0] * PIPES):   # one a pipe
+                            out.data.fields.add(field_id=single["id"], stream=value.to_bytes(
+                                _width_bytes(single["type"]), "big"))
+                    continue
+                if table["table_type"] != "Lpf":
+                    held = self.entries.get((table["name"], self._key(table, entry)), {})
+                    for name, value in held.items():
+                        single = by_name[name]
+                        kind = single["type"]["type"]
+                        if kind == "string":
+                            out.data.fields.add(field_id=single["id"], str_val=value)
+                        elif kind == "bool":
+                            out.data.fields.add(field_id=single["id"], bool_val=value)
+                        elif kind == "float":
+                            out.data.fields.add(field_id=single["id"], float_val=value)
+                        else:
+                            out.data.fields.add(field_id=single["id"], stream=value.to_bytes(
+                                _width_bytes(single["type"]), "big"))
+                    continue
+                index = self._index(table, entry)
+                spec = self.specs.get((table["name"], index), Spec("SAMPLE", 0.0, 0.0, 0))
+                by_name = {n: single["id"] for n, single in by_name.items()}
                 out.data.fields.add(field_id=by_name["$LPF_SPEC_TYPE"], str_val=spec.type)
                 out.data.fields.add(field_id=by_name["$LPF_SPEC_GAIN_TIME_CONSTANT_NS"],
                                     float_val=spec.gain_ns)

@@ -5,7 +5,7 @@ bfrt.json and writes them through BfRt's gRPC API (p4rt.bfrt) after the policies
 without a BfRt address it refuses before any write. Against the fake P4Runtime
 switch with Stratum's rules and the fake BfRt server (fake_bfrt.py, which
 enforces subscribe-and-bind before Write and the tables' schema), with the
-compiler's P4Infos and bfrt.json (cut to its Lpf tables) of the RED, D-CBT and
+compiler's P4Infos and bfrt.json (cut to its Lpf tables and registers) of the RED, D-CBT and
 UPTA builds."""
 
 from __future__ import annotations
@@ -180,7 +180,8 @@ def test_an_index_beyond_the_lpf_table_is_refused_before_any_write(tmp_path: Pat
     """A build whose red_avg holds 2 entries (a bfrt.json edited for the test):
     RED on port 3 needs index 3, refused before the switch is written."""
     doc = json.loads(bfrt_fixture("red").read_text())
-    doc["tables"][0]["size"] = 2
+    [red_avg] = [t for t in doc["tables"] if t["name"] == RED_AVG]
+    red_avg["size"] = 2
     small = tmp_path / "small.bfrt.json"
     small.write_text(json.dumps(doc))
     p4rt, bfrt, refusal = install(tmp_path, "red", config(RED_POLICY), bfrt_json=small)
@@ -349,9 +350,9 @@ def test_each_plugins_averages_are_its_builds_lpf_tables(algorithm: str) -> None
     specs = TNA.lpf_specs(port, policy, policy_action(policy, policy_epoch=1,
                                                       flow_epoch_shift=17))
     info.check(specs)
-    assert {info.lpf_table(s.lpf).name for s in specs} == set(info.tables)
+    assert {info.lpf_table(s.lpf).name for s in specs} == set(info.lpf_tables)
     assert {a.lpf for a in policy.plugin.lpf_averages} == {t.instance
-                                                          for t in info.tables.values()}
+                                                          for t in info.lpf_tables.values()}
 
 
 def test_the_client_names_a_refused_subscription_or_binding() -> None:

@@ -16,9 +16,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "ptf-tests"))
 sys.path.insert(0, str(REPO / "ptf-tests" / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "controller"))
 import mmaqm_tofino as tofino  # noqa: E402
 import run_ptf  # noqa: E402
 import tofino_model_files  # noqa: E402
+from fake_bfrt import FakeBfrtServer, bfrt_fixture, tna_build_dir  # noqa: E402
+from fake_p4rt import serve_in_thread  # noqa: E402
+from mmaqm.p4rt.bfrt import BfrtSchemaError, TableWrite  # noqa: E402
 from mmaqm.targets import tna  # noqa: E402
 
 FIXTURES = REPO / "tests" / "controller" / "fixtures"
@@ -26,12 +30,12 @@ FIXTURES = REPO / "tests" / "controller" / "fixtures"
 
 def test_a_port_rate_is_the_port_shaper_in_packets_with_a_one_packet_burst() -> None:
     assert tofino.port_rate_writes(2, 4) == [
-        tofino.BfRtWrite("tf1.tm.port.sched_shaping", {"dev_port": 2},
-                         {"unit": "PPS", "provisioning": "LOWER", "max_rate": 4,
-                          "max_burst_size": 1}),
-        tofino.BfRtWrite("tf1.tm.port.sched_cfg", {"dev_port": 2}, {"max_rate_enable": True})]
+        TableWrite("tf1.tm.port.sched_shaping", {"dev_port": 2},
+                   {"unit": "PPS", "provisioning": "LOWER", "max_rate": 4,
+                    "max_burst_size": 1}),
+        TableWrite("tf1.tm.port.sched_cfg", {"dev_port": 2}, {"max_rate_enable": True})]
     assert tofino.port_rate_writes(3, 0) == [   # 0: unlimited, as BMv2's set_queue_rate
-        tofino.BfRtWrite("tf1.tm.port.sched_cfg", {"dev_port": 3}, {"max_rate_enable": False})]
+        TableWrite("tf1.tm.port.sched_cfg", {"dev_port": 3}, {"max_rate_enable": False})]
     for port, rate in ((-1, 4), (512, 4), (2, -1)):
         with pytest.raises(ValueError):
             tofino.port_rate_writes(port, rate)
@@ -39,14 +43,55 @@ def test_a_port_rate_is_the_port_shaper_in_packets_with_a_one_packet_burst() -> 
 
 def test_a_register_read_gives_pipe_0s_value_of_each_field() -> None:
     name = "TnaIngress.aqm.flow_report.flow_slots"
-    data = {f"{name}.signature": [7, 8, 9, 10], f"{name}.epoch": [3, 0, 0, 0],
-            "$REGISTER_INDEX": 5}
+    data = {"signature": [7, 8, 9, 10], "epoch": [3, 0, 0, 0]}
     assert tofino.pipe_fields(data, name) == {"signature": 7, "epoch": 3}
     assert tofino.pipe_fields(data, name, pipe=1) == {"signature": 8, "epoch": 0}
     with pytest.raises(ValueError, match="one value per pipe"):
-        tofino.pipe_fields({f"{name}.epoch": 3}, name)
+        tofino.pipe_fields({"epoch": 3}, name)
     with pytest.raises(ValueError, match="no field"):
-        tofino.pipe_fields(data, "TnaIngress.aqm.occupancy.queue_pkts")
+        tofino.pipe_fields({}, name)
+
+
+QUEUE_PKTS = "pipe." + tofino.OCCUPANCY_REGISTER_PREFIX + "queue_pkts"
+
+
+def test_the_harness_shapes_ports_and_reads_registers_with_the_controllers_bfrt_client(
+        tmp_path: Path) -> None:
+    """TnaTarget's BF Runtime session (mmaqm_tofino.BfRtSession: the controller's
+    mmaqm.p4rt.bfrt client, blocking) against the fake BfRt server, over real
+    gRPC: it subscribes and binds as the suite's client, learns the traffic
+    manager's tables from the server, writes the port shapers in one Write, and
+    reads a register's pipe-0 value (the server answers one per pipe) from the
+    device; a write the schema refuses is not sent."""
+    build = tna_build_dir(tmp_path, "red")
+    server = FakeBfrtServer(bfrt_fixture("red"), tofino.program_name("red"))
+    with serve_in_thread(server) as threaded:
+        session = tofino.BfRtSession(server.address, build, tofino.program_name("red"))
+        try:
+            session.apply(tofino.port_rate_writes(2, 4) + tofino.port_rate_writes(3, 0))
+            threaded.call(server.registers.__setitem__, (QUEUE_PKTS, 2),
+                          {QUEUE_PKTS[len("pipe."):] + ".f1": [3 << 16, 5 << 16, 0, 0]})
+            queue = session.read_register(tofino.OCCUPANCY_REGISTER_PREFIX + "queue_pkts", 2)
+            slot = session.read_register(tofino.FLOW_SLOTS_REGISTER, 5)   # never written
+            with pytest.raises(BfrtSchemaError, match="'KPPS' is not one of"):
+                session.apply([TableWrite(tofino.TM_PORT_SHAPING, {"dev_port": 2},
+                                          {"unit": "KPPS"})])
+            with pytest.raises(BfrtSchemaError, match="index 64 is beyond the table"):
+                session.read_register(tofino.OCCUPANCY_REGISTER_PREFIX + "queue_pkts", 64)
+        finally:
+            session.close()
+    assert [s.device_id for s in server.subscriptions] == [tofino.DEVICE_ID]
+    assert [b.config[0].p4_name for b in server.binds] == ["mmaqm_red"]
+    [write] = server.writes
+    assert write.client_id == tofino.BFRT_CLIENT_ID and len(write.updates) == 3
+    assert server.entries == {
+        ("tf1.tm.port.sched_shaping", (2,)): {"unit": "PPS", "provisioning": "LOWER",
+                                              "max_rate": 4, "max_burst_size": 1},
+        ("tf1.tm.port.sched_cfg", (2,)): {"max_rate_enable": True},
+        ("tf1.tm.port.sched_cfg", (3,)): {"max_rate_enable": False}}
+    assert queue == {"f1": 3 << 16}
+    assert slot == {"signature": 0, "epoch": 0}
+    assert all(e.table_entry.table_flags.from_hw for r in server.reads for e in r.entities)
 
 
 def p4info_names(fixture: str, kind: str) -> set[str]:
