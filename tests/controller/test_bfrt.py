@@ -26,7 +26,7 @@ from mmaqm.encoding import policy_action
 from mmaqm.controller import SwitchController
 from mmaqm.driver import SwitchConnectionError, SwitchDriver
 from mmaqm.p4rt.bfrt import (BFRT_CLIENT_ID, BfrtClient, BfrtConnectionError, BfrtInfo,
-                             BfrtSchemaError)
+                             BfrtRequestError, BfrtSchemaError, TableWrite)
 from mmaqm.p4rt.proto import bfruntime_pb2 as pb
 from mmaqm.p4rt.proto import bfruntime_pb2_grpc as pb_grpc
 from mmaqm.targets.base import TargetRefusal
@@ -463,3 +463,45 @@ def test_the_periodic_check_takes_a_tau_within_the_hardwares_resolution_as_held(
     assert not TNA.lpf_spec_holds(want, LpfSpec("red_avg", 3, False, 511_499_837.0 * 1.01))
     assert not TNA.lpf_spec_holds(want, LpfSpec("red_avg", 3, True, 511_499_837.0))
     assert not TNA.lpf_spec_holds(want, LpfSpec("red_avg", 3, False, 511_499_837.0, 1))
+
+
+def test_the_fake_bfrt_server_enforces_register_and_fixed_table_schemas() -> None:
+    """Past the client: a register value of the wrong width, a fixed table's bool
+    sent as bytes, an unknown fixed-table choice are refused; a good register
+    write sets every pipe, and reads back one DataField per pipe; the fixed
+    tables come from GetForwardingPipelineConfig's non_p4_config."""
+    info = BfrtInfo.from_file(bfrt_fixture("red"))
+    queue_pkts = "pipe.TnaIngress.aqm.occupancy.queue_pkts"
+
+    async def body():
+        server = FakeBfrtServer(bfrt_fixture("red"), "red")
+        codes = []
+        async with server.run():
+            async with BfrtClient("s1", server.address, info, "red") as client:
+                await client.load_fixed_tables()
+                good = client.info.entry(TableWrite(queue_pkts, {"$REGISTER_INDEX": 2},
+                                                    {queue_pkts[5:] + ".f1": 7}))
+                narrow = pb.TableEntry()
+                narrow.CopyFrom(good)
+                narrow.data.fields[0].stream = b"\x07"
+                cfg = client.info.entry(TableWrite("tf1.tm.port.sched_cfg", {"dev_port": 2},
+                                                   {"max_rate_enable": True}))
+                as_bytes = pb.TableEntry()
+                as_bytes.CopyFrom(cfg)
+                as_bytes.data.fields[0].stream = b"\x01"
+                shaping = client.info.entry(TableWrite(
+                    "tf1.tm.port.sched_shaping", {"dev_port": 2}, {"unit": "PPS"}))
+                shaping.data.fields[0].str_val = "KPPS"
+                for e in (narrow, as_bytes, shaping, good):
+                    try:
+                        await client._write_entries([e])
+                        codes.append(grpc.StatusCode.OK)
+                    except BfrtRequestError as exc:
+                        codes.append(str(exc).split("refused: ", 1)[1].split(":")[0])
+                held = await client.read_register(queue_pkts, 2)
+        return server, codes, held
+
+    server, codes, held = run_async(body())
+    assert codes == ["INVALID_ARGUMENT"] * 3 + [grpc.StatusCode.OK]
+    assert server.registers == {(queue_pkts, 2): {queue_pkts[5:] + ".f1": [7, 7, 7, 7]}}
+    assert held == {"f1": [7, 7, 7, 7]} and server.entries == {}
