@@ -284,9 +284,9 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop, OccupancyAudit):
         try:
             held = await bfrt.read_lpf((s.lpf, s.index) for s in specs)
             held_at = {(h.lpf, h.index): h for h in held}
-            stale = [(s, held_at.get((s.lpf, s.index))) for s in specs
-                     if (h := held_at.get((s.lpf, s.index))) is None
-                     or not self.driver.target.lpf_spec_holds(s, h)]
+            pairs = [(s, held_at.get((s.lpf, s.index))) for s in specs]
+            stale = [(s, h) for s, h in pairs
+                     if h is None or not self.driver.target.lpf_spec_holds(s, h)]
             if stale:
                 await bfrt.write_lpf(s for s, _ in stale)
         finally:
