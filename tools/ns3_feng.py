@@ -303,16 +303,16 @@ PAPER = {("var_0.1s_kbps", "DROP_TAIL"): "≈ 800 kbit/s",
 
 
 def _num(v: float, nd: int) -> str:
-    s = f"{v:,.{nd}f}".replace(",", " ")
-    return s
+    return f"{v:,.{nd}f}".replace(",", " ")
 
 
 def _cell(sp: Optional[Mapping[str, float]], nd: int, unit: str) -> str:
     if sp is None:
         return "—"
-    if sp["n"] == 1 or sp["min"] == sp["max"]:
-        return f"{_num(sp['median'], nd)} {unit}"
-    return f"{_num(sp['median'], nd)} [{_num(sp['min'], nd)}–{_num(sp['max'], nd)}] {unit}"
+    med, lo, hi = (_num(sp[k], nd) for k in ("median", "min", "max"))
+    if sp["n"] == 1 or lo == hi:
+        return f"{med} {unit}"
+    return f"{med} [{lo}–{hi}] {unit}"
 
 
 def render_table(results: Mapping[str, Any]) -> str:
