@@ -120,3 +120,16 @@ def test_compiled_scenario_rejects_bad_arguments():
     r = subprocess.run([str(binary), "--queue=red", "--minThPkts=15", "--maxThPkts=5",
                         "--durationS=1", "--out=/dev/null"], capture_output=True, text=True)
     assert r.returncode == 2 and "invalid arguments" in r.stderr
+
+
+def test_requirements_ns3_is_pinned_hashed_and_installed_so():
+    req = (ns3_feng.REPO / "requirements-ns3.txt").read_text()
+    lines = [ln for ln in req.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    assert lines[0].startswith(f"ns3=={ns3_feng.NS3_VERSION}.") or \
+        lines[0].startswith(f"ns3=={ns3_feng.NS3_VERSION} ")
+    assert any("--hash=sha256:" in ln for ln in lines)
+    makefile = (ns3_feng.REPO / "Makefile").read_text()
+    assert "pip install -q --no-deps --require-hashes -r requirements-ns3.txt" in makefile
+    # large: kept out of the main lock
+    assert not any(ln.startswith("ns3==") for ln in
+                   (ns3_feng.REPO / "requirements.txt").read_text().splitlines())
