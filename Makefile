@@ -22,7 +22,8 @@ DEB_PACKAGES := python3 python3-venv python3-dev gcc libc6-dev make ca-certifica
                 iproute2 ethtool iptables iperf3 tcpdump procps \
                 libnetfilter-queue-dev libmnl-dev
 
-.PHONY: help deps deps-apt deps-venv lock check-toolchain build test test-unit test-ptf clean
+.PHONY: help deps deps-apt deps-venv lock check-toolchain build test test-unit test-ptf clean \
+        ns3-deps ns3-feng
 
 help:
 	@echo "make deps         install Debian packages + .venv, verify the P4 toolchain"
@@ -52,6 +53,9 @@ help:
 	@echo "                  (options: make fuzz FUZZ_COUNT=5000 FUZZ_SEED=7 FUZZ_ARGS='--rate-pps 3000')"
 	@echo "make soak         10 min of mixed traffic, policy changes every 30 s; queues end empty (needs root)"
 	@echo "                  (options: make soak SOAK_ARGS='--duration-s 60 --policy-interval-s 10 --restart-switch')"
+	@echo "make ns3-deps     install the ns3 wheel (requirements-ns3.txt, ~70 MB) into .venv"
+	@echo "make ns3-feng     the feng scenario in ns-3 (3 queues x 2 TCP models x 5 seeds, ~2 min):"
+	@echo "                  docs/ns3/feng.json + docs/ns3/feng.md (docs/ns3.md; NS3_ARGS='--seeds 3')"
 	@echo "make mutants      mutation testing (tools/mutants.yaml; needs root, ~1 min a mutant)"
 	@echo "make clean        remove build/ and results/"
 
@@ -81,6 +85,17 @@ $(VENV)/.installed: requirements.txt control-plane/pyproject.toml oracle/pyproje
 
 check-toolchain: deps-venv
 	@MMAQM_PYTHON=$(PY) tools/check-toolchain.sh
+
+# ns-3 (docs/ns3.md): its wheel's C++ headers and libraries, for the independent
+# simulator reference; not in requirements.txt (large). --no-deps: the Python
+# bindings (cppyy) are not used.
+ns3-deps: $(VENV)/.ns3-installed
+$(VENV)/.ns3-installed: requirements-ns3.txt | $(VENV)/.installed
+	$(PY) -m pip install -q --no-deps --require-hashes -r requirements-ns3.txt
+	touch $@
+
+ns3-feng: ns3-deps
+	$(PY) tools/ns3_feng.py run $(NS3_ARGS)
 
 # The lock: pip-compile (pip-tools, its version pinned here) resolves requirements.in
 # and writes requirements.txt with every transitive package pinned and hashed. Pins
