@@ -26,7 +26,8 @@ traffic:
      (mmaqm_exp.analysis), with the run's validity checks: UDP packets sent
      against the first switch's arrivals, the delay elements' kernel drops
      (read before and after the traffic), the switches' keep-up.
-Then the comparison table and plots go to <out> (mmaqm_exp.report).
+Then the comparison table and plots go to <out> (mmaqm_exp.report); for a scenario
+with ipv6 flows also the per-family table, dual_stack.txt (mmaqm_exp.dual_stack_report).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ import yaml
 from mmaqm import algorithms as mmaqm_algorithms
 from mmaqm.algorithms import ALGORITHMS
 
-from . import analysis, flowlag, mmapp, registers, report
+from . import analysis, dual_stack_report, flowlag, mmapp, registers, report
 from .cpu import CpuSampler
 from .experiments import RegistryError, load_registry
 from .lab import LabError, StopRequested, catch_stop_signals, stop_processes
@@ -408,6 +409,9 @@ def run_experiment(topology: Path, scenario_path: Path, policies_path: Path,
           file=stream, end="")
     paper = report.write_paper_table(summaries, out, paper_tagged_loss_pct or {})
     print(paper.read_text(), file=stream, end="")
+    if ipv6:    # both families' flows per class, the controller's counts of each
+        print("\n" + dual_stack_report.write_report(summaries, out).read_text(),
+              file=stream, end="")
     for algorithm, summary in summaries.items():
         problem = analysis.keepup_problem(summary["switch_keepup"])
         for w in summary["warnings"] + ([f"PRECONDITION MISSED: {problem}"] if problem else []):
