@@ -160,17 +160,27 @@ def format_flow_counts(rep: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(summaries: Mapping[str, Mapping[str, Any]], out_dir: Path) -> Path:
-    """dual_stack.json and dual_stack.txt (the whole run, then each phase) in out_dir;
-    returns the text file's path."""
+def is_dual_stack(summaries: Mapping[str, Mapping[str, Any]]) -> bool:
+    """True if a run's flows include IPv6 ones (its summaries need dual_stack.txt)."""
+    return any(f.get("family") == "ipv6" for s in summaries.values()
+               for f in s.get("flows", {}).values())
+
+
+def report_text(summaries: Mapping[str, Mapping[str, Any]]) -> str:
+    """dual_stack.txt: the whole run's table, the flow counts, then each phase's table
+    (tools/check_results.py recomputes it from the summaries)."""
     rep = report(summaries)
-    out_dir = Path(out_dir)
-    (out_dir / OUT_JSON).write_text(json.dumps(rep, indent=1) + "\n")
     phases = next(iter(rep.values()))["phases"] if rep else {}
-    text = "\n".join([format_family_table(rep), format_flow_counts(rep),
+    return "\n".join([format_family_table(rep), format_flow_counts(rep),
                       *(format_family_table(rep, p) for p in phases)])
+
+
+def write_report(summaries: Mapping[str, Mapping[str, Any]], out_dir: Path) -> Path:
+    """dual_stack.json and dual_stack.txt in out_dir; returns the text file's path."""
+    out_dir = Path(out_dir)
+    (out_dir / OUT_JSON).write_text(json.dumps(report(summaries), indent=1) + "\n")
     path = out_dir / OUT_TEXT
-    path.write_text(text)
+    path.write_text(report_text(summaries))
     return path
 
 
