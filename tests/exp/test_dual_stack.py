@@ -316,3 +316,56 @@ def test_the_report_cli_refuses_a_folder_without_a_summary(tmp_path: Path) -> No
     (run / "summary.json").write_text(json.dumps(_summary(1)))
     assert D.main(["--run", f"DCBT={run}", "--out", str(tmp_path / "o")]) == 0
     assert (tmp_path / "o" / D.OUT_TEXT).exists()
+
+
+# -- the hosts' IPv6, brought up for real (root; no pipeline) ------------------------------
+
+def _network_skip() -> "str | None":
+    from mmaqm_exp import network as N
+    return N.missing_prereqs() or mmt_testenv.nfq_delay_build_missing()
+
+
+@pytest.mark.skipif(_network_skip() is not None, reason=str(_network_skip()))
+def test_hosts_get_quiet_ipv6_and_nothing_else_reaches_the_switch(tmp_path: Path) -> None:
+    """Network(ipv6=True): each host has its one global address (no link-local), the
+    static gateway neighbour and default route, the multicast drop rule and the delay
+    rules for IPv6 sources; the switch-side ends keep IPv6 off; and in 1.5 s of an idle
+    network no packet reaches a switch port (no router solicitation, MLD or DAD)."""
+    from mmaqm_exp.network import Network
+
+    topo = load_topology(TOPO)
+    with Network(topo, tmp_path, None, name_prefix=f"ds{__import__('os').getpid() % 100000}",
+                 ipv6=True) as net:
+        rx0 = net.switch_rx_packets()
+        # nothing since the veths came up (without the multicast rule: the hosts' MLD
+        # reports, 6 per switch, checked by hand)
+        assert rx0 == {"r1": 0, "r2": 0}
+        h = net.hosts["tcp1"]
+        assert (h.ip6, h.gateway_ip6) == ("2001:db8:a00:100::1", "2001:db8:a00:100::fe")
+        assert net.host_ip("tcp2", "ipv6") == "2001:db8:a00:400::1"
+        addrs = net.run("tcp1", ["ip", "-6", "-o", "addr", "show", "dev", "eth0"]).stdout
+        assert addrs.count("inet6") == 1 and "2001:db8:a00:100::1/64" in addrs, addrs
+        assert "fe80" not in net.run("tcp1", ["ip", "-6", "addr"]).stdout
+        assert "default via 2001:db8:a00:100::fe dev eth0" in \
+            net.run("tcp1", ["ip", "-6", "route"]).stdout
+        neigh = net.run("tcp1", ["ip", "-6", "neigh", "show", "2001:db8:a00:100::fe"]).stdout
+        assert h.gateway_mac in neigh and "PERMANENT" in neigh
+        assert "-A OUTPUT -d ff00::/8 -o eth0 -j DROP" in \
+            net.run("tcp1", ["ip6tables", "-S", "OUTPUT"]).stdout
+        rules6 = net.run("tcp2", ["ip6tables", "-S", "INPUT"]).stdout
+        assert "-s 2001:db8:a00:100::1/128" in rules6 and "NFQUEUE" in rules6
+        for p in ("r1-p1", "r1-p4", "r2-p1"):
+            v6 = net.run_switch_ns(["sysctl", "-n", f"net.ipv6.conf.{p}.disable_ipv6"]).stdout
+            assert v6.strip() == "1", p
+        time.sleep(1.5)
+        assert net.switch_rx_packets() == rx0
+        # an IPv6 packet does leave the host toward the router (the route and the neighbour)
+        send = net.run("tcp1", [sys.executable, "-c",
+                                "import socket; s = socket.socket(socket.AF_INET6, "
+                                "socket.SOCK_DGRAM); [s.sendto(b'x', ('2001:db8:a00:400::1', 9)) "
+                                "for _ in range(2)]"], timeout=10)
+        assert send.returncode == 0, send.stderr
+        time.sleep(0.2)
+        assert net.switch_rx_packets()["r1"] == rx0["r1"] + 2
+        with pytest.raises(ValueError):
+            Network(topo, tmp_path, None).host_ip("tcp1", "ipv6")
