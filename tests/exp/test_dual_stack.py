@@ -369,3 +369,31 @@ def test_hosts_get_quiet_ipv6_and_nothing_else_reaches_the_switch(tmp_path: Path
         assert net.switch_rx_packets()["r1"] == rx0["r1"] + 2
         with pytest.raises(ValueError):
             Network(topo, tmp_path, None).host_ip("tcp1", "ipv6")
+
+
+@pytest.mark.skipif(_network_skip() is not None, reason=str(_network_skip()))
+def test_a_dual_stack_scenario_runs_both_families_between_two_namespaces(tmp_path: Path) -> None:
+    """traffic.run_scenario over the two-namespace test bed with IPv6 (no switch): each
+    family's TCP, MM_APP and CBR flow delivers, in 1000-byte IP packets either way."""
+    from mmaqm_exp.netns import ns_pair_net
+    from mmaqm_exp.traffic import run_scenario
+
+    flows = []
+    for fam in ("ipv4", "ipv6"):
+        flows += [{"kind": "tcp", "src": "tcp1", "dst": "tcp2", "family": fam},
+                  {"kind": "mmapp", "src": "mm1", "dst": "mm2", "family": fam},
+                  {"kind": "cbr", "src": "cbr1", "dst": "cbr2", "rate_kbps": 400, "family": fam}]
+    sc = parse_scenario({"name": "ds", "duration_s": 2,
+                         "phases": [{"name": "all", "start_s": 0, "end_s": 2}], "flows": flows})
+    with ns_pair_net("ds", ipv6=True) as net:
+        assert net.host_ip("tcp2", "ipv6").endswith("::2")
+        res = run_scenario(net, sc, tmp_path)
+    s = analysis.analyze(res)
+    got = {(s["flows"][fid]["family"], s["flows"][fid]["class"]): kbps
+           for fid, kbps in s["run"]["per_flow_kbps"].items()}
+    assert set(got) == {(f, c) for f in ("ipv4", "ipv6") for c in ("TCP", "TAGGED", "UNTAGGED")}
+    assert all(v > 100 for v in got.values()), got
+    assert 380 <= got[("ipv6", "UNTAGGED")] <= 420          # the CBR's 400 kbit/s, IP bytes
+    sizes = {line.split(",")[4] for line in
+             (tmp_path / "udp-recv-cbr2.csv").read_text().splitlines()[1:]}
+    assert sizes == {"1000"}

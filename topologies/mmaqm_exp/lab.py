@@ -103,10 +103,12 @@ def missing_prereqs(extra_tools: Sequence[str] = ()) -> str | None:
     return None
 
 
-def host_ipv6_script(ifname: str, cidr6: str, gateway6: str, gateway_mac: str) -> str:
+def host_ipv6_script(ifname: str, cidr6: str, gateway6: str, gateway_mac: str,
+                     default_route: bool = True) -> str:
     """The shell commands that give ifname (IPv6 off since creation) an IPv6 address
-    cidr6, a permanent neighbour entry for gateway6 and a default route through it,
-    and nothing else (module docstring): the per-interface knobs are set while IPv6 is
+    cidr6, a permanent neighbour entry for gateway6 (with default_route, a default
+    route through it; without, gateway6 is an on-link peer), and nothing else
+    (module docstring): the per-interface knobs are set while IPv6 is
     still off, so it comes up without a link-local address (addr_gen_mode 1), without
     router solicitations and without DAD (the address is added with nodad); the one
     ip6tables rule drops any multicast the host sends (MLD reports on joining the
@@ -120,7 +122,8 @@ def host_ipv6_script(ifname: str, cidr6: str, gateway6: str, gateway_mac: str) -
             f" && sysctl -qw {knobs}"
             f" && ip -6 addr add {cidr6} dev {ifname} nodad"
             f" && ip -6 neigh add {gateway6} lladdr {gateway_mac} dev {ifname} nud permanent"
-            f" && ip -6 route add default via {gateway6} dev {ifname}")
+            + (f" && ip -6 route add default via {gateway6} dev {ifname}" if default_route
+               else ""))
 
 
 def _check_name(value: str, field: str) -> None:
