@@ -11,7 +11,10 @@ algorithm experiment.json lists without a folder). For every run:
   1. its committed table.txt, bandwidth_variation.txt and paper_table.txt are
      recomputed whole from the summaries with the experiment's own report code
      (mmaqm_exp.report) and must be the same text (paper_table.txt's "paper %"
-     column is the paper's, not the run's: it is read back from the file);
+     column is the paper's, not the run's: it is read back from the file); a run
+     with IPv6 flows (the dual-stack experiment) must hold dual_stack.txt, recomputed
+     whole the same way (mmaqm_exp.dual_stack_report), and its rows are result rows
+     the documentation may quote too;
   2. each table row of the documentation (README.md and docs/**/*.md but the
      run data under docs/results) in a section that links the run (a row of a
      fenced block that starts with an algorithm name, or a markdown row
@@ -49,7 +52,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 from mmaqm.algorithms import ALGORITHMS as CONTROLLER_ALGORITHMS  # noqa: E402
-from mmaqm_exp import report  # noqa: E402
+from mmaqm_exp import dual_stack_report, report  # noqa: E402
 from archive_run import (REQUIRED_ALGORITHM_FILES, REQUIRED_TOP_FILES, has_file,  # noqa: E402
                          read_text, switch_deltas_match)
 
@@ -91,6 +94,8 @@ class Run:
     comparison: dict[str, str] = field(default_factory=dict)   # algorithm -> normalised row
     accounting: dict[str, str] = field(default_factory=dict)
     summaries: dict[str, Any] = field(default_factory=dict, repr=False)
+    # a dual-stack run's dual_stack.txt rows: algorithm -> normalised rows (several each)
+    dual_stack: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _rows(text: str, names: "Iterable[str]" = ALGORITHMS) -> dict[str, str]:
@@ -157,8 +162,21 @@ def load_runs(results: Path) -> dict[str, Run]:
         summaries = {a: json.loads(read_text(d / a / "summary.json")) for a in algorithms}
         runs[name] = Run(name, _rows(report.comparison_table(summaries), summaries),
                          _rows(report.packet_accounting_table(summaries), summaries),
-                         summaries)
+                         summaries, dual_stack_rows(summaries))
     return runs
+
+
+def dual_stack_rows(summaries: dict[str, Any]) -> dict[str, list[str]]:
+    """{algorithm: normalised rows of the recomputed dual_stack.txt} ({} unless the run
+    has IPv6 flows)."""
+    if not dual_stack_report.is_dual_stack(summaries):
+        return {}
+    out: dict[str, list[str]] = {}
+    for line in dual_stack_report.report_text(summaries).splitlines():
+        cells = line.split()
+        if cells and cells[0] in summaries:
+            out.setdefault(cells[0], []).append(_norm(line))
+    return out
 
 
 def table_text(summaries: dict[str, Any]) -> str:
@@ -214,6 +232,11 @@ def check_table_files(results: Path, runs: dict[str, Run]) -> list[str]:
             loss = _paper_loss_column(paper.read_text())
             expected[report.PAPER_TABLE_FILE] = lambda: PAPER_TABLE_TITLE + report.paper_table(
                 run.summaries, loss)
+        if run.dual_stack:
+            ds = dual_stack_report.OUT_TEXT
+            if not (d / ds).is_file():
+                errors.append(f"{name}: no {ds} beside the summaries of a run with IPv6 flows")
+            expected[ds] = lambda: dual_stack_report.report_text(run.summaries)
         for fname, make in expected.items():
             if not (d / fname).is_file():
                 continue
@@ -363,6 +386,8 @@ def check_docs(pages: "list[tuple[Path, str]] | str", runs: dict[str, Run],
                     continue
                 checked += 1
                 candidates = [getattr(r, kind).get(algorithm) for r in linked]
+                if kind == "comparison":     # or a row of a dual-stack run's dual_stack.txt
+                    candidates += [x for r in linked for x in r.dual_stack.get(algorithm, [])]
                 if row not in candidates:
                     errors.append(f"{_name(page)} {heading}: {kind} row {row!r} matches no "
                                   f"recomputed row of {[r.name for r in linked]}: "

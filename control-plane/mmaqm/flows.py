@@ -21,6 +21,7 @@ flow is not counted until an old one expires.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Hashable
 from dataclasses import dataclass
 
@@ -61,6 +62,9 @@ class ActiveFlowTable:
         # port -> {flow key: [class_id, last_seen_ms]}, oldest report first
         self._flows: dict[int, dict[Hashable, list]] = {}
         self._counts: dict[int, dict[int, int]] = {}
+        # the IPv6 flows among _counts (a key whose source is an IPv6Address,
+        # p4rt.codec.FlowReport): the IPv4 ones are the rest
+        self._counts6: dict[int, dict[int, int]] = {}
         self._size = 0
         self.refused = 0          # reports of new flows refused because the table was full
 
@@ -82,6 +86,7 @@ class ActiveFlowTable:
                 return False
             flows = self._flows[port] = {}
             self._counts[port] = dict.fromkeys(COUNTED_CLASSES, 0)
+            self._counts6[port] = dict.fromkeys(COUNTED_CLASSES, 0)
         counts = self._counts[port]
         old = flows.get(flow_key)
         if old is None:
@@ -90,11 +95,17 @@ class ActiveFlowTable:
                 return False
             flows[flow_key] = [class_id, now_ms]
             counts[class_id] += 1
+            if _is_ipv6(flow_key):
+                self._counts6[port][class_id] += 1
             self._size += 1
             return True
         if old[0] != class_id:
             counts[old[0]] -= 1
             counts[class_id] += 1
+            if _is_ipv6(flow_key):
+                counts6 = self._counts6[port]
+                counts6[old[0]] -= 1
+                counts6[class_id] += 1
             old[0] = class_id
         if now_ms > old[1]:
             old[1] = now_ms
@@ -110,16 +121,20 @@ class ActiveFlowTable:
         for port in list(self._flows):
             flows = self._flows[port]
             counts = self._counts[port]
+            counts6 = self._counts6[port]
             stale = []
             for key, entry in flows.items():          # oldest first
                 if not now_ms - entry[1] > expiry_interval_ms:
                     break
                 stale.append(key)
             for key in stale:
-                counts[flows.pop(key)[0]] -= 1
+                class_id = flows.pop(key)[0]
+                counts[class_id] -= 1
+                if _is_ipv6(key):
+                    counts6[class_id] -= 1
             removed += len(stale)
             if not flows:
-                del self._flows[port], self._counts[port]
+                del self._flows[port], self._counts[port], self._counts6[port]
         self._size -= removed
         return removed
 
@@ -127,6 +142,15 @@ class ActiveFlowTable:
         """{class_id: active flows} for TCP, TAGGED and UNTAGGED, zeros included."""
         counts = self._counts.get(port)
         return dict(counts) if counts is not None else dict.fromkeys(COUNTED_CLASSES, 0)
+
+    def counts_by_family(self, port: int) -> dict[str, dict[int, int]]:
+        """{"ipv4": {class_id: n}, "ipv6": {class_id: n}}: counts() split by the
+        flows' address family (an IPv6 report's addresses are IPv6Address,
+        an IPv4 one's integers; docs/ipv6.md). The two add up to counts()."""
+        total = self.counts(port)
+        six = self._counts6.get(port)
+        six = dict(six) if six is not None else dict.fromkeys(COUNTED_CLASSES, 0)
+        return {"ipv4": {c: total[c] - six[c] for c in total}, "ipv6": six}
 
     def flow_keys(self, port: int) -> list[Hashable]:
         """The active flows' keys on port (5-tuples, as the reports carry them)."""
@@ -215,3 +239,8 @@ class SwitchClock:
         self._offset_ms = now_ms - ts_us / 1000
         self._offset_at_ms = now_ms
         return now_ms
+
+
+def _is_ipv6(flow_key: tuple[Hashable, ...]) -> bool:
+    """A flow key of an IPv6 report: its source address is an IPv6Address."""
+    return isinstance(flow_key[0], ipaddress.IPv6Address)

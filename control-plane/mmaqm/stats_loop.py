@@ -26,6 +26,11 @@ class StatsLoop:
             **counter_sample(t_ns, self.switch.name, ports, values),
             "active_flows": {str(p): {C.CLASS_NAMES[c]: n for c, n in self.flows.counts(p).items()}
                              for p in ports},
+            # the same counts split by address family (the controller counts both)
+            "active_flows_by_family": {
+                str(p): {fam: {C.CLASS_NAMES[c]: n for c, n in counts.items()}
+                         for fam, counts in self.flows.counts_by_family(p).items()}
+                for p in ports},
             "policies": {str(p): {"algorithm": self.pushed[p].algorithm,
                                   **{k: v for k, v in self.pushed[p].params.items() if k in (
                                       "tagged_share_q16", "tagged_th_scaled",

@@ -298,6 +298,9 @@ def test_run_follows_flow_reports_writes_stats_and_exits_143_on_sigterm(
     samples = [json.loads(line) for line in out.read_text().splitlines()]
     assert all(s["switch"] == "s1" and len(s["readings"]) == 6 for s in samples)
     assert samples[-1]["active_flows"]["2"] == {"TCP": 1, "TAGGED": 1, "UNTAGGED": 0}
+    assert samples[-1]["active_flows_by_family"]["2"] == {
+        "ipv4": {"TCP": 1, "TAGGED": 1, "UNTAGGED": 0},
+        "ipv6": {"TCP": 0, "TAGGED": 0, "UNTAGGED": 0}}
     assert samples[-1]["policies"]["2"] == {"algorithm": "DCBT", "tagged_share_q16": 32768,
                                             "untagged_th_scaled": 0, "tag_guard_interval_us": 0}
 

@@ -24,6 +24,36 @@ def test_counts_include_zeros() -> None:
     assert len(table) == 3
 
 
+def test_counts_by_family_splits_ipv6_flows_from_ipv4_and_follows_expiry() -> None:
+    import ipaddress
+    a6 = ipaddress.IPv6Address("2001:db8:a00:100::1")
+    b6 = ipaddress.IPv6Address("2001:db8:a00:400::1")
+    flow6_tcp = (a6, b6, 6, 40000, 5201)
+    flow6_tagged = (a6, b6, 17, 40001, 5001)
+    # the same integers as an IPv4 key: a different flow (docs/ipv6.md)
+    flow4_same_ints = (int(a6), int(b6), 6, 40000, 5201)
+    table = ActiveFlowTable()
+    assert table.counts_by_family(2) == {"ipv4": {TCP: 0, TAGGED: 0, UNTAGGED: 0},
+                                         "ipv6": {TCP: 0, TAGGED: 0, UNTAGGED: 0}}
+    table.observe(2, TCP, FLOW_A, now_ms=0)
+    table.observe(2, TCP, flow6_tcp, now_ms=0)
+    table.observe(2, TCP, flow4_same_ints, now_ms=0)
+    table.observe(2, TAGGED, flow6_tagged, now_ms=100)
+    table.observe(2, TAGGED, FLOW_B, now_ms=100)
+    table.observe(2, TCP, flow6_tcp, now_ms=100)       # again: still one flow
+    assert table.counts(2) == {TCP: 3, TAGGED: 2, UNTAGGED: 0}
+    assert table.counts_by_family(2) == {"ipv4": {TCP: 2, TAGGED: 1, UNTAGGED: 0},
+                                         "ipv6": {TCP: 1, TAGGED: 1, UNTAGGED: 0}}
+    table.observe(2, UNTAGGED, flow6_tagged, now_ms=150)   # reclassified
+    assert table.counts_by_family(2)["ipv6"] == {TCP: 1, TAGGED: 0, UNTAGGED: 1}
+    table.expire(now_ms=350, expiry_interval_ms=300)       # FLOW_A, flow4_same_ints go
+    assert table.counts_by_family(2) == {"ipv4": {TCP: 0, TAGGED: 1, UNTAGGED: 0},
+                                         "ipv6": {TCP: 1, TAGGED: 0, UNTAGGED: 1}}
+    table.expire(now_ms=1000, expiry_interval_ms=300)
+    assert table.counts_by_family(2)["ipv6"] == {TCP: 0, TAGGED: 0, UNTAGGED: 0}
+    assert len(table) == 0
+
+
 def test_flows_are_counted_per_port() -> None:
     table = ActiveFlowTable()
     table.observe(1, UNTAGGED, FLOW_B, now_ms=0)

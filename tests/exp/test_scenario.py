@@ -230,7 +230,7 @@ def test_every_error_names_its_field():
     ({"flows": [{"kind": "tcp", "src": "tcp1", "dst": "tcp2", "max_window_pkts": 1}]},
      "flows[0].max_window_pkts: must be >= 2, got 1"),
     ({"flows": [{"kind": "tcp", "src": "tcp1", "dst": "tcp2", "packet_bytes": 1600}]},
-     "flows[0].packet_bytes: must be in 100..1500 (IPv4 datagram), got 1600"),
+     "flows[0].packet_bytes: must be in 100..1500 (IP packet, either family), got 1600"),
     ({"flows": [{"kind": "tcp", "src": "tcp1", "dst": "tcp2", "cc": "re no"}]},
      "flows[0].cc: must be a congestion-control name like reno, got string 're no'"),
     ({"flows": [{"kind": "tcp", "src": "tcp1", "dst": "tcp2", "class": "voice"}]},

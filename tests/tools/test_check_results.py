@@ -160,3 +160,55 @@ def test_the_legacy_list_names_only_linked_runs_that_are_still_incomplete() -> N
     for name in check_results.LEGACY_RUNS:
         assert name in linked, f"{name}: no longer linked from the docs; drop it from LEGACY_RUNS"
         assert check_results.missing_evidence(RESULTS / name), name
+
+
+# ------------------------------------------------------------ a dual-stack run's table
+def _dual_stack_copy(results: Path) -> Path:
+    """The latest D-CBT run copied, its even flows made IPv6: a run with IPv6 flows,
+    which must hold dual_stack.txt (mmaqm_exp.dual_stack_report)."""
+    from archive_run import read_text
+
+    d = results / LATEST
+    shutil.copytree(RESULTS / LATEST, d)
+    for a in check_results.scan_results(results)[0][LATEST]:
+        path = d / a / "summary.json"
+        stored = path if path.exists() else path.with_name("summary.json.gz")
+        summary = json.loads(read_text(path))
+        for fid, f in summary["flows"].items():
+            f["family"] = "ipv6" if int(fid) % 2 == 0 else "ipv4"
+        stored.unlink()
+        path.write_text(json.dumps(summary))
+    return d
+
+
+def test_a_dual_stack_run_needs_its_table_recomputed_whole(tmp_path, capsys) -> None:
+    from mmaqm_exp import dual_stack_report as D
+
+    results = tmp_path / "docs" / "results"
+    d = _dual_stack_copy(results)
+    runs = check_results.load_runs(results)
+    assert runs[LATEST].dual_stack["DCBT"]           # rows of both families
+    errors = check_results.check_table_files(results, runs)
+    assert errors == [f"{LATEST}: no dual_stack.txt beside the summaries of a run with IPv6 "
+                      "flows"], errors
+    summaries = runs[LATEST].summaries
+    (d / D.OUT_TEXT).write_text(D.report_text(summaries))
+    assert check_results.check_table_files(results, runs) == []
+    row = next(line for line in (d / D.OUT_TEXT).read_text().splitlines()
+               if line.startswith("DCBT") and " ipv6 " in line and " TCP " in line)
+    # a documentation row quoting it, in a section that links the run, is checked
+    page = tmp_path / "docs" / "experiments" / "dual-stack.md"
+    page.parent.mkdir(parents=True)
+    page.write_text(f"## Run\n\n[run](../results/{LATEST}/)\n\n```\n{row}\n```\n")
+    rc, out = run(capsys, pages=[page], results=results)
+    assert rc == 0 and _checked(out) == 1, out
+    cells = row.split()
+    cells[4] = str(int(cells[4]) + 1)                # the family's kbit/s, one more
+    page.write_text(page.read_text().replace(row, "  ".join(cells)))
+    rc, out = run(capsys, pages=[page], results=results)
+    assert rc == 1 and "matches no recomputed row" in out, out
+    # the table file itself, one digit changed
+    text = (d / D.OUT_TEXT).read_text()
+    (d / D.OUT_TEXT).write_text(text.replace(row, row.replace(cells[3], cells[3] + "0", 1), 1))
+    assert any("dual_stack.txt differs" in e
+               for e in check_results.check_table_files(results, runs))

@@ -936,7 +936,8 @@ def analyze(
         f = fd.flow
         st = res.starts.get(fid, {})
         entry: dict[str, Any] = {
-            "kind": f.kind, "class": f.cls, "group": f.group, "src": f.src, "dst": f.dst,
+            "kind": f.kind, "class": f.cls, "family": f.family, "group": f.group,
+            "src": f.src, "dst": f.dst,
             "dscp": f.dscp, "start_s": f.start_s, "stop_s": f.stop_s,
             "start_late_ms": st.get("late_ms"),
             "received_bytes_ip": _r(sum(b for _, b in fd.samples), 0),
@@ -989,8 +990,63 @@ def analyze(
         "warnings": list(res.warnings),
     }
     if counters_jsonl is not None:
-        summary["switch"] = switch_metrics(read_counters(counters_jsonl), t0, sc, bottleneck)
+        samples = read_counters(counters_jsonl)
+        summary["switch"] = switch_metrics(samples, t0, sc, bottleneck)
+        bn = summary["switch"].get("bottleneck")
+        if bn is not None:
+            summary["controller_flow_counts"] = controller_flow_counts(
+                samples, (bn["switch"], bn["port"]), t0, sc)
     return summary
+
+
+#: controller_flow_counts reads each phase's middle: this fraction of the phase is
+#: left out at either end (a start is counted within ~60 ms, a stop only after the
+#: 300 ms expiry: docs/experiments/dcbt.md "Active-flow counting")
+FLOW_COUNT_EDGE_FRACTION = 0.25
+FAMILIES = ("ipv4", "ipv6")
+
+
+def controller_flow_counts(samples: Sequence[Mapping[str, Any]], port: tuple[str, int],
+                           t0_ns: int, scenario: Scenario) -> dict[str, Any]:
+    """Per phase, the controller's active-flow counts at the port (its counters.jsonl
+    samples: ``active_flows``, and ``active_flows_by_family`` where the controller
+    logs it) against the flows the scenario runs there throughout the phase's middle
+    half ({"phase": {"expected": {family: {class: n}}, "counted": {family: {class:
+    median}}, "counted_total": {class: median}, "counted_max": {class: max},
+    "samples": n}}). The flows of every family and class cross the one bottleneck of
+    a dumbbell, so every scenario flow is expected there."""
+    sw, p = port
+    mine = [(int(x["t_ns"]), x) for x in samples if x.get("switch") == sw and "t_ns" in x]
+    out: dict[str, Any] = {}
+    for ph in scenario.phases:
+        cut = FLOW_COUNT_EDGE_FRACTION * ph.length_s
+        a, b = ph.start_s + cut, ph.end_s - cut
+        expected = {fam: {c: 0 for c in CLASSES} for fam in FAMILIES}
+        for f in scenario.flows:
+            if f.start_s <= a and f.stop_s >= b:
+                expected[f.family][f.cls] += 1
+        win = [x for t, x in mine if t0_ns + a * 1e9 <= t <= t0_ns + b * 1e9]
+        tot = [x.get("active_flows", {}).get(str(p)) for x in win]
+        tot = [t for t in tot if t is not None]
+        fam = [x.get("active_flows_by_family", {}).get(str(p)) for x in win]
+        fam = [f for f in fam if f is not None]
+        out[ph.name] = {
+            "window_s": [_r(a), _r(b)], "samples": len(tot),
+            "expected": expected,
+            "counted_total": {c: _median([t.get(c, 0) for t in tot]) for c in CLASSES} if tot else None,
+            "counted_max": {c: max(t.get(c, 0) for t in tot) for c in CLASSES} if tot else None,
+            "counted": {f_: {c: _median([x[f_].get(c, 0) for x in fam]) for c in CLASSES}
+                        for f_ in FAMILIES} if fam else None,
+        }
+    return out
+
+
+def _median(xs: Sequence[float]) -> Optional[float]:
+    if not xs:
+        return None
+    ys = sorted(xs)
+    n = len(ys)
+    return float(ys[n // 2]) if n % 2 else (ys[n // 2 - 1] + ys[n // 2]) / 2
 
 
 def flows_csv_rows(summary: Mapping[str, Any]) -> list[list[Any]]:

@@ -26,7 +26,8 @@ traffic:
      (mmaqm_exp.analysis), with the run's validity checks: UDP packets sent
      against the first switch's arrivals, the delay elements' kernel drops
      (read before and after the traffic), the switches' keep-up.
-Then the comparison table and plots go to <out> (mmaqm_exp.report).
+Then the comparison table and plots go to <out> (mmaqm_exp.report); for a scenario
+with ipv6 flows also the per-family table, dual_stack.txt (mmaqm_exp.dual_stack_report).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ import yaml
 from mmaqm import algorithms as mmaqm_algorithms
 from mmaqm.algorithms import ALGORITHMS
 
-from . import analysis, flowlag, mmapp, registers, report
+from . import analysis, dual_stack_report, flowlag, mmapp, registers, report
 from .cpu import CpuSampler
 from .experiments import RegistryError, load_registry
 from .lab import LabError, StopRequested, catch_stop_signals, stop_processes
@@ -118,11 +119,12 @@ def run_program(algorithms: Sequence[str], policies: dict[str, dict[str, Any]],
     return bmv2_json, p4info, f"the {profile} profile"
 
 
-def controller_yaml(topo, policy: dict[str, Any]) -> str:
-    """The controller config for this policy, validated like any user config."""
+def controller_yaml(topo, policy: dict[str, Any], ipv6: bool = False) -> str:
+    """The controller config for this policy, validated like any user config; ipv6: with
+    the hosts' IPv6 routes (a scenario with ipv6 flows)."""
     from mmaqm.config import ConfigError, parse_config
 
-    cfg = controller_config(topo, policy)
+    cfg = controller_config(topo, policy, ipv6=ipv6)
     try:
         parse_config(cfg)
     except ConfigError as err:
@@ -215,7 +217,7 @@ def run_algorithm(net: Network, topo, scenario, algorithm: str, policy: dict[str
     register_samples: sample the bottleneck's averages over Thrift (mmaqm_exp.registers)."""
     out.mkdir(parents=True, exist_ok=True)
     cfg_path = out / "controller.yaml"
-    cfg_path.write_text(controller_yaml(topo, policy))
+    cfg_path.write_text(controller_yaml(topo, policy, ipv6="ipv6" in scenario.families()))
     counters = out / "counters.jsonl"
     counters.unlink(missing_ok=True)
     share_events = out / "share_events.jsonl"    # every D-CBT share push: the flow-count lag
@@ -349,11 +351,14 @@ def run_experiment(topology: Path, scenario_path: Path, policies_path: Path,
     if duration_s is not None:
         scenario = scenario.with_duration(duration_s)
     policies = load_policies(policies_path)
+    # the hosts get IPv6 addresses (and the switches IPv6 routes) only for a scenario
+    # with ipv6 flows: otherwise IPv6 stays off on every link (lab.py says why)
+    ipv6 = "ipv6" in scenario.families()
     unknown = [a for a in algorithms if a not in policies]
     if unknown:
         raise ExperimentError(f"{policies_path} has no policy for {unknown}; it has {sorted(policies)}")
     for a in algorithms:
-        controller_yaml(topo, policies[a])   # every policy is valid before anything starts
+        controller_yaml(topo, policies[a], ipv6)   # every policy is valid before anything starts
     for path in (p4info, bmv2_json):
         if not Path(path).exists():
             raise ExperimentError(f"{path} not found: run 'make build'")
@@ -385,7 +390,7 @@ def run_experiment(topology: Path, scenario_path: Path, policies_path: Path,
     # C-UPTA's probes are P4Runtime PacketOuts: BMv2 needs a CPU port
     cpu_port = T_BFD_CPU_PORT if any(uses_bfd(policies[a]) for a in algorithms) else None
     with Network(topo, out / "network", bmv2_json, cpu_port=cpu_port,
-                 name_prefix=name_prefix) as net:
+                 name_prefix=name_prefix, ipv6=ipv6) as net:
         print(f"mmaqm-exp: network up in {time.monotonic() - started:.1f} s; bottleneck "
               f"{net.bottleneck.switch} port {net.bottleneck.port} at {net.bottleneck.rate_pps} pkt/s",
               file=stream, flush=True)
@@ -404,6 +409,9 @@ def run_experiment(topology: Path, scenario_path: Path, policies_path: Path,
           file=stream, end="")
     paper = report.write_paper_table(summaries, out, paper_tagged_loss_pct or {})
     print(paper.read_text(), file=stream, end="")
+    if ipv6:    # both families' flows per class, the controller's counts of each
+        print("\n" + dual_stack_report.write_report(summaries, out).read_text(),
+              file=stream, end="")
     for algorithm, summary in summaries.items():
         problem = analysis.keepup_problem(summary["switch_keepup"])
         for w in summary["warnings"] + ([f"PRECONDITION MISSED: {problem}"] if problem else []):

@@ -26,6 +26,11 @@ Platform facts (checked on these machines; docs/design.md §1.5):
 
 * IPv6 off in every namespace ("all" and "default" before any veth exists, which then
   inherits it) and on every veth explicitly: no router solicitations or MLD on the links.
+  A dual-stack run turns it on again on the host interfaces alone (:func:`host_ipv6_script`):
+  a static address without DAD, no link-local address, no router solicitations, a static
+  neighbour for the gateway as for IPv4, and every IPv6 multicast packet the host would
+  send (MLD reports for its solicited-node group) dropped on output, so that no packet
+  but the experiment's enters the switch and its counters. The switch-side ends keep it off.
 * TX checksum offload off on every veth end, else TCP/UDP through BMv2 arrive with bad
   checksums.
 * BMv2 ports and raw test ports (PTF, the bench's udpgen) also have TSO, GSO and GRO off:
@@ -96,6 +101,29 @@ def missing_prereqs(extra_tools: Sequence[str] = ()) -> str | None:
         if shutil.which(tool) is None:
             return f"needs the {tool!r} command"
     return None
+
+
+def host_ipv6_script(ifname: str, cidr6: str, gateway6: str, gateway_mac: str,
+                     default_route: bool = True) -> str:
+    """The shell commands that give ifname (IPv6 off since creation) an IPv6 address
+    cidr6, a permanent neighbour entry for gateway6 (with default_route, a default
+    route through it; without, gateway6 is an on-link peer), and nothing else
+    (module docstring): the per-interface knobs are set while IPv6 is
+    still off, so it comes up without a link-local address (addr_gen_mode 1), without
+    router solicitations and without DAD (the address is added with nodad); the one
+    ip6tables rule drops any multicast the host sends (MLD reports on joining the
+    address's solicited-node group; neighbour discovery is not needed: the neighbour is
+    static). Run inside the host's namespace."""
+    conf = f"net.ipv6.conf.{ifname}"
+    knobs = " ".join(f"{conf}.{k}={v}" for k, v in (
+        ("addr_gen_mode", 1), ("accept_ra", 0), ("router_solicitations", 0),
+        ("accept_dad", 0), ("dad_transmits", 0), ("disable_ipv6", 0)))
+    return (f"ip6tables -A OUTPUT -o {ifname} -d ff00::/8 -j DROP"
+            f" && sysctl -qw {knobs}"
+            f" && ip -6 addr add {cidr6} dev {ifname} nodad"
+            f" && ip -6 neigh add {gateway6} lladdr {gateway_mac} dev {ifname} nud permanent"
+            + (f" && ip -6 route add default via {gateway6} dev {ifname}" if default_route
+               else ""))
 
 
 def _check_name(value: str, field: str) -> None:

@@ -22,8 +22,10 @@ payload), the payload starting with ``DATA`` (network byte order)::
     rate_kbps u32 | srtt_us u32 (sender's smoothed RTT, 0 = unknown)
 
 flags bit 0 (NO_FEEDBACK) marks CBR packets; their scale field is 255. The
-DSCP goes in the IPv4 TOS byte through the IP_TOS socket option (default EF,
-46, for MM_APP; 0, untagged, for CBR).
+DSCP goes in the IPv4 TOS byte through the IP_TOS socket option, or to an IPv6
+``--dst`` in the traffic class through IPV6_TCLASS (default EF, 46, for MM_APP;
+0, untagged, for CBR). Either family: the socket's is its address's
+(``--dst``; the receiver's ``--bind ::`` takes both).
 
 Feedback. The receiver answers a flow-controlled flow with a ``FEEDBACK``
 datagram (to the data packet's source address)::
@@ -61,7 +63,7 @@ Files written at exit (also on SIGTERM/SIGINT):
   receiver --out CSV: flow_id,seq,send_ts_ns,recv_ts_ns,bytes,scale,dscp
     one row per data packet in arrival order; recv_ts_ns is CLOCK_REALTIME
     read in userspace right after the datagram was dequeued; bytes is the
-    IPv4 datagram length (UDP payload + 28).
+    IP packet length (UDP payload + 28, from an IPv6 sender + 48).
   sender --log CSV: t_ns,event,scale,rate_kbps,srtt_us,rtt_sample_us,sent,
     fb_highest_seq,fb_received,fb_lost
     events: start, fb (feedback, no change), up, cut, timeout, end.
@@ -82,6 +84,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
+from .inet import family_of, is_ipv6_peer, set_dscp, udp_overhead_bytes
 from .lab import catch_stop_signals
 
 MAGIC = b"MMA1"
@@ -93,6 +96,7 @@ CBR_SCALE = 255
 DATA_HDR = struct.Struct("!4sBBBBIQQII")  # 36 bytes
 FB_HDR = struct.Struct("!4sBBHIqQQqQQ")  # 60 bytes
 IP_UDP_OVERHEAD = 28  # IPv4 header without options (20) + UDP header (8)
+IPV6_UDP_OVERHEAD = 48  # IPv6 fixed header (40) + UDP header (8)
 
 DEFAULT_SCALES_KBPS = (300, 500, 700, 900, 1100)
 DEFAULT_SIZE = 1000  # IPv4 datagram bytes
@@ -256,25 +260,31 @@ SEND_LOG_HEADER = (
 
 def run_sender(args: argparse.Namespace) -> dict:
     size = args.size
-    if size < IP_UDP_OVERHEAD + DATA_HDR.size:
-        raise SystemExit(f"--size must be >= {IP_UDP_OVERHEAD + DATA_HDR.size}")
+    family = family_of(args.dst)
+    # the IP packet is --size bytes in either family: an IPv6 datagram's payload is 20 less
+    overhead = udp_overhead_bytes(family)
+    if size < overhead + DATA_HDR.size:
+        raise SystemExit(f"--size must be >= {overhead + DATA_HDR.size}")
     cbr = args.cbr_kbps is not None
     scales = [float(x) for x in args.scales.split(",")]
     dscp = args.dscp if args.dscp is not None else (0 if cbr else 46)
     option = bytes.fromhex(args.ip_option) if args.ip_option else b""
     if len(option) % 4 or len(option) > 40:
         raise SystemExit(f"--ip-option must be a multiple of 4 bytes, at most 40: {args.ip_option}")
-    if size < IP_UDP_OVERHEAD + len(option) + DATA_HDR.size:
-        raise SystemExit(f"--size must be >= {IP_UDP_OVERHEAD + len(option) + DATA_HDR.size}")
+    if option and family == socket.AF_INET6:
+        raise SystemExit("--ip-option is an IPv4 option: not with an IPv6 --dst")
+    if size < overhead + len(option) + DATA_HDR.size:
+        raise SystemExit(f"--size must be >= {overhead + len(option) + DATA_HDR.size}")
     # the datagram stays --size bytes: the option takes its bytes from the payload
-    pad = bytes(size - IP_UDP_OVERHEAD - len(option) - DATA_HDR.size)
+    pad = bytes(size - overhead - len(option) - DATA_HDR.size)
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, (dscp << 2) & 0xFC)
+    sock = socket.socket(family, socket.SOCK_DGRAM)
+    set_dscp(sock, family, dscp)
     if option:   # P-UPTA's loss threshold (upta §4; docs/upta-plan.md §1.5): needs CAP_NET_RAW
         sock.setsockopt(socket.IPPROTO_IP, socket.IP_OPTIONS, option)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
-    sock.bind((args.bind, args.sport))
+    sock.bind(("::" if family == socket.AF_INET6 and args.bind == "0.0.0.0" else args.bind,
+               args.sport))
     sock.connect((args.dst, args.port))
     sock.setblocking(False)
 
@@ -420,13 +430,20 @@ RECV_CSV_HEADER = ("flow_id", "seq", "send_ts_ns", "recv_ts_ns", "bytes", "scale
 
 
 def run_receiver(args: argparse.Namespace) -> dict:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    # --bind :: : one dual-stack socket for both families (IPv4 senders appear as
+    # ::ffff:a.b.c.d); the IPv4 options still apply to their packets
+    family = family_of(args.bind)
+    sock = socket.socket(family, socket.SOCK_DGRAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, args.rcvbuf)
     except OSError:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, args.rcvbuf)
     sock.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
     sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, (args.fb_dscp << 2) & 0xFC)
+    if family == socket.AF_INET6:
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_RECVTCLASS, 1)
+        set_dscp(sock, family, args.fb_dscp)
     sock.bind((args.bind, args.port))
     sock.setblocking(False)
     stop = catch_stop_signals(interrupt=False)
@@ -439,7 +456,7 @@ def run_receiver(args: argparse.Namespace) -> dict:
     flows: dict[tuple, RecvFlowState] = {}
     fb_sent = 0
     bad = 0
-    ancsize = socket.CMSG_SPACE(4)
+    ancsize = socket.CMSG_SPACE(4) * 2
 
     while not stop.requested:
         now = time.monotonic()
@@ -467,8 +484,11 @@ def run_receiver(args: argparse.Namespace) -> dict:
             for level, typ, cdata in anc:
                 if level == socket.IPPROTO_IP and typ == socket.IP_TOS and cdata:
                     tos = cdata[0]
+                elif level == socket.IPPROTO_IPV6 and typ == socket.IPV6_TCLASS and cdata:
+                    tos = int.from_bytes(cdata[:4], sys.byteorder)   # an int (RFC 3542 §6.5)
+            overhead = IPV6_UDP_OVERHEAD if is_ipv6_peer(addr) else IP_UDP_OVERHEAD
             rows.append(
-                (h.flow_id, h.seq, h.send_ts_ns, t_rx, len(data) + IP_UDP_OVERHEAD, h.scale, tos >> 2)
+                (h.flow_id, h.seq, h.send_ts_ns, t_rx, len(data) + overhead, h.scale, tos >> 2)
             )
             st = flows.setdefault((addr, h.flow_id), RecvFlowState())
             gap = st.update(h.seq)
@@ -510,7 +530,7 @@ def run_receiver(args: argparse.Namespace) -> dict:
 
 
 def _add_send_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dst", required=True, help="receiver IPv4 address")
+    p.add_argument("--dst", required=True, help="receiver address, IPv4 or IPv6 (the socket's family)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help="receiver UDP port (default %(default)s)")
     p.add_argument("--flow-id", type=int, default=1, help="flow id carried in every packet (default 1)")
     p.add_argument("--duration", type=float, default=10.0, help="seconds to send (0 = until SIGTERM/SIGINT)")
@@ -518,7 +538,7 @@ def _add_send_args(p: argparse.ArgumentParser) -> None:
                    help="comma-separated scale rates in kbit/s, scale 0 first (default %(default)s)")
     p.add_argument("--initial-scale", type=int, default=0, help="scale index to start at (default 0)")
     p.add_argument("--size", type=int, default=DEFAULT_SIZE,
-                   help="IPv4 datagram size in bytes; UDP payload = size - 28 (default %(default)s)")
+                   help="IP packet size in bytes; UDP payload = size - 28 (IPv6: - 48) (default %(default)s)")
     p.add_argument("--dscp", type=int, default=None,
                    help="DSCP for the IP TOS byte (default 46 = EF; 0 with --cbr-kbps)")
     p.add_argument("--ip-option", default=None,
@@ -534,7 +554,8 @@ def _add_send_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_recv_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--bind", default="0.0.0.0", help="address to listen on (default any)")
+    p.add_argument("--bind", default="0.0.0.0",
+                   help="address to listen on (default any IPv4; :: for both families)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help="UDP port (default %(default)s)")
     p.add_argument("--duration", type=float, default=0.0, help="seconds to run (0 = until SIGTERM/SIGINT)")
     p.add_argument("--out", default=None, help="per-packet CSV written at exit")

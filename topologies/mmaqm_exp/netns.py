@@ -11,7 +11,10 @@
 
 Namespaces ``mmt-<tag>-<pid>-a`` / ``-b``, veth ``mmt-<pid>a`` / ``b`` (both host ends:
 IPv6 off, TX checksum, TSO and GSO offload off; see lab), addresses ``<subnet>.1`` /
-``.2`` (/24). On leaving the ``with`` block (also on an exception) every process started
+``.2`` (/24). With ``ipv6=True`` also ``2001:db8:<third byte of subnet>::1`` / ``::2``
+(/64), brought up quiet as the experiment hosts' (lab.host_ipv6_script: no link-local
+address, no DAD or router solicitations, multicast dropped, each end the other's
+static neighbour); ``run`` turns it on for a scenario with ipv6 flows. On leaving the ``with`` block (also on an exception) every process started
 through :meth:`NsPair.popen` is stopped and both namespaces are deleted, taking the veth
 and any iptables rule inside along. Entering first removes the pairs of processes that
 are gone (killed before their teardown). Needs root.
@@ -31,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .lab import (HOST_PORT, STOP_TIMEOUT_S, Lab, StopRequested, VethEnd, catch_stop_signals,
-                  clean_leftovers, missing_prereqs, namespaces)
+                  clean_leftovers, host_ipv6_script, missing_prereqs, namespaces)
 
 PREFIX = "mmt-"
 PAIR_NS_RE = re.compile(r"^mmt-.+-(?P<pid>[0-9]+)-[ab]$")
@@ -52,6 +55,8 @@ class NsPair:
     if_b: str
     ip_a: str
     ip_b: str
+    ip6_a: str = ""             # ns_pair(ipv6=True) only
+    ip6_b: str = ""
 
     @property
     def procs(self) -> list[subprocess.Popen]:
@@ -84,7 +89,8 @@ def remove_dead_pairs() -> list[str]:
 
 
 @contextmanager
-def ns_pair(tag: str = "t", subnet: str = DEFAULT_SUBNET) -> Iterator[NsPair]:
+def ns_pair(tag: str = "t", subnet: str = DEFAULT_SUBNET, ipv6: bool = False
+            ) -> Iterator[NsPair]:
     """A fresh pair; see the module docstring."""
     remove_dead_pairs()
     pid = os.getpid()
@@ -93,11 +99,22 @@ def ns_pair(tag: str = "t", subnet: str = DEFAULT_SUBNET) -> Iterator[NsPair]:
                       ns_b=lab.add_namespace(f"{lab.prefix}-b"),
                       if_a=f"{PREFIX}{pid % 1000000}a", if_b=f"{PREFIX}{pid % 1000000}b",
                       ip_a=f"{subnet}.1", ip_b=f"{subnet}.2")
+        if ipv6:
+            site = f"2001:db8:{int(subnet.split('.')[-1]):x}"
+            pair.ip6_a, pair.ip6_b = f"{site}::1", f"{site}::2"
         lab.add_veths([(VethEnd(pair.ns_a, pair.if_a, HOST_PORT),
                         VethEnd(pair.ns_b, pair.if_b, HOST_PORT))])
         for ns, ifname, ip in ((pair.ns_a, pair.if_a, pair.ip_a),
                                (pair.ns_b, pair.if_b, pair.ip_b)):
             lab.run(ns, ["ip", "addr", "add", f"{ip}/24", "dev", ifname])
+        if ipv6:
+            mac = {ns: lab.run(ns, ["cat", f"/sys/class/net/{ifname}/address"]).stdout.strip()
+                   for ns, ifname in ((pair.ns_a, pair.if_a), (pair.ns_b, pair.if_b))}
+            for ns, ifname, ip6, peer_ns, peer6 in (
+                    (pair.ns_a, pair.if_a, pair.ip6_a, pair.ns_b, pair.ip6_b),
+                    (pair.ns_b, pair.if_b, pair.ip6_b, pair.ns_a, pair.ip6_a)):
+                lab.run(ns, ["sh", "-c", host_ipv6_script(ifname, f"{ip6}/64", peer6,
+                                                          mac[peer_ns], default_route=False)])
         yield pair
 
 
@@ -109,6 +126,7 @@ class NsPairNet:
         self.pair = pair
         self.ns = {**{h: pair.ns_a for h in hosts_a}, **{h: pair.ns_b for h in hosts_b}}
         self.ips = {**{h: pair.ip_a for h in hosts_a}, **{h: pair.ip_b for h in hosts_b}}
+        self.ips6 = {**{h: pair.ip6_a for h in hosts_a}, **{h: pair.ip6_b for h in hosts_b}}
 
     @property
     def hosts(self) -> list[str]:
@@ -120,15 +138,20 @@ class NsPairNet:
     def run(self, host: str, argv: list[str], timeout: float = 30.0) -> subprocess.CompletedProcess:
         return self.pair.run(self.ns[host], argv, check=False, timeout=timeout)
 
-    def host_ip(self, host: str) -> str:
-        return self.ips[host]
+    def host_ip(self, host: str, family: str = "ipv4") -> str:
+        if family == "ipv4":
+            return self.ips[host]
+        if family == "ipv6" and self.ips6[host]:
+            return self.ips6[host]
+        raise ValueError(f"host {host!r} has no {family} address (ns_pair_net(ipv6=True))")
 
 
 @contextmanager
 def ns_pair_net(tag: str = "trf", hosts_a: Sequence[str] = DEFAULT_HOSTS_A,
-                hosts_b: Sequence[str] = DEFAULT_HOSTS_B) -> Iterator[NsPairNet]:
+                hosts_b: Sequence[str] = DEFAULT_HOSTS_B, ipv6: bool = False
+                ) -> Iterator[NsPairNet]:
     """``with ns_pair_net() as net:`` -- a fresh namespace pair wrapped as a traffic.Net."""
-    with ns_pair(tag) as pair:
+    with ns_pair(tag, ipv6=ipv6) as pair:
         yield NsPairNet(pair, hosts_a, hosts_b)
 
 
@@ -153,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     catch_stop_signals(interrupt=True)
     try:
-        with ns_pair_net() as net:
+        with ns_pair_net(ipv6="ipv6" in sc.families()) as net:
             res = run_scenario(net, sc, a.out, progress=show,
                                bottleneck_rate_kbps=a.bottleneck_kbps)
     except StopRequested as stop:

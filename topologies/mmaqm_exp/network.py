@@ -89,6 +89,8 @@ class NetHost:
     ifname: str
     gateway_ip: str
     gateway_mac: str
+    ip6: str = ""               # a dual-stack network's (Network(ipv6=True)) only
+    gateway_ip6: str = ""
 
 
 @dataclass(frozen=True)
@@ -176,6 +178,21 @@ def parse_snmp(text: str) -> dict[str, dict[str, int]]:
     return out
 
 
+# /proc/net/snmp6's names of the /proc/net/snmp counters the runs read (an IPv6
+# flow's datagrams and ICMPv6 messages count with IPv4's: Network.snmp_counters)
+SNMP6_KEYS = {"Udp.SndbufErrors": "Udp6SndbufErrors", "Icmp.OutMsgs": "Icmp6OutMsgs"}
+
+
+def parse_snmp6(text: str) -> dict[str, int]:
+    """{counter: value} from /proc/net/snmp6 (one "Name value" pair per line)."""
+    out = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[1].isdigit():
+            out[fields[0]] = int(fields[1])
+    return out
+
+
 def missing_prereqs() -> str | None:
     """Why a Network cannot be brought up here, or None."""
     return L.missing_prereqs(REQUIRED_TOOLS)
@@ -204,8 +221,11 @@ class Network:
                  tcp_congestion_control: str = TCP_CONGESTION_CONTROL,
                  grpc_port_base: int = T.GRPC_PORT_BASE,
                  thrift_port_base: int = T.THRIFT_PORT_BASE,
-                 cpu_port: int | None = None) -> None:
+                 cpu_port: int | None = None, ipv6: bool = False) -> None:
         _check_prefix(name_prefix)
+        # ipv6: the hosts get IPv6 addresses too (Host.ip6; lab.host_ipv6_script says
+        # what else is set and why); otherwise IPv6 stays off everywhere
+        self.ipv6 = ipv6
         self.cpu_port = cpu_port       # BMv2 --cpu-port of every switch (C-UPTA's PacketOut probes)
         self.topo = topo
         self.run_dir = Path(run_dir)
@@ -219,7 +239,8 @@ class Network:
                   for h in topo.hosts}
         self.hosts: Mapping[str, NetHost] = {
             h.name: NetHost(h.name, f"{name_prefix}-{HOST_NS_INFIX}-{h.name}", h.ip, h.mac,
-                            T.HOST_IFNAME, h.gateway_ip, gw_mac[h.name])
+                            T.HOST_IFNAME, h.gateway_ip, gw_mac[h.name],
+                            h.ip6 if ipv6 else "", h.gateway_ip6 if ipv6 else "")
             for h in topo.hosts.values()}
         self._switches = {s.name: _Switch(s.name, grpc_port_base + s.index,
                                           thrift_port_base + s.index)
@@ -238,8 +259,16 @@ class Network:
         self._is_up = False
 
     # ------------------------------------------------------------ public API
-    def host_ip(self, host: str) -> str:
-        return self._host(host).ip
+    def host_ip(self, host: str, family: str = "ipv4") -> str:
+        """The host's address of family "ipv4" or "ipv6" (ValueError if the network
+        was brought up without IPv6)."""
+        h = self._host(host)
+        if family == "ipv4":
+            return h.ip
+        if family == "ipv6" and h.ip6:
+            return h.ip6
+        raise ValueError(f"host {host!r} has no {family} address (Network(ipv6=True) gives "
+                         f"the hosts IPv6 addresses)")
 
     def grpc_addr(self, switch: str) -> str:
         return f"127.0.0.1:{self._switch(switch).grpc_port}"
@@ -294,6 +323,11 @@ class Network:
             snmp = parse_snmp(self.run(h, ["cat", "/proc/net/snmp"], timeout=10, check=True).stdout)
             out[h] = {f"{proto}.{k}": v for proto in ("Udp", "Icmp")
                       for k, v in snmp.get(proto, {}).items()}
+            if self.ipv6:   # IPv6's own counters (snmp6), added to the same keys
+                six = parse_snmp6(self.run(h, ["cat", "/proc/net/snmp6"], timeout=10,
+                                           check=True).stdout)
+                for key, key6 in SNMP6_KEYS.items():
+                    out[h][key] = out[h].get(key, 0) + six.get(key6, 0)
         return out
 
     def popen(self, host: str, argv: Sequence[str], **popen_kwargs: Any) -> subprocess.Popen:
@@ -420,6 +454,10 @@ class Network:
                                  f" dev {h.ifname} nud permanent"
                                  f" && ip route add default via {h.gateway_ip} dev {h.ifname}"],
                           timeout_s=10)
+            if self.ipv6:
+                self._lab.run(h.ns, ["sh", "-c", L.host_ipv6_script(
+                    h.ifname, f"{h.ip6}/{T.IPV6_HOST_PREFIXLEN}", h.gateway_ip6, h.gateway_mac)],
+                              timeout_s=10)
 
     def _end(self, node: str, port: int | None) -> L.VethEnd:
         if node in self.hosts:
@@ -462,15 +500,23 @@ class Network:
                 time.sleep(0.01)
         # the element first, then the rule (--queue-bypass would let packets pass undelayed
         # while nothing is bound). iptables-restore: one process per namespace.
+        # With IPv6, the source's IPv6 address goes to the same element (NFQUEUE holds
+        # packets of either family).
         by_host: dict[str, list[str]] = {}
+        by_host6: dict[str, list[str]] = {}
         for d in self.delay_elements:
             for src in d.sources:
                 by_host.setdefault(d.host, []).append(
                     f"-A INPUT -i {T.HOST_IFNAME} -s {self.hosts[src].ip}/32 -j NFQUEUE "
                     f"--queue-num {d.queue_num} --queue-bypass")
-        for host, rules in by_host.items():
-            text = "*filter\n" + "\n".join(rules) + "\nCOMMIT\n"
-            self._lab.run(self.hosts[host].ns, ["iptables-restore", "--noflush"], input=text)
+                if self.ipv6:
+                    by_host6.setdefault(d.host, []).append(
+                        f"-A INPUT -i {T.HOST_IFNAME} -s {self.hosts[src].ip6}/128 -j NFQUEUE "
+                        f"--queue-num {d.queue_num} --queue-bypass")
+        for tool, rules_of in (("iptables-restore", by_host), ("ip6tables-restore", by_host6)):
+            for host, rules in rules_of.items():
+                text = "*filter\n" + "\n".join(rules) + "\nCOMMIT\n"
+                self._lab.run(self.hosts[host].ns, [tool, "--noflush"], input=text)
 
     def _switch_spec(self, sw: Any, suffix: str = "") -> L.SwitchSpec:
         return L.SwitchSpec({p.number: p.ifname for p in sw.ports.values()},
@@ -527,8 +573,11 @@ class Network:
             "topology": self.topo.name, "prefix": self.prefix, "switch_ns": self.switch_ns,
             "tcp_congestion_control": self.tcp_congestion_control,
             "bmv2_log_level": self.bmv2_log_level,
+            "ipv6": self.ipv6,
             "hosts": {h.name: {"ns": h.ns, "ip": h.ip, "mac": h.mac, "gateway_ip": h.gateway_ip,
-                               "gateway_mac": h.gateway_mac} for h in self.hosts.values()},
+                               "gateway_mac": h.gateway_mac,
+                               **({"ip6": h.ip6, "gateway_ip6": h.gateway_ip6} if self.ipv6 else {})}
+                      for h in self.hosts.values()},
             "switches": {s.name: {"grpc": self.grpc_addr(s.name), "thrift": s.thrift_port,
                                   "pid": s.proc.pid if s.proc else None}
                          for s in self._switches.values()},

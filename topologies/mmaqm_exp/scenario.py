@@ -45,6 +45,12 @@ DEFAULT_TAGGED_DSCP = (46, 34)
 #: TCP/IP header bytes of a data segment: 20 IPv4 + 20 TCP + 12 timestamp option.
 TCP_IP_HDR_BYTES = 40
 TCP_TIMESTAMP_BYTES = 12
+#: A flow's address family (``family:`` of a group); IPv6's fixed header (RFC 8200 §3)
+#: is 20 bytes longer than IPv4's without options, so an IPv6 flow's payloads are
+#: that much shorter for the same packet_bytes (the IP packet, either family).
+FAMILIES = ("ipv4", "ipv6")
+DEFAULT_FAMILY = "ipv4"
+IPV6_EXTRA_HDR_BYTES = 20
 TCP_DEFAULTS: dict[str, Any] = {
     "cc": "reno",              # dcbt section 5: "FTP used TCP Reno"
     "packet_bytes": PACKET_BYTES,
@@ -73,7 +79,7 @@ CBR_DEFAULTS: dict[str, Any] = {
     "upta_loss_threshold": None,
 }
 KIND_DEFAULTS = {"tcp": TCP_DEFAULTS, "mmapp": MMAPP_DEFAULTS, "cbr": CBR_DEFAULTS}
-GROUP_COMMON_KEYS = ("kind", "count", "src", "dst", "start_s", "stop_s", "class")
+GROUP_COMMON_KEYS = ("kind", "count", "src", "dst", "start_s", "stop_s", "class", "family")
 TOP_KEYS = ("name", "description", "paper", "duration_s", "phases", "flows", "tagged_dscp",
             "blast_phase")
 PHASE_KEYS = ("name", "start_s", "end_s")
@@ -127,6 +133,7 @@ class FlowGroup:
     dscp: int
     first_flow_id: int
     params: Mapping[str, Any] = field(default_factory=dict)
+    family: str = DEFAULT_FAMILY
 
     @property
     def flow_ids(self) -> list[int]:
@@ -140,10 +147,11 @@ class FlowGroup:
 
     @property
     def tcp_mss_option(self) -> int:
-        """TCP_MAXSEG / iperf3 -M value: IP packet bytes - 40. Linux counts the
-        12-byte timestamp option inside it, so the IP packet is packet_bytes
-        with or without timestamps (payload 948 or 960 bytes at 1000)."""
-        return int(self.params["packet_bytes"]) - TCP_IP_HDR_BYTES
+        """TCP_MAXSEG / iperf3 -M value: IP packet bytes - 40 (IPv6: - 60). Linux
+        counts the 12-byte timestamp option inside it, so the IP packet is
+        packet_bytes with or without timestamps (IPv4 payload 948 or 960 bytes at 1000)."""
+        extra = IPV6_EXTRA_HDR_BYTES if self.family == "ipv6" else 0
+        return int(self.params["packet_bytes"]) - TCP_IP_HDR_BYTES - extra
 
     @property
     def tcp_payload_bytes(self) -> int:
@@ -182,6 +190,7 @@ class Flow:
     start_s: float
     stop_s: float
     dscp: int
+    family: str = DEFAULT_FAMILY
 
     def active_in(self, t0: float, t1: float) -> bool:
         """True if the flow's scheduled activity [start_s, stop_s) overlaps [t0, t1)."""
@@ -210,7 +219,8 @@ class Scenario:
             spread = float(g.params.get("start_spread_s", 0.0) or 0.0)
             for i, fid in enumerate(g.flow_ids):
                 start = g.start_s + spread * i / n
-                out.append(Flow(fid, g.index, g.kind, g.cls, g.src, g.dst, start, g.stop_s, g.dscp))
+                out.append(Flow(fid, g.index, g.kind, g.cls, g.src, g.dst, start, g.stop_s, g.dscp,
+                                g.family))
         return out
 
     def flow(self, flow_id: int) -> Flow:
@@ -221,6 +231,10 @@ class Scenario:
 
     def hosts(self) -> set[str]:
         return {h for g in self.groups for h in (g.src, g.dst)}
+
+    def families(self) -> set[str]:
+        """The address families the flows use ({"ipv4"} for every paper's scenario)."""
+        return {g.family for g in self.groups}
 
     def phase(self, name: str) -> Phase:
         for p in self.phases:
@@ -287,7 +301,8 @@ class Scenario:
             "phases": [{"name": p.name, "start_s": p.start_s, "end_s": p.end_s} for p in self.phases],
             "groups": [{"index": g.index, "kind": g.kind, "count": g.count, "src": g.src,
                         "dst": g.dst, "start_s": g.start_s, "stop_s": g.stop_s, "class": g.cls,
-                        "dscp": g.dscp, "first_flow_id": g.first_flow_id, "params": dict(g.params)}
+                        "dscp": g.dscp, "first_flow_id": g.first_flow_id, "params": dict(g.params),
+                        "family": g.family}
                        for g in self.groups],
         }
 
@@ -424,6 +439,13 @@ def parse_scenario(
         if dscp is None:
             dscp = defaults["dscp"]
         _parse_params(errs, kind, g, path, params)
+        family = V.one_of(g.get("family", DEFAULT_FAMILY), f"{path}.family", errs, FAMILIES)
+        if family == "ipv6" and params.get("upta_loss_threshold") is not None:
+            errs.add(f"{path}.upta_loss_threshold", "is an IPv4 option (upta section 4); "
+                                                    "an ipv6 flow cannot carry it")
+        if family == "ipv6" and params.get("initcwnd_pkts") is not None:
+            errs.add(f"{path}.initcwnd_pkts", "is set on IPv4 routes only (traffic.set_initcwnd); "
+                                              "not available for an ipv6 group")
         cls = _classify(kind, dscp, tagged_t)
         want = g.get("class")
         if want is not None:
@@ -435,7 +457,7 @@ def parse_scenario(
                                           f"classified {cls} (tagged_dscp: {list(tagged_t)})")
         groups.append(FlowGroup(i, kind, count, ends.get("src", ""), ends.get("dst", ""),
                                 start or 0.0, stop if stop is not None else 0.0, cls, dscp,
-                                next_id, params))
+                                next_id, params, family or DEFAULT_FAMILY))
         next_id += count
 
     _check_initcwnd(groups, errs)
@@ -480,7 +502,7 @@ def _parse_params(errs: V.Errors, kind: str, g: Mapping, path: str, params: dict
     """Fill ``params`` from the group mapping, checking each kind's fields."""
     min_pb = 100 if kind == "tcp" else 64
     pb = V.integer(g.get("packet_bytes", params["packet_bytes"]), f"{path}.packet_bytes", errs,
-                   lo=min_pb, hi=1500, note="IPv4 datagram")
+                   lo=min_pb, hi=1500, note="IP packet, either family")
     if pb is not None:
         params["packet_bytes"] = pb
     if kind == "tcp":
@@ -587,7 +609,8 @@ def parse_scenario_dict(d: Mapping[str, Any]) -> Scenario:
         phases=tuple(Phase(p["name"], float(p["start_s"]), float(p["end_s"])) for p in d["phases"]),
         groups=tuple(FlowGroup(int(g["index"]), g["kind"], int(g["count"]), g["src"], g["dst"],
                                float(g["start_s"]), float(g["stop_s"]), g["class"], int(g["dscp"]),
-                               int(g["first_flow_id"]), dict(g["params"])) for g in d["groups"]),
+                               int(g["first_flow_id"]), dict(g["params"]),
+                               g.get("family", DEFAULT_FAMILY)) for g in d["groups"]),
         tagged_dscp=tuple(d.get("tagged_dscp", DEFAULT_TAGGED_DSCP)),
         blast_phase=d.get("blast_phase"), description=d.get("description", ""),
         paper=d.get("paper", ""), time_scale=float(d.get("time_scale", 1.0)),

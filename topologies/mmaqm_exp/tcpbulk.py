@@ -24,7 +24,9 @@ Socket options (sender, before connect): TCP_CONGESTION (``--cc``, default
 reno), TCP_MAXSEG (``--mss``: the MSS *including* TCP options, as iperf3 -M;
 Linux takes the 12-byte timestamp option out of it, so ``--mss 960`` gives
 948-byte segments and 1000-byte IPv4 packets with timestamps on, 960 + 40 =
-1000 without), IP_TOS (``--dscp``). Receiver: TCP_WINDOW_CLAMP on the
+1000 without; an IPv6 flow needs 20 less for the same packet), IP_TOS or, to an
+IPv6 ``--dst``, IPV6_TCLASS (``--dscp``). The socket's family is the address's:
+``--dst`` for the sender, ``--bind`` (``::`` for IPv6) for the receiver. Receiver: TCP_WINDOW_CLAMP on the
 listening socket (inherited by accepted ones): the advertised window never
 exceeds ``--window-clamp-bytes``, so a flow has at most that many bytes in
 flight -- the paper's 20-packet maximum window with 20 x 948 bytes (ns-2's
@@ -62,6 +64,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
+from .inet import family_of, set_dscp
 from .lab import StopSignals, catch_stop_signals
 
 HELLO = struct.Struct("!4sI")
@@ -123,7 +126,7 @@ class _Conn:
 
 
 def run_receiver(args: argparse.Namespace) -> dict:
-    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    ls = socket.socket(family_of(args.bind), socket.SOCK_STREAM)
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if args.window_clamp_bytes:
         # A fixed SO_RCVBUF turns receive-buffer autotuning off; without it the
@@ -270,11 +273,12 @@ def _connect_all(args: argparse.Namespace, flow_ids: list[int]) -> list[socket.s
     """Open one connection per flow id, all connects in flight at once."""
     socks = []
     for _ in flow_ids:
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        family = family_of(args.dst)
+        s = socket.socket(family, socket.SOCK_STREAM)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, args.cc.encode())
         if args.mss:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, args.mss)
-        s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, (args.dscp << 2) & 0xFC)
+        set_dscp(s, family, args.dscp)
         s.setblocking(False)
         err = s.connect_ex((args.dst, args.port))
         if err not in (0, 115):  # EINPROGRESS

@@ -57,6 +57,10 @@ SWITCH_PORT_RE = re.compile(r"^(?P<switch>[A-Za-z][A-Za-z0-9_]*)-p(?P<port>[0-9]
 # subnets given explicitly), gateway 10.0.k.254; a host's MAC is 02:00 + its IPv4 address.
 AUTO_SUBNET_FMT = "10.0.{k}.0/24"
 AUTO_SUBNET_MAX_K = 255
+# A dual-stack run's IPv6 addresses (Host.ip6, ipv6_of): the documentation prefix
+# (RFC 3849), one /64 per host link below it
+IPV6_SITE_PREFIX = "2001:db8::/32"
+IPV6_HOST_PREFIXLEN = 64
 ROUTER_MAC_FMT = "02:01:00:00:{switch:02x}:{port:02x}"   # switch index + 1, port number
 
 _TOP_KEYS = ("name", "notes", "hosts", "switches", "links", "bottleneck", "shaped")
@@ -98,6 +102,32 @@ class Host:
     @property
     def cidr(self) -> str:
         return f"{self.ip}/{self.prefixlen}"
+
+    # IPv6 (a dual-stack run only, Network(ipv6=True)): derived from the IPv4 ones,
+    # ipv6_of(); the host's link is one /64 of IPV6_SITE_PREFIX
+    @property
+    def subnet6(self) -> ipaddress.IPv6Network:
+        return ipaddress.IPv6Network(
+            f"{ipv6_of(self.subnet.network_address, self.subnet)}/{IPV6_HOST_PREFIXLEN}")
+
+    @property
+    def ip6(self) -> str:
+        return str(ipv6_of(ipaddress.IPv4Address(self.ip), self.subnet))
+
+    @property
+    def gateway_ip6(self) -> str:
+        return str(ipv6_of(ipaddress.IPv4Address(self.gateway_ip), self.subnet))
+
+
+def ipv6_of(addr: ipaddress.IPv4Address, subnet: ipaddress.IPv4Network) -> ipaddress.IPv6Address:
+    """The IPv6 address of an IPv4 address on a host link: the /64 is IPV6_SITE_PREFIX
+    followed by the 32 bits of the link's IPv4 network address, the interface id the
+    address's offset in that network (10.0.1.1 on 10.0.1.0/24 -> 2001:db8:a00:100::1,
+    its gateway 10.0.1.254 -> 2001:db8:a00:100::fe). Distinct IPv4 links give distinct
+    /64s; documentation addresses (RFC 3849)."""
+    site = int(ipaddress.IPv6Network(IPV6_SITE_PREFIX).network_address)
+    return ipaddress.IPv6Address(site | (int(subnet.network_address) << 64)
+                                 | (int(addr) - int(subnet.network_address)))
 
 
 @dataclass(frozen=True)
@@ -674,6 +704,7 @@ def uses_bfd(policy: Mapping[str, Any]) -> bool:
 
 
 def controller_config(topo: Topology, policy: Mapping[str, Any], *,
+                      ipv6: bool = False,
                       p4runtime_port_base: int = GRPC_PORT_BASE, device_id: int = DEVICE_ID,
                       other_queue_limit_pkts: int = OTHER_PORT_QUEUE_LIMIT_PKTS,
                       classifier: Mapping[str, Any] | None = None,
@@ -686,7 +717,8 @@ def controller_config(topo: Topology, policy: Mapping[str, Any], *,
     ``bandwidth_pps: link`` (RED idle-time decay) becomes the port's rate_pps and
     ``capacity_mbps: link`` (UPTA's C) its rate_mbps. Every other port gets DROP_TAIL with other_queue_limit_pkts. Routes: one
     /32 per host, next hop = the host's MAC on its own port, else the next router's port
-    MAC. A C-UPTA policy (``uses_bfd``) adds each switch's ``bfd`` section from
+    MAC; with ipv6, also one IPv6 /64 per host link (Host.subnet6) with the same port
+    and next hop (static neighbours, docs/ipv6.md). A C-UPTA policy (``uses_bfd``) adds each switch's ``bfd`` section from
     ``bfd_plan`` (router address, edge ports, BFD_CPU_PORT, BFD paths) and routes to
     the other routers' addresses. With validate, ``mmaqm.config.parse_config`` checks the result (raises
     mmaqm.config.ConfigError). The BMv2 queue depths and the bottleneck rate are not
@@ -712,6 +744,11 @@ def controller_config(topo: Topology, policy: Mapping[str, Any], *,
             port = sw.ports[topo.egress_port(sw.name, dst)]
             routes.append({"prefix": f"{h.ip}/32", "port": port.number,
                            "next_hop_mac": port.peer_mac})
+        if ipv6:
+            for dst, h in topo.hosts.items():
+                port = sw.ports[topo.egress_port(sw.name, dst)]
+                routes.append({"prefix": str(h.subnet6), "port": port.number,
+                               "next_hop_mac": port.peer_mac})
         policies: dict[Any, Any] = {"default": dict(other)}
         for shaped in topo.shaped or (topo.bottleneck,):
             if sw.name == shaped.switch:

@@ -84,8 +84,24 @@ class Net(Protocol):
         ...
 
     def host_ip(self, host: str) -> str:
-        """The host's IPv4 address (no prefix length)."""
+        """The host's IPv4 address (no prefix length). A network for a scenario with
+        ipv6 flows takes ``host_ip(host, "ipv6")`` too (network.Network(ipv6=True))."""
         ...
+
+
+def flow_ips(net: Net, scenario: Scenario) -> dict[tuple[str, str], str]:
+    """{(host, family): address} of every host the scenario's flows use, per family
+    they use it in."""
+    out = {}
+    for g in scenario.groups:
+        for h in (g.src, g.dst):
+            out[(h, g.family)] = (net.host_ip(h) if g.family == "ipv4"
+                                  else net.host_ip(h, g.family))  # type: ignore[call-arg]
+    return out
+
+
+#: the address a receiver binds to: any of its family (IPv6's "::" takes both families)
+ANY_ADDR = {"ipv4": "0.0.0.0", "ipv6": "::"}
 
 
 #: progress(elapsed_s, phase name or None, live receive rates in kbit/s by class label)
@@ -328,6 +344,7 @@ class _LiveRates:
 
 
 def _udp_in_datagrams(pid: int) -> Optional[int]:
+    """UDP datagrams the process's namespace received, IPv4 (snmp) and IPv6 (snmp6)."""
     try:
         with open(f"/proc/{pid}/net/snmp") as f:
             lines = [ln.split() for ln in f if ln.startswith("Udp:")]
@@ -335,7 +352,13 @@ def _udp_in_datagrams(pid: int) -> Optional[int]:
         return None
     if len(lines) < 2:
         return None
-    return int(lines[1][lines[0].index("InDatagrams")])
+    n = int(lines[1][lines[0].index("InDatagrams")])
+    try:
+        with open(f"/proc/{pid}/net/snmp6") as f:
+            n += sum(int(ln.split()[1]) for ln in f if ln.startswith("Udp6InDatagrams"))
+    except (OSError, IndexError, ValueError):
+        pass        # IPv6 off in the namespace: no snmp6
+    return n
 
 
 def _netns_inode(pid: int) -> int:
@@ -387,7 +410,7 @@ def run_scenario(
     out.mkdir(parents=True, exist_ok=True)
     check_congestion_control(scenario)
     cbr_rates = {g.index: g.cbr_rate_kbps(bottleneck_rate_kbps) for g in scenario.groups if g.kind == "cbr"}
-    ips = {h: net.host_ip(h) for h in sorted(scenario.hosts())}
+    ips = flow_ips(net, scenario)
     (out / "scenario.json").write_text(json.dumps(scenario.to_dict(), indent=1))
     warnings: list[str] = []
     env = _py_env()
@@ -403,7 +426,7 @@ def run_scenario(
     # before any sender starts: tcpbulk connects at setup, and a connection takes its
     # initial (and restart-after-idle) window from the route when it is established
     for (src, dst), pkts in sorted(initcwnd_routes(scenario).items()):
-        set_initcwnd(net, src, ips[dst], pkts)
+        set_initcwnd(net, src, ips[(dst, "ipv4")], pkts)   # ipv4 groups only (scenario)
 
     procs: list[_Proc] = []
     with ExitStack() as stack:
@@ -464,7 +487,8 @@ def set_initcwnd(net: Net, host: str, dst_ip: str, initcwnd_pkts: int) -> None:
 
 
 def _run(net: Net, scenario: Scenario, out: Path, progress: Optional[ProgressFn],
-         bottleneck_rate_kbps: Optional[float], cbr_rates: dict[int, float], ips: dict[str, str],
+         bottleneck_rate_kbps: Optional[float], cbr_rates: dict[int, float],
+         ips: dict[tuple[str, str], str],
          warnings: list[str], start: Callable[..., _Proc], procs: list[_Proc]) -> TrafficResult:
     tcp_groups = [g for g in scenario.groups if g.kind == "tcp"]
     udp_groups = [g for g in scenario.groups if g.kind != "tcp"]
@@ -481,7 +505,8 @@ def _run(net: Net, scenario: Scenario, out: Path, progress: Optional[ProgressFn]
                            g.tcp_mss_option, g.tcp_window_bytes)
         tcp_files.append(tf)
         recv.append(start(label, "tcp-recv", g.dst, _py(
-            "mmaqm_exp.tcpbulk", "recv", "--port", str(port), "--out", str(out / tf.recv_csv),
+            "mmaqm_exp.tcpbulk", "recv", "--bind", ANY_ADDR[g.family],
+            "--port", str(port), "--out", str(out / tf.recv_csv),
             "--window-clamp-bytes", str(tf.window_clamp_bytes), "--tick-ms", str(TCP_RECV_TICK_MS))))
     sinks: list[UdpSinkFiles] = []
     sink_port: dict[str, int] = {}
@@ -491,8 +516,12 @@ def _run(net: Net, scenario: Scenario, out: Path, progress: Optional[ProgressFn]
         label = f"udp-recv-{host}"
         fids = [fid for g in udp_groups if g.dst == host for fid in g.flow_ids]
         sinks.append(UdpSinkFiles(host, port, fids, f"{label}.csv", f"{label}.out"))
+        # one sink per host; a dual-stack one ("::") when an ipv6 flow goes there
+        bind = ANY_ADDR["ipv6" if any(g.family == "ipv6" for g in udp_groups if g.dst == host)
+                        else "ipv4"]
         recv.append(start(label, "udp-recv", host, _py(
-            "mmaqm_exp.mmapp", "recv", "--port", str(port), "--out", str(out / f"{label}.csv"))))
+            "mmaqm_exp.mmapp", "recv", "--bind", bind, "--port", str(port),
+            "--out", str(out / f"{label}.csv"))))
     _wait_ready([p for p in recv if p.role == "tcp-recv"], "tcpbulk-recv: ready", READY_TIMEOUT_S)
     _wait_ready([p for p in recv if p.role == "udp-recv"], "mmapp-recv: ready", READY_TIMEOUT_S)
     for p in recv:
@@ -502,7 +531,7 @@ def _run(net: Net, scenario: Scenario, out: Path, progress: Optional[ProgressFn]
     senders: list[_Proc] = []
     for g, tf in zip(tcp_groups, tcp_files):
         p = start(f"tcp-g{g.index}-send", "tcp-send", g.src, _py(
-            "mmaqm_exp.tcpbulk", "send", "--dst", ips[g.dst], "--port", str(tf.port),
+            "mmaqm_exp.tcpbulk", "send", "--dst", ips[(g.dst, g.family)], "--port", str(tf.port),
             "--flow-ids", ",".join(map(str, g.flow_ids)), "--cc", str(g.params["cc"]),
             "--mss", str(tf.mss_option), "--dscp", str(g.dscp),
             "--start-s", _fmt(g.start_s), "--stop-s", _fmt(g.stop_s),
@@ -516,7 +545,8 @@ def _run(net: Net, scenario: Scenario, out: Path, progress: Optional[ProgressFn]
             label = f"udp-send-{fid}"
             uf = UdpSenderFiles(fid, g.index, g.kind, cbr_rates.get(g.index), f"{label}.csv", f"{label}.out")
             udp_files.append(uf)
-            args = ["--dst", ips[g.dst], "--port", str(sink_port[g.dst]), "--flow-id", str(fid),
+            args = ["--dst", ips[(g.dst, g.family)], "--port", str(sink_port[g.dst]),
+                    "--flow-id", str(fid),
                     "--duration", _fmt(g.stop_s - g.start_s), "--size", str(g.params["packet_bytes"]),
                     "--dscp", str(g.dscp), "--log", str(out / uf.log_csv)]
             if g.kind == "cbr":
