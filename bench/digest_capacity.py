@@ -176,7 +176,7 @@ def one_run(bed: lab.Lab, n_flows: int, expiry_ms: float, rate: float, duration:
                               flows=n_flows, size=FRAME_SIZE[family], dport=DPORT,
                               family=family)
         t_start_ns = time.time_ns()
-        samples = rb.run_udpgen(bed, argv, duration)
+        samples = rb.run_udpgen(bed, argv, duration, netns=NETNS)
         t_end_ns = time.time_ns()
         cpu1 = {"bmv2": pid_cpu_s(switch.pid), "controller": pid_cpu_s(ctl.pid)}
         time.sleep(3.0)              # let the controller drain what is queued

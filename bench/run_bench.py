@@ -356,8 +356,10 @@ def udpgen_argv(rate: float, duration: float, *, watch_pid: int | None = None,
     return argv
 
 
-def run_udpgen(bed: lab.Lab, argv: list[str], duration: float) -> list[dict]:
-    p = bed.popen(NETNS, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def run_udpgen(bed: lab.Lab, argv: list[str], duration: float,
+               netns: str | None = None) -> list[dict]:
+    """udpgen in netns (default: the bench's namespace); its samples."""
+    p = bed.popen(netns or NETNS, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         out, err = p.communicate(timeout=duration + 30)
     finally:
