@@ -158,6 +158,13 @@ def table_order(variants: list[str]) -> list[str]:
     return sorted(variants, key=lambda v: FAMILIES.index(family_of(v)))
 
 
+def round_order(variants: list[str], rnd: int, families: int = 1) -> list[str]:
+    """The run's variants rotated by one variant (both families: one IPv4/IPv6 pair) per
+    round, so that each round starts elsewhere and every pair stays together."""
+    k = rnd * families % len(variants)
+    return variants[k:] + variants[:k]
+
+
 def base_variant(variant: str) -> str:
     """The algorithm variant, without the profile and IPv6 tags."""
     variant = ipv4_variant(variant)
@@ -877,8 +884,7 @@ def main() -> int:
 
             measurements = []
             for rnd in range(args.reps):
-                order = variants[rnd % len(variants):] + variants[:rnd % len(variants)]
-                for variant in order:
+                for variant in round_order(variants, rnd, len(args.families)):
                     tag = f"{variant}-r{rnd}"
                     discarded = []
                     for attempt in range(args.retries + 1):

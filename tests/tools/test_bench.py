@@ -38,6 +38,16 @@ def test_every_variant_has_an_ipv6_counterpart_measured_right_after_it():
         "minimal_ipv6", "DCBT-v6", "UPTA_B-v6", "prof-DCBT-v6", "prof-UPTA_B-v6"]
 
 
+def test_rounds_rotate_by_one_variant_or_one_pair():
+    v = rb.parse_args(["--no-profiles", "--algorithms", "RED,DCBT"]).variant_list
+    assert rb.round_order(v, 0, 2) == v
+    assert rb.round_order(v, 1, 2) == ["RED", "RED-v6", "DCBT", "DCBT-v6",
+                                       "minimal_ipv4", "minimal_ipv6"]
+    assert rb.round_order(v, 3, 2) == v
+    v4 = ["minimal_ipv4", "RED", "DCBT"]
+    assert rb.round_order(v4, 1) == ["RED", "DCBT", "minimal_ipv4"]
+
+
 def test_family_option_picks_one_family():
     assert rb.parse_args(["--family", "ipv6", "--no-profiles", "--algorithms", "DCBT"]
                          ).variant_list == ["minimal_ipv6", "DCBT-v6"]
