@@ -296,3 +296,37 @@ def test_digest_capacity_ipv6_config_and_signatures():
                     for i in range(3)]
     assert sig6 != digest_capacity.flow_signatures(3, "ipv4")
     assert len(set(digest_capacity.flow_signatures(1000, "ipv6"))) == 1000
+
+
+# ------------------------------------------------------------ callgrind_cost / callgrind_table
+def test_callgrind_cost_adds_each_familys_minimal_router_first(monkeypatch):
+    import callgrind_cost
+
+    monkeypatch.setattr(sys, "argv", ["callgrind_cost.py", "--variants", "DCBT-v6,prof-DCBT"])
+    assert callgrind_cost.parse_args().variant_list == [
+        "minimal_ipv4", "minimal_ipv6", "DCBT-v6", "prof-DCBT"]
+    monkeypatch.setattr(sys, "argv", ["callgrind_cost.py", "--variants", "DCBT"])
+    assert callgrind_cost.parse_args().variant_list == ["minimal_ipv4", "DCBT"]
+    monkeypatch.setattr(sys, "argv", ["callgrind_cost.py", "--variants", "DCBT-v4"])
+    with pytest.raises(SystemExit) as exc:
+        callgrind_cost.parse_args()
+    assert exc.value.code == 2
+
+
+def test_callgrind_table_ratios_against_each_familys_minimal_router(tmp_path):
+    import json
+
+    import callgrind_table
+
+    parts = {"receive": 1, "ingress": 2, "egress": 3}
+    run = {"results": [{"variant": v, "ir_per_packet": ir, "parts_ir_per_packet": parts,
+                        "cost": {"phv_fields": 1}}
+                       for v, ir in (("minimal_ipv4", 100_000), ("minimal_ipv6", 80_000),
+                                     ("DCBT", 250_000), ("DCBT-v6", 320_000))]}
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(run))
+    first_table = callgrind_table.tables([("now", path)]).split("\n\n")[1]
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in first_table.splitlines()}
+    assert "(0.400; 1)" in rows["DCBT"]           # 100 000 / 250 000
+    assert "(0.250; 1)" in rows["DCBT-v6"]        # 80 000 / 320 000, not 100 000 / 320 000
+    assert "(1.000; 1)" in rows["minimal_ipv6"]
