@@ -206,7 +206,7 @@ CAPACITY_DIR := $(BUILD)/capacity
 .PHONY: run
 run: build deps-venv
 ifeq ($(CAPACITY_CHECK),1)
-	$(PY) bench/run_bench.py --reps 1 --duration 3 --warmup 1 --offered-pps 60000 \
+	$(PY) bench/run_bench.py --family ipv4 --reps 1 --duration 3 --warmup 1 --offered-pps 60000 \
 	    --quiet-wait 20 --no-profiles --out-dir $(CAPACITY_DIR)
 	$(PY) -m mmaqm_exp.experiment --capacity-json $(CAPACITY_DIR)/latest.json $(RUN_ARGS)
 else

@@ -7,8 +7,8 @@ so that P4Runtime (127.0.0.1 inside the namespace) and the veths are local.
 Every subcommand prints one JSON object on stdout.
 
   push-baseline --grpc A --p4info P --bmv2-json J --routes JSON
-      push bench/minimal_ipv4.p4 with mmaqm.driver.SwitchDriver and write
-      the routes with SwitchDriver.install_route (same table/action names)
+      push bench/minimal_ipv4.p4 (or minimal_ipv6.p4) with mmaqm.driver.SwitchDriver and
+      write the routes with SwitchDriver.install_route (same table/action names)
   install-aqm --config YAML [--p4info P --bmv2-json J]
       push build/main.json (or a profile's, build/<name>/) and install the config with
       mmaqm.controller.SwitchController.install (what `mmaqm-ctl install` does)
@@ -16,7 +16,7 @@ Every subcommand prints one JSON object on stdout.
       totals of the mmaqm program's counters (arrivals, admits, departures,
       AQM drops per reason, ingress discards per reason)
   verify --tx-if IF --rx-if IF --frame-hex HEX --expect JSON
-      send a few copies of the bench frame, check one forwarded copy
+      send a few copies of the bench frame (IPv4 or IPv6), check one forwarded copy
 """
 
 from __future__ import annotations
@@ -106,11 +106,39 @@ async def _aqm_counters(args: argparse.Namespace) -> dict:
     return out
 
 
+ETHERTYPE_IPV4, ETHERTYPE_IPV6 = 0x0800, 0x86DD
+IPV6_UDP = 14 + 40          # offset of the UDP header after Ethernet and IPv6's fixed header
+IPV6_HOP_LIMIT = 14 + 7
+
+
+def check_forwarded6(frame: bytes, got: bytes, expect: dict) -> list[str]:
+    """What is wrong with got, the switch's copy of the IPv6/UDP frame: both MACs as
+    expected, hop limit - 1, every other byte unchanged (no IPv6 header checksum; the hop
+    limit is outside the UDP pseudo-header, RFC 8200 §8.1)."""
+    problems = []
+    if got[0:6] != bytes.fromhex(expect["dst_mac"].replace(":", "")):
+        problems.append(f"dst MAC {got[0:6].hex(':')}")
+    if got[6:12] != bytes.fromhex(expect["src_mac"].replace(":", "")):
+        problems.append(f"src MAC {got[6:12].hex(':')}")
+    if len(got) != len(frame):
+        problems.append(f"length {len(got)} (sent {len(frame)})")
+    elif got[IPV6_HOP_LIMIT] != frame[IPV6_HOP_LIMIT] - 1:
+        problems.append(f"hop limit {got[IPV6_HOP_LIMIT]} (sent {frame[IPV6_HOP_LIMIT]})")
+    if got[12:IPV6_HOP_LIMIT] != frame[12:IPV6_HOP_LIMIT] \
+            or got[IPV6_HOP_LIMIT + 1:IPV6_UDP] != frame[IPV6_HOP_LIMIT + 1:IPV6_UDP]:
+        problems.append("IPv6 header differs beyond the hop limit")
+    if got[IPV6_UDP:] != frame[IPV6_UDP:]:
+        problems.append("UDP part differs")
+    return problems
+
+
 def _verify(args: argparse.Namespace) -> dict:
     """Send the bench frame and check what the switch forwards on rx-if."""
     frame = bytes.fromhex(args.frame_hex)
     expect = json.loads(args.expect)
-    rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+    if int.from_bytes(frame[12:14], "big") == ETHERTYPE_IPV6:
+        return _verify6(args, frame, expect)
+    rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETHERTYPE_IPV4))
     rx.bind((args.rx_if, 0))
     rx.settimeout(0.2)
     tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
@@ -148,6 +176,34 @@ def _verify(args: argparse.Namespace) -> dict:
     if got[34:] != frame[34:len(got)] or len(got) != len(frame):
         problems.append(f"UDP part differs (len {len(got)} vs {len(frame)})")
     return {"ok": not problems, "why": "; ".join(problems), "ttl_out": got[22]}
+
+
+def _verify6(args: argparse.Namespace, frame: bytes, expect: dict) -> dict:
+    """_verify for an IPv6/UDP frame (next header UDP, no extension header)."""
+    rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETHERTYPE_IPV6))
+    rx.bind((args.rx_if, 0))
+    rx.settimeout(0.2)
+    tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+    tx.bind((args.tx_if, 0))
+    deadline = time.monotonic() + args.timeout
+    got = None
+    while got is None and time.monotonic() < deadline:
+        tx.send(frame)
+        try:
+            while True:
+                data, addr = rx.recvfrom(65535)
+                if addr[2] == socket.PACKET_OUTGOING:
+                    continue
+                if len(data) >= IPV6_UDP + 8 and data[20] == 17 \
+                        and data[IPV6_UDP:IPV6_UDP + 8] == frame[IPV6_UDP:IPV6_UDP + 8]:
+                    got = data
+                    break
+        except TimeoutError:
+            continue
+    if got is None:
+        return {"ok": False, "why": f"nothing forwarded to {args.rx_if} in {args.timeout} s"}
+    problems = check_forwarded6(frame, got, expect)
+    return {"ok": not problems, "why": "; ".join(problems), "hop_limit_out": got[IPV6_HOP_LIMIT]}
 
 
 def main() -> int:

@@ -150,7 +150,8 @@ def measure(bench: rb.Bench, variant: str, args: argparse.Namespace) -> dict:
         t0 = time.monotonic()
         duration = args.packets / args.rate
         rb.run_udpgen(bench.bed, rb.udpgen_argv(args.rate, duration, ifstats=("h1",), size=args.size,
-                                                dscp=rb.variant_dscp(variant)), duration)
+                                                dscp=rb.variant_dscp(variant),
+                                                family=rb.family_of(variant)), duration)
         last, stable_since = -1, time.monotonic()
         while time.monotonic() - stable_since < 2.0:          # the switch drains its queue
             got = iface_count(bench.bed, "h2", "rx_packets")
@@ -169,7 +170,7 @@ def measure(bench: rb.Bench, variant: str, args: argparse.Namespace) -> dict:
         parts = {k: round(v / max(delivered, 1)) for k, v in inclusive_parts(path).items()}
         functions = self_cost_by_function(path)
         top = sorted(functions.items(), key=lambda kv: -kv[1])[:args.top]
-        return {"variant": variant, "program": info.get("program", "bench/minimal_ipv4.p4"),
+        return {"variant": variant, "program": info.get("program", f"bench/{variant}.p4"),
                 "sent": sent, "delivered": delivered, "idle_ir_per_s": round(idle_rate),
                 "busy_ir": busy_ir, "busy_s": round(busy_s, 2),
                 "ir_per_packet": round(per_packet), "parts_ir_per_packet": parts,
@@ -184,23 +185,27 @@ def parse_args() -> argparse.Namespace:
     default = ",".join([rb.BASELINE, *rb.ALGORITHMS,
                         *(rb.PROFILE_TAG + a for a in rb.ALGORITHMS)])
     ap.add_argument("--variants", default=default,
-                    help="comma-separated variants (run_bench.py's names) [all]")
+                    help="comma-separated variants (run_bench.py's names; <NAME>-v6 and "
+                         "minimal_ipv6 send IPv6/UDP) [every IPv4 variant]")
     ap.add_argument("--packets", type=int, default=2000, help="packets per variant [2000]")
     ap.add_argument("--rate", type=float, default=200.0, help="offered pps under valgrind [200]")
     ap.add_argument("--seconds", type=float, default=5.0, help="idle window, s [5]")
-    ap.add_argument("--size", type=int, default=1000, help="IPv4 packet size, bytes [1000]")
+    ap.add_argument("--size", type=int, default=1000,
+                    help="IP packet size, bytes (IPv4 or IPv6, the same frame) [1000]")
     ap.add_argument("--top", type=int, default=25, help="functions listed per variant [25]")
     ap.add_argument("--out-dir", type=Path, default=OUT_DIR)
     ap.add_argument("--netns-prefix", default=rb.PREFIX,
                     help=f"namespace prefix, to run beside another bench [{rb.PREFIX}]")
     args = ap.parse_args()
     args.variant_list = [v for v in args.variants.split(",") if v]
-    known = {rb.BASELINE, *rb.ALGORITHMS, *(rb.PROFILE_TAG + a for a in rb.ALGORITHMS)}
+    known = set(rb.variants_for(list(rb.ALGORITHMS), rb.FAMILIES, True))
     unknown = [v for v in args.variant_list if v not in known]
     if unknown:
         ap.error(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-    if rb.BASELINE not in args.variant_list:
-        args.variant_list.insert(0, rb.BASELINE)
+    # each family's minimal router first: the ratios of its variants are against it
+    needed = [b for b in rb.BASELINES.values()
+              if any(rb.baseline_of(v) == b for v in args.variant_list)]
+    args.variant_list = needed + [v for v in args.variant_list if v not in needed]
     return args
 
 
@@ -223,7 +228,7 @@ def main() -> int:
         rb.build_tools()
         rb.build_profiles(sorted({rb.policy_algorithm(v) for v in args.variant_list
                                   if rb.profile_of(v)}))
-        configs = rb.write_aqm_configs([v for v in args.variant_list if v != rb.BASELINE])
+        configs = rb.write_aqm_configs([v for v in args.variant_list if not rb.is_baseline(v)])
         with lab.Lab(rb.PREFIX) as bed:
             rb.setup_namespace(bed)
             bench = rb.Bench(args, bed, configs, wrapper=("valgrind",))   # set per variant
@@ -238,12 +243,15 @@ def main() -> int:
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as err:
         print(f"callgrind_cost: {err}", file=sys.stderr)
         return 1
-    base = next(r for r in results if r["variant"] == rb.BASELINE)["ir_per_packet"]
+    bases = {r["variant"]: r["ir_per_packet"] for r in results if rb.is_baseline(r["variant"])}
     print(f"mmaqm callgrind cost {started.isoformat(timespec='seconds')}: instructions per "
-          f"{args.size}-byte IPv4/UDP packet through simple_switch_grpc ({shutil.which('simple_switch_grpc')})")
+          f"{args.size}-byte IP/UDP packet (IPv6 for minimal_ipv6 and <NAME>-v6, else IPv4) "
+          f"through simple_switch_grpc ({shutil.which('simple_switch_grpc')}); minimal/variant: "
+          f"against the minimal router of the variant's family")
     print(f"{'variant':22s} {'Ir/packet':>10s} {'minimal/variant':>16s} {'tables':>7s} {'fields':>7s}")
     for r in results:
         c = r["cost"] or {}
+        base = bases[rb.baseline_of(r["variant"])]
         print(f"{r['variant']:22s} {r['ir_per_packet']:10d} {base / r['ir_per_packet']:16.3f} "
               f"{c.get('bmv2_tables', '-'):>7} {c.get('phv_fields', '-'):>7}")
     print("\nwhere they go, instructions per packet (inclusive; the receive thread includes "

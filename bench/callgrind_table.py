@@ -21,6 +21,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINE = "minimal_ipv4"
+BASELINE6, V6_TAG = "minimal_ipv6", "-v6"     # run_bench.py's IPv6 names
+
+
+def baseline_of(variant: str) -> str:
+    """The minimal router a variant's ratio is against: its own family's."""
+    return BASELINE6 if variant == BASELINE6 or variant.endswith(V6_TAG) else BASELINE
 MARK = re.compile(r"<!-- callgrind_table: (?P<runs>[^>]*?) -->\n.*?<!-- end callgrind_table -->",
                   re.S)
 
@@ -43,7 +49,7 @@ def tables(runs: list[tuple[str, Path]]) -> str:
         cells = []
         for _, by in loaded:
             r = by[v]
-            base = by[BASELINE]["ir_per_packet"]
+            base = by[baseline_of(v)]["ir_per_packet"]
             fields = (r.get("cost") or {}).get("phv_fields", "-")
             cells.append(f"{r['ir_per_packet']:,} ({base / r['ir_per_packet']:.3f}; {fields})")
         first, last = loaded[0][1][v]["ir_per_packet"], loaded[-1][1][v]["ir_per_packet"]

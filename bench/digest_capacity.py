@@ -13,7 +13,9 @@ flows are active), one run:
   both in the namespace mmd-digest;
 - udpgen sends --rate packets/s of minimum-size UDP frames, round-robin over
   N flows (flow i: source port 10000 + i % 50000, destination 9 + i / 50000),
-  for --duration seconds;
+  for --duration seconds: IPv4 (10.0.1.1 -> 10.0.2.1, 60-byte frames) or, with
+  --family ipv6, IPv6 (2001:db8:1::1 -> 2001:db8:2::1, 62-byte frames: the
+  smallest IPv6/UDP packet, 48 bytes), the config's routes of that family;
 - measured: packets delivered (h2), flow reports the controller received
   (its stats samples, every 100 ms) per second, flows it tracked against the
   truth, the lateness of its share (50 ms) and stats (100 ms) loops, the age of
@@ -68,7 +70,9 @@ OUT = rb.REPO / "build" / "digest"
 PREFIX = "mmd"
 NETNS = PREFIX + "-digest"
 FLOW_SLOTS = C.CONSTANTS["FLOW_SLOTS"]
-FRAME_SIZE = 46            # IPv4 total length: 60-byte frames, the Ethernet minimum
+# udpgen --size, the IP packet's length: IPv4 46 (60-byte frames, the Ethernet minimum);
+# IPv6 40 + 8, a UDP header and no payload (62-byte frames)
+FRAME_SIZE = {"ipv4": 46, "ipv6": 48}
 DPORT = 9
 STATS_INTERVAL_MS = 100
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -83,8 +87,9 @@ def pid_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
-def config(expiry_ms: float, max_flows: int) -> dict:
-    cfg = rb.aqm_config("DCBT")
+def config(expiry_ms: float, max_flows: int, family: str = "ipv4") -> dict:
+    """D-CBT on both ports, the routes of the family (run_bench.py's DCBT or DCBT-v6)."""
+    cfg = rb.aqm_config(rb.in_family("DCBT", family))
     cfg["active_flows"] = {"expiry_interval_ms": expiry_ms,
                            "update_interval_ms": min(50.0, expiry_ms), "max_flows": max_flows}
     try:
@@ -95,10 +100,14 @@ def config(expiry_ms: float, max_flows: int) -> dict:
 
 
 # ------------------------------------------------------------------ truth
-def flow_signatures(n_flows: int) -> list[int]:
-    """crc32 of each flow's 5-tuple as udpgen builds it (flow_report.p4's signature)."""
-    src = int.from_bytes(bytes(map(int, rb.SRC_IP.split("."))), "big")
-    dst = int.from_bytes(bytes(map(int, rb.DST_IP.split("."))), "big")
+def flow_signatures(n_flows: int, family: str = "ipv4") -> list[int]:
+    """crc32 of each flow's 5-tuple as udpgen builds it (flow_report.p4's signature; an
+    IPv6 flow's addresses folded to 32 bits each, flow_signature.p4)."""
+    if family == "ipv6":
+        src, dst = rb.SRC_IP6, rb.DST_IP6
+    else:
+        src = int.from_bytes(bytes(map(int, rb.SRC_IP.split("."))), "big")
+        dst = int.from_bytes(bytes(map(int, rb.DST_IP.split("."))), "big")
     return [zlib.crc32(flow_key_bytes(src, dst, 17, 10000 + i % 50000, DPORT + i // 50000))
             for i in range(n_flows)]
 
@@ -137,10 +146,10 @@ def shared_slot_flows(sigs: list[int]) -> int:
 
 # ------------------------------------------------------------------ one run
 def one_run(bed: lab.Lab, n_flows: int, expiry_ms: float, rate: float, duration: float,
-            max_flows: int, tag: str) -> dict:
+            max_flows: int, tag: str, family: str = "ipv4") -> dict:
     cfg_path = OUT / f"config-{tag}.yaml"
     import yaml
-    cfg_path.write_text(yaml.safe_dump(config(expiry_ms, max_flows), sort_keys=False))
+    cfg_path.write_text(yaml.safe_dump(config(expiry_ms, max_flows, family), sort_keys=False))
     stats_path = OUT / f"stats-{tag}.jsonl"
     stats_path.unlink(missing_ok=True)
     [switch] = bed.start_switches(NETNS, [rb.lab.SwitchSpec(
@@ -164,9 +173,10 @@ def one_run(bed: lab.Lab, n_flows: int, expiry_ms: float, rate: float, duration:
         time.sleep(1.0)
         cpu0 = {"bmv2": pid_cpu_s(switch.pid), "controller": pid_cpu_s(ctl.pid)}
         argv = rb.udpgen_argv(rate, duration, watch_pid=switch.pid, ifstats=("h1", "h2"),
-                              flows=n_flows, size=FRAME_SIZE, dport=DPORT)
+                              flows=n_flows, size=FRAME_SIZE[family], dport=DPORT,
+                              family=family)
         t_start_ns = time.time_ns()
-        samples = rb.run_udpgen(bed, argv, duration)
+        samples = rb.run_udpgen(bed, argv, duration, netns=NETNS)
         t_end_ns = time.time_ns()
         cpu1 = {"bmv2": pid_cpu_s(switch.pid), "controller": pid_cpu_s(ctl.pid)}
         time.sleep(3.0)              # let the controller drain what is queued
@@ -178,7 +188,7 @@ def one_run(bed: lab.Lab, n_flows: int, expiry_ms: float, rate: float, duration:
     stats = [json.loads(line) for line in stats_path.read_text().splitlines() if line.strip()]
     return analyse(n_flows, expiry_ms, rate, duration, samples, stats, t_start_ns, t_end_ns,
                    {k: round(cpu1[k] - cpu0[k], 2) for k in cpu0},
-                   (OUT / f"controller-{tag}.log").read_text())
+                   (OUT / f"controller-{tag}.log").read_text(), family)
 
 
 def pct(values: list[float], q: float) -> float | None:
@@ -189,7 +199,8 @@ def pct(values: list[float], q: float) -> float | None:
 
 
 def analyse(n_flows: int, expiry_ms: float, rate: float, duration: float, samples: list[dict],
-            stats: list[dict], t0_ns: int, t1_ns: int, cpu_s: dict, ctl_log: str) -> dict:
+            stats: list[dict], t0_ns: int, t1_ns: int, cpu_s: dict, ctl_log: str,
+            family: str = "ipv4") -> dict:
     first, last = samples[0], samples[-1]
     span = last["t"] - first["t"]
     sent = last["sent"] - first["sent"]
@@ -217,10 +228,11 @@ def analyse(n_flows: int, expiry_ms: float, rate: float, duration: float, sample
         before[-1]["controller"]["flow_reports"] if before else 0)
     upd = [v for c in ctl for v in c["lateness_ms"]["update"]]
     sts = [v for c in ctl for v in c["lateness_ms"]["stats"]]
-    sigs = flow_signatures(n_flows)
+    sigs = flow_signatures(n_flows, family)
     replay = replay_digests(sigs, sent, sent / span if span else rate, shift)
     digest_drops = stats[-1]["controller"]["digest_lists_dropped"] + ctl_log.count("digest ignored")
     res = {
+        "family": family, "frame_bytes": FRAME_SIZE[family] + 14,
         "flows": n_flows, "expiry_interval_ms": expiry_ms, "flow_epoch_shift": shift,
         "offered_pps": round(sent / span, 1), "delivered_pps": round(processed_pps, 1),
         "loss_pct": round(loss_pct, 3), "valid": loss_pct < 1.0,
@@ -269,19 +281,20 @@ def format_rows(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def dense_collisions(n_flows: int, every_ms: float, expiry_ms: float, seconds: float) -> dict:
+def dense_collisions(n_flows: int, every_ms: float, expiry_ms: float, seconds: float,
+                     family: str = "ipv4") -> dict:
     """A replay no BMv2 here can carry: every flow every every_ms."""
     rate = n_flows * 1000 / every_ms
-    res = replay_digests(flow_signatures(n_flows), int(rate * seconds), rate,
+    res = replay_digests(flow_signatures(n_flows, family), int(rate * seconds), rate,
                          flow_epoch_shift_for(expiry_ms))
-    res.update(flows=n_flows, every_ms=every_ms, expiry_interval_ms=expiry_ms,
+    res.update(family=family, flows=n_flows, every_ms=every_ms, expiry_interval_ms=expiry_ms,
                rate_pps=rate, seconds=seconds,
                collision_digests_per_s=round(res["collision_digests"] / seconds, 1),
                digests_per_s=round(res["digests"] / seconds, 1))
     return res
 
 
-def main() -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--flows", default="10000,30000,100000")
     ap.add_argument("--expiry-ms", default="300,auto",
@@ -292,13 +305,27 @@ def main() -> int:
     ap.add_argument("--max-flows", type=int, default=262_144)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--no-dense", action="store_true", help="skip the dense-case replay")
-    args = ap.parse_args()
+    ap.add_argument("--family", choices=("ipv4", "ipv6"), default="ipv4",
+                    help="the flows' family: IPv4/UDP (60-byte frames) or IPv6/UDP (62-byte "
+                         "frames), with routes of that family [ipv4]")
+    args = ap.parse_args(argv)
+    try:
+        args.flow_list = [int(x) for x in args.flows.split(",")]
+    except ValueError:
+        ap.error(f"--flows: comma-separated integers, got {args.flows!r}")
+    if not args.flow_list or min(args.flow_list) < 1 or args.rate <= 0 or args.duration <= 0:
+        ap.error("--flows >= 1 each, --rate > 0, --duration > 0")
+    return args
+
+
+def main() -> int:
+    args = parse_args()
     why = lab.missing_prereqs(["simple_switch_grpc"])
     if why:
         raise SystemExit(f"digest_capacity: {why}")
     OUT.mkdir(parents=True, exist_ok=True)
     rb.build_tools()
-    flows = [int(x) for x in args.flows.split(",")]
+    flows = args.flow_list
     rows = []
     with lab.Lab(PREFIX) as bed:
         bed.add_namespace(NETNS)
@@ -309,18 +336,20 @@ def main() -> int:
             for n in flows:
                 expiry_ms = (max(300.0, 2000.0 * n / args.rate) if expiry == "auto"
                              else float(expiry))
-                tag = f"{n}-{expiry_ms:.0f}"
-                log(f"{n} flows, expiry {expiry_ms:.0f} ms, {args.rate:.0f} pps offered, "
-                    f"{args.duration:.0f} s")
-                row = one_run(bed, n, expiry_ms, args.rate, args.duration, args.max_flows, tag)
+                tag = f"{args.family}-{n}-{expiry_ms:.0f}"
+                log(f"{n} {args.family} flows, expiry {expiry_ms:.0f} ms, {args.rate:.0f} pps "
+                    f"offered, {args.duration:.0f} s")
+                row = one_run(bed, n, expiry_ms, args.rate, args.duration, args.max_flows, tag,
+                              args.family)
                 log(json.dumps(row))
                 rows.append(row)
+    print(f"{args.family}/UDP flows, {FRAME_SIZE[args.family] + 14}-byte frames")
     print(format_rows(rows))
     summary = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                "machine": {"cpus": os.cpu_count(), "uname": " ".join(os.uname())},
                "args": {k: str(v) for k, v in vars(args).items()}, "runs": rows}
     if not args.no_dense:
-        summary["dense_replay"] = [dense_collisions(100_000, 100.0, 300.0, 1.0)]
+        summary["dense_replay"] = [dense_collisions(100_000, 100.0, 300.0, 1.0, args.family)]
         print(json.dumps(summary["dense_replay"]))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

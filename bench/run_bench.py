@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""BMv2 packet rate through the mmaqm program vs a minimal IPv4 forwarder.
+"""BMv2 packet rate through the mmaqm program vs a minimal IPv4 (and IPv6) forwarder.
 
 One run measures, on the same simple_switch_grpc binary with the same flags,
 the maximum forwarding rate of 1000-byte UDP packets through
@@ -7,7 +7,11 @@ bench/minimal_ipv4.p4 (the baseline), through build/main.json (the all-in-one
 program) under each AQM algorithm, and through each algorithm's BMv2 profile
 (build/<name>/main.json, tools/build_profiles.py) under that algorithm (variants
 prof-<ALGORITHM>), and reports each variant's median packets per second and its
-ratio to the baseline, the two programs' ratios side by side. See bench/README.md for what the numbers mean.
+ratio to the baseline, the two programs' ratios side by side. With IPv6 (--family
+ipv6 or both, the default) the same again with 1000-byte IPv6/UDP packets: the
+baseline bench/minimal_ipv6.p4 (minimal_ipv6) and the variants <NAME>-v6, each
+against the IPv6 baseline, and each IPv6 variant's rate against its IPv4 one.
+See bench/README.md for what the numbers mean.
 
 Topology (one namespace, mmb-bench):
 
@@ -48,6 +52,9 @@ MAIN_P4INFO = REPO / "build" / "main.p4info.txtpb"
 MIN_P4 = BENCH / "minimal_ipv4.p4"
 MIN_JSON = BUILD / "minimal_ipv4.json"
 MIN_P4INFO = BUILD / "minimal_ipv4.p4info.txtpb"
+MIN6_P4 = BENCH / "minimal_ipv6.p4"
+MIN6_JSON = BUILD / "minimal_ipv6.json"
+MIN6_P4INFO = BUILD / "minimal_ipv6.p4info.txtpb"
 BUILD_PROFILES = REPO / "tools" / "build_profiles.py"
 UDPGEN_C = BENCH / "udpgen.c"
 UDPGEN = BUILD / "udpgen"
@@ -73,6 +80,9 @@ NEXT_HOP_MAC = {1: "02:00:00:00:01:01", 2: "02:00:00:00:02:01"}
 HOST_IF_MAC = {1: "02:00:00:00:01:01", 2: "02:00:00:00:02:fe"}  # h2 != next hop: dropped at once
 PREFIXES = {1: "10.0.1.0/24", 2: "10.0.2.0/24"}
 SRC_IP, DST_IP = "10.0.1.1", "10.0.2.1"
+PREFIXES6 = {1: "2001:db8:1::/64", 2: "2001:db8:2::/64"}
+SRC_IP6, DST_IP6 = "2001:db8:1::1", "2001:db8:2::1"
+IPV6_HEADER_BYTES = 40       # RFC 8200 §3; udpgen --size is the whole IP packet in both families
 
 # UPTA's modes are variants of one action (upta.p4): B, P and C are benched apart. With
 # no fair share (the controller's loop does not run here) UPTA still runs its whole
@@ -99,8 +109,65 @@ ALGORITHMS = tuple(v for a in POLICY_ACTION_OF
 PROFILE_TAG = "prof-"
 
 
+# IPv6: a variant <V>-v6 is variant V (prof- included) sending IPv6/UDP through the same
+# program and config (its routes IPv6); its baseline is minimal_ipv6, the IPv6 router.
+FAMILIES = ("ipv4", "ipv6")
+V6_TAG = "-v6"
+BASELINES = {"ipv4": "minimal_ipv4", "ipv6": "minimal_ipv6"}
+BASELINE = BASELINES["ipv4"]
+
+
+def family_of(variant: str) -> str:
+    """'ipv6' for minimal_ipv6 and every <V>-v6 variant, else 'ipv4'."""
+    return "ipv6" if variant == BASELINES["ipv6"] or variant.endswith(V6_TAG) else "ipv4"
+
+
+def is_baseline(variant: str) -> bool:
+    return variant in BASELINES.values()
+
+
+def baseline_of(variant: str) -> str:
+    """The minimal router a variant's ratio is against: its own family's."""
+    return BASELINES[family_of(variant)]
+
+
+def ipv4_variant(variant: str) -> str:
+    """The IPv4 variant of the same program and config (itself for an IPv4 one)."""
+    if variant == BASELINES["ipv6"]:
+        return BASELINES["ipv4"]
+    return variant[:-len(V6_TAG)] if variant.endswith(V6_TAG) else variant
+
+
+def in_family(variant: str, family: str) -> str:
+    """An IPv4 variant's name in a family: itself, or its IPv6 counterpart."""
+    if family == "ipv4":
+        return variant
+    return BASELINES["ipv6"] if variant == BASELINES["ipv4"] else variant + V6_TAG
+
+
+def variants_for(algorithms: list[str], families: tuple[str, ...], profiles: bool) -> list[str]:
+    """Every variant of a run, each IPv4 one followed by its IPv6 counterpart (so that the
+    two are measured one after the other in every round): the baselines, the algorithms on
+    the all-in-one program, then on their profiles."""
+    v4 = [BASELINE, *algorithms, *([PROFILE_TAG + a for a in algorithms] if profiles else [])]
+    return [in_family(v, f) for v in v4 for f in families]
+
+
+def table_order(variants: list[str]) -> list[str]:
+    """The report's order: the IPv4 variants, then the IPv6 ones, each in run order."""
+    return sorted(variants, key=lambda v: FAMILIES.index(family_of(v)))
+
+
+def round_order(variants: list[str], rnd: int, families: int = 1) -> list[str]:
+    """The run's variants rotated by one variant (both families: one IPv4/IPv6 pair) per
+    round, so that each round starts elsewhere and every pair stays together."""
+    k = rnd * families % len(variants)
+    return variants[k:] + variants[:k]
+
+
 def base_variant(variant: str) -> str:
-    """The algorithm variant, without the profile tag."""
+    """The algorithm variant, without the profile and IPv6 tags."""
+    variant = ipv4_variant(variant)
     return variant[len(PROFILE_TAG):] if variant.startswith(PROFILE_TAG) else variant
 
 
@@ -124,14 +191,17 @@ def profile_of(variant: str) -> str | None:
 
 def program_files(variant: str) -> tuple[Path, Path]:
     """(BMv2 JSON, P4Info) of the program a variant runs."""
-    if variant == BASELINE:
+    if variant == BASELINES["ipv4"]:
         return MIN_JSON, MIN_P4INFO
+    if variant == BASELINES["ipv6"]:
+        return MIN6_JSON, MIN6_P4INFO
     profile = profile_of(variant)
     if profile is None:
         return MAIN_JSON, MAIN_P4INFO
     d = REPO / "build" / profile.lower()
     return d / "main.json", d / "main.p4info.txtpb"
-BASELINE = "minimal_ipv4"
+
+
 # AQM settings under which no AQM decision can drop at the bench load: the
 # queue the P4 program sees never comes near these (checked after every
 # measurement from the program's own drop counters).
@@ -173,15 +243,17 @@ def build_profiles(profiles: list[str]) -> None:
 
 def build_tools() -> None:
     BUILD.mkdir(parents=True, exist_ok=True)
-    if stale(MIN_JSON, MIN_P4) or stale(MIN_P4INFO, MIN_P4):
-        log(f"compiling {MIN_P4.relative_to(REPO)}")
+    for p4, json_path, p4info in ((MIN_P4, MIN_JSON, MIN_P4INFO), (MIN6_P4, MIN6_JSON, MIN6_P4INFO)):
+        if not (stale(json_path, p4) or stale(p4info, p4)):
+            continue
+        log(f"compiling {p4.relative_to(REPO)}")
         r = subprocess.run(["p4c-bm2-ss", "--arch", "v1model", "--std", "p4-16",
-                            "-o", str(MIN_JSON), "--p4runtime-files", str(MIN_P4INFO), str(MIN_P4)],
+                            "-o", str(json_path), "--p4runtime-files", str(p4info), str(p4)],
                            capture_output=True, text=True)
         out = (r.stdout + r.stderr).strip()
         if r.returncode != 0 or "warning" in out.lower():
-            MIN_JSON.unlink(missing_ok=True)
-            raise RuntimeError(f"p4c-bm2-ss on {MIN_P4.name} "
+            json_path.unlink(missing_ok=True)
+            raise RuntimeError(f"p4c-bm2-ss on {p4.name} "
                                f"{'failed' if r.returncode else 'warned (must be warning-free)'}:\n{out}")
     if stale(UDPGEN, UDPGEN_C):
         log(f"compiling {UDPGEN_C.relative_to(REPO)}")
@@ -219,8 +291,17 @@ def ctl(bed: lab.Lab, *args: str, timeout: float = 90) -> dict:
 
 
 # ------------------------------------------------------------ configuration
+def routes_of(family: str) -> list[dict]:
+    """The two routes (port 1: the sender's side, port 2: the receiver's) of a family."""
+    prefixes = PREFIXES if family == "ipv4" else PREFIXES6
+    return [{"prefix": prefixes[n], "port": n, "next_hop_mac": NEXT_HOP_MAC[n]} for n in (1, 2)]
+
+
 def aqm_config(variant: str) -> dict:
-    variant = base_variant(variant)      # a profile variant: its algorithm's config
+    """The config of a variant: its algorithm's policy, the routes of its family (an IPv6
+    variant's config has IPv6 routes only, an IPv4 one's IPv4 routes only)."""
+    family = family_of(variant)
+    variant = base_variant(variant)      # a profile or IPv6 variant: its algorithm's config
     algorithm = policy_algorithm(variant)
     policy: dict = {"algorithm": algorithm, "queue_limit_pkts": QUEUE_LIMIT_PKTS}
     if variant in UPTA_VARIANTS:
@@ -236,8 +317,7 @@ def aqm_config(variant: str) -> dict:
             "p4runtime_addr": GRPC_ADDR,
             "device_id": DEVICE_ID,
             "ports": {n: {"mac": ROUTER_MAC[n]} for n in (1, 2)},
-            "routes": [{"prefix": PREFIXES[n], "port": n, "next_hop_mac": NEXT_HOP_MAC[n]}
-                       for n in (1, 2)],
+            "routes": routes_of(family),
             "policies": {"default": policy},
         }},
     }
@@ -264,9 +344,12 @@ def write_aqm_configs(algorithms: list[str]) -> dict[str, Path]:
 def udpgen_argv(rate: float, duration: float, *, watch_pid: int | None = None,
                 ifstats: tuple[str, ...] = ("h1", "sw1", "sw2", "h2"), flows: int = 1,
                 size: int = 1000, dump: bool = False, dport: int | None = None,
-                dscp: int = 0) -> list[str]:
+                dscp: int = 0, family: str = "ipv4") -> list[str]:
+    """udpgen's command line; size: the IP packet's length (IPv4 total length, or IPv6's
+    40-byte header + payload: the same frame size in both families)."""
+    src, dst = (SRC_IP, DST_IP) if family == "ipv4" else (SRC_IP6, DST_IP6)
     argv = [str(UDPGEN), "--iface", "h1", "--src-mac", HOST_IF_MAC[1], "--dst-mac", ROUTER_MAC[1],
-            "--src-ip", SRC_IP, "--dst-ip", DST_IP, "--size", str(size), "--flows", str(flows),
+            "--src-ip", src, "--dst-ip", dst, "--size", str(size), "--flows", str(flows),
             "--rate", str(rate), "--duration", str(duration), "--sample-ms", "1000",
             "--dscp", str(dscp)]
     for ifname in ifstats:
@@ -280,8 +363,10 @@ def udpgen_argv(rate: float, duration: float, *, watch_pid: int | None = None,
     return argv
 
 
-def run_udpgen(bed: lab.Lab, argv: list[str], duration: float) -> list[dict]:
-    p = bed.popen(NETNS, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def run_udpgen(bed: lab.Lab, argv: list[str], duration: float,
+               netns: str | None = None) -> list[dict]:
+    """udpgen in netns (default: the bench's namespace); its samples."""
+    p = bed.popen(netns or NETNS, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         out, err = p.communicate(timeout=duration + 30)
     finally:
@@ -393,18 +478,20 @@ class Bench:
         self.wrapper = wrapper
         # connect + pipeline push: a switch under valgrind takes minutes
         self.ctl_timeout = ["--connect-timeout-s", "600"] if wrapper else []
-        self.frame_hex = {dscp: sh(udpgen_argv(1, 1, size=args.size, dump=True, dscp=dscp)
-                                   ).stdout.strip() for dscp in (0, TAGGED_DSCP)}
+        self.frame_hex = {(family, dscp): sh(udpgen_argv(1, 1, size=args.size, dump=True,
+                                                         dscp=dscp, family=family)).stdout.strip()
+                          for family in FAMILIES for dscp in (0, TAGGED_DSCP)}
 
     def bring_up(self, variant: str, tag: str) -> tuple[subprocess.Popen, dict]:
         [switch] = self.bed.start_switches(NETNS, [switch_spec(tag, self.wrapper)],
                                            timeout_s=120 if self.wrapper else lab.READY_TIMEOUT_S)
         t0 = time.monotonic()
-        if variant == BASELINE:
-            routes = [{"prefix": PREFIXES[n], "port": n, "src_mac": ROUTER_MAC[n],
-                       "next_hop_mac": NEXT_HOP_MAC[n]} for n in (1, 2)]
-            info = ctl(self.bed, "push-baseline", "--grpc", GRPC_ADDR, "--p4info", str(MIN_P4INFO),
-                       "--bmv2-json", str(MIN_JSON), "--routes", json.dumps(routes),
+        family = family_of(variant)
+        if is_baseline(variant):
+            routes = [{**r, "src_mac": ROUTER_MAC[r["port"]]} for r in routes_of(family)]
+            json_path, p4info = program_files(variant)
+            info = ctl(self.bed, "push-baseline", "--grpc", GRPC_ADDR, "--p4info", str(p4info),
+                       "--bmv2-json", str(json_path), "--routes", json.dumps(routes),
                        *self.ctl_timeout, timeout=900 if self.wrapper else 90)
         else:
             argv = ["install-aqm", "--config", str(self.configs[variant]), *self.ctl_timeout]
@@ -417,7 +504,7 @@ class Bench:
         for port in (1, 2):   # same traffic-manager depth for every variant
             bmv2_tm.set_queue_depth(THRIFT_PORT, port, TM_QUEUE_DEPTH_PKTS, netns=NETNS)
         check = ctl(self.bed, "verify", "--tx-if", "h1", "--rx-if", "h2",
-                    "--frame-hex", self.frame_hex[variant_dscp(variant)],
+                    "--frame-hex", self.frame_hex[family, variant_dscp(variant)],
                     "--expect", json.dumps({"src_mac": ROUTER_MAC[2], "dst_mac": NEXT_HOP_MAC[2]}))
         info.update(ready_s=round(time.monotonic() - t0, 2), verify=check)
         if switch.poll() is not None:
@@ -434,13 +521,14 @@ class Bench:
             info["quiet_gate"] = wait_quiet(a.quiet_pct, a.quiet_wait)
             samples = run_udpgen(self.bed, udpgen_argv(rate, warmup + duration, watch_pid=switch.pid,
                                                          flows=a.flows, size=a.size,
-                                                         dscp=variant_dscp(variant)),
+                                                         dscp=variant_dscp(variant),
+                                                         family=family_of(variant)),
                                  warmup + duration)
             if switch.poll() is not None:
                 raise RuntimeError(f"simple_switch_grpc ({variant}) died during the measurement")
             res = window_stats(samples, warmup)
             res.update(variant=variant, offered_rate_pps=rate, setup=info, samples=samples)
-            if variant != BASELINE:
+            if not is_baseline(variant):
                 time.sleep(0.5)   # let the queue drain before reading the counters
                 counters = ctl(self.bed, "aqm-counters", "--config", str(self.configs[variant]),
                                "--p4info", str(program_files(variant)[1]))
@@ -451,9 +539,9 @@ class Bench:
         finally:
             self.bed.stop([switch])
 
-    def pilot(self, gen_max_pps: float) -> tuple[float, list[dict]]:
-        """Stepped offered rates through the baseline; its highest delivered rate."""
-        switch, _ = self.bring_up(BASELINE, "pilot")
+    def pilot(self, gen_max_pps: float, baseline: str = BASELINE) -> tuple[float, list[dict]]:
+        """Stepped offered rates through a baseline; its highest delivered rate."""
+        switch, _ = self.bring_up(baseline, f"pilot-{baseline}")
         steps = []
         try:
             rate = 2000.0
@@ -462,15 +550,17 @@ class Bench:
                     wait_quiet(self.args.quiet_pct, self.args.quiet_wait)
                     samples = run_udpgen(self.bed, udpgen_argv(rate, 4, watch_pid=switch.pid,
                                                                  flows=self.args.flows,
-                                                                 size=self.args.size), 4)
+                                                                 size=self.args.size,
+                                                                 family=family_of(baseline)), 4)
                     st = window_stats(samples, 1)
                     if (st["other_cpu_pct"] or 0) <= self.args.max_other_cpu:
                         break
-                steps.append({"offered_rate_pps": rate, "pps": round(st["pps"], 1),
+                steps.append({"baseline": baseline,
+                              "offered_rate_pps": rate, "pps": round(st["pps"], 1),
                               "loss_pct": round(st["loss_pct"], 3),
                               "bmv2_cpu_pct": st["bmv2_cpu_pct"],
                               "other_cpu_pct": st["other_cpu_pct"]})
-                log(f"pilot: offered {rate:8.0f} pps -> delivered {st['pps']:8.0f} pps, "
+                log(f"pilot ({baseline}): offered {rate:8.0f} pps -> delivered {st['pps']:8.0f} pps, "
                     f"loss {st['loss_pct']:.2f} %, BMv2 CPU {st['bmv2_cpu_pct']:.0f} %")
                 if st["loss_pct"] > 10:
                     break
@@ -518,8 +608,8 @@ def program_cost(variant: str) -> dict:
     admission action)."""
     data = json.loads(program_files(variant)[0].read_text())
     primitives = bmv2_pipeline_stats.action_primitives(data)
-    if variant == BASELINE:
-        own = [name for name in primitives if name.endswith(".route")]
+    if is_baseline(variant):
+        own = [name for name in primitives if name.endswith((".route", ".route6"))]
     else:
         alias = POLICY_ACTION_OF[policy_algorithm(variant)]
         own = [alias] + [name for name in primitives if name.endswith(f".{alias}_admission")]
@@ -536,29 +626,52 @@ def _median(values) -> float | None:
     return statistics.median(values) if values else None
 
 
-def summarize(measurements: list[dict], variants: list[str]) -> list[dict]:
+def _pair_ratios(ms: list[dict], other: list[dict]) -> tuple[float, float, float]:
+    """(median pps of ms / median pps of other, min and max over the rounds both have of
+    ms's pps / other's pps in the same round)."""
+    by_round = {m["round"]: m["pps"] for m in other}
+    per_round = [m["pps"] / by_round[m["round"]] for m in ms
+                 if by_round.get(m["round"])]
+    med = statistics.median(m["pps"] for m in other)
+    return (statistics.median(m["pps"] for m in ms) / med if med else None,
+            min(per_round) if per_round else None, max(per_round) if per_round else None)
+
+
+def summarize(measurements: list[dict], variants: list[str],
+              cost=None) -> list[dict]:
+    """One row per variant, in table_order: medians over the rounds, the ratio to the
+    minimal router of the variant's own family (its median and per-round range), and for
+    an IPv6 variant whose IPv4 variant was measured too, IPv6 / IPv4 (v6_over_v4, the
+    medians' ratio; its per-round range). cost: program_cost (a stand-in in tests)."""
+    cost = cost or program_cost
     by_variant = {v: [m for m in measurements if m["variant"] == v] for v in variants}
-    base = {m["round"]: m["pps"] for m in by_variant[BASELINE]}
-    base_median = statistics.median(base.values())
     rows = []
-    for v in variants:
+    for v in table_order(variants):
         ms = by_variant[v]
         pps = [m["pps"] for m in ms]
         med = statistics.median(pps)
-        per_round = [m["pps"] / base[m["round"]] for m in ms if m["round"] in base]
+        ratio, ratio_min, ratio_max = _pair_ratios(ms, by_variant[baseline_of(v)])
         cpu = [m["bmv2_cpu_pct"] for m in ms if m["bmv2_cpu_pct"] is not None]
+        pair = {}
+        if family_of(v) == "ipv6" and by_variant.get(ipv4_variant(v)):
+            r, lo, hi = _pair_ratios(ms, by_variant[ipv4_variant(v)])
+            pair = {"ipv4_variant": ipv4_variant(v), "v6_over_v4": r,
+                    "v6_over_v4_per_round_min": lo, "v6_over_v4_per_round_max": hi}
         rows.append({
             "variant": v,
+            "family": family_of(v),
+            "baseline": baseline_of(v),
             "n": len(ms),
             "pps_median": med,
             "us_per_pkt": 1e6 / med if med else None,
-            **program_cost(v),
+            **cost(v),
             "pps_min": min(pps),
             "pps_max": max(pps),
             "spread_pct": 100.0 * (max(pps) - min(pps)) / med if med else None,
-            "ratio": med / base_median,
-            "ratio_per_round_min": min(per_round) if per_round else None,
-            "ratio_per_round_max": max(per_round) if per_round else None,
+            "ratio": ratio,
+            "ratio_per_round_min": ratio_min,
+            "ratio_per_round_max": ratio_max,
+            **pair,
             "loss_pct_median": statistics.median(m["loss_pct"] for m in ms),
             "bmv2_cpu_pct_median": statistics.median(cpu) if cpu else None,
             "bmv2_busiest_thread_pct_median": _median(m["bmv2_busiest_thread_pct"] for m in ms),
@@ -566,14 +679,27 @@ def summarize(measurements: list[dict], variants: list[str]) -> list[dict]:
             "other_cpu_pct_median": _median(m["other_cpu_pct"] for m in ms),
             "machine_busy_pct_median": statistics.median(m["machine_busy_pct"] for m in ms),
             "offered_pps_median": statistics.median(m["offered_pps"] for m in ms),
-            "aqm_drops": None if v == BASELINE else sum(m["aqm_drops"] for m in ms),
-            "ingress_discards": None if v == BASELINE else sum(m["ingress_discards"] for m in ms),
+            "aqm_drops": None if is_baseline(v) else sum(m["aqm_drops"] for m in ms),
+            "ingress_discards": None if is_baseline(v) else sum(m["ingress_discards"] for m in ms),
         })
     return rows
 
 
+def ratio_header(rows: list[dict]) -> str:
+    """'ratio vs <the baseline>', or with both families, against each one's own."""
+    baselines = sorted({baseline_of(r["variant"]) for r in rows})
+    return "ratio vs " + (baselines[0] if len(baselines) == 1 else "minimal_ipv4/6")
+
+
+def _format(header: list[str], lines: list[list[str]]) -> str:
+    widths = [max(len(x) for x in col) for col in zip(header, *lines)]
+    fmt = lambda row: "  ".join(x.ljust(w) if i == 0 else x.rjust(w)  # noqa: E731
+                                for i, (x, w) in enumerate(zip(row, widths)))
+    return "\n".join([fmt(header), fmt(["-" * w for w in widths]), *map(fmt, lines)])
+
+
 def format_table(rows: list[dict]) -> str:
-    header = ["variant", "pps median", "us/pkt", "min-max", "spread", "ratio vs " + BASELINE,
+    header = ["variant", "pps median", "us/pkt", "min-max", "spread", ratio_header(rows),
               "per-round ratio", "offered", "loss", "BMv2 CPU", "busiest thread", "gen CPU",
               "other CPU", "AQM drops", "tables", "fields", "primitives"]
     pct = lambda v: "?" if v is None else f"{v:.0f} %"  # noqa: E731
@@ -598,10 +724,7 @@ def format_table(rows: list[dict]) -> str:
             str(r["phv_fields"]),
             str(r["aqm_action_primitives"]),
         ])
-    widths = [max(len(x) for x in col) for col in zip(header, *lines)]
-    fmt = lambda row: "  ".join(x.ljust(w) if i == 0 else x.rjust(w)  # noqa: E731
-                                for i, (x, w) in enumerate(zip(row, widths)))
-    return "\n".join([fmt(header), fmt(["-" * w for w in widths]), *map(fmt, lines)])
+    return _format(header, lines)
 
 
 def format_side_by_side(rows: list[dict]) -> str:
@@ -613,7 +736,7 @@ def format_side_by_side(rows: list[dict]) -> str:
     lines = []
     for v, r in by.items():
         p = by.get(PROFILE_TAG + v)
-        if v == BASELINE or v.startswith(PROFILE_TAG) or p is None:
+        if is_baseline(v) or v.startswith(PROFILE_TAG) or p is None:
             continue
         lines.append([v, f"{r['ratio']:.3f}", f"{p['ratio']:.3f}",
                       f"{p['ratio'] / r['ratio']:.2f}" if r["ratio"] else "?",
@@ -621,14 +744,32 @@ def format_side_by_side(rows: list[dict]) -> str:
                       f"{p['bmv2_tables']}/{p['phv_fields']}"])
     if not lines:
         return ""
-    widths = [max(len(x) for x in col) for col in zip(header, *lines)]
-    fmt = lambda row: "  ".join(x.ljust(w) if i == 0 else x.rjust(w)  # noqa: E731
-                                for i, (x, w) in enumerate(zip(row, widths)))
-    return "\n".join([fmt(header), fmt(["-" * w for w in widths]), *map(fmt, lines)])
+    return _format(header, lines)
+
+
+def format_families(rows: list[dict]) -> str:
+    """Each variant measured in both families: its IPv4 and IPv6 rates, IPv6 / IPv4 (the
+    medians' ratio and its per-round range), and each family's ratio to its own minimal
+    router. The first row is the two minimal routers themselves."""
+    by = {r["variant"]: r for r in rows}
+    header = ["variant (IPv4 name)", "IPv4 pps", "IPv6 pps", "IPv6 / IPv4",
+              "per-round IPv6 / IPv4", "IPv4 ratio", "IPv6 ratio"]
+    num = lambda v, f: "?" if v is None else format(v, f)  # noqa: E731
+    lines = []
+    for v6, r6 in by.items():
+        r4 = by.get(r6.get("ipv4_variant", ""))
+        if family_of(v6) != "ipv6" or r4 is None:
+            continue
+        lines.append([r4["variant"], f"{r4['pps_median']:.0f}", f"{r6['pps_median']:.0f}",
+                      num(r6["v6_over_v4"], ".3f"),
+                      f"{num(r6['v6_over_v4_per_round_min'], '.3f')}-"
+                      f"{num(r6['v6_over_v4_per_round_max'], '.3f')}",
+                      f"{r4['ratio']:.3f}", f"{r6['ratio']:.3f}"])
+    return _format(header, lines) if lines else ""
 
 
 # ------------------------------------------------------------ main
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--reps", type=int, default=3, help="measurements per variant [3]")
     p.add_argument("--duration", type=float, default=10.0, help="steady window, s [10]")
@@ -640,12 +781,17 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--no-profiles", dest="profiles", action="store_false",
                    help="measure the all-in-one program only, not each algorithm's profile "
                         "(prof-<ALGORITHM> variants)")
+    p.add_argument("--family", choices=("ipv4", "ipv6", "both"), default="both",
+                   help="IPv4/UDP variants (against minimal_ipv4), IPv6/UDP ones (<NAME>-v6, "
+                        "against minimal_ipv6), or both [both]")
     p.add_argument("--offered-pps", type=float,
                    help="rate offered to every variant; default: --offer-factor x the "
                         "baseline's best rate in a stepped pilot")
     p.add_argument("--offer-factor", type=float, default=1.5,
                    help="offered rate / the pilot's best baseline rate [1.5]")
-    p.add_argument("--size", type=int, default=1000, help="IPv4 packet size, bytes [1000]")
+    p.add_argument("--size", type=int, default=1000,
+                   help="IP packet size, bytes: IPv4's total length, IPv6's 40-byte header + "
+                        "payload (the same frame in both families) [1000]")
     p.add_argument("--flows", type=int, default=1, help="UDP flows (source ports) [1]")
     p.add_argument("--quiet-pct", type=float, default=25.0,
                    help="before each measurement wait until the machine's busy CPU is at most "
@@ -658,7 +804,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--retries", type=int, default=2,
                    help="repeats of a disturbed measurement; all attempts are kept in the JSON [2]")
     p.add_argument("--out-dir", type=Path, default=REPO / "results" / "bench")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     algos = [a.strip() for a in args.algorithms.split(",") if a.strip()]
     unknown = [a for a in algos if a not in ALGORITHMS]
     if unknown or not algos:
@@ -667,7 +813,12 @@ def parse_args() -> argparse.Namespace:
         p.error("--reps >= 1, --duration >= 2, --warmup >= 1, --retries >= 0")
     if args.offer_factor <= 1:
         p.error("--offer-factor must be > 1 (the offered rate must exceed capacity)")
+    args.families = FAMILIES if args.family == "both" else (args.family,)
+    min_size = IPV6_HEADER_BYTES + 8 if "ipv6" in args.families else 28
+    if not min_size <= args.size <= 9000:
+        p.error(f"--size: {min_size}..9000 bytes (an IP packet with a UDP header)")
     args.algorithm_list = algos
+    args.variant_list = variants_for(algos, args.families, args.profiles)
     return args
 
 
@@ -696,9 +847,9 @@ def main() -> int:
     started = dt.datetime.now()
     try:
         build_tools()
-        profile_variants = [PROFILE_TAG + a for a in args.algorithm_list] if args.profiles else []
-        build_profiles(sorted({policy_algorithm(v) for v in profile_variants}))
-        configs = write_aqm_configs(args.algorithm_list + profile_variants)
+        variants = args.variant_list
+        build_profiles(sorted({policy_algorithm(v) for v in variants if profile_of(v)}))
+        configs = write_aqm_configs([v for v in variants if not is_baseline(v)])
         with lab.Lab(PREFIX) as bed:
             for ns in bed.leftovers_removed:
                 log(f"removed leftover namespace {ns}")
@@ -717,19 +868,23 @@ def main() -> int:
             pilot_steps: list[dict] = []
             if args.offered_pps:
                 rate = args.offered_pps
-            else:
-                cap, pilot_steps = bench.pilot(gen["pps"])
+            else:   # each family's baseline; the faster one sets the rate offered to all
+                caps = {}
+                for family in args.families:
+                    caps[family], steps = bench.pilot(gen["pps"], BASELINES[family])
+                    pilot_steps += steps
+                cap = max(caps.values())
                 rate = round(args.offer_factor * cap, -2)
-                log(f"pilot: baseline delivered at most {cap:.0f} pps; offering {rate:.0f} pps")
+                log(f"pilot: " + ", ".join(f"{BASELINES[f]} delivered at most {c:.0f} pps"
+                                           for f, c in caps.items())
+                    + f"; offering {rate:.0f} pps")
             if rate > 0.9 * gen["pps"]:
                 log(f"warning: offered rate near what the generator alone can do "
                     f"({gen['pps']:.0f} pps)")
 
-            variants = [BASELINE, *args.algorithm_list, *profile_variants]
             measurements = []
             for rnd in range(args.reps):
-                order = variants[rnd % len(variants):] + variants[:rnd % len(variants)]
-                for variant in order:
+                for variant in round_order(variants, rnd, len(args.families)):
                     tag = f"{variant}-r{rnd}"
                     discarded = []
                     for attempt in range(args.retries + 1):
@@ -746,7 +901,7 @@ def main() -> int:
                         m["other_cpu_pct"] > args.max_other_cpu
                     m["discarded_attempts"] = discarded
                     measurements.append(m)
-                    extra = "" if variant == BASELINE else \
+                    extra = "" if is_baseline(variant) else \
                         f", AQM drops {m['aqm_drops']}, discards {m['ingress_discards']}"
                     log(f"round {rnd + 1}/{args.reps} {variant:22s} {m['pps']:8.0f} pps "
                         f"(offered {m['offered_pps']:.0f}, "
@@ -762,6 +917,7 @@ def main() -> int:
         return 1
 
     rows = summarize(measurements, variants)
+    families = format_families(rows)
     stamp = started.strftime("%Y%m%d-%H%M%S")
     args.out_dir.mkdir(parents=True, exist_ok=True)
     out_path = args.out_dir / f"bench-{stamp}.json"
@@ -769,12 +925,17 @@ def main() -> int:
     disturbed = sum(m["disturbed"] for m in measurements)
     retried = sum(len(m["discarded_attempts"]) for m in measurements)
     aqm_dropped = [r["variant"] for r in rows if r["aqm_drops"]]
+    discarded = [r["variant"] for r in rows if r["ingress_discards"]]
     result = {
         "started": started.isoformat(timespec="seconds"),
         "machine": machine,
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "packet": {"ipv4_bytes": args.size, "frame_bytes": args.size + 14,
-                   "udp_payload_bytes": args.size - 28, "flows": args.flows, "dscp": 0},
+                   "udp_payload_bytes": args.size - 28, "flows": args.flows, "dscp": 0,
+                   "families": list(args.families),
+                   "ipv6": {"ipv6_bytes": args.size, "frame_bytes": args.size + 14,
+                            "udp_payload_bytes": args.size - IPV6_HEADER_BYTES - 8,
+                            "src": SRC_IP6, "dst": DST_IP6, "hop_limit": 64, "flow_label": 0}},
         "aqm_settings": {"queue_limit_pkts": QUEUE_LIMIT_PKTS, "min_th_pkts": MIN_TH_PKTS,
                          "max_th_pkts": MAX_TH_PKTS, "max_p": 0.1,
                          "class_th_pkts": CLASS_TH_PKTS},
@@ -791,15 +952,17 @@ def main() -> int:
     latest.unlink(missing_ok=True)
     latest.symlink_to(out_path.name)
 
-    print(f"mmaqm bench {result['started']}: BMv2 packet rate, {args.size}-byte IPv4/UDP packets "
+    kinds = " and ".join({"ipv4": "IPv4/UDP", "ipv6": "IPv6/UDP"}[f] for f in args.families)
+    print(f"mmaqm bench {result['started']}: BMv2 packet rate, {args.size}-byte {kinds} packets "
           f"({args.size + 14}-byte frames), {args.flows} flow(s)")
     print(f"machine: nproc {machine['nproc']}, {machine['cpu_model']}, kernel {machine['kernel']}")
     print(f"BMv2: {machine['bmv2']} ({machine['simple_switch_grpc']}); p4c: {machine['p4c']}")
     print(f"generator alone: {gen['pps']:.0f} pps unpaced at {gen['cpu_pct']:.0f} % of one core")
-    if pilot_steps:
-        clean = [s["offered_rate_pps"] for s in pilot_steps if s["loss_pct"] < 0.1]
-        print("pilot (baseline, offered -> delivered pps): " + ", ".join(
-            f"{s['offered_rate_pps']:.0f}->{s['pps']:.0f}" for s in pilot_steps)
+    for baseline in dict.fromkeys(s["baseline"] for s in pilot_steps):
+        steps = [s for s in pilot_steps if s["baseline"] == baseline]
+        clean = [s["offered_rate_pps"] for s in steps if s["loss_pct"] < 0.1]
+        print(f"pilot ({baseline}, offered -> delivered pps): " + ", ".join(
+            f"{s['offered_rate_pps']:.0f}->{s['pps']:.0f}" for s in steps)
             + (f"; highest step with < 0.1 % loss: {max(clean):.0f} pps" if clean else ""))
     print(f"each measurement: fresh switch, {rate:.0f} pps offered (every variant), "
           f"{args.warmup:g} s warm-up + {args.duration:g} s window; {args.reps} rounds, "
@@ -814,11 +977,19 @@ def main() -> int:
     side = format_side_by_side(rows)
     if side:
         print("each algorithm on the all-in-one program (build/main.json) and on its profile "
-              "(build/<name>/main.json), ratio vs " + BASELINE + ":")
+              "(build/<name>/main.json), ratio vs " + " / ".join(
+                  BASELINES[f] for f in args.families) + ":")
         print(side)
         print()
+    if families:
+        print("each variant with IPv4/UDP and with IPv6/UDP (<name>-v6; minimal_ipv6 for the "
+              "baseline), the same program and config:")
+        print(families)
+        print()
     print("pps = packets/s delivered to the receiver; ratio = variant median / "
-          f"{BASELINE} median; per-round ratio = min-max of variant/baseline within a round;")
+          + " or ".join(f"{BASELINES[f]} median" for f in args.families)
+          + ("" if len(args.families) == 1 else " (each family's own baseline)")
+          + "; per-round ratio = min-max of variant/baseline within a round;")
     print("offered = median offered pps in the window; loss = offered packets not delivered (the "
           "switch could not keep up);")
     print("us/pkt = 1e6 / pps median; tables, fields = BMv2 tables and PHV fields of the program; "
@@ -834,6 +1005,9 @@ def main() -> int:
     if aqm_dropped:
         print(f"note: the AQM dropped packets in {', '.join(aqm_dropped)} (egress behind ingress; "
               f"a dropped packet cost ingress work but is not delivered); see the JSON")
+    if discarded:
+        print(f"WARNING: the program discarded packets at ingress in {', '.join(discarded)} "
+              f"(ingress_discards by reason in the JSON): those rows did not measure forwarding")
     print(f"raw measurements: {out_path.relative_to(REPO) if out_path.is_relative_to(REPO) else out_path}")
     return 0
 

@@ -1,6 +1,7 @@
-/* udpgen: paced raw UDP/IPv4 sender and counter sampler for bench/run_bench.py.
+/* udpgen: paced raw UDP/IPv4 or UDP/IPv6 sender and counter sampler for bench/run_bench.py.
  *
- * Sends pre-built Ethernet/IPv4/UDP frames on one interface through an
+ * Sends pre-built Ethernet/IPv4/UDP (or Ethernet/IPv6/UDP, when --src-ip and
+ * --dst-ip are IPv6 addresses) frames on one interface through an
  * AF_PACKET socket (sendmmsg, batches of at most 64), paced to --rate packets
  * per second (0 = as fast as it can). Every --sample-ms it prints one JSON
  * line with cumulative counts, so the caller picks its own steady window:
@@ -16,9 +17,12 @@
  * Interface counters come from /sys/class/net/<if>/statistics, so run it
  * with `ip netns exec` (which mounts the namespace's own /sys). Root only.
  *
- * The frame: --size is the IPv4 total length (1000 = 972 bytes of UDP
- * payload, as `iperf3 -u -l 972`), DSCP 0, TTL 64, correct IPv4 and UDP
- * checksums; flow i of --flows uses UDP source port 10000 + i % 50000 and
+ * The frame: --size is the IP packet's length, IPv4's total length (1000 = 972
+ * bytes of UDP payload, as `iperf3 -u -l 972`) or IPv6's 40-byte header plus
+ * its payload length (1000 = 952 bytes of UDP payload: the same frame size),
+ * DSCP --dscp, ECN 0, TTL (hop limit) 64, flow label 0, no extension headers,
+ * correct IPv4 and UDP checksums (RFC 8200 §8.1's pseudo-header for IPv6);
+ * flow i of --flows uses UDP source port 10000 + i % 50000 and
  * destination port --dport + i / 50000 (up to MAX_FLOWS distinct 5-tuples).
  * Flows are sent round-robin: packet n belongs to flow n % --flows.
  */
@@ -106,6 +110,37 @@ static size_t build_frame(uint8_t *f, int ip_len, const uint8_t dmac[6], const u
     sum = csum_add(sum, udp, (size_t)udp_len);
     c = csum_fold(sum);
     if (c == 0) c = 0xffff;
+    udp[6] = (uint8_t)(c >> 8); udp[7] = (uint8_t)c;
+    return 14 + (size_t)ip_len;
+}
+
+/* Ethernet/IPv6/UDP: ip_len = 40 + payload length; addresses in network order. */
+static size_t build_frame6(uint8_t *f, int ip_len, const uint8_t dmac[6], const uint8_t smac[6],
+                           const uint8_t sip[16], const uint8_t dip[16], uint16_t sport,
+                           uint16_t dport, int dscp) {
+    memset(f, 0, 14 + (size_t)ip_len);
+    memcpy(f, dmac, 6);
+    memcpy(f + 6, smac, 6);
+    f[12] = 0x86; f[13] = 0xdd;
+    uint8_t *ip = f + 14;
+    int udp_len = ip_len - 40;
+    const int tclass = dscp << 2;                  /* traffic class: DSCP, ECN 0 */
+    ip[0] = (uint8_t)(0x60 | tclass >> 4);         /* version 6 */
+    ip[1] = (uint8_t)((tclass & 0x0f) << 4);       /* flow label 0 */
+    ip[4] = (uint8_t)(udp_len >> 8); ip[5] = (uint8_t)udp_len;   /* payload length */
+    ip[6] = 17; ip[7] = 64;                        /* next header UDP, hop limit */
+    memcpy(ip + 8, sip, 16);
+    memcpy(ip + 24, dip, 16);
+    uint8_t *udp = ip + 40;
+    udp[0] = (uint8_t)(sport >> 8); udp[1] = (uint8_t)sport;
+    udp[2] = (uint8_t)(dport >> 8); udp[3] = (uint8_t)dport;
+    udp[4] = (uint8_t)(udp_len >> 8); udp[5] = (uint8_t)udp_len;
+    for (int i = 8; i < udp_len; i++) udp[i] = (uint8_t)i;   /* payload pattern */
+    uint32_t sum = csum_add(0, ip + 8, 32);                   /* pseudo header (RFC 8200 §8.1) */
+    sum += 17 + (uint32_t)udp_len;
+    sum = csum_add(sum, udp, (size_t)udp_len);
+    uint16_t c = csum_fold(sum);
+    if (c == 0) c = 0xffff;                        /* mandatory over IPv6 */
     udp[6] = (uint8_t)(c >> 8); udp[7] = (uint8_t)c;
     return 14 + (size_t)ip_len;
 }
@@ -210,9 +245,9 @@ static void emit(double t, unsigned long long sent, unsigned long long errs, int
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: udpgen --iface IF --src-mac M --dst-mac M --src-ip A --dst-ip A\n"
+            "usage: udpgen --iface IF --src-mac M --dst-mac M --src-ip A --dst-ip A (both IPv4 or both IPv6)\n"
             "              [--rate PPS (0 = unlimited)] [--duration S] [--sample-ms MS]\n"
-            "              [--size IP_TOTAL_LEN (1000)] [--flows N (1)] [--dport P (9)] [--dscp D (0)]\n"
+            "              [--size IP_PACKET_LEN (1000; IPv4 >= 28, IPv6 >= 48)] [--flows N (1)] [--dport P (9)] [--dscp D (0)]\n"
             "              [--ifstat IF]... [--watch-pid PID] [--dump-frame 1]\n");
     exit(2);
 }
@@ -222,7 +257,8 @@ int main(int argc, char **argv) {
     uint8_t smac[6], dmac[6];
     int have_smac = 0, have_dmac = 0;
     struct in_addr sip = {0}, dip = {0};
-    int have_sip = 0, have_dip = 0;
+    struct in6_addr sip6, dip6;
+    int have_sip = 0, have_dip = 0, sip_v6 = 0, dip_v6 = 0;
     double rate = 0, duration = 5, sample_ms = 1000;
     int size = 1000, flows = 1, dport = 9, dscp = 0, watch_pid = -1, dump_frame = 0;
 
@@ -233,8 +269,13 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--iface")) iface = v;
         else if (!strcmp(a, "--src-mac")) have_smac = parse_mac(v, smac) == 0;
         else if (!strcmp(a, "--dst-mac")) have_dmac = parse_mac(v, dmac) == 0;
-        else if (!strcmp(a, "--src-ip")) have_sip = inet_pton(AF_INET, v, &sip) == 1;
-        else if (!strcmp(a, "--dst-ip")) have_dip = inet_pton(AF_INET, v, &dip) == 1;
+        else if (!strcmp(a, "--src-ip")) {
+            sip_v6 = strchr(v, ':') != NULL;
+            have_sip = sip_v6 ? inet_pton(AF_INET6, v, &sip6) == 1 : inet_pton(AF_INET, v, &sip) == 1;
+        } else if (!strcmp(a, "--dst-ip")) {
+            dip_v6 = strchr(v, ':') != NULL;
+            have_dip = dip_v6 ? inet_pton(AF_INET6, v, &dip6) == 1 : inet_pton(AF_INET, v, &dip) == 1;
+        }
         else if (!strcmp(a, "--rate")) rate = atof(v);
         else if (!strcmp(a, "--duration")) duration = atof(v);
         else if (!strcmp(a, "--sample-ms")) sample_ms = atof(v);
@@ -247,17 +288,24 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--ifstat")) { if (n_ifs == MAX_IFS) usage(); ifs[n_ifs++] = v; }
         else usage();
     }
-    if (!iface || !have_smac || !have_dmac || !have_sip || !have_dip) usage();
-    if (size < 28 || size > 9000 || flows < 1 || flows > MAX_FLOWS || rate < 0 || duration <= 0 ||
+    if (!iface || !have_smac || !have_dmac || !have_sip || !have_dip || sip_v6 != dip_v6) usage();
+    const int v6 = sip_v6;
+    if (size < (v6 ? 48 : 28) || size > 9000 || flows < 1 || flows > MAX_FLOWS || rate < 0 || duration <= 0 ||
         sample_ms <= 0 || dport < 0 || dport + (flows - 1) / 50000 > 65535 ||
         dscp < 0 || dscp > 63) usage();
 
     size_t flen = 14 + (size_t)size;
     uint8_t *frames = malloc(flen * (size_t)flows);
     if (!frames) return 1;
-    for (int i = 0; i < flows; i++)
-        build_frame(frames + flen * (size_t)i, size, dmac, smac, sip.s_addr, dip.s_addr,
-                    (uint16_t)(10000 + i % 50000), (uint16_t)(dport + i / 50000), dscp);
+    for (int i = 0; i < flows; i++) {
+        uint16_t sport_i = (uint16_t)(10000 + i % 50000), dport_i = (uint16_t)(dport + i / 50000);
+        if (v6)
+            build_frame6(frames + flen * (size_t)i, size, dmac, smac, sip6.s6_addr, dip6.s6_addr,
+                         sport_i, dport_i, dscp);
+        else
+            build_frame(frames + flen * (size_t)i, size, dmac, smac, sip.s_addr, dip.s_addr,
+                        sport_i, dport_i, dscp);
+    }
     if (dump_frame) {                   /* print flow 0's frame as hex, send nothing */
         for (size_t i = 0; i < flen; i++) printf("%02x", frames[i]);
         printf("\n");

@@ -250,7 +250,7 @@ def check_table_files(results: Path, runs: dict[str, Run]) -> list[str]:
 def check_bench(results: Path) -> tuple[list[str], int]:
     """-> (errors, tables checked): each bench-*.txt must contain the tables
     bench/run_bench.py prints from the JSON of the same name (format_table, and
-    format_side_by_side when it prints one); every bench file has its pair or is in
+    format_side_by_side and format_families when it prints them); every bench file has its pair or is in
     BENCH_LEGACY."""
     bench = results / "bench"
     if not bench.is_dir():
@@ -296,10 +296,11 @@ def check_bench(results: Path) -> tuple[list[str], int]:
         try:
             tables = [run_bench.format_table(data["summary"])]
             side = run_bench.format_side_by_side(data["summary"])
+            families = run_bench.format_families(data["summary"])
         except (KeyError, TypeError) as e:
             errors.append(f"bench/{js[0]}: cannot render its table ({e!r})")
             continue
-        tables += [side] if side else []
+        tables += [t for t in (side, families) if t]
         for tab in tables:
             checked += 1
             if tab not in text:
