@@ -378,3 +378,31 @@ def test_check_refuses_a_bad_audit_interval_with_exit_2(
     assert cli.main(["--config", str(path), "check"]) == 2
     assert ("  switches.r1.occupancy_audit_interval_s: must be 0 (off) or >= 0.1, got 0.01\n"
             in capsys.readouterr().err)
+
+
+def test_mmaqm_ctl_install_of_a_tofino_switch_without_bfrt_address_exits_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A drop-tail policy (no average) on the TNA RED build, the audit on by
+    default, no bfrt_address, no switch at the P4Runtime address: exit 2 with the
+    refusal (the switch is never contacted); with the audit off the same
+    command gets as far as connecting (exit 1: no switch there)."""
+    import yaml
+    from fake_bfrt import tna_build_dir
+    from fake_p4rt import closed_port
+    from mmaqm import cli
+    build = tna_build_dir(tmp_path, "red")
+
+    def run(extra: dict) -> int:
+        path = tmp_path / "tofino.yaml"
+        path.write_text(yaml.safe_dump({"switches": {"s1": {
+            "p4runtime_addr": f"127.0.0.1:{closed_port()}",
+            "ports": {3: {"mac": "02:00:00:00:00:03"}},
+            "policies": {3: {"algorithm": "DROP_TAIL", "queue_limit_pkts": 64}}, **extra}}}))
+        return cli.main(["--config", str(path), "--p4info", str(TNA_RED), "--device-config",
+                         str(build), "--timeout-s", "0.5", "install"])
+
+    assert run({}) == 2
+    err = capsys.readouterr().err
+    assert "occupancy_audit_interval_s" in err and "bfrt_address" in err
+    assert run({"occupancy_audit_interval_s": 0}) == 1
+    assert "occupancy" not in capsys.readouterr().err
