@@ -913,15 +913,17 @@ FIELDS: tuple[FieldDoc, ...] = (
              f"{V.fmt(MAX_OCCUPANCY_AUDIT_INTERVAL_S)}; far above the longest queueing delay",
              V.fmt(DEFAULT_OCCUPANCY_AUDIT_INTERVAL_S),
              "Tofino only: how often the controller clears a port's occupancy counts "
-             "left high on an idle port (docs/tofino.md \"Counts that heal\"); BMv2's "
-             "counts are exact and never audited"),
+             "left high on an idle port, reading and clearing them over BfRt, so a Tofino "
+             "switch with the audit on needs bfrt_address (docs/tofino.md \"Counts that "
+             "heal\"); BMv2's counts are exact and never audited"),
     FieldDoc("switches.<name>.bfrt_address", "string", "",
              "host:port, [v6addr]:port for IPv6", "none",
              "Tofino only: the switch's BfRt gRPC server (bf_switchd's, port 50052 by "
              "default), through which the controller sets the time constants of the "
-             "averages (Lpf filters), which Stratum's P4Runtime cannot write; required "
-             "on a Tofino build whose policies have averages (docs/tofino.md \"The "
-             "averages' time constants\")"),
+             "averages (Lpf filters), which Stratum's P4Runtime cannot write, and reads "
+             "and clears the occupancy registers (the audit); required on a Tofino build "
+             "whose policies have averages or whose occupancy audit is on (docs/tofino.md "
+             "\"The averages' time constants\", \"Counts that heal\")"),
     FieldDoc("switches.<name>.bfd", "mapping", "", "", "none",
              "C-UPTA's Bottleneck Fairshare Discovery (upta §5.3); absent: no BFD"),
     FieldDoc("switches.<name>.bfd.router_addr", "IPv4 address", "", "", _REQUIRED,

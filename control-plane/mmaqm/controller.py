@@ -31,7 +31,7 @@ from .driver import PrimaryLostError, SwitchDriver
 from .encoding import PolicyAction, policy_action
 from .flow_loop import FlowReportLoop
 from .flows import ActiveFlowTable, SwitchClock
-from .occupancy_audit import OccupancyAudit
+from .occupancy_audit import OccupancyAudit, occupancy_tables
 from .p4rt.bfrt import BfrtClient, BfrtInfo, BfrtSchemaError
 from .stats_loop import StatsLoop, StatsSink
 from .targets.base import TargetRefusal
@@ -153,41 +153,62 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop, OccupancyAudit):
         return out
 
     def _bfrt_schema(self) -> tuple[BfrtInfo | None, str]:
-        """The BfRt schema the Lpf entries are written with, and the program's name
-        there; (None, "") when no policy needs one. TargetRefusal, before the switch
-        is contacted, when they cannot be written: no BfRt address (Stratum's
-        P4Runtime server cannot write an Lpf: it is not in the P4Info), no bfrt.json,
-        or entries it does not have (an unknown filter, an index beyond its table)."""
-        if not self.lpf_specs:
-            return None, ""
+        """The BfRt schema the Lpf entries are written and the occupancy registers
+        audited with, and the program's name there; (None, "") when neither needs
+        one. TargetRefusal, before the switch is contacted, when they cannot be:
+        no BfRt address (Stratum's P4Runtime server cannot write an Lpf: it is not
+        in the P4Info; bf_switchd's refuses register reads), no bfrt.json, or
+        entries it does not have (an unknown filter or register, an index beyond
+        its table)."""
         sw = self.switch
-        lpfs = sorted({s.lpf for specs in self.lpf_specs.values() for s in specs})
-        what = (f"switches.{sw.name}.policies.{','.join(map(str, self.lpf_specs))}: the "
+        registers = self.audited_registers
+        if not self.lpf_specs and not registers:
+            return None, ""
+        whats = []
+        if self.lpf_specs:
+            lpfs = sorted({s.lpf for specs in self.lpf_specs.values() for s in specs})
+            whats.append(
+                f"switches.{sw.name}.policies.{','.join(map(str, self.lpf_specs))}: the "
                 f"averages {', '.join(lpfs)} of this {self.driver.target.name} build are "
                 f"Lpf filters whose time constants are BfRt settings, outside the P4Info")
+        if registers:
+            whats.append(
+                f"switches.{sw.name}.occupancy_audit_interval_s "
+                f"({self.audit_interval_s:g}): the occupancy audit reads and clears the "
+                f"registers {', '.join(registers)} of this {self.driver.target.name} build "
+                f"over BfRt (bf_switchd's P4Runtime server refuses register reads)")
+        what = "; ".join(whats)
         if sw.bfrt_address is None:
+            if self.lpf_specs:
+                raise TargetRefusal(
+                    f"{whats[0]}: Stratum's P4Runtime server cannot write them, and left "
+                    f"unset every average is the last sample. Set switches.{sw.name}."
+                    f"bfrt_address to the switch's BfRt gRPC server (host:port; bf_switchd "
+                    f"listens on 50052) so that the controller writes them (docs/tofino.md)")
             raise TargetRefusal(
-                f"{what}: Stratum's P4Runtime server cannot write them, and left unset every "
-                f"average is the last sample. Set switches.{sw.name}.bfrt_address to the "
-                f"switch's BfRt gRPC server (host:port; bf_switchd listens on 50052) so "
-                f"that the controller writes them (docs/tofino.md)")
+                f"{whats[0]}. Set switches.{sw.name}.bfrt_address to the switch's BfRt "
+                f"gRPC server (host:port; bf_switchd listens on 50052), or "
+                f"occupancy_audit_interval_s: 0 to run without the audit (a count left "
+                f"high on an idle port then stays until the port is busy again, at the "
+                f"queue limit for ever; docs/tofino.md)")
         schema = targets.bfrt_schema(self.driver.device_config_path)
         if schema is None:
             raise TargetRefusal(
-                f"{what}: writing them needs the build's bfrt.json: give the Tofino build "
+                f"{what}: BfRt needs the build's bfrt.json: give the Tofino build "
                 f"directory (build/tna/<variant>) as the device config (--device-config), "
                 f"not {self.driver.device_config_path}")
         path, p4_name = schema
         try:
             info = BfrtInfo.from_file(path)
             info.check(s for specs in self.lpf_specs.values() for s in specs)
+            occupancy_tables(info, registers, sorted(sw.policies))
         except BfrtSchemaError as exc:
             raise TargetRefusal(f"{what}: {exc}") from None
         return info, p4_name
 
     async def _open_bfrt(self) -> BfrtClient | None:
-        """A BfRt connection for the Lpf writes (subscribed and bound), when the
-        policies need one; BfrtConnectionError when the server is not there."""
+        """A BfRt connection for the Lpf writes and the occupancy audit (subscribed
+        and bound), when they need one; BfrtConnectionError when the server is not there."""
         if self.bfrt_info is None or self.switch.bfrt_address is None:
             return None
         client = BfrtClient(self.switch.name, self.switch.bfrt_address, self.bfrt_info,

@@ -36,6 +36,9 @@ class Target:
     # (docs/tofino.md "Counts that heal"); the first is the port's total. None on
     # v1model: egress decrements the counts in the same pipeline, so they are exact.
     occupancy_registers: ClassVar[tuple[str, ...]] = ()
+    # The pipe whose copy of those (per-pipe) registers holds the counts the audit
+    # judges, when the target's registers are per pipe (Tofino); None: one copy.
+    occupancy_pipe: ClassVar[int | None] = None
 
     @property
     def audits_occupancy(self) -> bool:

@@ -719,6 +719,8 @@ class Tna(Target):
     # program has); indexed by the port, as the data plane's heal resets them.
     occupancy_registers: ClassVar[tuple[str, ...]] = (
         "queue_pkts", "tcp_pkts", "tagged_pkts", "untagged_pkts", "fifo_pkts")
+    # the configured ports' arrivals and every report are counted in this pipe's copy
+    occupancy_pipe: ClassVar[int | None] = TNA_STATE_PIPE
 
     def counter_reads(self, name: str, index: int | None,
                       have: frozenset[str]) -> list[tuple[str, int | None]]:
