@@ -27,6 +27,14 @@
 #define MMAQM_ROUTE_ANSWERS
 #endif
 
+// IPv6 as on v1model (docs/ipv6.md): headers, ipv6_lpm, the classifier's
+// family-independent keys, the two-family digest. An extension header's
+// opaque rest is parsed up to IPV6_EXT_MAX_REST_BITS here (v1model: 255 * 8
+// bytes): a Tofino parser extracts a varbit through one state per length,
+// into PHV. A longer one is a parser error (MALFORMED).
+#define MMAQM_HAS_IPV6
+#define IPV6_EXT_MAX_REST_BITS 128
+
 #include "../shared/defines.p4"
 #include "../shared/headers.p4"
 #include "../shared/routing.p4"
@@ -56,6 +64,10 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         md.checksum_error = false;
         md.ipv4_too_short = false;
         md.ttl_expired = false;
+        md.ipv6_ext_limit = false;
+        md.ipv6_bad_version = false;
+        md.ipv6_hop_expired = false;
+        md.ip_ecn = 0;
 #ifdef MMAQM_TNA_UPTA
         md.bfd_event = BFD_NO_EVENT;
         md.base.bfd_to_local = false;
@@ -161,6 +173,7 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
 #else
             ETHERTYPE_IPV4: parse_ipv4;
 #endif
+            ETHERTYPE_IPV6: parse_ipv6;
             default: accept;
         }
     }
@@ -290,6 +303,133 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
             default: accept;
         }
 #endif
+    }
+
+    // ---- IPv6 (v1model parser.p4; RFC 8200): the fixed header, at most two
+    // extension headers (hop-by-hop, routing, destination options, fragment),
+    // then TCP, UDP or ICMPv6, in v1model's states. A Tofino parser writes a
+    // field once on a path, so the protocol after the extension headers and
+    // the traffic class are copied in ingress (ip_keys). The hop limit is tested in a
+    // look-ahead before the header's extraction (byte 7 of the header).
+    state parse_ipv6 {
+        transition select(pkt.lookahead<bit<64>>()[7:0]) {
+            0: ipv6_hop_expired;
+            1: ipv6_hop_expired;
+            default: parse_ipv6_header;
+        }
+    }
+
+    // hop limit 0 or 1 (DISCARD_TTL_EXPIRED; routing decrements it in ingress)
+    state ipv6_hop_expired {
+        md.ipv6_hop_expired = true;
+        transition parse_ipv6_header;
+    }
+
+    state parse_ipv6_header {
+        pkt.extract(hdr.pkt.ipv6);
+        transition select(hdr.pkt.ipv6.version, hdr.pkt.ipv6.next_hdr) {
+            (6, IPV6_EXT_HOP_BY_HOP): parse_ipv6_ext1;
+            (6, IPV6_EXT_ROUTING): parse_ipv6_ext1;
+            (6, IPV6_EXT_DEST_OPTS): parse_ipv6_ext1;
+            (6, IPV6_EXT_FRAGMENT): parse_ipv6_frag1;
+            (6, IP_PROTO_TCP): parse_tcp;
+            (6, IP_PROTO_UDP): parse_udp;
+            (6, IP_PROTO_ICMPV6): parse_icmpv6;
+            (6, _): accept;
+            default: ipv6_bad_version;
+        }
+    }
+
+    // version != 6: MALFORMED (v1model: error.IPv6BadVersion)
+    state ipv6_bad_version {
+        md.ipv6_bad_version = true;
+        transition accept;
+    }
+
+    // Extension header 1 of IPV6_EXT_MAX_DEPTH (2): 8 bytes, then 8 *
+    // hdr_ext_len more
+    state parse_ipv6_ext1 {
+        pkt.extract(hdr.pkt.ipv6_ext1);
+        transition select(hdr.pkt.ipv6_ext1.hdr_ext_len) {
+            0: ipv6_after_ext1;
+            default: parse_ipv6_ext1_rest;
+        }
+    }
+
+    state parse_ipv6_ext1_rest {
+        pkt.extract(hdr.pkt.ipv6_ext1_rest, (bit<32>)hdr.pkt.ipv6_ext1.hdr_ext_len << 6);
+        transition ipv6_after_ext1;
+    }
+
+    // A fragment header (8 bytes): a non-first fragment (offset != 0) has no
+    // upper-layer header
+    state parse_ipv6_frag1 {
+        pkt.extract(hdr.pkt.ipv6_ext1);
+        transition select(hdr.pkt.ipv6_ext1.frag_offset) {
+            0: ipv6_after_ext1;
+            default: accept;
+        }
+    }
+
+    state ipv6_after_ext1 {
+        transition select(hdr.pkt.ipv6_ext1.next_hdr) {
+            IPV6_EXT_HOP_BY_HOP: parse_ipv6_ext2;
+            IPV6_EXT_ROUTING: parse_ipv6_ext2;
+            IPV6_EXT_DEST_OPTS: parse_ipv6_ext2;
+            IPV6_EXT_FRAGMENT: parse_ipv6_frag2;
+            IP_PROTO_TCP: parse_tcp;
+            IP_PROTO_UDP: parse_udp;
+            IP_PROTO_ICMPV6: parse_icmpv6;
+            default: accept;
+        }
+    }
+
+    // Extension header 2, the last one skipped
+    state parse_ipv6_ext2 {
+        pkt.extract(hdr.pkt.ipv6_ext2);
+        transition select(hdr.pkt.ipv6_ext2.hdr_ext_len) {
+            0: ipv6_after_ext2;
+            default: parse_ipv6_ext2_rest;
+        }
+    }
+
+    state parse_ipv6_ext2_rest {
+        pkt.extract(hdr.pkt.ipv6_ext2_rest, (bit<32>)hdr.pkt.ipv6_ext2.hdr_ext_len << 6);
+        transition ipv6_after_ext2;
+    }
+
+    state parse_ipv6_frag2 {
+        pkt.extract(hdr.pkt.ipv6_ext2);
+        transition select(hdr.pkt.ipv6_ext2.frag_offset) {
+            0: ipv6_after_ext2;
+            default: accept;
+        }
+    }
+
+    state ipv6_after_ext2 {
+        transition select(hdr.pkt.ipv6_ext2.next_hdr) {
+            IPV6_EXT_HOP_BY_HOP: ipv6_extension_limit;
+            IPV6_EXT_ROUTING: ipv6_extension_limit;
+            IPV6_EXT_DEST_OPTS: ipv6_extension_limit;
+            IPV6_EXT_FRAGMENT: ipv6_extension_limit;
+            IP_PROTO_TCP: parse_tcp;
+            IP_PROTO_UDP: parse_udp;
+            IP_PROTO_ICMPV6: parse_icmpv6;
+            default: accept;
+        }
+    }
+
+    // a third skippable extension header: beyond IPV6_EXT_MAX_DEPTH
+    // (DISCARD_IPV6_EXT_LIMIT; v1model error.IPv6ExtensionLimit)
+    state ipv6_extension_limit {
+        md.ipv6_ext_limit = true;
+        transition accept;
+    }
+
+    // ICMPv6 (RFC 4443): type, code, checksum, in the ICMP header; never BFD
+    state parse_icmpv6 {
+        pkt.extract(hdr.pkt.icmp);
+        transition accept;
     }
 
     state parse_tcp {
@@ -445,20 +585,27 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
 #else
             md.ttl_expired : ternary;
 #endif
+            // IPv6: a parsed fixed header of version 6, at most two extension
+            // headers, hop limit > 1 (the parser's flags)
+            hdr.pkt.ipv6.isValid() : ternary;
+            md.ipv6_ext_limit : ternary;
+            md.ipv6_bad_version : ternary;
+            md.ipv6_hop_expired : ternary;
         }
         actions = { set_forwardable; not_forwardable; }
         const entries = {
+            (0, false, _, _, _, _, _, _, true, false, false, false) : set_forwardable();   // IPv6
 #ifdef MMAQM_TNA_UPTA
-            (_, _, _, _, _, _, _, 8w0x0 &&& 8w0xFE) : not_forwardable();   // ttl <= 1
-            (0, true, 4, IPV4_MIN_IHL, _, false, false, _) : set_forwardable();
-            (0, true, 4, _, true, false, false, _) : set_forwardable();
+            (_, _, _, _, _, _, _, 8w0x0 &&& 8w0xFE, _, _, _, _) : not_forwardable();   // ttl <= 1
+            (0, true, 4, IPV4_MIN_IHL, _, false, false, _, _, _, _, _) : set_forwardable();
+            (0, true, 4, _, true, false, false, _, _, _, _, _) : set_forwardable();
 #else
-            (0, true, 4, IPV4_MIN_IHL, _, false, false, false) : set_forwardable();
-            (0, true, 4, _, true, false, false, false) : set_forwardable();
+            (0, true, 4, IPV4_MIN_IHL, _, false, false, false, _, _, _, _) : set_forwardable();
+            (0, true, 4, _, true, false, false, false, _, _, _, _) : set_forwardable();
 #endif
         }
         const default_action = not_forwardable();
-        size = 3;
+        size = 4;
     }
 #ifdef MMAQM_TNA_UPTA
     // ttl <= 1 (the other builds' parser test), in routing's stage: a table
@@ -488,6 +635,50 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
         size = 1;
     }
 #endif
+    // The classifier's family-independent keys (v1model's meta.ip_proto and
+    // meta.dscp, which its parser sets) and the ECN bits, copied in stage 0:
+    // a Tofino parser writes a field once on a path (IPv6's protocol is the
+    // next header of the last extension header parsed), and a parser copy
+    // keeps the bits' place in their byte (IPv6's traffic class sits
+    // elsewhere than IPv4's TOS).
+    action ipv4_keys() {
+        md.base.ip_proto = hdr.pkt.ipv4.protocol;
+        md.base.dscp = hdr.pkt.ipv4.dscp;
+        md.ip_ecn = hdr.pkt.ipv4.ecn;
+    }
+    action ipv6_keys0() {
+        md.base.ip_proto = hdr.pkt.ipv6.next_hdr;
+        md.base.dscp = hdr.pkt.ipv6.dscp;
+        md.ip_ecn = hdr.pkt.ipv6.ecn;
+    }
+    action ipv6_keys1() {
+        md.base.ip_proto = hdr.pkt.ipv6_ext1.next_hdr;
+        md.base.dscp = hdr.pkt.ipv6.dscp;
+        md.ip_ecn = hdr.pkt.ipv6.ecn;
+    }
+    action ipv6_keys2() {
+        md.base.ip_proto = hdr.pkt.ipv6_ext2.next_hdr;
+        md.base.dscp = hdr.pkt.ipv6.dscp;
+        md.ip_ecn = hdr.pkt.ipv6.ecn;
+    }
+    @hidden table ip_keys {
+        key = {
+            hdr.pkt.ipv4.isValid() : exact;
+            hdr.pkt.ipv6.isValid() : exact;
+            hdr.pkt.ipv6_ext1.isValid() : exact;
+            hdr.pkt.ipv6_ext2.isValid() : exact;
+        }
+        actions = { ipv4_keys; ipv6_keys0; ipv6_keys1; ipv6_keys2; NoAction; }
+        const entries = {
+            (true, false, false, false) : ipv4_keys();
+            (false, true, false, false) : ipv6_keys0();
+            (false, true, true, false) : ipv6_keys1();
+            (false, true, true, true) : ipv6_keys2();
+        }
+        const default_action = NoAction();
+        size = 4;
+    }
+
     bit<8> discard_reason = 0;
     bool discarded = false;
 
@@ -515,30 +706,44 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             md.base.routed : ternary;
             md.base.port_index[8:6] : ternary;   // port_index < NUM_PORTS (a 9-bit port)
             md.base.aqm_applied : ternary;
+            // IPv6 (v1model main.p4's IPv6 tests; the payload length against the
+            // frame is egress's, as IPv4's total length)
+            hdr.pkt.ipv6.isValid() : ternary;
+            md.ipv6_ext_limit : ternary;
+            md.ipv6_bad_version : ternary;
+            md.ipv6_hop_expired : ternary;
         }
         actions = { discard; pass; }
         const entries = {
-            (0, true, 4, IPV4_MIN_IHL, _, false, false, false, true, 0, true) : pass();
-            (0, true, 4, _, true, false, false, false, true, 0, true) : pass();
-            (0, true, 4, IPV4_MIN_IHL, _, false, false, false, true, _, _) : discard(DISCARD_NO_POLICY);
-            (0, true, 4, _, true, false, false, false, true, _, _) : discard(DISCARD_NO_POLICY);
-            (0, true, 4, IPV4_MIN_IHL, _, false, false, false, _, _, _) : discard(DISCARD_NO_ROUTE);
-            (0, true, 4, _, true, false, false, false, _, _, _) : discard(DISCARD_NO_ROUTE);
-            (0, true, 4, IPV4_MIN_IHL, _, false, false, _, _, _, _) : discard(DISCARD_TTL_EXPIRED);
-            (0, true, 4, _, true, false, false, _, _, _, _) : discard(DISCARD_TTL_EXPIRED);
+            // a third IPv6 extension header (the parser stops there)
+            (_, _, _, _, _, _, _, _, _, _, _, _, true, _, _) : discard(DISCARD_IPV6_EXT_LIMIT);
+            // IPv6, in v1model's order (pass, then each reason outward)
+            (0, false, _, _, _, _, _, _, true, 0, true, true, false, false, false) : pass();
+            (0, false, _, _, _, _, _, _, true, _, _, true, false, false, false) : discard(DISCARD_NO_POLICY);
+            (0, false, _, _, _, _, _, _, _, _, _, true, false, false, false) : discard(DISCARD_NO_ROUTE);
+            (0, false, _, _, _, _, _, _, _, _, _, true, false, false, _) : discard(DISCARD_TTL_EXPIRED);
+            (0, false, _, _, _, _, _, _, _, _, _, true, false, _, _) : discard(DISCARD_MALFORMED);   // version != 6
+            (0, true, 4, IPV4_MIN_IHL, _, false, false, false, true, 0, true, _, _, _, _) : pass();
+            (0, true, 4, _, true, false, false, false, true, 0, true, _, _, _, _) : pass();
+            (0, true, 4, IPV4_MIN_IHL, _, false, false, false, true, _, _, _, _, _, _) : discard(DISCARD_NO_POLICY);
+            (0, true, 4, _, true, false, false, false, true, _, _, _, _, _, _) : discard(DISCARD_NO_POLICY);
+            (0, true, 4, IPV4_MIN_IHL, _, false, false, false, _, _, _, _, _, _, _) : discard(DISCARD_NO_ROUTE);
+            (0, true, 4, _, true, false, false, false, _, _, _, _, _, _, _) : discard(DISCARD_NO_ROUTE);
+            (0, true, 4, IPV4_MIN_IHL, _, false, false, _, _, _, _, _, _, _, _) : discard(DISCARD_TTL_EXPIRED);
+            (0, true, 4, _, true, false, false, _, _, _, _, _, _, _, _) : discard(DISCARD_TTL_EXPIRED);
             // The frame-length half of v1model's test needs the packet length,
             // which Tofino's ingress does not have: egress checks it.
-            (0, true, 4, IPV4_MIN_IHL, _, false, _, _, _, _, _) : discard(DISCARD_MALFORMED);
-            (0, true, 4, _, true, false, _, _, _, _, _) : discard(DISCARD_MALFORMED);
-            (0, true, 4, IPV4_MIN_IHL, _, _, _, _, _, _, _) : discard(DISCARD_BAD_CHECKSUM);
-            (0, true, 4, _, true, _, _, _, _, _, _) : discard(DISCARD_BAD_CHECKSUM);
-            (0, true, 4, 4w0x6 &&& 4w0xE, _, _, _, _, _, _, _) : discard(DISCARD_IPV4_OPTIONS);  // 6, 7
-            (0, true, 4, 4w0x8 &&& 4w0x8, _, _, _, _, _, _, _) : discard(DISCARD_IPV4_OPTIONS);  // 8..15
-            (0, true, _, _, _, _, _, _, _, _, _) : discard(DISCARD_MALFORMED);  // version, ihl < 5
-            (0, _, _, _, _, _, _, _, _, _, _) : discard(DISCARD_NOT_IPV4);
+            (0, true, 4, IPV4_MIN_IHL, _, false, _, _, _, _, _, _, _, _, _) : discard(DISCARD_MALFORMED);
+            (0, true, 4, _, true, false, _, _, _, _, _, _, _, _, _) : discard(DISCARD_MALFORMED);
+            (0, true, 4, IPV4_MIN_IHL, _, _, _, _, _, _, _, _, _, _, _) : discard(DISCARD_BAD_CHECKSUM);
+            (0, true, 4, _, true, _, _, _, _, _, _, _, _, _, _) : discard(DISCARD_BAD_CHECKSUM);
+            (0, true, 4, 4w0x6 &&& 4w0xE, _, _, _, _, _, _, _, _, _, _, _) : discard(DISCARD_IPV4_OPTIONS);  // 6, 7
+            (0, true, 4, 4w0x8 &&& 4w0x8, _, _, _, _, _, _, _, _, _, _, _) : discard(DISCARD_IPV4_OPTIONS);  // 8..15
+            (0, true, _, _, _, _, _, _, _, _, _, _, _, _, _) : discard(DISCARD_MALFORMED);  // version, ihl < 5
+            (0, _, _, _, _, _, _, _, _, _, _, _, _, _, _) : discard(DISCARD_NOT_IPV4);
         }
         const default_action = discard(DISCARD_MALFORMED);                  // a parser error
-        size = 16;
+        size = 22;
     }
 
     apply {
@@ -552,6 +757,7 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
         // a second apply (one for reports, one for packets) cannot compile.
         // The classifier reads headers only: applied to every packet, it shares a
         // stage with routing instead of following it (Tofino stages, docs/tofino.md).
+        ip_keys.apply();
         classifier.apply(hdr.pkt, md.base);
 #ifdef MMAQM_TNA_UPTA
         ttl_check.apply();
@@ -571,8 +777,8 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
 #ifdef MMAQM_TNA_FRED
             md.base.fred_slot_index = hdr.report.fred_slot_index;
 #endif
-        } else if (hdr.pkt.ipv4.isValid()) {
-            // Routing and the port's policy for every IPv4 packet, before the
+        } else if (hdr.pkt.ipv4.isValid() || hdr.pkt.ipv6.isValid()) {
+            // Routing (ipv4_lpm or ipv6_lpm) and the port's policy for every IP packet, before the
             // discard tests are decided (ingress_checks): a packet they discard
             // is dropped whatever routing wrote.
             routing.apply(hdr.pkt, md.base, ig_tm_md);
@@ -603,8 +809,11 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
         // upta_tna.p4's stages before the AQM's: applied here, in the order of
         // their stages (Tofino 1 keeps the control's order), the AQM's part
         // under the AQM's gate (below)
+        // (IPv4 only: an IPv6 packet on a UPTA port gets the queue limit only,
+        // v1model upta.p4's upta_ipv6_fifo)
         if (!md.is_report && md.ipv4_forwardable && md.base.routed
-                && md.base.port_index[8:6] == 0 && md.base.aqm_applied) {
+                && md.base.port_index[8:6] == 0 && md.base.aqm_applied
+                && hdr.pkt.ipv4.isValid()) {
             upta_slot.apply(hdr.pkt, md);
         }
         // (after the slot's tables in the control: they share its stage)
@@ -612,7 +821,8 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             upta_path.apply(hdr.pkt, md, ig_intr_md.ingress_port);
         }
         if (!md.is_report && md.ipv4_forwardable && md.base.routed
-                && md.base.port_index[8:6] == 0 && md.base.aqm_applied) {
+                && md.base.port_index[8:6] == 0 && md.base.aqm_applied
+                && hdr.pkt.ipv4.isValid()) {
             upta_flow.apply(hdr.pkt, md);
         }
 #endif
@@ -696,7 +906,11 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
                 if (md.base.ecn_mark) {
                     queue_ecn_marks.count(ecn_index_hash.get({ md.base.drop_reason,
                                                                md.base.class_index[7:0] }));
-                    hdr.pkt.ipv4.ecn = ECN_CE;
+                    if (hdr.pkt.ipv6.isValid()) {
+                        hdr.pkt.ipv6.ecn = ECN_CE;
+                    } else {
+                        hdr.pkt.ipv4.ecn = ECN_CE;
+                    }
                 }
                 // to egress, which reports the departure (the flag bits share a
                 // container: written by one action or the other, not in sequence)
@@ -792,12 +1006,18 @@ parser TnaEgressParser(packet_in pkt, out tna_egress_headers_t hdr,
         pkt.extract(hdr.pkt.ethernet);
         transition select(hdr.pkt.ethernet.ether_type) {
             ETHERTYPE_IPV4: parse_ipv4;
+            ETHERTYPE_IPV6: parse_ipv6;
             default: accept;
         }
     }
 
     state parse_ipv4 {
         pkt.extract(hdr.pkt.ipv4);
+        transition accept;
+    }
+
+    state parse_ipv6 {
+        pkt.extract(hdr.pkt.ipv6);
         transition accept;
     }
 }
@@ -818,13 +1038,20 @@ control TnaEgress(inout tna_egress_headers_t hdr,
     action take_frame_expected() {
         frame_expected_bytes = hdr.pkt.ipv4.total_len + (bit<16>)ETHERNET_HEADER_BYTES;
     }
+    // IPv6: Ethernet + the fixed header + payload_len (v1model's test)
+    action take_frame_expected6() {
+        frame_expected_bytes = hdr.pkt.ipv6.payload_len
+                               + (bit<16>)(IPV6_HEADER_BYTES + ETHERNET_HEADER_BYTES);
+    }
     action take_frame_short() {
         frame_short_bytes = frame_expected_bytes |-| eg_intr_md.pkt_length;
     }
     @hidden table frame_expected {
-        actions = { take_frame_expected; }
+        key = { hdr.pkt.ipv6.isValid() : exact; }
+        actions = { take_frame_expected; take_frame_expected6; }
+        const entries = { true : take_frame_expected6(); }
         const default_action = take_frame_expected();
-        size = 1;
+        size = 2;
     }
     @hidden table frame_length_check {
         actions = { take_frame_short; }
@@ -861,7 +1088,7 @@ control TnaEgress(inout tna_egress_headers_t hdr,
             // with a constant only, so the difference is taken first (saturating)
             frame_expected.apply();
             frame_length_check.apply();
-            if (hdr.pkt.ipv4.isValid() && frame_short_bytes != 0) {
+            if ((hdr.pkt.ipv4.isValid() || hdr.pkt.ipv6.isValid()) && frame_short_bytes != 0) {
                 eg_dprsr_md.drop_ctl = 1;
                 truncated_discards.count((tna_index_t)md.report.port_index);
             }
