@@ -15,11 +15,6 @@
 #define MMAQM_FORWARD_MD_T ingress_intrinsic_metadata_for_tm_t
 #define MMAQM_EGRESS_PORT(md) md.ucast_egress_port
 #ifdef MMAQM_TNA_UPTA
-#define MMAQM_AFTER_IPV4_LENGTH parse_ipv4_options
-#else
-#define MMAQM_AFTER_IPV4_LENGTH parse_ipv4_ttl
-#endif
-#ifdef MMAQM_TNA_UPTA
 // The UPTA build's routing (routing.p4) holds this router's addresses
 // (upta_local_addr): a packet to one is routed on the parser's route_dst_addr
 // (a QoS Probe's source, where its answer goes) by ipv4_answer_lpm, a copy of
@@ -218,7 +213,7 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         transition select(hdr.pkt.ipv4.total_len) {
             0x0000 &&& 0xFFF0: ipv4_too_short;
             0x0010 &&& 0xFFFC: ipv4_too_short;
-            default: MMAQM_AFTER_IPV4_LENGTH;
+            default: parse_ipv4_options;
         }
     }
 
@@ -228,25 +223,11 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         transition accept;
     }
 
-    // ttl <= 1, decided here too: ingress routes before it runs the discard
-    // tests (routing decrements the TTL). Not in the UPTA build, whose BFD
-    // parsing keeps the total length in the 16-bit one of Tofino 1's three
-    // parser match registers: there, the first stage's ttl_check table and
-    // ipv4_forwardable read the TTL before routing's stage writes it.
-#ifndef MMAQM_TNA_UPTA
-    state parse_ipv4_ttl {
-        transition select(hdr.pkt.ipv4.ttl) {
-            0: ipv4_ttl_expired;
-            1: ipv4_ttl_expired;
-            default: parse_ipv4_options;
-        }
-    }
-
-    state ipv4_ttl_expired {
-        md.ttl_expired = true;
-        transition parse_ipv4_options;
-    }
-#endif
+    // ttl <= 1 is not a parser test: Tofino 1's parser has three match
+    // registers (one 16-bit, two 8-bit), which the UPTA build's BFD parsing
+    // and, with IPv6's states, every build's IPv4 states need. The first
+    // stage's ttl_check table and ipv4_forwardable read the TTL before
+    // routing's stage writes it.
 
     // The header checksum is verified once on each path, after the header's
     // last parsed byte: IHL 5; IHL 6 with exactly P-UPTA's option (parser.p4:
@@ -578,13 +559,9 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             hdr.pkt.upta_option.isValid() : ternary;   // IHL 6 with P-UPTA's option only
             md.checksum_error : ternary;
             md.ipv4_too_short : ternary;
-#ifdef MMAQM_TNA_UPTA
             // the TTL itself, read in routing's stage before its decrement
             // (ttl_check's flag would cost the AQM's gate a stage)
             hdr.pkt.ipv4.ttl : ternary;
-#else
-            md.ttl_expired : ternary;
-#endif
             // IPv6: a parsed fixed header of version 6, at most two extension
             // headers, hop limit > 1 (the parser's flags)
             hdr.pkt.ipv6.isValid() : ternary;
@@ -595,21 +572,16 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
         actions = { set_forwardable; not_forwardable; }
         const entries = {
             (0, false, _, _, _, _, _, _, true, false, false, false) : set_forwardable();   // IPv6
-#ifdef MMAQM_TNA_UPTA
             (_, _, _, _, _, _, _, 8w0x0 &&& 8w0xFE, _, _, _, _) : not_forwardable();   // ttl <= 1
             (0, true, 4, IPV4_MIN_IHL, _, false, false, _, _, _, _, _) : set_forwardable();
             (0, true, 4, _, true, false, false, _, _, _, _, _) : set_forwardable();
-#else
-            (0, true, 4, IPV4_MIN_IHL, _, false, false, false, _, _, _, _) : set_forwardable();
-            (0, true, 4, _, true, false, false, false, _, _, _, _) : set_forwardable();
-#endif
         }
         const default_action = not_forwardable();
         size = 4;
     }
-#ifdef MMAQM_TNA_UPTA
-    // ttl <= 1 (the other builds' parser test), in routing's stage: a table
-    // reads the stage's input, before routing's decrement
+    // ttl <= 1 (v1model's ingress test), in routing's stage: a table reads
+    // the stage's input, before routing's decrement. (An IPv6 frame's flag is
+    // an invalid header's: no IPv6 entry of ingress_checks reads it.)
     action set_ttl_expired() { md.ttl_expired = true; }
     @hidden table ttl_check {
         key = { hdr.pkt.ipv4.ttl : ternary; }
@@ -620,7 +592,6 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
         const default_action = NoAction();
         size = 1;
     }
-#endif
 #ifdef MMAQM_TNA_FRED
     // fred_tna.p4's slot: port * TNA_FRED_SLOTS_PER_PORT + (crc32 & 0x7FF), the
     // concatenation as an identity hash, beside routing's stage
@@ -702,7 +673,7 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             hdr.pkt.upta_option.isValid() : ternary;   // IHL 6 with P-UPTA's option only
             md.checksum_error : ternary;
             md.ipv4_too_short : ternary;     // total_len < IPV4_MIN_HEADER_BYTES (parser)
-            md.ttl_expired : ternary;        // ttl <= 1 (parser)
+            md.ttl_expired : ternary;        // ttl <= 1 (ttl_check)
             md.base.routed : ternary;
             md.base.port_index[8:6] : ternary;   // port_index < NUM_PORTS (a 9-bit port)
             md.base.aqm_applied : ternary;
@@ -759,9 +730,7 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
         // stage with routing instead of following it (Tofino stages, docs/tofino.md).
         ip_keys.apply();
         classifier.apply(hdr.pkt, md.base);
-#ifdef MMAQM_TNA_UPTA
         ttl_check.apply();
-#endif
         ipv4_forwardable.apply();
         flow_signature.apply(hdr.pkt, md, ig_prsr_md.global_tstamp);
 #ifdef MMAQM_TNA_UPTA
