@@ -339,7 +339,7 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
 
     state parse_ipv6_ext1_rest {
         pkt.extract(hdr.pkt.ipv6_ext1_rest, (bit<32>)hdr.pkt.ipv6_ext1.hdr_ext_len << 6);
-        transition ipv6_after_ext1;
+        transition ipv6_after_ext1_rest;
     }
 
     // A fragment header (8 bytes): a non-first fragment (offset != 0) has no
@@ -347,12 +347,40 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
     state parse_ipv6_frag1 {
         pkt.extract(hdr.pkt.ipv6_ext1);
         transition select(hdr.pkt.ipv6_ext1.frag_offset) {
-            0: ipv6_after_ext1;
+            0: ipv6_after_frag1;
             default: accept;
         }
     }
 
+    // (one copy of the next header's dispatch per way in: bf-p4c v1.2.5.16
+    // merged one shared state into two of the same name, which bfas refused)
     state ipv6_after_ext1 {
+        transition select(hdr.pkt.ipv6_ext1.next_hdr) {
+            IPV6_EXT_HOP_BY_HOP: parse_ipv6_ext2;
+            IPV6_EXT_ROUTING: parse_ipv6_ext2;
+            IPV6_EXT_DEST_OPTS: parse_ipv6_ext2;
+            IPV6_EXT_FRAGMENT: parse_ipv6_frag2;
+            IP_PROTO_TCP: parse_tcp;
+            IP_PROTO_UDP: parse_udp;
+            IP_PROTO_ICMPV6: parse_icmpv6;
+            default: accept;
+        }
+    }
+
+    state ipv6_after_ext1_rest {
+        transition select(hdr.pkt.ipv6_ext1.next_hdr) {
+            IPV6_EXT_HOP_BY_HOP: parse_ipv6_ext2;
+            IPV6_EXT_ROUTING: parse_ipv6_ext2;
+            IPV6_EXT_DEST_OPTS: parse_ipv6_ext2;
+            IPV6_EXT_FRAGMENT: parse_ipv6_frag2;
+            IP_PROTO_TCP: parse_tcp;
+            IP_PROTO_UDP: parse_udp;
+            IP_PROTO_ICMPV6: parse_icmpv6;
+            default: accept;
+        }
+    }
+
+    state ipv6_after_frag1 {
         transition select(hdr.pkt.ipv6_ext1.next_hdr) {
             IPV6_EXT_HOP_BY_HOP: parse_ipv6_ext2;
             IPV6_EXT_ROUTING: parse_ipv6_ext2;
@@ -376,18 +404,44 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
 
     state parse_ipv6_ext2_rest {
         pkt.extract(hdr.pkt.ipv6_ext2_rest, (bit<32>)hdr.pkt.ipv6_ext2.hdr_ext_len << 6);
-        transition ipv6_after_ext2;
+        transition ipv6_after_ext2_rest;
     }
 
     state parse_ipv6_frag2 {
         pkt.extract(hdr.pkt.ipv6_ext2);
         transition select(hdr.pkt.ipv6_ext2.frag_offset) {
-            0: ipv6_after_ext2;
+            0: ipv6_after_frag2;
             default: accept;
         }
     }
 
     state ipv6_after_ext2 {
+        transition select(hdr.pkt.ipv6_ext2.next_hdr) {
+            IPV6_EXT_HOP_BY_HOP: ipv6_extension_limit;
+            IPV6_EXT_ROUTING: ipv6_extension_limit;
+            IPV6_EXT_DEST_OPTS: ipv6_extension_limit;
+            IPV6_EXT_FRAGMENT: ipv6_extension_limit;
+            IP_PROTO_TCP: parse_tcp;
+            IP_PROTO_UDP: parse_udp;
+            IP_PROTO_ICMPV6: parse_icmpv6;
+            default: accept;
+        }
+    }
+
+    state ipv6_after_ext2_rest {
+        transition select(hdr.pkt.ipv6_ext2.next_hdr) {
+            IPV6_EXT_HOP_BY_HOP: ipv6_extension_limit;
+            IPV6_EXT_ROUTING: ipv6_extension_limit;
+            IPV6_EXT_DEST_OPTS: ipv6_extension_limit;
+            IPV6_EXT_FRAGMENT: ipv6_extension_limit;
+            IP_PROTO_TCP: parse_tcp;
+            IP_PROTO_UDP: parse_udp;
+            IP_PROTO_ICMPV6: parse_icmpv6;
+            default: accept;
+        }
+    }
+
+    state ipv6_after_frag2 {
         transition select(hdr.pkt.ipv6_ext2.next_hdr) {
             IPV6_EXT_HOP_BY_HOP: ipv6_extension_limit;
             IPV6_EXT_ROUTING: ipv6_extension_limit;
