@@ -26,9 +26,13 @@
 // family-independent keys, the two-family digest. An extension header's
 // opaque rest is parsed up to IPV6_EXT_MAX_REST_BITS here (v1model: 255 * 8
 // bytes): a Tofino parser extracts a varbit through one state per length,
-// into PHV. A longer one is a parser error (MALFORMED).
+// into PHV. A longer one is a parser error (MALFORMED). Not in the FRED and
+// UPTA builds, which with IPv6 need 13 and 14 stages (PHV: docs/tofino.md):
+// they stay IPv4-only, an IPv6 frame discarded as NOT_IPV4 (md.is_ipv6 false).
+#if !defined(MMAQM_TNA_FRED) && !defined(MMAQM_TNA_UPTA)
 #define MMAQM_HAS_IPV6
 #define IPV6_EXT_MAX_REST_BITS 128
+#endif
 
 #include "../shared/defines.p4"
 #include "../shared/headers.p4"
@@ -59,6 +63,7 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         md.checksum_error = false;
         md.ipv4_too_short = false;
         md.ttl_expired = false;
+        md.is_ipv6 = false;
         md.ipv6_ext_limit = false;
         md.ipv6_bad_version = false;
         md.ipv6_hop_expired = false;
@@ -168,7 +173,9 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
 #else
             ETHERTYPE_IPV4: parse_ipv4;
 #endif
+#ifdef MMAQM_HAS_IPV6
             ETHERTYPE_IPV6: parse_ipv6;
+#endif
             default: accept;
         }
     }
@@ -286,6 +293,7 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
 #endif
     }
 
+#ifdef MMAQM_HAS_IPV6
     // ---- IPv6 (v1model parser.p4; RFC 8200): the fixed header, at most two
     // extension headers (hop-by-hop, routing, destination options, fragment),
     // then TCP, UDP or ICMPv6, in v1model's states. A Tofino parser writes a
@@ -308,6 +316,7 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
 
     state parse_ipv6_header {
         pkt.extract(hdr.pkt.ipv6);
+        md.is_ipv6 = true;
         transition select(hdr.pkt.ipv6.version, hdr.pkt.ipv6.next_hdr) {
             (6, IPV6_EXT_HOP_BY_HOP): parse_ipv6_ext1;
             (6, IPV6_EXT_ROUTING): parse_ipv6_ext1;
@@ -467,6 +476,8 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         transition accept;
     }
 
+#endif
+
     state parse_tcp {
         pkt.extract(hdr.pkt.tcp);
         md.base.l4_src_port = hdr.pkt.tcp.src_port;
@@ -618,7 +629,7 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             hdr.pkt.ipv4.ttl : ternary;
             // IPv6: a parsed fixed header of version 6, at most two extension
             // headers, hop limit > 1 (the parser's flags)
-            hdr.pkt.ipv6.isValid() : ternary;
+            md.is_ipv6 : ternary;          // hdr.pkt.ipv6 parsed (never without MMAQM_HAS_IPV6)
             md.ipv6_ext_limit : ternary;
             md.ipv6_bad_version : ternary;
             md.ipv6_hop_expired : ternary;
@@ -667,10 +678,13 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
     // keeps the bits' place in their byte (IPv6's traffic class sits
     // elsewhere than IPv4's TOS).
     action ipv4_keys() {
+#ifdef MMAQM_HAS_IPV6
         md.base.ip_proto = hdr.pkt.ipv4.protocol;
         md.base.dscp = hdr.pkt.ipv4.dscp;
+#endif
         md.ip_ecn = hdr.pkt.ipv4.ecn;
     }
+#ifdef MMAQM_HAS_IPV6
     action ipv6_keys0() {
         md.base.ip_proto = hdr.pkt.ipv6.next_hdr;
         md.base.dscp = hdr.pkt.ipv6.dscp;
@@ -686,6 +700,8 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
         md.base.dscp = hdr.pkt.ipv6.dscp;
         md.ip_ecn = hdr.pkt.ipv6.ecn;
     }
+#endif
+#ifdef MMAQM_HAS_IPV6
     @hidden table ip_keys {
         key = {
             hdr.pkt.ipv4.isValid() : exact;
@@ -703,6 +719,13 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
         const default_action = NoAction();
         size = 4;
     }
+#else
+    @hidden table ip_keys {
+        actions = { ipv4_keys; }
+        const default_action = ipv4_keys();
+        size = 1;
+    }
+#endif
 
     bit<8> discard_reason = 0;
     bool discarded = false;
@@ -733,7 +756,7 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             md.base.aqm_applied : ternary;
             // IPv6 (v1model main.p4's IPv6 tests; the payload length against the
             // frame is egress's, as IPv4's total length)
-            hdr.pkt.ipv6.isValid() : ternary;
+            md.is_ipv6 : ternary;          // hdr.pkt.ipv6 parsed (never without MMAQM_HAS_IPV6)
             md.ipv6_ext_limit : ternary;
             md.ipv6_bad_version : ternary;
             md.ipv6_hop_expired : ternary;
@@ -800,7 +823,7 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
 #ifdef MMAQM_TNA_FRED
             md.base.fred_slot_index = hdr.report.fred_slot_index;
 #endif
-        } else if (hdr.pkt.ipv4.isValid() || hdr.pkt.ipv6.isValid()) {
+        } else if (hdr.pkt.ipv4.isValid() || md.is_ipv6) {
             // Routing (ipv4_lpm or ipv6_lpm) and the port's policy for every IP packet, before the
             // discard tests are decided (ingress_checks): a packet they discard
             // is dropped whatever routing wrote.
@@ -929,9 +952,12 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
                 if (md.base.ecn_mark) {
                     queue_ecn_marks.count(ecn_index_hash.get({ md.base.drop_reason,
                                                                md.base.class_index[7:0] }));
+#ifdef MMAQM_HAS_IPV6
                     if (hdr.pkt.ipv6.isValid()) {
                         hdr.pkt.ipv6.ecn = ECN_CE;
-                    } else {
+                    } else
+#endif
+                    {
                         hdr.pkt.ipv4.ecn = ECN_CE;
                     }
                 }
@@ -1029,7 +1055,9 @@ parser TnaEgressParser(packet_in pkt, out tna_egress_headers_t hdr,
         pkt.extract(hdr.pkt.ethernet);
         transition select(hdr.pkt.ethernet.ether_type) {
             ETHERTYPE_IPV4: parse_ipv4;
+#ifdef MMAQM_HAS_IPV6
             ETHERTYPE_IPV6: parse_ipv6;
+#endif
             default: accept;
         }
     }
@@ -1039,10 +1067,12 @@ parser TnaEgressParser(packet_in pkt, out tna_egress_headers_t hdr,
         transition accept;
     }
 
+#ifdef MMAQM_HAS_IPV6
     state parse_ipv6 {
         pkt.extract(hdr.pkt.ipv6);
         transition accept;
     }
+#endif
 }
 
 control TnaEgress(inout tna_egress_headers_t hdr,
@@ -1061,14 +1091,17 @@ control TnaEgress(inout tna_egress_headers_t hdr,
     action take_frame_expected() {
         frame_expected_bytes = hdr.pkt.ipv4.total_len + (bit<16>)ETHERNET_HEADER_BYTES;
     }
+#ifdef MMAQM_HAS_IPV6
     // IPv6: Ethernet + the fixed header + payload_len (v1model's test)
     action take_frame_expected6() {
         frame_expected_bytes = hdr.pkt.ipv6.payload_len
                                + (bit<16>)(IPV6_HEADER_BYTES + ETHERNET_HEADER_BYTES);
     }
+#endif
     action take_frame_short() {
         frame_short_bytes = frame_expected_bytes |-| eg_intr_md.pkt_length;
     }
+#ifdef MMAQM_HAS_IPV6
     @hidden table frame_expected {
         key = { hdr.pkt.ipv6.isValid() : exact; }
         actions = { take_frame_expected; take_frame_expected6; }
@@ -1076,6 +1109,13 @@ control TnaEgress(inout tna_egress_headers_t hdr,
         const default_action = take_frame_expected();
         size = 2;
     }
+#else
+    @hidden table frame_expected {
+        actions = { take_frame_expected; }
+        const default_action = take_frame_expected();
+        size = 1;
+    }
+#endif
     @hidden table frame_length_check {
         actions = { take_frame_short; }
         const default_action = take_frame_short();
@@ -1111,7 +1151,11 @@ control TnaEgress(inout tna_egress_headers_t hdr,
             // with a constant only, so the difference is taken first (saturating)
             frame_expected.apply();
             frame_length_check.apply();
+#ifdef MMAQM_HAS_IPV6
             if ((hdr.pkt.ipv4.isValid() || hdr.pkt.ipv6.isValid()) && frame_short_bytes != 0) {
+#else
+            if (hdr.pkt.ipv4.isValid() && frame_short_bytes != 0) {
+#endif
                 eg_dprsr_md.drop_ctl = 1;
                 truncated_discards.count((tna_index_t)md.report.port_index);
             }

@@ -241,6 +241,7 @@ struct tna_ingress_metadata_t {
     bool             ipv4_forwardable;  // the parser: version 4, no options, length and ttl pass; or IPv6 that passes
     // IPv6 (docs/ipv6.md), the parser's tests: a third extension header, a
     // version that is not 6, hop limit <= 1; and either family's ECN bits
+    bool             is_ipv6;          // the parser extracted an IPv6 header (MMAQM_HAS_IPV6)
     bool             ipv6_ext_limit;
     bool             ipv6_bad_version;
     bool             ipv6_hop_expired;
