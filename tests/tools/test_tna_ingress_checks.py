@@ -205,3 +205,20 @@ def test_every_build_reads_the_ttl_in_the_first_stage() -> None:
             got = verdict(lookup(flag_entries, flag_default, flag_keys(values, ttl)))
             if values[IPV6_KEYS][0] == 0 and ttl <= 1:
                 assert got != PASS, (values, ttl)
+
+
+def test_every_build_but_fred_and_upta_parses_ipv6() -> None:
+    """MMAQM_HAS_IPV6 in seven builds; FRED's and UPTA's stay IPv4-only (with
+    IPv6 they need more than 12 stages, docs/ipv6.md): no IPv6 parser state,
+    so md.is_ipv6 stays false and ingress_checks discards an IPv6 frame as
+    NOT_IPV4 there."""
+    for variant in ("DROP_TAIL", "RED", "CBT_RED_ALL", "CBT_RED_TCP_ONLY", "DCBT",
+                    "DCBT_CHIPS", "MCDT", "FRED", "UPTA"):
+        main = preprocess(MAIN_SOURCE, {f"MMAQM_TNA_{variant}"})
+        ipv6 = variant not in ("FRED", "UPTA")
+        assert ("#define MMAQM_HAS_IPV6" in main) == ipv6, variant
+        assert ("state parse_ipv6_header {" in main) == ipv6, variant
+        assert ("md.is_ipv6 = true;" in main) == ipv6, variant
+    entries, default = table("ingress_checks", MAIN_UPTA)
+    ipv6_frame = (0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0)   # is_ipv6 never set
+    assert verdict(lookup(entries, default, ipv6_frame)) == "DISCARD_NOT_IPV4"

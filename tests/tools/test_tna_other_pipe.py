@@ -97,7 +97,7 @@ def test_the_other_pipe_state_parses_nothing_and_the_frame_is_discarded() -> Non
         # routing and the flow slot run on an IPv4 or IPv6 frame only; the AQM's gate
         # needs the stage-0 flag, which needs a valid IPv4 or IPv6 header
         assert re.search(r"\} else if \(hdr\.pkt\.ipv4\.isValid\(\) \|\| "
-                         r"hdr\.pkt\.ipv6\.isValid\(\)\) \{\s*// Routing", main)
+                         r"md\.is_ipv6\) \{\s*// Routing", main)
         flag_entries, flag_default = table("ipv4_forwardable", main)
         entries, default = table("ingress_checks", main)
         for values in every_input():
