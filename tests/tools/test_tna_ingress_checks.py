@@ -20,12 +20,17 @@ MAIN_SOURCE = (REPO / "p4src" / "tna" / "main.p4").read_text()
 
 def preprocess(text: str, defines: set[str]) -> str:
     """The lines a build sees: #ifdef / #ifndef / #if defined(..) / #else /
-    #endif, for the given defines (the other directives are kept)."""
+    #endif, for the given defines and those a kept #define adds (the other
+    directives are kept)."""
+    defines = set(defines)
     out, stack = [], []
     for line in text.split("\n"):
         word = line.strip().split(" ", 1)
         keep = all(stack)
-        if word[0] == "#ifdef":
+        if word[0] == "#define" and keep:
+            defines.add(word[1].split()[0].split("(")[0])
+            out.append(line)
+        elif word[0] == "#ifdef":
             stack.append(word[1].strip() in defines)
         elif word[0] == "#ifndef":
             stack.append(word[1].strip() not in defines)
