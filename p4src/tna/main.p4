@@ -26,9 +26,10 @@
 // family-independent keys, the two-family digest. An extension header's
 // opaque rest is parsed up to IPV6_EXT_MAX_REST_BITS here (v1model: 255 * 8
 // bytes): a Tofino parser extracts a varbit through one state per length,
-// into PHV. A longer one is a parser error (MALFORMED). Not in the FRED and
-// UPTA builds, which with IPv6 need 13 and 14 stages (PHV: docs/tofino.md):
-// they stay IPv4-only, an IPv6 frame discarded as NOT_IPV4 (md.is_ipv6 false).
+// into PHV. A longer one: expected a parser error (MALFORMED), not verified
+// on a run. Not in the FRED and UPTA builds, which with IPv6 needed 13 and 14
+// stages (docs/ipv6.md, "On Tofino"): they stay IPv4-only, an IPv6 frame
+// discarded as NOT_IPV4 (md.is_ipv6 stays false).
 #if !defined(MMAQM_TNA_FRED) && !defined(MMAQM_TNA_UPTA)
 #define MMAQM_HAS_IPV6
 #define IPV6_EXT_MAX_REST_BITS 128
