@@ -106,8 +106,11 @@ const bit<32> FLOW_FOLD_MUL1 = 0x85EBCA77;
 const bit<32> FLOW_FOLD_MUL2 = 0xC2B2AE3D;
 #define FLOW_FOLD(a) ((a)[127:96] * FLOW_FOLD_MUL0 + (a)[95:64] * FLOW_FOLD_MUL1 \
                       + (a)[63:32] * FLOW_FOLD_MUL2 + (a)[31:0])
-// An extension header past its first 8 bytes: at most 255 * 8 bytes.
+// An extension header past its first 8 bytes: at most 255 * 8 bytes (a target
+// top file may define a smaller bound first: p4src/tna/main.p4).
+#ifndef IPV6_EXT_MAX_REST_BITS
 #define IPV6_EXT_MAX_REST_BITS 16320
+#endif
 const bit<32> ETHERNET_HEADER_BYTES = 14;
 const bit<16> IPV4_MIN_HEADER_BYTES = 20;  // IHL 5; options are discarded
 const bit<4> IPV4_MIN_IHL = 5;

@@ -50,9 +50,6 @@ control TnaPortPolicy(inout tna_ingress_metadata_t md) {
 
     action load_policy(pkts_t queue_limit_pkts, shift_t flow_epoch_shift) {
         md.base.aqm_applied = true;
-        // port * CLASS_SLOTS + class, as an identity hash (main.p4)
-        bit<8> class_bits = (bit<8>)md.base.class_id;
-        md.base.class_index = class_index_hash.get({ md.base.port_index[5:0], class_bits[1:0] });
         md.base.flow_epoch_shift = flow_epoch_shift;
         md.base.policy.queue_limit_pkts = queue_limit_pkts;
     }
@@ -193,8 +190,22 @@ control TnaPortPolicy(inout tna_ingress_metadata_t md) {
         size = NUM_PORTS;
     }
 
+    // port * CLASS_SLOTS + class, as an identity hash (main.p4), in a table of
+    // its own: the class waits for main.p4's ip_keys and the classifier, the
+    // policy for routing only
+    action take_class_index() {
+        bit<8> class_bits = (bit<8>)md.base.class_id;
+        md.base.class_index = class_index_hash.get({ md.base.port_index[5:0], class_bits[1:0] });
+    }
+    @hidden table class_index {
+        actions = { take_class_index; }
+        const default_action = take_class_index();
+        size = 1;
+    }
+
     apply {
         port_policy.apply();
+        class_index.apply();
     }
 }
 

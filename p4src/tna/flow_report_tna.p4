@@ -2,7 +2,12 @@
 // Same slots {crc32 signature, epoch}, same digest; differences:
 //  * a Register of {signature, epoch} pairs, compared and replaced by one
 //    RegisterAction (v1model: bit<64> read, compare, write);
-//  * the signature is the Hash extern's CRC32 of the same 13 bytes;
+//  * the signature is the Hash extern's CRC32 of the same 13 bytes for IPv4;
+//    for IPv6 the CRC32 of the 37 bytes {source, destination, protocol, L4
+//    ports} with the full addresses: v1model folds each address to 32 bits
+//    with multiplications (flow_signature.p4), which a Tofino hash unit
+//    (GF(2)-linear) cannot compute, so an IPv6 flow's signature and slots
+//    differ from v1model's (docs/tofino.md);
 //  * Tofino's global timestamp counts nanoseconds: an epoch of 2^k us is
 //    2^(k+10) ns here (1.024 us units, epochs 2.4 % longer), and the run-time
 //    shift is a const table with one action per shift amount (no variable
@@ -25,6 +30,9 @@ struct flow_slot_t {
 // of the AQM's chain.
 control TnaFlowSignature(in headers_t hdr, inout tna_ingress_metadata_t md, in bit<48> now_ns) {
     Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_hash;
+#ifdef MMAQM_HAS_IPV6
+    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_hash6;
+#endif
     // now in units of 1.024 us, 32 bits (wraps after 73 min): bits 41..10 of the
     // ns timestamp, picked by an identity hash (a shift of the 48-bit timestamp
     // by 31 different amounts cannot be placed in PHV)
@@ -36,12 +44,27 @@ control TnaFlowSignature(in headers_t hdr, inout tna_ingress_metadata_t md, in b
                                             hdr.ipv4.protocol, md.base.l4_src_port,
                                             md.base.l4_dst_port });
     }
+#ifdef MMAQM_HAS_IPV6
+    // IPv6: the protocol after the extension headers (the parser's ip_proto)
+    action take_signature6() {
+        md.flow_signature = flow_hash6.get({ hdr.ipv6.src_addr, hdr.ipv6.dst_addr,
+                                             md.base.ip_proto, md.base.l4_src_port,
+                                             md.base.l4_dst_port });
+    }
+#endif
     action take_now() { md.now_1024ns = now_hash.get({ now_ns[41:10] }); }
     @hidden table flow_signature {
         actions = { take_signature; }
         const default_action = take_signature();
         size = 1;
     }
+#ifdef MMAQM_HAS_IPV6
+    @hidden table flow_signature6 {
+        actions = { take_signature6; }
+        const default_action = take_signature6();
+        size = 1;
+    }
+#endif
     @hidden table now_clock {
         actions = { take_now; }
         const default_action = take_now();
@@ -49,7 +72,14 @@ control TnaFlowSignature(in headers_t hdr, inout tna_ingress_metadata_t md, in b
     }
 
     apply {
-        flow_signature.apply();
+#ifdef MMAQM_HAS_IPV6
+        if (hdr.ipv6.isValid()) {
+            flow_signature6.apply();
+        } else
+#endif
+        {
+            flow_signature.apply();
+        }
         now_clock.apply();
     }
 }
@@ -118,9 +148,25 @@ control TnaFlowReport(in headers_t hdr, inout tna_ingress_metadata_t md,
             // only when digest_type says so)
             md.digest.egress_port = md.base.routed_port;
             md.digest.class_id = (bit<8>)md.base.class_id;
+            // either family in one digest (headers.p4 flow_digest_t): an IPv4
+            // address zero-extended, the family in ip_version
+#ifdef MMAQM_HAS_IPV6
+            if (hdr.ipv6.isValid()) {
+                md.digest.src_addr = hdr.ipv6.src_addr;
+                md.digest.dst_addr = hdr.ipv6.dst_addr;
+                md.digest.ip_version = 6;
+            } else {
+                md.digest.src_addr = (ipv6_addr_t)hdr.ipv4.src_addr;
+                md.digest.dst_addr = (ipv6_addr_t)hdr.ipv4.dst_addr;
+                md.digest.ip_version = 4;
+            }
+            md.digest.protocol = md.base.ip_proto;
+#else
+            // (the FRED and UPTA builds: IPv4 only, IPv4's digest form)
             md.digest.src_addr = hdr.ipv4.src_addr;
             md.digest.dst_addr = hdr.ipv4.dst_addr;
             md.digest.protocol = hdr.ipv4.protocol;
+#endif
             md.digest.src_port = md.base.l4_src_port;
             md.digest.dst_port = md.base.l4_dst_port;
             // v1model reports microseconds; Tofino's timestamp is in ns and a

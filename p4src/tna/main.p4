@@ -15,16 +15,24 @@
 #define MMAQM_FORWARD_MD_T ingress_intrinsic_metadata_for_tm_t
 #define MMAQM_EGRESS_PORT(md) md.ucast_egress_port
 #ifdef MMAQM_TNA_UPTA
-#define MMAQM_AFTER_IPV4_LENGTH parse_ipv4_options
-#else
-#define MMAQM_AFTER_IPV4_LENGTH parse_ipv4_ttl
-#endif
-#ifdef MMAQM_TNA_UPTA
 // The UPTA build's routing (routing.p4) holds this router's addresses
 // (upta_local_addr): a packet to one is routed on the parser's route_dst_addr
 // (a QoS Probe's source, where its answer goes) by ipv4_answer_lpm, a copy of
 // ipv4_lpm's entries, in the same stage.
 #define MMAQM_ROUTE_ANSWERS
+#endif
+
+// IPv6 as on v1model (docs/ipv6.md): headers, ipv6_lpm, the classifier's
+// family-independent keys, the two-family digest. An extension header's
+// opaque rest is parsed up to IPV6_EXT_MAX_REST_BITS here (v1model: 255 * 8
+// bytes): a Tofino parser extracts a varbit through one state per length,
+// into PHV. A longer one: expected a parser error (MALFORMED), not verified
+// on a run. Not in the FRED and UPTA builds, which with IPv6 needed 13 and 14
+// stages (docs/ipv6.md, "On Tofino"): they stay IPv4-only, an IPv6 frame
+// discarded as NOT_IPV4 (md.is_ipv6 stays false).
+#if !defined(MMAQM_TNA_FRED) && !defined(MMAQM_TNA_UPTA)
+#define MMAQM_HAS_IPV6
+#define IPV6_EXT_MAX_REST_BITS 128
 #endif
 
 #include "../shared/defines.p4"
@@ -56,6 +64,11 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         md.checksum_error = false;
         md.ipv4_too_short = false;
         md.ttl_expired = false;
+        md.is_ipv6 = false;
+        md.ipv6_ext_limit = false;
+        md.ipv6_bad_version = false;
+        md.ipv6_hop_expired = false;
+        md.ip_ecn = 0;
 #ifdef MMAQM_TNA_UPTA
         md.bfd_event = BFD_NO_EVENT;
         md.base.bfd_to_local = false;
@@ -161,6 +174,9 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
 #else
             ETHERTYPE_IPV4: parse_ipv4;
 #endif
+#ifdef MMAQM_HAS_IPV6
+            ETHERTYPE_IPV6: parse_ipv6;
+#endif
             default: accept;
         }
     }
@@ -205,7 +221,7 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         transition select(hdr.pkt.ipv4.total_len) {
             0x0000 &&& 0xFFF0: ipv4_too_short;
             0x0010 &&& 0xFFFC: ipv4_too_short;
-            default: MMAQM_AFTER_IPV4_LENGTH;
+            default: parse_ipv4_options;
         }
     }
 
@@ -215,25 +231,11 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         transition accept;
     }
 
-    // ttl <= 1, decided here too: ingress routes before it runs the discard
-    // tests (routing decrements the TTL). Not in the UPTA build, whose BFD
-    // parsing keeps the total length in the 16-bit one of Tofino 1's three
-    // parser match registers: there, the first stage's ttl_check table and
-    // ipv4_forwardable read the TTL before routing's stage writes it.
-#ifndef MMAQM_TNA_UPTA
-    state parse_ipv4_ttl {
-        transition select(hdr.pkt.ipv4.ttl) {
-            0: ipv4_ttl_expired;
-            1: ipv4_ttl_expired;
-            default: parse_ipv4_options;
-        }
-    }
-
-    state ipv4_ttl_expired {
-        md.ttl_expired = true;
-        transition parse_ipv4_options;
-    }
-#endif
+    // ttl <= 1 is not a parser test: Tofino 1's parser has three match
+    // registers (one 16-bit, two 8-bit), which the UPTA build's BFD parsing
+    // and, with IPv6's states, every build's IPv4 states need. The first
+    // stage's ttl_check table and ipv4_forwardable read the TTL before
+    // routing's stage writes it.
 
     // The header checksum is verified once on each path, after the header's
     // last parsed byte: IHL 5; IHL 6 with exactly P-UPTA's option (parser.p4:
@@ -291,6 +293,191 @@ parser TnaIngressParser(packet_in pkt, out tna_ingress_headers_t hdr,
         }
 #endif
     }
+
+#ifdef MMAQM_HAS_IPV6
+    // ---- IPv6 (v1model parser.p4; RFC 8200): the fixed header, at most two
+    // extension headers (hop-by-hop, routing, destination options, fragment),
+    // then TCP, UDP or ICMPv6, in v1model's states. A Tofino parser writes a
+    // field once on a path, so the protocol after the extension headers and
+    // the traffic class are copied in ingress (ip_keys). The hop limit is tested in a
+    // look-ahead before the header's extraction (byte 7 of the header).
+    state parse_ipv6 {
+        transition select(pkt.lookahead<bit<64>>()[7:0]) {
+            0: ipv6_hop_expired;
+            1: ipv6_hop_expired;
+            default: parse_ipv6_header;
+        }
+    }
+
+    // hop limit 0 or 1 (DISCARD_TTL_EXPIRED; routing decrements it in ingress)
+    state ipv6_hop_expired {
+        md.ipv6_hop_expired = true;
+        transition parse_ipv6_header;
+    }
+
+    state parse_ipv6_header {
+        pkt.extract(hdr.pkt.ipv6);
+        md.is_ipv6 = true;
+        transition select(hdr.pkt.ipv6.version, hdr.pkt.ipv6.next_hdr) {
+            (6, IPV6_EXT_HOP_BY_HOP): parse_ipv6_ext1;
+            (6, IPV6_EXT_ROUTING): parse_ipv6_ext1;
+            (6, IPV6_EXT_DEST_OPTS): parse_ipv6_ext1;
+            (6, IPV6_EXT_FRAGMENT): parse_ipv6_frag1;
+            (6, IP_PROTO_TCP): parse_tcp;
+            (6, IP_PROTO_UDP): parse_udp;
+            (6, IP_PROTO_ICMPV6): parse_icmpv6;
+            (6, _): accept;
+            default: ipv6_bad_version;
+        }
+    }
+
+    // version != 6: MALFORMED (v1model: error.IPv6BadVersion)
+    state ipv6_bad_version {
+        md.ipv6_bad_version = true;
+        transition accept;
+    }
+
+    // Extension header 1 of IPV6_EXT_MAX_DEPTH (2): 8 bytes, then 8 *
+    // hdr_ext_len more
+    state parse_ipv6_ext1 {
+        pkt.extract(hdr.pkt.ipv6_ext1);
+        transition select(hdr.pkt.ipv6_ext1.hdr_ext_len) {
+            0: ipv6_after_ext1;
+            default: parse_ipv6_ext1_rest;
+        }
+    }
+
+    state parse_ipv6_ext1_rest {
+        pkt.extract(hdr.pkt.ipv6_ext1_rest, (bit<32>)hdr.pkt.ipv6_ext1.hdr_ext_len << 6);
+        transition ipv6_after_ext1_rest;
+    }
+
+    // A fragment header (8 bytes): a non-first fragment (offset != 0) has no
+    // upper-layer header
+    state parse_ipv6_frag1 {
+        pkt.extract(hdr.pkt.ipv6_ext1);
+        transition select(hdr.pkt.ipv6_ext1.frag_offset) {
+            0: ipv6_after_frag1;
+            default: accept;
+        }
+    }
+
+    // (one copy of the next header's dispatch per way in: bf-p4c v1.2.5.16
+    // merged one shared state into two of the same name, which bfas refused)
+    state ipv6_after_ext1 {
+        transition select(hdr.pkt.ipv6_ext1.next_hdr) {
+            IPV6_EXT_HOP_BY_HOP: parse_ipv6_ext2;
+            IPV6_EXT_ROUTING: parse_ipv6_ext2;
+            IPV6_EXT_DEST_OPTS: parse_ipv6_ext2;
+            IPV6_EXT_FRAGMENT: parse_ipv6_frag2;
+            IP_PROTO_TCP: parse_tcp;
+            IP_PROTO_UDP: parse_udp;
+            IP_PROTO_ICMPV6: parse_icmpv6;
+            default: accept;
+        }
+    }
+
+    state ipv6_after_ext1_rest {
+        transition select(hdr.pkt.ipv6_ext1.next_hdr) {
+            IPV6_EXT_HOP_BY_HOP: parse_ipv6_ext2;
+            IPV6_EXT_ROUTING: parse_ipv6_ext2;
+            IPV6_EXT_DEST_OPTS: parse_ipv6_ext2;
+            IPV6_EXT_FRAGMENT: parse_ipv6_frag2;
+            IP_PROTO_TCP: parse_tcp;
+            IP_PROTO_UDP: parse_udp;
+            IP_PROTO_ICMPV6: parse_icmpv6;
+            default: accept;
+        }
+    }
+
+    state ipv6_after_frag1 {
+        transition select(hdr.pkt.ipv6_ext1.next_hdr) {
+            IPV6_EXT_HOP_BY_HOP: parse_ipv6_ext2;
+            IPV6_EXT_ROUTING: parse_ipv6_ext2;
+            IPV6_EXT_DEST_OPTS: parse_ipv6_ext2;
+            IPV6_EXT_FRAGMENT: parse_ipv6_frag2;
+            IP_PROTO_TCP: parse_tcp;
+            IP_PROTO_UDP: parse_udp;
+            IP_PROTO_ICMPV6: parse_icmpv6;
+            default: accept;
+        }
+    }
+
+    // Extension header 2, the last one skipped
+    state parse_ipv6_ext2 {
+        pkt.extract(hdr.pkt.ipv6_ext2);
+        transition select(hdr.pkt.ipv6_ext2.hdr_ext_len) {
+            0: ipv6_after_ext2;
+            default: parse_ipv6_ext2_rest;
+        }
+    }
+
+    state parse_ipv6_ext2_rest {
+        pkt.extract(hdr.pkt.ipv6_ext2_rest, (bit<32>)hdr.pkt.ipv6_ext2.hdr_ext_len << 6);
+        transition ipv6_after_ext2_rest;
+    }
+
+    state parse_ipv6_frag2 {
+        pkt.extract(hdr.pkt.ipv6_ext2);
+        transition select(hdr.pkt.ipv6_ext2.frag_offset) {
+            0: ipv6_after_frag2;
+            default: accept;
+        }
+    }
+
+    state ipv6_after_ext2 {
+        transition select(hdr.pkt.ipv6_ext2.next_hdr) {
+            IPV6_EXT_HOP_BY_HOP: ipv6_extension_limit;
+            IPV6_EXT_ROUTING: ipv6_extension_limit;
+            IPV6_EXT_DEST_OPTS: ipv6_extension_limit;
+            IPV6_EXT_FRAGMENT: ipv6_extension_limit;
+            IP_PROTO_TCP: parse_tcp;
+            IP_PROTO_UDP: parse_udp;
+            IP_PROTO_ICMPV6: parse_icmpv6;
+            default: accept;
+        }
+    }
+
+    state ipv6_after_ext2_rest {
+        transition select(hdr.pkt.ipv6_ext2.next_hdr) {
+            IPV6_EXT_HOP_BY_HOP: ipv6_extension_limit;
+            IPV6_EXT_ROUTING: ipv6_extension_limit;
+            IPV6_EXT_DEST_OPTS: ipv6_extension_limit;
+            IPV6_EXT_FRAGMENT: ipv6_extension_limit;
+            IP_PROTO_TCP: parse_tcp;
+            IP_PROTO_UDP: parse_udp;
+            IP_PROTO_ICMPV6: parse_icmpv6;
+            default: accept;
+        }
+    }
+
+    state ipv6_after_frag2 {
+        transition select(hdr.pkt.ipv6_ext2.next_hdr) {
+            IPV6_EXT_HOP_BY_HOP: ipv6_extension_limit;
+            IPV6_EXT_ROUTING: ipv6_extension_limit;
+            IPV6_EXT_DEST_OPTS: ipv6_extension_limit;
+            IPV6_EXT_FRAGMENT: ipv6_extension_limit;
+            IP_PROTO_TCP: parse_tcp;
+            IP_PROTO_UDP: parse_udp;
+            IP_PROTO_ICMPV6: parse_icmpv6;
+            default: accept;
+        }
+    }
+
+    // a third skippable extension header: beyond IPV6_EXT_MAX_DEPTH
+    // (DISCARD_IPV6_EXT_LIMIT; v1model error.IPv6ExtensionLimit)
+    state ipv6_extension_limit {
+        md.ipv6_ext_limit = true;
+        transition accept;
+    }
+
+    // ICMPv6 (RFC 4443): type, code, checksum, in the ICMP header; never BFD
+    state parse_icmpv6 {
+        pkt.extract(hdr.pkt.icmp);
+        transition accept;
+    }
+
+#endif
 
     state parse_tcp {
         pkt.extract(hdr.pkt.tcp);
@@ -438,31 +625,29 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             hdr.pkt.upta_option.isValid() : ternary;   // IHL 6 with P-UPTA's option only
             md.checksum_error : ternary;
             md.ipv4_too_short : ternary;
-#ifdef MMAQM_TNA_UPTA
             // the TTL itself, read in routing's stage before its decrement
             // (ttl_check's flag would cost the AQM's gate a stage)
             hdr.pkt.ipv4.ttl : ternary;
-#else
-            md.ttl_expired : ternary;
-#endif
+            // IPv6: a parsed fixed header of version 6, at most two extension
+            // headers, hop limit > 1 (the parser's flags)
+            md.is_ipv6 : ternary;          // hdr.pkt.ipv6 parsed (never without MMAQM_HAS_IPV6)
+            md.ipv6_ext_limit : ternary;
+            md.ipv6_bad_version : ternary;
+            md.ipv6_hop_expired : ternary;
         }
         actions = { set_forwardable; not_forwardable; }
         const entries = {
-#ifdef MMAQM_TNA_UPTA
-            (_, _, _, _, _, _, _, 8w0x0 &&& 8w0xFE) : not_forwardable();   // ttl <= 1
-            (0, true, 4, IPV4_MIN_IHL, _, false, false, _) : set_forwardable();
-            (0, true, 4, _, true, false, false, _) : set_forwardable();
-#else
-            (0, true, 4, IPV4_MIN_IHL, _, false, false, false) : set_forwardable();
-            (0, true, 4, _, true, false, false, false) : set_forwardable();
-#endif
+            (0, false, _, _, _, _, _, _, true, false, false, false) : set_forwardable();   // IPv6
+            (_, _, _, _, _, _, _, 8w0x0 &&& 8w0xFE, _, _, _, _) : not_forwardable();   // ttl <= 1
+            (0, true, 4, IPV4_MIN_IHL, _, false, false, _, _, _, _, _) : set_forwardable();
+            (0, true, 4, _, true, false, false, _, _, _, _, _) : set_forwardable();
         }
         const default_action = not_forwardable();
-        size = 3;
+        size = 4;
     }
-#ifdef MMAQM_TNA_UPTA
-    // ttl <= 1 (the other builds' parser test), in routing's stage: a table
-    // reads the stage's input, before routing's decrement
+    // ttl <= 1 (v1model's ingress test), in routing's stage: a table reads
+    // the stage's input, before routing's decrement. (An IPv6 frame's flag is
+    // an invalid header's: no IPv6 entry of ingress_checks reads it.)
     action set_ttl_expired() { md.ttl_expired = true; }
     @hidden table ttl_check {
         key = { hdr.pkt.ipv4.ttl : ternary; }
@@ -473,7 +658,6 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
         const default_action = NoAction();
         size = 1;
     }
-#endif
 #ifdef MMAQM_TNA_FRED
     // fred_tna.p4's slot: port * TNA_FRED_SLOTS_PER_PORT + (crc32 & 0x7FF), the
     // concatenation as an identity hash, beside routing's stage
@@ -488,6 +672,62 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
         size = 1;
     }
 #endif
+    // The classifier's family-independent keys (v1model's meta.ip_proto and
+    // meta.dscp, which its parser sets) and the ECN bits, copied in stage 0:
+    // a Tofino parser writes a field once on a path (IPv6's protocol is the
+    // next header of the last extension header parsed), and a parser copy
+    // keeps the bits' place in their byte (IPv6's traffic class sits
+    // elsewhere than IPv4's TOS).
+    action ipv4_keys() {
+#ifdef MMAQM_HAS_IPV6
+        md.base.ip_proto = hdr.pkt.ipv4.protocol;
+        md.base.dscp = hdr.pkt.ipv4.dscp;
+#endif
+        md.ip_ecn = hdr.pkt.ipv4.ecn;
+    }
+#ifdef MMAQM_HAS_IPV6
+    action ipv6_keys0() {
+        md.base.ip_proto = hdr.pkt.ipv6.next_hdr;
+        md.base.dscp = hdr.pkt.ipv6.dscp;
+        md.ip_ecn = hdr.pkt.ipv6.ecn;
+    }
+    action ipv6_keys1() {
+        md.base.ip_proto = hdr.pkt.ipv6_ext1.next_hdr;
+        md.base.dscp = hdr.pkt.ipv6.dscp;
+        md.ip_ecn = hdr.pkt.ipv6.ecn;
+    }
+    action ipv6_keys2() {
+        md.base.ip_proto = hdr.pkt.ipv6_ext2.next_hdr;
+        md.base.dscp = hdr.pkt.ipv6.dscp;
+        md.ip_ecn = hdr.pkt.ipv6.ecn;
+    }
+#endif
+#ifdef MMAQM_HAS_IPV6
+    @hidden table ip_keys {
+        key = {
+            hdr.pkt.ipv4.isValid() : exact;
+            hdr.pkt.ipv6.isValid() : exact;
+            hdr.pkt.ipv6_ext1.isValid() : exact;
+            hdr.pkt.ipv6_ext2.isValid() : exact;
+        }
+        actions = { ipv4_keys; ipv6_keys0; ipv6_keys1; ipv6_keys2; NoAction; }
+        const entries = {
+            (true, false, false, false) : ipv4_keys();
+            (false, true, false, false) : ipv6_keys0();
+            (false, true, true, false) : ipv6_keys1();
+            (false, true, true, true) : ipv6_keys2();
+        }
+        const default_action = NoAction();
+        size = 4;
+    }
+#else
+    @hidden table ip_keys {
+        actions = { ipv4_keys; }
+        const default_action = ipv4_keys();
+        size = 1;
+    }
+#endif
+
     bit<8> discard_reason = 0;
     bool discarded = false;
 
@@ -511,34 +751,48 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             hdr.pkt.upta_option.isValid() : ternary;   // IHL 6 with P-UPTA's option only
             md.checksum_error : ternary;
             md.ipv4_too_short : ternary;     // total_len < IPV4_MIN_HEADER_BYTES (parser)
-            md.ttl_expired : ternary;        // ttl <= 1 (parser)
+            md.ttl_expired : ternary;        // ttl <= 1 (ttl_check)
             md.base.routed : ternary;
             md.base.port_index[8:6] : ternary;   // port_index < NUM_PORTS (a 9-bit port)
             md.base.aqm_applied : ternary;
+            // IPv6 (v1model main.p4's IPv6 tests; the payload length against the
+            // frame is egress's, as IPv4's total length)
+            md.is_ipv6 : ternary;          // hdr.pkt.ipv6 parsed (never without MMAQM_HAS_IPV6)
+            md.ipv6_ext_limit : ternary;
+            md.ipv6_bad_version : ternary;
+            md.ipv6_hop_expired : ternary;
         }
         actions = { discard; pass; }
         const entries = {
-            (0, true, 4, IPV4_MIN_IHL, _, false, false, false, true, 0, true) : pass();
-            (0, true, 4, _, true, false, false, false, true, 0, true) : pass();
-            (0, true, 4, IPV4_MIN_IHL, _, false, false, false, true, _, _) : discard(DISCARD_NO_POLICY);
-            (0, true, 4, _, true, false, false, false, true, _, _) : discard(DISCARD_NO_POLICY);
-            (0, true, 4, IPV4_MIN_IHL, _, false, false, false, _, _, _) : discard(DISCARD_NO_ROUTE);
-            (0, true, 4, _, true, false, false, false, _, _, _) : discard(DISCARD_NO_ROUTE);
-            (0, true, 4, IPV4_MIN_IHL, _, false, false, _, _, _, _) : discard(DISCARD_TTL_EXPIRED);
-            (0, true, 4, _, true, false, false, _, _, _, _) : discard(DISCARD_TTL_EXPIRED);
+            // a third IPv6 extension header (the parser stops there)
+            (_, _, _, _, _, _, _, _, _, _, _, _, true, _, _) : discard(DISCARD_IPV6_EXT_LIMIT);
+            // IPv6, in v1model's order (pass, then each reason outward)
+            (0, false, _, _, _, _, _, _, true, 0, true, true, false, false, false) : pass();
+            (0, false, _, _, _, _, _, _, true, _, _, true, false, false, false) : discard(DISCARD_NO_POLICY);
+            (0, false, _, _, _, _, _, _, _, _, _, true, false, false, false) : discard(DISCARD_NO_ROUTE);
+            (0, false, _, _, _, _, _, _, _, _, _, true, false, false, _) : discard(DISCARD_TTL_EXPIRED);
+            (0, false, _, _, _, _, _, _, _, _, _, true, false, _, _) : discard(DISCARD_MALFORMED);   // version != 6
+            (0, true, 4, IPV4_MIN_IHL, _, false, false, false, true, 0, true, _, _, _, _) : pass();
+            (0, true, 4, _, true, false, false, false, true, 0, true, _, _, _, _) : pass();
+            (0, true, 4, IPV4_MIN_IHL, _, false, false, false, true, _, _, _, _, _, _) : discard(DISCARD_NO_POLICY);
+            (0, true, 4, _, true, false, false, false, true, _, _, _, _, _, _) : discard(DISCARD_NO_POLICY);
+            (0, true, 4, IPV4_MIN_IHL, _, false, false, false, _, _, _, _, _, _, _) : discard(DISCARD_NO_ROUTE);
+            (0, true, 4, _, true, false, false, false, _, _, _, _, _, _, _) : discard(DISCARD_NO_ROUTE);
+            (0, true, 4, IPV4_MIN_IHL, _, false, false, _, _, _, _, _, _, _, _) : discard(DISCARD_TTL_EXPIRED);
+            (0, true, 4, _, true, false, false, _, _, _, _, _, _, _, _) : discard(DISCARD_TTL_EXPIRED);
             // The frame-length half of v1model's test needs the packet length,
             // which Tofino's ingress does not have: egress checks it.
-            (0, true, 4, IPV4_MIN_IHL, _, false, _, _, _, _, _) : discard(DISCARD_MALFORMED);
-            (0, true, 4, _, true, false, _, _, _, _, _) : discard(DISCARD_MALFORMED);
-            (0, true, 4, IPV4_MIN_IHL, _, _, _, _, _, _, _) : discard(DISCARD_BAD_CHECKSUM);
-            (0, true, 4, _, true, _, _, _, _, _, _) : discard(DISCARD_BAD_CHECKSUM);
-            (0, true, 4, 4w0x6 &&& 4w0xE, _, _, _, _, _, _, _) : discard(DISCARD_IPV4_OPTIONS);  // 6, 7
-            (0, true, 4, 4w0x8 &&& 4w0x8, _, _, _, _, _, _, _) : discard(DISCARD_IPV4_OPTIONS);  // 8..15
-            (0, true, _, _, _, _, _, _, _, _, _) : discard(DISCARD_MALFORMED);  // version, ihl < 5
-            (0, _, _, _, _, _, _, _, _, _, _) : discard(DISCARD_NOT_IPV4);
+            (0, true, 4, IPV4_MIN_IHL, _, false, _, _, _, _, _, _, _, _, _) : discard(DISCARD_MALFORMED);
+            (0, true, 4, _, true, false, _, _, _, _, _, _, _, _, _) : discard(DISCARD_MALFORMED);
+            (0, true, 4, IPV4_MIN_IHL, _, _, _, _, _, _, _, _, _, _, _) : discard(DISCARD_BAD_CHECKSUM);
+            (0, true, 4, _, true, _, _, _, _, _, _, _, _, _, _) : discard(DISCARD_BAD_CHECKSUM);
+            (0, true, 4, 4w0x6 &&& 4w0xE, _, _, _, _, _, _, _, _, _, _, _) : discard(DISCARD_IPV4_OPTIONS);  // 6, 7
+            (0, true, 4, 4w0x8 &&& 4w0x8, _, _, _, _, _, _, _, _, _, _, _) : discard(DISCARD_IPV4_OPTIONS);  // 8..15
+            (0, true, _, _, _, _, _, _, _, _, _, _, _, _, _) : discard(DISCARD_MALFORMED);  // version, ihl < 5
+            (0, _, _, _, _, _, _, _, _, _, _, _, _, _, _) : discard(DISCARD_NOT_IPV4);
         }
         const default_action = discard(DISCARD_MALFORMED);                  // a parser error
-        size = 16;
+        size = 22;
     }
 
     apply {
@@ -552,10 +806,9 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
         // a second apply (one for reports, one for packets) cannot compile.
         // The classifier reads headers only: applied to every packet, it shares a
         // stage with routing instead of following it (Tofino stages, docs/tofino.md).
+        ip_keys.apply();
         classifier.apply(hdr.pkt, md.base);
-#ifdef MMAQM_TNA_UPTA
         ttl_check.apply();
-#endif
         ipv4_forwardable.apply();
         flow_signature.apply(hdr.pkt, md, ig_prsr_md.global_tstamp);
 #ifdef MMAQM_TNA_UPTA
@@ -571,8 +824,8 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
 #ifdef MMAQM_TNA_FRED
             md.base.fred_slot_index = hdr.report.fred_slot_index;
 #endif
-        } else if (hdr.pkt.ipv4.isValid()) {
-            // Routing and the port's policy for every IPv4 packet, before the
+        } else if (hdr.pkt.ipv4.isValid() || md.is_ipv6) {
+            // Routing (ipv4_lpm or ipv6_lpm) and the port's policy for every IP packet, before the
             // discard tests are decided (ingress_checks): a packet they discard
             // is dropped whatever routing wrote.
             routing.apply(hdr.pkt, md.base, ig_tm_md);
@@ -603,8 +856,11 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
         // upta_tna.p4's stages before the AQM's: applied here, in the order of
         // their stages (Tofino 1 keeps the control's order), the AQM's part
         // under the AQM's gate (below)
+        // (IPv4 only: an IPv6 packet on a UPTA port gets the queue limit only,
+        // v1model upta.p4's upta_ipv6_fifo)
         if (!md.is_report && md.ipv4_forwardable && md.base.routed
-                && md.base.port_index[8:6] == 0 && md.base.aqm_applied) {
+                && md.base.port_index[8:6] == 0 && md.base.aqm_applied
+                && hdr.pkt.ipv4.isValid()) {
             upta_slot.apply(hdr.pkt, md);
         }
         // (after the slot's tables in the control: they share its stage)
@@ -612,7 +868,8 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
             upta_path.apply(hdr.pkt, md, ig_intr_md.ingress_port);
         }
         if (!md.is_report && md.ipv4_forwardable && md.base.routed
-                && md.base.port_index[8:6] == 0 && md.base.aqm_applied) {
+                && md.base.port_index[8:6] == 0 && md.base.aqm_applied
+                && hdr.pkt.ipv4.isValid()) {
             upta_flow.apply(hdr.pkt, md);
         }
 #endif
@@ -696,7 +953,14 @@ control TnaIngress(inout tna_ingress_headers_t hdr,
                 if (md.base.ecn_mark) {
                     queue_ecn_marks.count(ecn_index_hash.get({ md.base.drop_reason,
                                                                md.base.class_index[7:0] }));
-                    hdr.pkt.ipv4.ecn = ECN_CE;
+#ifdef MMAQM_HAS_IPV6
+                    if (hdr.pkt.ipv6.isValid()) {
+                        hdr.pkt.ipv6.ecn = ECN_CE;
+                    } else
+#endif
+                    {
+                        hdr.pkt.ipv4.ecn = ECN_CE;
+                    }
                 }
                 // to egress, which reports the departure (the flag bits share a
                 // container: written by one action or the other, not in sequence)
@@ -792,6 +1056,9 @@ parser TnaEgressParser(packet_in pkt, out tna_egress_headers_t hdr,
         pkt.extract(hdr.pkt.ethernet);
         transition select(hdr.pkt.ethernet.ether_type) {
             ETHERTYPE_IPV4: parse_ipv4;
+#ifdef MMAQM_HAS_IPV6
+            ETHERTYPE_IPV6: parse_ipv6;
+#endif
             default: accept;
         }
     }
@@ -800,6 +1067,13 @@ parser TnaEgressParser(packet_in pkt, out tna_egress_headers_t hdr,
         pkt.extract(hdr.pkt.ipv4);
         transition accept;
     }
+
+#ifdef MMAQM_HAS_IPV6
+    state parse_ipv6 {
+        pkt.extract(hdr.pkt.ipv6);
+        transition accept;
+    }
+#endif
 }
 
 control TnaEgress(inout tna_egress_headers_t hdr,
@@ -818,14 +1092,31 @@ control TnaEgress(inout tna_egress_headers_t hdr,
     action take_frame_expected() {
         frame_expected_bytes = hdr.pkt.ipv4.total_len + (bit<16>)ETHERNET_HEADER_BYTES;
     }
+#ifdef MMAQM_HAS_IPV6
+    // IPv6: Ethernet + the fixed header + payload_len (v1model's test)
+    action take_frame_expected6() {
+        frame_expected_bytes = hdr.pkt.ipv6.payload_len
+                               + (bit<16>)(IPV6_HEADER_BYTES + ETHERNET_HEADER_BYTES);
+    }
+#endif
     action take_frame_short() {
         frame_short_bytes = frame_expected_bytes |-| eg_intr_md.pkt_length;
     }
+#ifdef MMAQM_HAS_IPV6
+    @hidden table frame_expected {
+        key = { hdr.pkt.ipv6.isValid() : exact; }
+        actions = { take_frame_expected; take_frame_expected6; }
+        const entries = { true : take_frame_expected6(); }
+        const default_action = take_frame_expected();
+        size = 2;
+    }
+#else
     @hidden table frame_expected {
         actions = { take_frame_expected; }
         const default_action = take_frame_expected();
         size = 1;
     }
+#endif
     @hidden table frame_length_check {
         actions = { take_frame_short; }
         const default_action = take_frame_short();
@@ -861,7 +1152,11 @@ control TnaEgress(inout tna_egress_headers_t hdr,
             // with a constant only, so the difference is taken first (saturating)
             frame_expected.apply();
             frame_length_check.apply();
+#ifdef MMAQM_HAS_IPV6
+            if ((hdr.pkt.ipv4.isValid() || hdr.pkt.ipv6.isValid()) && frame_short_bytes != 0) {
+#else
             if (hdr.pkt.ipv4.isValid() && frame_short_bytes != 0) {
+#endif
                 eg_dprsr_md.drop_ctl = 1;
                 truncated_discards.count((tna_index_t)md.report.port_index);
             }

@@ -106,7 +106,9 @@ control TnaRedDropTest(in headers_t hdr, inout tna_ingress_metadata_t md) {
         // beside the average, off the critical path of stages.
         md.red_mark_early = 0;
         md.red_mark_forced = 0;
-        if (md.base.policy.ecn == 1 && hdr.ipv4.ecn != ECN_NOT_ECT) {
+        // md.ip_ecn: either family's ECN field (the parser's copy, IPv4's TOS or
+        // IPv6's traffic class low bits)
+        if (md.base.policy.ecn == 1 && md.ip_ecn != ECN_NOT_ECT) {
             md.red_mark_early = 1;
             if (md.base.policy.harddrop == 0) {
                 md.red_mark_forced = 1;

@@ -238,7 +238,14 @@ struct tna_ingress_metadata_t {
     bit<32>          upta_age;            // now - last
     bit<32>          upta_k_units;        // K = 2^k_shift, in the clock's units
     bit<32>          upta_k_short;        // K |-| age: != 0, within K
-    bool             ipv4_forwardable;  // the parser: version 4, no options, length and ttl pass
+    bool             ipv4_forwardable;  // the parser: version 4, no options, length and ttl pass; or IPv6 that passes
+    // IPv6 (docs/ipv6.md), the parser's tests: a third extension header, a
+    // version that is not 6, hop limit <= 1; and either family's ECN bits
+    bool             is_ipv6;          // the parser extracted an IPv6 header (MMAQM_HAS_IPV6)
+    bool             ipv6_ext_limit;
+    bool             ipv6_bad_version;
+    bool             ipv6_hop_expired;
+    bit<2>           ip_ecn;
     bool             ttl_expired;     // ttl <= 1 (the parser's test)
     bool             ipv4_too_short;  // total_len < IPV4_MIN_HEADER_BYTES (the parser's test)
     // occupancy_tna.p4's counts, in scaled_t (packets * 2^AVG_FRAC_BITS)

@@ -571,7 +571,8 @@ control TnaUpta(inout headers_t hdr, inout tna_ingress_metadata_t md) {
                 md.bfd_rewritten = true;
                 upta_probes_lowered.count(md.base.port_index);
             }
-        } else {
+        } else if (hdr.ipv4.isValid()) {
+            // (an IPv6 packet: the queue limit only, upta.p4's upta_ipv6_fifo)
             md.upta_sig_changed = sig_swap.execute(md.upta_slot_index);
             md.upta_last = last_swap.execute(md.upta_slot_index);
             upta_flow_bytes.count(md.upta_slot_index);

@@ -8,6 +8,7 @@ p4src/tna/main.p4 names it)."""
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 from pathlib import Path
 
 import pytest
@@ -612,15 +613,17 @@ def test_the_fake_switch_with_stratums_rules_refuses_a_value_set_write(
 
 def test_an_ipv6_route_is_refused_before_any_write_by_a_program_without_ipv6_lpm(
         device_config: Path) -> None:
-    """The Tofino build routes IPv4 only (docs/ipv6.md): a plan with an IPv6 route
-    is refused whole, naming the missing table, and nothing is written."""
+    """The Tofino UPTA build routes IPv4 only (docs/ipv6.md, "On Tofino"): a plan
+    with an IPv6 route is refused whole, naming the missing table, and nothing
+    is written (the compiler's P4Info of that build)."""
+    assert "ipv6_lpm" not in {t.preamble.alias for t in load_p4info(TNA_UPTA_P4INFO).tables}
     v4 = R.route_entry("10.0.2.0/24", 2, "02:00:00:00:00:02", "02:00:00:02:00:01")
     v6 = R.route_entry("2001:db8:2::/64", 2, "02:00:00:00:00:02", "02:00:00:02:00:01")
     server = FakeP4RuntimeServer()
 
     async def body() -> None:
         async with server.run():
-            async with SwitchDriver("s1", server.address, p4info=TNA_RED_P4INFO,
+            async with SwitchDriver("s1", server.address, p4info=TNA_UPTA_P4INFO,
                                     bmv2_json=device_config) as d:
                 await d.apply_writes(R.plan_writes(R.SwitchState(),
                                                    R.SwitchState(entries=(v4, v6))))
@@ -628,6 +631,32 @@ def test_an_ipv6_route_is_refused_before_any_write_by_a_program_without_ipv6_lpm
     with pytest.raises(ValueError, match="no ipv6_lpm table, so it cannot take IPv6 routes"):
         run_async(body())
     assert server.write_requests == []
+
+
+@pytest.mark.parametrize("p4info", [TNA_RED_P4INFO, TNA_DCBT_CHIPS_P4INFO],
+                         ids=["red", "dcbt_chips"])
+def test_on_tofino_an_ipv6_route_is_an_ipv6_lpm_entry_as_on_v1model(
+        p4info: Path, device_config: Path) -> None:
+    """The Tofino builds but FRED's and UPTA's route IPv6 (docs/ipv6.md): the
+    compiler's P4Info has ipv6_lpm with v1model's key and action, so the same
+    YAML route becomes the same entry through Stratum's rules."""
+    async def body():
+        server = FakeP4RuntimeServer(stratum_rules=True)
+        async with server.run():
+            async with SwitchDriver("r1", server.address, p4info=p4info,
+                                    bmv2_json=device_config) as d:
+                await d.install_route("10.0.7.0/24", 2, "02:00:00:00:00:02",
+                                      "02:00:00:07:00:01")
+                await d.install_route("2001:db8:7::/64", 3, "02:00:00:00:00:03",
+                                      "02:00:00:07:00:02")
+        return server
+
+    server = run_async(body())
+    [route6] = server.table_entries("ipv6_lpm")
+    assert route6.match == {"ipv6_dst": (int(ipaddress.IPv6Address("2001:db8:7::")), 64)}
+    assert route6.action == "route6"
+    assert route6.params == {"port": 3, "src_mac": 0x020000000003, "dst_mac": 0x020000070002}
+    assert len(server.table_entries("ipv4_lpm")) == 1
 
 
 def apply_clone_sessions(p4info: Path, device_config: Path, cut_in_ports: list[int], *,

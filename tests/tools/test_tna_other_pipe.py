@@ -94,15 +94,16 @@ def test_the_other_pipe_state_parses_nothing_and_the_frame_is_discarded() -> Non
         # set nowhere else (the start state clears it)
         assert main.count("md.other_pipe = true;") == 1
         assert "md.other_pipe = false;" in state(main, "start")
-        # routing and the flow slot run on an IPv4 frame only; the AQM's gate needs the
-        # stage-0 flag, which needs a valid IPv4 header
-        assert re.search(r"\} else if \(hdr\.pkt\.ipv4\.isValid\(\)\) \{\s*// Routing", main)
+        # routing and the flow slot run on an IPv4 or IPv6 frame only; the AQM's gate
+        # needs the stage-0 flag, which needs a valid IPv4 or IPv6 header
+        assert re.search(r"\} else if \(hdr\.pkt\.ipv4\.isValid\(\) \|\| "
+                         r"md\.is_ipv6\) \{\s*// Routing", main)
         flag_entries, flag_default = table("ipv4_forwardable", main)
         entries, default = table("ingress_checks", main)
         for values in every_input():
-            if values[0] != 0 or values[1] != 0:
-                continue                        # other_pipe: no parser error, no IPv4
-            flag = values[:7] + ((64,) if variant == "UPTA" else (values[7],))
+            if values[0] != 0 or values[1] != 0 or values[11] != 0:
+                continue                        # other_pipe: no parser error, no IP header
+            flag = values[:7] + (64,) + values[11:15]   # (an invalid header's TTL)
             assert verdict(lookup(flag_entries, flag_default, flag)) != "pass", variant
             assert verdict(lookup(entries, default, values)) == "DISCARD_NOT_IPV4", variant
 
