@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -397,3 +398,96 @@ def test_a_dual_stack_scenario_runs_both_families_between_two_namespaces(tmp_pat
     sizes = {line.split(",")[4] for line in
              (tmp_path / "udp-recv-cbr2.csv").read_text().splitlines()[1:]}
     assert sizes == {"1000"}
+
+
+# -- the criteria stated before the runs (docs/experiments/dual-stack.md) ------------------
+
+def _class_summary(v6_tagged_kbps: float, v6_untagged_lost: int, warnings: tuple = (),
+                   v6_counted_tagged: int = 1) -> dict:
+    """Both families, one flow per class each: IPv4 TAGGED 1000 kbit/s, UNTAGGED
+    500 kbit/s with 10 of 100 packets lost; IPv6's as given (UNTAGGED sends 100)."""
+    t0 = 10**18
+    flows = {str(i): {"class": c, "family": f} for i, (f, c) in enumerate(
+        [(f, c) for f in ("ipv4", "ipv6") for c in ("TCP", "TAGGED", "UNTAGGED")])}
+    for fid in ("0", "3"):
+        flows[fid]["tcp"] = {"snd_mss": 1000, "sent_bytes": 1_000_000, "total_retrans": 0}
+    kbps = {"0": 2000.0, "1": 1000.0, "2": 500.0, "3": 2200.0, "4": v6_tagged_kbps, "5": 500.0}
+    udp = {"1": {"sent": 100, "received": 100}, "2": {"sent": 100, "received": 90},
+           "4": {"sent": 100, "received": 100},
+           "5": {"sent": 100, "received": 100 - v6_untagged_lost}}
+    block = {"per_flow_kbps": kbps, "udp_flows": udp}
+    return {"bottleneck_rate_kbps": 10000.0, "flows": flows, "run": block,
+            "phases": {"all": block}, "warnings": list(warnings),
+            "scenario": {"phases": [{"name": "all", "start_s": 0, "end_s": 10}]},
+            "controller_flow_counts": analysis.controller_flow_counts(
+                _counter_samples(t0, v6_counted_tagged), ("r1", 4), t0, _two_family_scenario())}
+
+
+def test_the_criteria_take_the_median_over_runs_and_hold_at_their_bounds() -> None:
+    # TAGGED v6/v4 per flow 1.10, 0.80, 1.05 -> median 1.05 (within 10 %); UNTAGGED loss
+    # v6 - v4: 13 - 10 = +3 points, 0 - 10 = -10, 13 - 10 = +3 -> +3, the bound itself.
+    runs = {"a": {"DCBT": _class_summary(1100.0, 13)}, "b": {"DCBT": _class_summary(800.0, 0)},
+            "c": {"DCBT": _class_summary(1050.0, 13)}}
+    e = D.criteria(runs)["DCBT"]
+    tagged, untagged = e["classes"]["TAGGED"], e["classes"]["UNTAGGED"]
+    assert tagged["ratio"] == pytest.approx([1.1, 0.8, 1.05])
+    assert tagged["ratio_median"] == pytest.approx(1.05)
+    assert untagged["loss_diff_pts"] == pytest.approx([3.0, -10.0, 3.0])
+    assert untagged["loss_diff_median"] == pytest.approx(3.0)
+    assert e["classes"]["TCP"]["ratio_median"] == pytest.approx(1.1)   # shown, never judged
+    assert tagged["holds"] and untagged["holds"] and e["counts_agree"] and e["met"]
+    # one step past a bound fails it: a median ratio of 1.11, or a median loss gap of 4 points
+    over = {"a": {"DCBT": _class_summary(1110.0, 10)}, "b": {"DCBT": _class_summary(1110.0, 10)},
+            "c": {"DCBT": _class_summary(1000.0, 10)}}
+    assert not D.criteria(over)["DCBT"]["classes"]["TAGGED"]["holds"]
+    assert not D.criteria(over)["DCBT"]["met"]
+    lossy = {n: {"DCBT": _class_summary(1000.0, 14)} for n in "abc"}
+    assert D.criteria(lossy)["DCBT"]["classes"]["TAGGED"]["holds"]
+    assert not D.criteria(lossy)["DCBT"]["classes"]["UNTAGGED"]["holds"]
+    # fewer than three counted runs is never "met"
+    assert not D.criteria({"a": runs["a"], "c": runs["c"]})["DCBT"]["met"]
+
+
+def test_the_criteria_leave_out_a_warned_run_and_fail_on_a_miscount() -> None:
+    good = {n: {"DCBT": _class_summary(1000.0, 10)} for n in "abc"}
+    warned = dict(good, d={"DCBT": _class_summary(100.0, 90, warnings=("switch fell behind",))})
+    e = D.criteria(warned)["DCBT"]
+    assert e["runs"] == ["a", "b", "c"] and e["left_out"] == ["d"] and e["met"]
+    miscount = dict(good, c={"DCBT": _class_summary(1000.0, 10, v6_counted_tagged=0)})
+    e = D.criteria(miscount)["DCBT"]
+    assert not e["counts_agree"] and not e["met"]
+    # RED is class-blind: only its counts are judged
+    blind = D.criteria({n: {"RED": _class_summary(500.0, 60)} for n in "abc"})["RED"]
+    assert not blind["judged"] and blind["met"]
+    text = D.format_criteria(D.criteria({n: {"RED": _class_summary(500.0, 60)} for n in "abc"}))
+    assert "| RED | 3 | 0.500 [0.500 to 0.500] |" in text
+    assert text.rstrip().endswith("| yes | yes (counts only: class-blind) |")
+
+
+def test_the_pages_criteria_table_is_the_rendering_of_the_committed_runs() -> None:
+    """docs/experiments/dual-stack.md's criteria table, between its markers, equals
+    `python -m mmaqm_exp.dual_stack_report --criteria` over the runs the marker names."""
+    repo = Path(__file__).resolve().parents[2]
+    page = (repo / "docs/experiments/dual-stack.md").read_text()
+    m = re.search(r"<!-- dual-stack-criteria: ([^>]+?) -->\n(.*?)<!-- /dual-stack-criteria -->",
+                  page, re.S)
+    assert m, "the page has no criteria table"
+    runs = m.group(1).split()
+    assert len(runs) >= D.MIN_RUNS
+    loaded = {r: D.load_run(repo / "docs/results" / r) for r in runs}
+    assert all(len(v) == 7 for v in loaded.values()), "every run has the seven algorithms"
+    assert m.group(2) == D.format_criteria(D.criteria(loaded)), (
+        "stale: regenerate with python -m mmaqm_exp.dual_stack_report --criteria "
+        + " ".join(f"docs/results/{r}" for r in runs))
+
+
+def test_the_criteria_table_names_each_count_that_missed() -> None:
+    runs = {n: {"DCBT": _class_summary(1000.0, 10)} for n in "ab"}
+    runs["c"] = {"DCBT": _class_summary(1000.0, 10, v6_counted_tagged=0)}
+    text = D.format_criteria(D.criteria(runs))
+    assert "| no (c all TAGGED 1+0 of 1+1) | no |" in text
+    old = _class_summary(1000.0, 10)
+    for c in old["controller_flow_counts"].values():
+        c["counted"] = None                     # a controller without per-family counts
+    text = D.format_criteria(D.criteria({"a": {"DCBT": old}}))
+    assert "no (a all TCP not logged; a all TAGGED not logged; a all UNTAGGED not logged)" in text

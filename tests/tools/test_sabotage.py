@@ -39,6 +39,8 @@ SABOTAGE = {
              ("phases", "bg-on1", "class_avg_per_flow_kbps", "TCP")),
     "tag": ("tag-guard-20261127-t1-r1/DCBT_GUARD_T1/summary.json",     # the tag guard's runs
             ("phases", "abuser-8x", "class_avg_per_flow_kbps", "TCP")),
+    "dual": ("dual-stack-20261127-r1/DCBT/summary.json",     # flow 4: IPv6 TCP
+             ("run", "per_flow_kbps", "4")),
     "bench": ("bench/bench-20261127-002546.json", ("summary", 1, "pps_median")),
 }
 
