@@ -992,7 +992,7 @@ _NUM = r"[+\-−]?\d(?:[\d,.]|\s(?=\d{3}\b))*"
 PROSE_NUMBER = re.compile(rf"(?<![\w.])({_NUM}(?:\s?[–-]\s?{_NUM})?)\s?{UNITS}(?![\w/])")
 PAPER_MARK = "<!-- paper -->"
 # "the paper's 318 kbit/s", "where the paper has 0.4 %", "(paper: 35.7 %)"
-PAPER_BEFORE = re.compile(r"\bpaper(?:'s|s')?(?: [\w-]+){0,2}[:(]?\s*$", re.I)
+PAPER_BEFORE = re.compile(r"\bpaper(?:'s|s')?(?: [\w-]+){0,2}\s*[:(]?\s*$", re.I)
 
 
 def prose(text: str) -> str:
