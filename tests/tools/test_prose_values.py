@@ -107,6 +107,10 @@ def test_the_prose_check_covers_the_listed_pages_and_wants_reasons(tmp_path) -> 
                           {"docs/experiments/feng.md": {"3.5 %": "a reason"}}) == []
     assert "has no reason" in pc.check_prose({}, {"docs/experiments/feng.md": {"3.5 %": ""}})[0]
     assert "not one of the checked pages" in pc.check_prose({}, {"docs/x.md": {"1 %": "r"}})[0]
+    stale = pc.check_prose({page: "TCP lost 3.5 % here.\n"},
+                           {"docs/experiments/feng.md": {"3.5 %": "r", "7 ms": "r"}})
+    assert stale == ["prose-numbers.yaml: docs/experiments/feng.md: '7 ms' is no longer in "
+                     "the page's prose; remove the entry"]
     # a page off the list is not scanned
     assert pc.check_prose({tmp_path / "other.md": "TCP lost 3.5 % here.\n"}, {}) == []
 
@@ -115,3 +119,12 @@ def test_the_committed_pages_pass_the_prose_check() -> None:
     allow = yaml.safe_load(pc.PROSE_NUMBERS.read_text())
     texts = {REPO / name: (REPO / name).read_text() for name in pc.PROSE_PAGES}
     assert pc.check_prose(texts, allow) == []
+
+
+def test_a_check_with_part_of_the_spec_skips_the_other_papers_spans(rows) -> None:
+    dcbt_only = {k: r for k, r in rows.items() if k.startswith("dcbt/")}
+    text = "x <!-- value:cbt/t1-red range -->1 %<!-- /value -->\n"
+    assert pc.check_values(text, "p.md", dcbt_only, {}, partial=True)[1] == []
+    _, problems = pc.check_values(text, "p.md", dcbt_only, {})
+    assert problems == ["p.md: value span cbt/t1-red: cbt/t1-red: no such row in "
+                        "docs/paper-comparison.yaml"]
