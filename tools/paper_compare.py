@@ -447,7 +447,18 @@ def m_mcdt_threshold_pkts(runs: Summaries, algorithm: str, phase: str, cls: str)
     return f"{sum(ths) / len(ths):.1f} pkts"
 
 
+def m_cpu_pct(runs: Summaries, algorithm: str, process: str = "machine",
+              stat: str = "mean_pct") -> str:
+    """CPU over the traffic, % of one core (the run's cpu.txt): a process ("bmv2 r1",
+    "controller", ...) or the whole machine; stat mean_pct or max_pct."""
+    cpu = _summary(runs, algorithm).get("cpu") or {}
+    if process not in cpu:
+        raise CompareError(f"{algorithm}: no CPU samples of {process!r} (has {sorted(cpu)})")
+    return f"{float(cpu[process][stat]):.0f} %"
+
+
 METRICS: dict[str, Metric] = {
+    "cpu_pct": m_cpu_pct,
     "bw_variation_kbps": m_bw_variation_kbps,
     "flow_mean_kbps": m_flow_mean_kbps,
     "register": m_register,

@@ -128,3 +128,11 @@ def test_a_check_with_part_of_the_spec_skips_the_other_papers_spans(rows) -> Non
     _, problems = pc.check_values(text, "p.md", dcbt_only, {})
     assert problems == ["p.md: value span cbt/t1-red: cbt/t1-red: no such row in "
                         "docs/paper-comparison.yaml"]
+
+
+def test_cpu_metric() -> None:
+    runs = {"RED": {"cpu": {"machine": {"mean_pct": 135.4, "max_pct": 151.0}}}}
+    assert pc.m_cpu_pct(runs, "RED") == "135 %"
+    assert pc.m_cpu_pct(runs, "RED", stat="max_pct") == "151 %"
+    with pytest.raises(pc.CompareError, match="no CPU samples of 'controller'"):
+        pc.m_cpu_pct(runs, "RED", process="controller")
