@@ -457,7 +457,20 @@ def m_cpu_pct(runs: Summaries, algorithm: str, process: str = "machine",
     return f"{float(cpu[process][stat]):.0f} %"
 
 
+def m_flow_lag_ms(runs: Summaries, algorithm: str, cls: str, direction: str, at_s: float) -> str:
+    """How long after a class's flows started or stopped (the scenario's time at_s) the
+    controller's shares counted them (summary.json active_flow_lag, flowlag.py)."""
+    changes = (_summary(runs, algorithm).get("active_flow_lag") or {}).get("changes") or []
+    hits = [c for c in changes if c["class"] == cls and c["direction"] == direction
+            and abs(float(c["t_s"]) - float(at_s)) < 0.5]
+    if len(hits) != 1 or hits[0].get("lag_ms") is None:
+        raise CompareError(f"{algorithm}: no single {cls} {direction} at {at_s} s in "
+                           f"active_flow_lag")
+    return f"{float(hits[0]['lag_ms']):.0f} ms"
+
+
 METRICS: dict[str, Metric] = {
+    "flow_lag_ms": m_flow_lag_ms,
     "cpu_pct": m_cpu_pct,
     "bw_variation_kbps": m_bw_variation_kbps,
     "flow_mean_kbps": m_flow_mean_kbps,

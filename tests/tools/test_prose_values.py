@@ -136,3 +136,13 @@ def test_cpu_metric() -> None:
     assert pc.m_cpu_pct(runs, "RED", stat="max_pct") == "151 %"
     with pytest.raises(pc.CompareError, match="no CPU samples of 'controller'"):
         pc.m_cpu_pct(runs, "RED", process="controller")
+
+
+def test_flow_lag_metric() -> None:
+    lag = {"changes": [{"class": "TCP", "direction": "start", "t_s": 20.0, "lag_ms": 149.9},
+                       {"class": "TCP", "direction": "stop", "t_s": 30.0, "lag_ms": 588.4}]}
+    runs = {"DCBT": {"active_flow_lag": lag}}
+    assert pc.m_flow_lag_ms(runs, "DCBT", "TCP", "start", 20) == "150 ms"
+    assert pc.m_flow_lag_ms(runs, "DCBT", "TCP", "stop", 30) == "588 ms"
+    with pytest.raises(pc.CompareError, match="no single TCP start at 10"):
+        pc.m_flow_lag_ms(runs, "DCBT", "TCP", "start", 10)
