@@ -16,13 +16,17 @@ tolerance (docs/verdicts.md). Each paper's table sits in one documentation page
 and the tables of measured values of docs/run-tables.yaml between
 <!-- run-table:NAME --> markers. A page may say "reproduced" only in such a table
 or in a verdict span <!-- verdict:PAPER/ID -->WORD<!-- /verdict --> whose WORD is
-the row's computed verdict. The table's "Data:" links are relative to its page.
+the row's computed verdict. A number the prose quotes from the runs sits in a value
+span <!-- value:PAPER/ID -->TEXT<!-- /value --> (or value:run-table/NAME/ROW/COL), whose
+TEXT must be the row's or the cell's rendering; on PROSE_PAGES a number with a unit
+outside a span must be a paper's value or on docs/prose-numbers.yaml (docs/verdicts.md,
+"Numbers in prose"). The table's "Data:" links are relative to its page.
 
   python tools/paper_compare.py            # check: each table equals its rendering
   python tools/paper_compare.py --write    # rewrite the tables and spans from the data
 
 A changed number in a summary, a row added to the YAML, or a hand edit of a
-table or verdict makes the check fail (it is part of `make check-results`, hence
+table, verdict or value span makes the check fail (it is part of `make check-results`, hence
 `make test`).
 """
 
@@ -892,8 +896,8 @@ def check_words(text: str, page: str, computed: Mapping[str, str], write: bool =
 VALUE_SPAN = re.compile(r"<!-- value:([\w.-]+(?:/[\w.-]+)+)((?: [^\s>]+)*) -->(.*?)<!-- /value -->",
                         re.S)
 _POSITION = re.compile(rf"^(?P<pre>.*?)(?P<med>{NUMBER.pattern})"
-                       rf"(?: \[(?P<lo>{NUMBER.pattern})–(?P<hi>{NUMBER.pattern})\])?(?P<suf>.*)$",
-                       re.S)
+                       rf"(?: \[(?P<lo>{NUMBER.pattern})–(?P<hi>{NUMBER.pattern})\])?"
+                       r"(?P<suf>.*)$", re.S)
 
 
 def _to_float(text: str) -> float:
