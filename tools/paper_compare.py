@@ -454,8 +454,15 @@ def m_mcdt_threshold_pkts(runs: Summaries, algorithm: str, phase: str, cls: str)
 def m_cpu_pct(runs: Summaries, algorithm: str, process: str = "machine",
               stat: str = "mean_pct") -> str:
     """CPU over the traffic, % of one core (the run's cpu.txt): a process ("bmv2 r1",
-    "controller", ...) or the whole machine; stat mean_pct or max_pct."""
+    "controller", ...), the whole machine, or with a trailing * the sum of the
+    processes whose names start so ("bmv2 *": every switch); stat mean_pct or max_pct
+    (of a sum: the sum of the means only)."""
     cpu = _summary(runs, algorithm).get("cpu") or {}
+    if process.endswith("*"):
+        names = [k for k in cpu if k.startswith(process[:-1])]
+        if not names or stat != "mean_pct":
+            raise CompareError(f"{algorithm}: no mean CPU of {process!r} (has {sorted(cpu)})")
+        return f"{sum(float(cpu[k][stat]) for k in names):.0f} %"
     if process not in cpu:
         raise CompareError(f"{algorithm}: no CPU samples of {process!r} (has {sorted(cpu)})")
     return f"{float(cpu[process][stat]):.0f} %"

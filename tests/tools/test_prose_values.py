@@ -136,6 +136,8 @@ def test_cpu_metric() -> None:
     assert pc.m_cpu_pct(runs, "RED", stat="max_pct") == "151 %"
     with pytest.raises(pc.CompareError, match="no CPU samples of 'controller'"):
         pc.m_cpu_pct(runs, "RED", process="controller")
+    runs["RED"]["cpu"].update({"bmv2 r1": {"mean_pct": 40.4}, "bmv2 r2": {"mean_pct": 35.4}})
+    assert pc.m_cpu_pct(runs, "RED", process="bmv2 *") == "76 %"
 
 
 def test_flow_lag_metric() -> None:
