@@ -214,6 +214,16 @@ def m_red_queue_limit(runs: Summaries, algorithm: str) -> str:
             f"({lim['min_th_pkts']:.0f}/{lim['max_th_pkts']:.0f})")
 
 
+def m_tcp_queue_pkts(runs: Summaries, algorithm: str, stat: str) -> str:
+    """cbt §4.2: the TCP class's queue at the bottleneck beside the RED limit (counters,
+    summary red_queue_limit): stat max, max_blast or mean_blast."""
+    lim = _summary(runs, algorithm).get("red_queue_limit") or {}
+    key = f"measured_tcp_{stat}_pkts"
+    if lim.get(key) is None:
+        raise CompareError(f"{algorithm}: no {key} in red_queue_limit")
+    return f"{float(lim[key]):.0f} pkts"
+
+
 def _register_phase(runs: Summaries, algorithm: str, phase: str) -> Mapping[str, Any]:
     regs = _summary(runs, algorithm).get("registers") or {}
     if phase not in (regs.get("phases") or {}):
@@ -481,6 +491,7 @@ def m_flow_lag_ms(runs: Summaries, algorithm: str, cls: str, direction: str, at_
 
 
 METRICS: dict[str, Metric] = {
+    "tcp_queue_pkts": m_tcp_queue_pkts,
     "flow_lag_ms": m_flow_lag_ms,
     "cpu_pct": m_cpu_pct,
     "bw_variation_kbps": m_bw_variation_kbps,

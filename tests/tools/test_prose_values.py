@@ -148,3 +148,12 @@ def test_flow_lag_metric() -> None:
     assert pc.m_flow_lag_ms(runs, "DCBT", "TCP", "stop", 30) == "588 ms"
     with pytest.raises(pc.CompareError, match="no single TCP start at 10"):
         pc.m_flow_lag_ms(runs, "DCBT", "TCP", "start", 10)
+
+
+def test_tcp_queue_metric() -> None:
+    runs = {"CBT": {"red_queue_limit": {"measured_tcp_max_pkts": 55,
+                                        "measured_tcp_max_blast_pkts": 41}}}
+    assert pc.m_tcp_queue_pkts(runs, "CBT", "max") == "55 pkts"
+    assert pc.m_tcp_queue_pkts(runs, "CBT", "max_blast") == "41 pkts"
+    with pytest.raises(pc.CompareError, match="no measured_tcp_mean_blast_pkts"):
+        pc.m_tcp_queue_pkts(runs, "CBT", "mean_blast")
