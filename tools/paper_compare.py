@@ -224,6 +224,14 @@ def m_tcp_queue_pkts(runs: Summaries, algorithm: str, stat: str) -> str:
     return f"{float(lim[key]):.0f} pkts"
 
 
+def m_idle_pct(runs: Summaries, algorithm: str, phase: str) -> str:
+    """The share of a phase the bottleneck link was idle: 1 - its utilisation, %."""
+    u = _phase(runs, algorithm, phase).get("utilization")
+    if u is None:
+        raise CompareError(f"{algorithm} {phase}: no utilization")
+    return f"{100 * (1 - float(u)):.1f} %"
+
+
 def _register_phase(runs: Summaries, algorithm: str, phase: str) -> Mapping[str, Any]:
     regs = _summary(runs, algorithm).get("registers") or {}
     if phase not in (regs.get("phases") or {}):
@@ -491,6 +499,7 @@ def m_flow_lag_ms(runs: Summaries, algorithm: str, cls: str, direction: str, at_
 
 
 METRICS: dict[str, Metric] = {
+    "idle_pct": m_idle_pct,
     "tcp_queue_pkts": m_tcp_queue_pkts,
     "flow_lag_ms": m_flow_lag_ms,
     "cpu_pct": m_cpu_pct,

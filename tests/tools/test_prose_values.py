@@ -157,3 +157,10 @@ def test_tcp_queue_metric() -> None:
     assert pc.m_tcp_queue_pkts(runs, "CBT", "max_blast") == "41 pkts"
     with pytest.raises(pc.CompareError, match="no measured_tcp_mean_blast_pkts"):
         pc.m_tcp_queue_pkts(runs, "CBT", "mean_blast")
+
+
+def test_idle_metric() -> None:
+    runs = {"RED": {"phases": {"cbr0": {"utilization": 0.853}, "cbr2": {}}}}
+    assert pc.m_idle_pct(runs, "RED", "cbr0") == "14.7 %"
+    with pytest.raises(pc.CompareError, match="no utilization"):
+        pc.m_idle_pct(runs, "RED", "cbr2")
