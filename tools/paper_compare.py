@@ -224,6 +224,20 @@ def m_tcp_queue_pkts(runs: Summaries, algorithm: str, stat: str) -> str:
     return f"{float(lim[key]):.0f} pkts"
 
 
+def m_udp_delay_ms(runs: Summaries, algorithm: str, phase: str, cls: str, stat: str) -> str:
+    """A UDP class's one-way delay in a phase: mean_ms, max_ms, jitter_ms_mean (RFC 3550)
+    or pNN from the phase's CDF."""
+    udp = (_phase(runs, algorithm, phase).get("udp_class") or {}).get(cls)
+    if not udp:
+        raise CompareError(f"{algorithm} {phase}: no {cls} packets")
+    if stat.startswith("p"):
+        cdf = udp["delay_cdf_ms"]
+        v = cdf[round(int(stat[1:]) / 100 * (len(cdf) - 1))]
+    else:
+        v = udp[stat]
+    return f"{float(v):.1f} ms"
+
+
 def m_idle_pct(runs: Summaries, algorithm: str, phase: str) -> str:
     """The share of a phase the bottleneck link was idle: 1 - its utilisation, %."""
     u = _phase(runs, algorithm, phase).get("utilization")
@@ -499,6 +513,7 @@ def m_flow_lag_ms(runs: Summaries, algorithm: str, cls: str, direction: str, at_
 
 
 METRICS: dict[str, Metric] = {
+    "udp_delay_ms": m_udp_delay_ms,
     "idle_pct": m_idle_pct,
     "tcp_queue_pkts": m_tcp_queue_pkts,
     "flow_lag_ms": m_flow_lag_ms,

@@ -164,3 +164,12 @@ def test_idle_metric() -> None:
     assert pc.m_idle_pct(runs, "RED", "cbr0") == "14.7 %"
     with pytest.raises(pc.CompareError, match="no utilization"):
         pc.m_idle_pct(runs, "RED", "cbr2")
+
+
+def test_udp_delay_metric() -> None:
+    tagged = {"max_ms": 386.089, "jitter_ms_mean": 16.44, "delay_cdf_ms": list(range(101))}
+    runs = {"DROP_TAIL": {"phases": {"mm30": {"udp_class": {"TAGGED": tagged}}}}}
+    assert pc.m_udp_delay_ms(runs, "DROP_TAIL", "mm30", "TAGGED", "max_ms") == "386.1 ms"
+    assert pc.m_udp_delay_ms(runs, "DROP_TAIL", "mm30", "TAGGED", "p99") == "99.0 ms"
+    with pytest.raises(pc.CompareError, match="no UNTAGGED packets"):
+        pc.m_udp_delay_ms(runs, "DROP_TAIL", "mm30", "UNTAGGED", "max_ms")
