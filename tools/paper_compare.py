@@ -16,13 +16,17 @@ tolerance (docs/verdicts.md). Each paper's table sits in one documentation page
 and the tables of measured values of docs/run-tables.yaml between
 <!-- run-table:NAME --> markers. A page may say "reproduced" only in such a table
 or in a verdict span <!-- verdict:PAPER/ID -->WORD<!-- /verdict --> whose WORD is
-the row's computed verdict. The table's "Data:" links are relative to its page.
+the row's computed verdict. A number the prose quotes from the runs sits in a value
+span <!-- value:PAPER/ID -->TEXT<!-- /value --> (or value:run-table/NAME/ROW/COL), whose
+TEXT must be the row's or the cell's rendering; on PROSE_PAGES a number with a unit
+outside a span must be a paper's value or on docs/prose-numbers.yaml (docs/verdicts.md,
+"Numbers in prose"). The table's "Data:" links are relative to its page.
 
   python tools/paper_compare.py            # check: each table equals its rendering
   python tools/paper_compare.py --write    # rewrite the tables and spans from the data
 
 A changed number in a summary, a row added to the YAML, or a hand edit of a
-table or verdict makes the check fail (it is part of `make check-results`, hence
+table, verdict or value span makes the check fail (it is part of `make check-results`, hence
 `make test`).
 """
 
@@ -208,6 +212,38 @@ def m_red_queue_limit(runs: Summaries, algorithm: str) -> str:
     lim = _summary(runs, algorithm)["red_queue_limit"]
     return (f"{lim['effective_red_limit_pkts']:.0f} pkts "
             f"({lim['min_th_pkts']:.0f}/{lim['max_th_pkts']:.0f})")
+
+
+def m_tcp_queue_pkts(runs: Summaries, algorithm: str, stat: str) -> str:
+    """cbt §4.2: the TCP class's queue at the bottleneck beside the RED limit (counters,
+    summary red_queue_limit): stat max, max_blast or mean_blast."""
+    lim = _summary(runs, algorithm).get("red_queue_limit") or {}
+    key = f"measured_tcp_{stat}_pkts"
+    if lim.get(key) is None:
+        raise CompareError(f"{algorithm}: no {key} in red_queue_limit")
+    return f"{float(lim[key]):.0f} pkts"
+
+
+def m_udp_delay_ms(runs: Summaries, algorithm: str, phase: str, cls: str, stat: str) -> str:
+    """A UDP class's one-way delay in a phase: mean_ms, max_ms, jitter_ms_mean (RFC 3550)
+    or pNN from the phase's CDF."""
+    udp = (_phase(runs, algorithm, phase).get("udp_class") or {}).get(cls)
+    if not udp:
+        raise CompareError(f"{algorithm} {phase}: no {cls} packets")
+    if stat.startswith("p"):
+        cdf = udp["delay_cdf_ms"]
+        v = cdf[round(int(stat[1:]) / 100 * (len(cdf) - 1))]
+    else:
+        v = udp[stat]
+    return f"{float(v):.1f} ms"
+
+
+def m_idle_pct(runs: Summaries, algorithm: str, phase: str) -> str:
+    """The share of a phase the bottleneck link was idle: 1 - its utilisation, %."""
+    u = _phase(runs, algorithm, phase).get("utilization")
+    if u is None:
+        raise CompareError(f"{algorithm} {phase}: no utilization")
+    return f"{100 * (1 - float(u)):.1f} %"
 
 
 def _register_phase(runs: Summaries, algorithm: str, phase: str) -> Mapping[str, Any]:
@@ -447,7 +483,41 @@ def m_mcdt_threshold_pkts(runs: Summaries, algorithm: str, phase: str, cls: str)
     return f"{sum(ths) / len(ths):.1f} pkts"
 
 
+def m_cpu_pct(runs: Summaries, algorithm: str, process: str = "machine",
+              stat: str = "mean_pct") -> str:
+    """CPU over the traffic, % of one core (the run's cpu.txt): a process ("bmv2 r1",
+    "controller", ...), the whole machine, or with a trailing * the sum of the
+    processes whose names start so ("bmv2 *": every switch); stat mean_pct or max_pct
+    (of a sum: the sum of the means only)."""
+    cpu = _summary(runs, algorithm).get("cpu") or {}
+    if process.endswith("*"):
+        names = [k for k in cpu if k.startswith(process[:-1])]
+        if not names or stat != "mean_pct":
+            raise CompareError(f"{algorithm}: no mean CPU of {process!r} (has {sorted(cpu)})")
+        return f"{sum(float(cpu[k][stat]) for k in names):.0f} %"
+    if process not in cpu:
+        raise CompareError(f"{algorithm}: no CPU samples of {process!r} (has {sorted(cpu)})")
+    return f"{float(cpu[process][stat]):.0f} %"
+
+
+def m_flow_lag_ms(runs: Summaries, algorithm: str, cls: str, direction: str, at_s: float) -> str:
+    """How long after a class's flows started or stopped (the scenario's time at_s) the
+    controller's shares counted them (summary.json active_flow_lag, flowlag.py)."""
+    changes = (_summary(runs, algorithm).get("active_flow_lag") or {}).get("changes") or []
+    hits = [c for c in changes if c["class"] == cls and c["direction"] == direction
+            and abs(float(c["t_s"]) - float(at_s)) < 0.5]
+    if len(hits) != 1 or hits[0].get("lag_ms") is None:
+        raise CompareError(f"{algorithm}: no single {cls} {direction} at {at_s} s in "
+                           f"active_flow_lag")
+    return f"{float(hits[0]['lag_ms']):.0f} ms"
+
+
 METRICS: dict[str, Metric] = {
+    "udp_delay_ms": m_udp_delay_ms,
+    "idle_pct": m_idle_pct,
+    "tcp_queue_pkts": m_tcp_queue_pkts,
+    "flow_lag_ms": m_flow_lag_ms,
+    "cpu_pct": m_cpu_pct,
     "bw_variation_kbps": m_bw_variation_kbps,
     "flow_mean_kbps": m_flow_mean_kbps,
     "register": m_register,
@@ -810,10 +880,15 @@ def render(paper: Mapping[str, Any], results: Path = RESULTS, base: str = "docs/
     return "\n".join(lines)
 
 
+def evaluated_rows(spec: Mapping[str, Any], results: Path = RESULTS) -> dict[str, dict[str, Any]]:
+    """{"PAPER/ID": the row as evaluate() gives it} of every row."""
+    return {f"{name}/{r['row']['id']}": r
+            for name, paper in spec.items() for r in evaluate(paper, results)}
+
+
 def verdicts(spec: Mapping[str, Any], results: Path = RESULTS) -> dict[str, str]:
     """{"PAPER/ID": verdict} of every row."""
-    return {f"{name}/{r['row']['id']}": r["verdict"]
-            for name, paper in spec.items() for r in evaluate(paper, results)}
+    return {k: r["verdict"] for k, r in evaluated_rows(spec, results).items()}
 
 
 # Pages that describe the verdict words rather than use them.
@@ -850,6 +925,205 @@ def check_words(text: str, page: str, computed: Mapping[str, str], write: bool =
     return text, problems
 
 
+# ------------------------------------------------------------ measured numbers in prose
+# A number a page quotes from the runs sits in a value span, rendered from the same data
+# as the tables (docs/verdicts.md, "Numbers in prose"):
+#   <!-- value:PAPER/ROW-ID[ OPTIONS] -->TEXT<!-- /value -->       a paper-comparison row's
+#       mmaqm cell without its run count: "356 [353–358] kbit/s"
+#   <!-- value:run-table/NAME/ROW/COL[ OPTIONS] -->TEXT<!-- /value -->   a run-table cell
+#       (ROW and COL count from 1, the label column not counted): "0.98 / 0.97"
+# OPTIONS, in any order: #N (the N-th value of a cell "a / b / c", from 1), median or
+# range (of a row's cell: its median, or its range over the runs; of a run-table cell: of
+# its values), .N (N decimals), bare (the number(s) without the unit).
+VALUE_SPAN = re.compile(r"<!-- value:([\w.-]+(?:/[\w.-]+)+)((?: [^\s>]+)*) -->(.*?)<!-- /value -->",
+                        re.S)
+_POSITION = re.compile(rf"^(?P<pre>.*?)(?P<med>{NUMBER.pattern})"
+                       rf"(?: \[(?P<lo>{NUMBER.pattern})–(?P<hi>{NUMBER.pattern})\])?"
+                       r"(?P<suf>.*)$", re.S)
+
+
+def _to_float(text: str) -> float:
+    return float(text.replace(" ", "").replace("−", "-"))
+
+
+def _split_position(text: str) -> "re.Match[str]":
+    m = _POSITION.match(text)
+    if not m:
+        raise CompareError(f"no number in {text!r}")
+    return m
+
+
+def _row_core(r: Mapping[str, Any]) -> str:
+    """A row's mmaqm cell without the run count and the validity notes."""
+    cell, n = r["cell"], len(r["runs"])
+    cut = cell.rfind(f" ({n} run")
+    if not r["per_run"] or cut < 0:
+        raise CompareError(f"row {r['row']['id']} has no measured value")
+    return cell[:cut]
+
+
+def span_text(key: str, options: list[str], rows: Mapping[str, Mapping[str, Any]],
+              tables: Mapping[str, Any], results: Path = RESULTS) -> str:
+    """What a value span with this key and these options must say."""
+    pos, form, nd, bare = None, "cell", None, False
+    for o in options:
+        if re.fullmatch(r"#\d+", o):
+            pos = int(o[1:])
+        elif o in ("median", "range"):
+            form = o
+        elif re.fullmatch(r"\.\d", o):
+            nd = int(o[1:])
+        elif o == "bare":
+            bare = True
+        else:
+            raise CompareError(f"unknown option {o!r} (#N, median, range, .N, bare)")
+    if key.startswith("run-table/"):
+        parts = key.split("/")
+        if len(parts) != 4 or parts[1] not in tables or not parts[2].isdigit() \
+                or not parts[3].isdigit():
+            raise CompareError(f"{key}: not run-table/NAME/ROW/COL of docs/run-tables.yaml")
+        cells = run_table_cells(tables[parts[1]], results)
+        i, j = int(parts[2]) - 1, int(parts[3]) - 1
+        if not (0 <= i < len(cells) and 0 <= j < len(cells[i])):
+            raise CompareError(f"{key}: the table has {len(cells)} rows of "
+                               f"{len(cells[0]) if cells else 0} columns")
+        values = _positions(cells[i][j])
+    else:
+        if key not in rows:
+            raise CompareError(f"{key}: no such row in docs/paper-comparison.yaml")
+        values = _positions(_row_core(rows[key]))
+    if pos is not None:
+        if not 1 <= pos <= len(values):
+            raise CompareError(f"{key}: #{pos}, but the cell has {len(values)} values")
+        values = [values[pos - 1]]
+    ms = [_split_position(v) for v in values]
+    if form == "cell":
+        out = []
+        for m in ms:
+            t = m.group("med") + (f" [{m.group('lo')}–{m.group('hi')}]" if m.group("lo") else "")
+            out.append(t if bare else m.group("pre") + t + m.group("suf"))
+        text = " / ".join(out)
+    else:
+        if key.startswith("run-table/"):      # over the cell's values
+            if len({m.group("pre") + m.group("suf") for m in ms}) != 1:
+                raise CompareError(f"{key}: {form} of values with different units")
+            xs = [_to_float(m.group("med")) for m in ms]
+            sample = [m.group("med") for m in ms]
+            lo, hi = min(xs), max(xs)
+            med = statistics.median(xs)
+            m = ms[0]
+            num = (_like(sample[0], med) if form == "median"
+                   else f"{_like(sample[0], lo)}–{_like(sample[0], hi)}")
+            text = num if bare else m.group("pre") + num + m.group("suf")
+        else:                                 # over the runs, per value
+            out = []
+            for m in ms:
+                num = m.group("med") if form == "median" or not m.group("lo") \
+                    else f"{m.group('lo')}–{m.group('hi')}"
+                out.append(num if bare else m.group("pre") + num + m.group("suf"))
+            text = " / ".join(out)
+    return _decimals(text, nd)
+
+
+def check_values(text: str, page: str, rows: Mapping[str, Mapping[str, Any]],
+                 tables: Mapping[str, Any], results: Path = RESULTS, write: bool = False,
+                 partial: bool = False) -> tuple[str, list[str]]:
+    """Each value span must say what its row or run-table cell renders; --write updates
+    the spans. partial: a check with part of the spec, which skips the spans of papers
+    it does not hold."""
+    problems = []
+    papers = {k.split("/")[0] for k in rows}
+
+    def span(m: "re.Match[str]") -> str:
+        key, options, said = m.group(1), m.group(2).split(), m.group(3)
+        if partial and not key.startswith("run-table/") and key.split("/")[0] not in papers:
+            return m.group(0)
+        try:
+            want = span_text(key, options, rows, tables, results)
+        except (CompareError, OSError, ValueError, KeyError) as e:
+            problems.append(f"{page}: value span {key}: {e}")
+            return m.group(0)
+        if said != want:
+            if write:
+                return f"<!-- value:{key}{m.group(2)} -->{want}<!-- /value -->"
+            problems.append(f"{page}: value span {key}{m.group(2)} says {said!r}, the data "
+                            f"give {want!r}")
+        return m.group(0)
+
+    return VALUE_SPAN.sub(span, text), problems
+
+
+# A measured number outside a table and a span is unchecked: on the pages of
+# PROSE_PAGES, every number with a unit of UNITS in prose must be in a value span, be a
+# paper's value (the word "paper" shortly before it, or <!-- paper --> right before it),
+# or be on the page's allowlist in docs/prose-numbers.yaml, with a reason.
+PROSE_NUMBERS = REPO / "docs" / "prose-numbers.yaml"
+PROSE_PAGES = ("README.md", "docs/experiments/dcbt.md", "docs/experiments/cbt.md",
+               "docs/experiments/feng.md", "docs/experiments/mcdt.md",
+               "docs/experiments/upta.md")
+UNITS = r"(?:%|kbit/s|Mbit/s|ms|packets|pkts|points|pts)"
+_NUM = r"[+\-−]?\d(?:[\d,.]|\s(?=\d{3}\b))*"
+PROSE_NUMBER = re.compile(rf"(?<![\w.])({_NUM}(?:\s?[–-]\s?{_NUM})?)\s?{UNITS}(?![\w/])")
+PAPER_MARK = "<!-- paper -->"
+# "the paper's 318 kbit/s", "where the paper has 0.4 %", "(paper: 35.7 %)"
+PAPER_BEFORE = re.compile(r"\bpaper(?:'s|s')?(?: [\w-]+){0,2}\s*[:(]?\s*$", re.I)
+
+
+def prose(text: str) -> str:
+    """The page's prose: without code blocks, tables, computed tables and spans (each
+    replaced by blank lines or nothing, so line numbers stay)."""
+    def blank(m: "re.Match[str]") -> str:
+        return "\n" * m.group(0).count("\n")
+    text = re.sub(r"```.*?```", blank, text, flags=re.S)
+    text = re.sub(r"<!-- (paper-compare|run-table):([\w-]+) -->.*?<!-- /\1:\2 -->", blank,
+                  text, flags=re.S)
+    text = VALUE_SPAN.sub(lambda m: "⟨value⟩" + blank(m), text)
+    text = SPAN.sub(lambda m: "⟨verdict⟩" + blank(m), text)
+    return "\n".join("" if line.lstrip().startswith("|") else line
+                     for line in text.splitlines())
+
+
+def unmarked_numbers(text: str, allowed: Mapping[str, str] = {}) -> list[tuple[int, str]]:
+    """(line, number with unit) of each number in the prose that is in no value span, not
+    a paper's value and not allowed."""
+    out = []
+    for n, line in enumerate(prose(text).splitlines(), 1):
+        for m in PROSE_NUMBER.finditer(line):
+            before = line[max(0, m.start() - 40):m.start()]
+            if PAPER_BEFORE.search(before) or before.endswith(PAPER_MARK):
+                continue
+            found = " ".join(m.group(0).split())
+            if found not in allowed:
+                out.append((n, found))
+    return out
+
+
+def check_prose(texts: Mapping[Path, str], allowlist: Mapping[str, Any]) -> list[str]:
+    """The PROSE_PAGES among texts: every measured number in a span or allowed."""
+    problems = []
+    for name, entries in (allowlist or {}).items():
+        if name not in PROSE_PAGES:
+            problems.append(f"prose-numbers.yaml: {name} is not one of the checked pages")
+        for k, why in (entries or {}).items():
+            if not str(why or "").strip():
+                problems.append(f"prose-numbers.yaml: {name}: {k!r} has no reason")
+    for page, text in texts.items():
+        name = _page_name(page)
+        if name not in PROSE_PAGES:
+            continue
+        allowed = {str(k): v for k, v in ((allowlist or {}).get(name) or {}).items()}
+        on_page = {found for _, found in unmarked_numbers(text)}
+        for k in allowed:
+            if k not in on_page:
+                problems.append(f"prose-numbers.yaml: {name}: {k!r} is no longer in the page's "
+                                f"prose; remove the entry")
+        for n, found in unmarked_numbers(text, allowed):
+            problems.append(f"{name}:{n}: {found!r} is a number in prose outside a value span "
+                            f"(docs/verdicts.md); put it in one, or mark a paper value "
+                            f"{PAPER_MARK}, or allow it in docs/prose-numbers.yaml with a reason")
+    return problems
+
+
 # ------------------------------------------------------------ tables of run values
 # docs/run-tables.yaml: the tables of measured values that are not paper comparisons (the
 # README's headline, per-run detail tables of the experiment pages). Each sits between
@@ -868,11 +1142,12 @@ def _decimals(text: str, nd: Optional[int]) -> str:
                       text)
 
 
-def render_run_table(table: Mapping[str, Any], results: Path = RESULTS,
-                     base: str = "docs/results") -> str:
-    loaded = {r: load_run(results, r) for r in table["runs"]}
-    lines = ["| " + " | ".join([table.get("corner", "")] + [c["header"] for c in table["columns"]])
-             + " |", "|---" + "|---:" * len(table["columns"]) + "|"]
+def run_table_cells(table: Mapping[str, Any], results: Path = RESULTS,
+                    loaded: Optional[Mapping[str, Summaries]] = None) -> list[list[str]]:
+    """The table's cells, row by row (without the label column): the metric in every run,
+    joined by " / "."""
+    loaded = loaded if loaded is not None else {r: load_run(results, r) for r in table["runs"]}
+    out = []
     for row in table["rows"]:
         nd = row.get("decimals", table.get("decimals"))
         cells = []
@@ -882,6 +1157,16 @@ def render_run_table(table: Mapping[str, Any], results: Path = RESULTS,
                 cells.append(str(spec["text"]))
                 continue
             cells.append(" / ".join(_decimals(value(loaded[r], spec), nd) for r in table["runs"]))
+        out.append(cells)
+    return out
+
+
+def render_run_table(table: Mapping[str, Any], results: Path = RESULTS,
+                     base: str = "docs/results") -> str:
+    loaded = {r: load_run(results, r) for r in table["runs"]}
+    lines = ["| " + " | ".join([table.get("corner", "")] + [c["header"] for c in table["columns"]])
+             + " |", "|---" + "|---:" * len(table["columns"]) + "|"]
+    for row, cells in zip(table["rows"], run_table_cells(table, results, loaded)):
         lines.append("| " + " | ".join([row["label"]] + [_cell(c) for c in cells]) + " |")
     used = {spec.get("algorithm") for row in table["rows"] for col in table["columns"]
             for spec in [{**row.get("args", {}), **col.get("args", {})}]}
@@ -999,6 +1284,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--spec", type=Path, default=SPEC)
     ap.add_argument("--results", type=Path, default=RESULTS)
     ap.add_argument("--run-tables", type=Path, default=RUN_TABLES)
+    ap.add_argument("--prose-numbers", type=Path, default=PROSE_NUMBERS)
     ap.add_argument("--write", action="store_true", help="rewrite the tables in their pages")
     a = ap.parse_args(argv)
     try:   # the controller's strict loader: a duplicated key is an error, not "last wins"
@@ -1014,6 +1300,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     except ValueError as err:
         print(f"paper_compare: {err}", file=sys.stderr)
         return 2
+    try:
+        allowlist = load_yaml(a.prose_numbers.read_text(), source=str(a.prose_numbers)) or {} \
+            if a.prose_numbers.is_file() else {}
+    except ValueError as err:
+        print(f"paper_compare: {err}", file=sys.stderr)
+        return 2
     new_texts, run_table_problems = process_run_tables(texts, tables, a.results, a.write,
                                                        require=a.pages is None)
     problems += run_table_problems
@@ -1026,10 +1318,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         problems += page_problems
         new_texts[page] = new
     try:
-        computed = verdicts(spec, a.results)
+        rows = evaluated_rows(spec, a.results)
     except (CompareError, OSError, ValueError) as e:
-        computed = {}
+        rows = {}
         problems.append(str(e))
+    computed = {k: r["verdict"] for k, r in rows.items()}
     for page, text in new_texts.items():
         if any(Path(os.path.abspath(page)).as_posix().endswith("/" + w)
                for w in WORD_DEFINING_PAGES):
@@ -1037,9 +1330,17 @@ def main(argv: Optional[list[str]] = None) -> int:
         else:
             new, word_problems = check_words(text, _page_name(page), computed, a.write)
         problems += word_problems
+        if not any(Path(os.path.abspath(page)).as_posix().endswith("/" + w)
+                   for w in WORD_DEFINING_PAGES):
+            new, value_problems = check_values(
+                new, _page_name(page), rows, tables, a.results, a.write,
+                partial=a.spec != SPEC)
+            problems += value_problems
         if a.write and new != texts_before[page]:
             page.write_text(new)
             print(f"paper_compare: rewrote {_page_name(page)}")
+    problems += check_prose({p: p.read_text() if a.write else new_texts[p] for p in new_texts},
+                            allowlist)
     for p in problems:
         print(f"paper_compare: {p}", file=sys.stderr)
     if not problems:

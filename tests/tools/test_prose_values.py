@@ -1,0 +1,175 @@
+"""Measured numbers in prose: value spans are rendered from the committed runs like the
+tables (a changed digit fails the check, changed data change the rendering), and every
+number with a unit in the experiment pages' prose is in a span, a paper value, or on the
+reviewed allowlist (docs/prose-numbers.yaml)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+import paper_compare as pc
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE = Path(__file__).parent / "fixtures" / "prose_numbers.md"
+RUN = "dcbt-fig7-20261125-all"
+TABLE = {"runs": [RUN], "corner": "c",
+         "columns": [{"header": "DCBT", "args": {"algorithm": "DCBT"}}],
+         "rows": [{"label": "Jain", "args": {"fn": "jain", "phase": "blast"}},
+                  {"label": "tagged loss", "args": {"fn": "class_loss_pct", "phase": "blast",
+                                                    "cls": "TAGGED"}}]}
+
+
+@pytest.fixture(scope="module")
+def rows() -> dict:
+    return pc.evaluated_rows(yaml.safe_load(pc.SPEC.read_text()))
+
+
+def test_span_forms_of_a_paper_row(rows) -> None:
+    key = "dcbt/s63-tcp-ratio"             # 5 runs: "median [lo–hi] %"
+    cell = pc.span_text(key, [], rows, {})
+    med, rng = pc.span_text(key, ["median"], rows, {}), pc.span_text(key, ["range"], rows, {})
+    assert rows[key]["cell"].startswith(cell + " (")
+    lo_hi = cell.split("[")[1].split("]")[0]
+    assert med == cell.split(" [")[0] + " %" and rng == lo_hi + " %"
+    assert pc.span_text(key, ["range", ".0"], rows, {}).count(".") == 0
+    assert pc.span_text(key, ["median", "bare"], rows, {}) == cell.split(" [")[0]
+    with pytest.raises(pc.CompareError, match="no such row"):
+        pc.span_text("dcbt/no-such-row", [], rows, {})
+    with pytest.raises(pc.CompareError, match="unknown option"):
+        pc.span_text(key, ["mean"], rows, {})
+
+
+def test_span_forms_of_a_run_table_cell() -> None:
+    tables = {"t": {**TABLE, "runs": [RUN, RUN]}}     # one value per run: "a / a"
+    jain = pc.span_text("run-table/t/1/1", ["#1"], {}, tables)
+    assert pc.span_text("run-table/t/1/1", [], {}, tables) == f"{jain} / {jain}"
+    assert pc.span_text("run-table/t/1/1", ["range"], {}, tables) == f"{jain}–{jain}"
+    loss = pc.span_text("run-table/t/2/1", ["median"], {}, tables)
+    assert loss.endswith(" %")
+    with pytest.raises(pc.CompareError, match="rows of"):
+        pc.span_text("run-table/t/3/1", [], {}, tables)
+    with pytest.raises(pc.CompareError, match="not run-table/NAME/ROW/COL"):
+        pc.span_text("run-table/nope/1/1", [], {}, tables)
+
+
+def test_one_changed_digit_in_a_span_fails_and_write_restores_it(rows) -> None:
+    key = "dcbt/s63-tcp-ratio"
+    good = f"TCP got <!-- value:{key} range -->{pc.span_text(key, ['range'], rows, {})}" \
+           "<!-- /value --> of D-CBT's.\n"
+    assert pc.check_values(good, "p.md", rows, {}) == (good, [])
+    digit = next(i for i, ch in enumerate(good) if ch.isdigit() and i > good.index("-->"))
+    bad = good[:digit] + str((int(good[digit]) + 1) % 10) + good[digit + 1:]
+    _, problems = pc.check_values(bad, "p.md", rows, {})
+    assert len(problems) == 1 and f"value span {key} range says" in problems[0]
+    fixed, problems = pc.check_values(bad, "p.md", rows, {}, write=True)
+    assert problems == [] and fixed == good
+
+
+def test_changed_data_under_a_span_change_its_rendering(tmp_path) -> None:
+    shutil.copytree(pc.RESULTS / RUN / "DCBT", tmp_path / RUN / "DCBT")
+    tables = {"t": TABLE}
+    before = pc.span_text("run-table/t/1/1", [], {}, tables, tmp_path)
+    page = f"Jain <!-- value:run-table/t/1/1 -->{before}<!-- /value -->.\n"
+    assert pc.check_values(page, "p.md", {}, tables, tmp_path)[1] == []
+    gz = tmp_path / RUN / "DCBT" / "summary.json.gz"
+    plain = tmp_path / RUN / "DCBT" / "summary.json"
+    s = json.loads(gzip.decompress(gz.read_bytes()) if gz.is_file() else plain.read_text())
+    s["phases"]["blast"]["jain"] = 0.123
+    gz.unlink(missing_ok=True)
+    plain.write_text(json.dumps(s))
+    assert pc.span_text("run-table/t/1/1", [], {}, tables, tmp_path) == "0.123" != before
+    _, problems = pc.check_values(page, "p.md", {}, tables, tmp_path)
+    assert problems == [f"p.md: value span run-table/t/1/1 says {before!r}, the data give "
+                        "'0.123'"]
+
+
+def test_an_unmarked_run_number_in_prose_fails() -> None:
+    text = FIXTURE.read_text()
+    found = pc.unmarked_numbers(text, {"25 Mbit/s": "the bottleneck rate"})
+    # the fixture's one unmarked run number; the span, the paper value, the marked paper
+    # value, the allowed parameter, the table and the code block pass
+    assert found == [(5, "14.0 %")]
+    assert pc.unmarked_numbers(text, {"25 Mbit/s": "x", "14.0 %": "y"}) == []
+    assert pc.unmarked_numbers(text, {})[0] == (3, "25 Mbit/s")
+
+
+def test_the_prose_check_covers_the_listed_pages_and_wants_reasons(tmp_path) -> None:
+    page = REPO / "docs" / "experiments" / "feng.md"
+    problems = pc.check_prose({page: "TCP lost 3.5 % here.\n"}, {})
+    assert len(problems) == 1 and "docs/experiments/feng.md:1: '3.5 %'" in problems[0]
+    assert pc.check_prose({page: "TCP lost 3.5 % here.\n"},
+                          {"docs/experiments/feng.md": {"3.5 %": "a reason"}}) == []
+    assert "has no reason" in pc.check_prose({}, {"docs/experiments/feng.md": {"3.5 %": ""}})[0]
+    assert "not one of the checked pages" in pc.check_prose({}, {"docs/x.md": {"1 %": "r"}})[0]
+    stale = pc.check_prose({page: "TCP lost 3.5 % here.\n"},
+                           {"docs/experiments/feng.md": {"3.5 %": "r", "7 ms": "r"}})
+    assert stale == ["prose-numbers.yaml: docs/experiments/feng.md: '7 ms' is no longer in "
+                     "the page's prose; remove the entry"]
+    # a page off the list is not scanned
+    assert pc.check_prose({tmp_path / "other.md": "TCP lost 3.5 % here.\n"}, {}) == []
+
+
+def test_the_committed_pages_pass_the_prose_check() -> None:
+    allow = yaml.safe_load(pc.PROSE_NUMBERS.read_text())
+    texts = {REPO / name: (REPO / name).read_text() for name in pc.PROSE_PAGES}
+    assert pc.check_prose(texts, allow) == []
+
+
+def test_a_check_with_part_of_the_spec_skips_the_other_papers_spans(rows) -> None:
+    dcbt_only = {k: r for k, r in rows.items() if k.startswith("dcbt/")}
+    text = "x <!-- value:cbt/t1-red range -->1 %<!-- /value -->\n"
+    assert pc.check_values(text, "p.md", dcbt_only, {}, partial=True)[1] == []
+    _, problems = pc.check_values(text, "p.md", dcbt_only, {})
+    assert problems == ["p.md: value span cbt/t1-red: cbt/t1-red: no such row in "
+                        "docs/paper-comparison.yaml"]
+
+
+def test_cpu_metric() -> None:
+    runs = {"RED": {"cpu": {"machine": {"mean_pct": 135.4, "max_pct": 151.0}}}}
+    assert pc.m_cpu_pct(runs, "RED") == "135 %"
+    assert pc.m_cpu_pct(runs, "RED", stat="max_pct") == "151 %"
+    with pytest.raises(pc.CompareError, match="no CPU samples of 'controller'"):
+        pc.m_cpu_pct(runs, "RED", process="controller")
+    runs["RED"]["cpu"].update({"bmv2 r1": {"mean_pct": 40.4}, "bmv2 r2": {"mean_pct": 35.4}})
+    assert pc.m_cpu_pct(runs, "RED", process="bmv2 *") == "76 %"
+
+
+def test_flow_lag_metric() -> None:
+    lag = {"changes": [{"class": "TCP", "direction": "start", "t_s": 20.0, "lag_ms": 149.9},
+                       {"class": "TCP", "direction": "stop", "t_s": 30.0, "lag_ms": 588.4}]}
+    runs = {"DCBT": {"active_flow_lag": lag}}
+    assert pc.m_flow_lag_ms(runs, "DCBT", "TCP", "start", 20) == "150 ms"
+    assert pc.m_flow_lag_ms(runs, "DCBT", "TCP", "stop", 30) == "588 ms"
+    with pytest.raises(pc.CompareError, match="no single TCP start at 10"):
+        pc.m_flow_lag_ms(runs, "DCBT", "TCP", "start", 10)
+
+
+def test_tcp_queue_metric() -> None:
+    runs = {"CBT": {"red_queue_limit": {"measured_tcp_max_pkts": 55,
+                                        "measured_tcp_max_blast_pkts": 41}}}
+    assert pc.m_tcp_queue_pkts(runs, "CBT", "max") == "55 pkts"
+    assert pc.m_tcp_queue_pkts(runs, "CBT", "max_blast") == "41 pkts"
+    with pytest.raises(pc.CompareError, match="no measured_tcp_mean_blast_pkts"):
+        pc.m_tcp_queue_pkts(runs, "CBT", "mean_blast")
+
+
+def test_idle_metric() -> None:
+    runs = {"RED": {"phases": {"cbr0": {"utilization": 0.853}, "cbr2": {}}}}
+    assert pc.m_idle_pct(runs, "RED", "cbr0") == "14.7 %"
+    with pytest.raises(pc.CompareError, match="no utilization"):
+        pc.m_idle_pct(runs, "RED", "cbr2")
+
+
+def test_udp_delay_metric() -> None:
+    tagged = {"max_ms": 386.089, "jitter_ms_mean": 16.44, "delay_cdf_ms": list(range(101))}
+    runs = {"DROP_TAIL": {"phases": {"mm30": {"udp_class": {"TAGGED": tagged}}}}}
+    assert pc.m_udp_delay_ms(runs, "DROP_TAIL", "mm30", "TAGGED", "max_ms") == "386.1 ms"
+    assert pc.m_udp_delay_ms(runs, "DROP_TAIL", "mm30", "TAGGED", "p99") == "99.0 ms"
+    with pytest.raises(pc.CompareError, match="no UNTAGGED packets"):
+        pc.m_udp_delay_ms(runs, "DROP_TAIL", "mm30", "UNTAGGED", "max_ms")
