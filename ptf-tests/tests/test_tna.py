@@ -28,7 +28,7 @@ per slot leaves a shaped port, and the precondition is checked, so a model whose
 traffic manager does not hold packets skips with PRECONDITION MISSED rather than
 passing. The slots are 1 s long (the model forwards tens of packets per second).
 Registers are pipe 0's (every port here is in pipe 0; the reports return there).
-The IPv6 packets are test_ipv6's (packet6, forwarded6: the v1model suite's).
+The IPv6 packets are test_ipv6's (mmaqm_base.packet6, forwarded6).
 """
 
 from __future__ import annotations
@@ -62,9 +62,8 @@ from mmaqm_oracle import upta_model
 
 import mmaqm_tofino as tofino
 from mmaqm_base import (CONFIG, OUT_PORT, PORTS, SRC_HOST_PORT, SWITCH, Counters, QueueTest,
-                        TnaTarget, burst_packet, forwarded, host_ip, host_mac,
-                        no_early_drop_max_p, packet, predict, router_mac)
-from test_ipv6 import forwarded6, ip6, packet6
+                        TnaTarget, burst_packet, forwarded, forwarded6, host_ip, host_mac, ip6,
+                        no_early_drop_max_p, packet, packet6, predict, router_mac)
 
 SKIP_ON_BMV2 = ("needs the Tofino model or a Tofino switch (run_ptf.py --target tna, "
                 "docs/tofino-model.md): it tests the TNA build's own mechanisms")
@@ -186,7 +185,7 @@ class TnaTest(QueueTest):
 
     # ---- one packet, its counters ---------------------------------------------
     def check_routed6(self, pkt: Ether, cls: str) -> None:
-        """pkt leaves port 2 as routed6_bytes says (and as test_ipv6's forwarded6),
+        """pkt leaves port 2 as routed6_bytes says (and as forwarded6, test_ipv6's),
         counted as one arrival, admit and departure of class cls at v1model's
         index (port * 4 + class), no drop, no discard."""
         want = routed6_bytes(bytes(pkt))
@@ -500,7 +499,7 @@ class TnaBfdChecksumTest(TnaTest):
 # ---------------------------------------------------------------- IPv6
 # docs/ipv6.md, "On Tofino". Packets from the host behind port 1 (2001:db8:1::2)
 # to the one behind port 2 (2001:db8:2::2), which ptf-config.yaml's
-# 2001:db8:2::/64 routes to port 2; test_ipv6's packet6 builds them (its flow
+# 2001:db8:2::/64 routes to port 2; packet6 builds them, as for test_ipv6 (its flow
 # label and payload carry seq; destination port DPORT6).
 DPORT6 = 2000
 IPV6_HOP_LIMIT_OFFSET = 14 + 7      # byte 7 of the fixed header (RFC 8200 §3)

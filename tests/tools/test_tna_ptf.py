@@ -218,7 +218,7 @@ def ptf_collected(module) -> dict[str, type]:
 def test_on_bmv2_every_tna_test_skips_before_touching_a_switch() -> None:
     test_tna = tna_test_module()
     collected = ptf_collected(test_tna)
-    # the IPv6 tests' packets come from test_ipv6; none of its tests comes along
+    # only test_tna's own (it shares mmaqm_base's IPv6 packets with test_ipv6)
     assert set(collected) == TNA_TESTS
     tests = list(collected.values())
     assert all(issubclass(c, test_tna.TnaTest) for c in tests)
@@ -398,7 +398,7 @@ def test_the_ipv6_routing_and_tagged_tests_send_what_their_docstrings_say() -> N
                 [i for i in range(12) if routed[i] != frame[i]] + [21]
             assert routed[:12] == bytes.fromhex("020000000201" "020000000002")
             assert routed[21] == hlim - 1
-            assert routed == bytes(test_tna.forwarded6(pkt))      # test_ipv6's agrees
+            assert routed == bytes(test_tna.forwarded6(pkt))      # test_ipv6's expectation
     # the depth-2 case: two 8-byte headers; the tagged test's routing header: 24
     # bytes (Hdr Ext Len 2), the longest rest (16 bytes) the TNA parser takes
     routing_frames = test_tna.TnaIpv6RoutingTest.frames()
