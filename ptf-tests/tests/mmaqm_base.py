@@ -27,7 +27,7 @@ import ptf
 import ptf.testutils as tu
 from ptf.base_tests import BaseTest
 from scapy.layers.inet import ICMP, IP, TCP, UDP
-from scapy.layers.inet6 import IPv6
+from scapy.layers.inet6 import ICMPv6EchoRequest, IPv6
 from scapy.layers.l2 import Ether
 
 from mmaqm import bmv2_tm
@@ -214,6 +214,43 @@ def forwarded(pkt: Ether, out_port: int = OUT_PORT) -> Ether:
     out[IP].ttl -= 1
     del out[IP].chksum
     return Ether(bytes(out))
+
+
+def ip6(port: int, host: int = 2) -> str:
+    return f"2001:db8:{port:x}::{host:x}"
+
+
+def packet6(kind: str, *, out_port: int = OUT_PORT, in_port: int = SRC_HOST_PORT,
+            dscp: int = 0, ecn: int = 0, hlim: int = 64, ext=(), seq: int = 0,
+            sport: int = 1000) -> Ether:
+    """An IPv6 packet from the host behind in_port (ip6) to one behind out_port; seq
+    in the flow label and the payload (to tell packets apart). test_ipv6 and
+    test_tna (its IPv6 cases) send these."""
+    pkt = IPv6(src=ip6(in_port), dst=ip6(out_port), tc=(dscp << 2) | ecn, hlim=hlim, fl=seq)
+    for header in ext:
+        pkt = pkt / header
+    payload = seq.to_bytes(4, "big") + bytes(60)
+    if kind == "tcp":
+        pkt = pkt / TCP(sport=sport, dport=2000, flags="A") / payload
+    elif kind == "udp":
+        pkt = pkt / UDP(sport=sport, dport=2000) / payload
+    elif kind == "icmp":
+        pkt = pkt / ICMPv6EchoRequest() / payload
+    else:
+        raise ValueError(kind)
+    return Ether(src=host_mac(in_port), dst=router_mac(in_port)) / pkt
+
+
+def forwarded6(pkt: Ether, out_port: int = OUT_PORT, *, ecn: int | None = None) -> Ether:
+    """What the router emits: MACs rewritten, hop limit - 1 (RFC 8200 §3), nothing else
+    (no IPv6 header checksum; the L4 checksums do not cover the hop limit or ECN)."""
+    out = Ether(bytes(pkt))
+    out[Ether].src = router_mac(out_port)
+    out[Ether].dst = host_mac(out_port)
+    out[IPv6].hlim -= 1
+    if ecn is not None:
+        out[IPv6].tc = (out[IPv6].tc & ~0b11) | ecn
+    return out
 
 
 @dataclass

@@ -10,8 +10,8 @@ import time
 
 import ptf.testutils as tu
 from scapy.layers.inet import TCP, UDP
-from scapy.layers.inet6 import (ICMPv6EchoRequest, IPv6, IPv6ExtHdrDestOpt,
-                                IPv6ExtHdrFragment, IPv6ExtHdrHopByHop, IPv6ExtHdrRouting)
+from scapy.layers.inet6 import (IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment,
+                                IPv6ExtHdrHopByHop, IPv6ExtHdrRouting)
 from scapy.layers.l2 import Ether
 
 import test_fred
@@ -21,46 +21,11 @@ from mmaqm.algorithms import fred
 from mmaqm.algorithms.fred import flow_hash
 from mmaqm.flows import ActiveFlowTable
 from mmaqm_base import (CONFIG, MmaqmTest, OUT_PORT, PROFILE, QueueTest, SRC_HOST_PORT,
-                        burst_packet, no_early_drop_max_p, predict, host_mac, router_mac)
+                        burst_packet, forwarded6, ip6, no_early_drop_max_p, packet6, predict,
+                        host_mac, router_mac)
 
 FLOW_SLOTS = C.CONSTANTS["FLOW_SLOTS"]
 SLOTS_REGISTER = "MmaqmIngress.flow_report.flow_slots"
-
-
-def ip6(port: int, host: int = 2) -> str:
-    return f"2001:db8:{port:x}::{host:x}"
-
-
-def packet6(kind: str, *, out_port: int = OUT_PORT, in_port: int = SRC_HOST_PORT,
-            dscp: int = 0, ecn: int = 0, hlim: int = 64, ext=(), seq: int = 0,
-            sport: int = 1000) -> Ether:
-    """An IPv6 packet from the host behind in_port to one behind out_port; seq in
-    the flow label and the payload (to tell packets apart)."""
-    pkt = IPv6(src=ip6(in_port), dst=ip6(out_port), tc=(dscp << 2) | ecn, hlim=hlim, fl=seq)
-    for header in ext:
-        pkt = pkt / header
-    payload = seq.to_bytes(4, "big") + bytes(60)
-    if kind == "tcp":
-        pkt = pkt / TCP(sport=sport, dport=2000, flags="A") / payload
-    elif kind == "udp":
-        pkt = pkt / UDP(sport=sport, dport=2000) / payload
-    elif kind == "icmp":
-        pkt = pkt / ICMPv6EchoRequest() / payload
-    else:
-        raise ValueError(kind)
-    return Ether(src=host_mac(in_port), dst=router_mac(in_port)) / pkt
-
-
-def forwarded6(pkt: Ether, out_port: int = OUT_PORT, *, ecn: int | None = None) -> Ether:
-    """What the router emits: MACs rewritten, hop limit - 1 (RFC 8200 §3), nothing else
-    (no IPv6 header checksum; the L4 checksums do not cover the hop limit or ECN)."""
-    out = Ether(bytes(pkt))
-    out[Ether].src = router_mac(out_port)
-    out[Ether].dst = host_mac(out_port)
-    out[IPv6].hlim -= 1
-    if ecn is not None:
-        out[IPv6].tc = (out[IPv6].tc & ~0b11) | ecn
-    return out
 
 
 class Ipv6Test(MmaqmTest):

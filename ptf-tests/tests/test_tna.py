@@ -7,6 +7,13 @@ Tofino switch (docs/tofino-model.md; docs/tofino.md for the design):
   TnaFlowReportDigestTest          flow digests, the 1.024 us clock and the flow slots
   TnaIpv4ChecksumTest              the deparser's IPv4 checksum after TTL - 1
   TnaBfdChecksumTest               BFD answers and lowered probes, IPv4 and ICMP checksums
+  IPv6 (docs/ipv6.md, "On Tofino"; the builds with IPv6, FRED's and UPTA's for the last):
+  TnaIpv6RoutingTest               ipv6_lpm: port, MACs, hop limit - 1, v1model's indexes
+  TnaIpv6HopLimitTest              hop limit 1 and 0: TTL_EXPIRED
+  TnaIpv6ExtensionLimitTest        a third extension header: IPV6_EXT_LIMIT (reason 7)
+  TnaIpv6TaggedTest                the traffic class's DSCP (ip_keys): TAGGED, also behind a header
+  TnaIpv6FlowReportDigestTest      an IPv6 flow's digest (ip_version 6, the addresses), its slot
+  TnaIpv6NotIpv4Test               FRED and UPTA builds (IPv4-only): an IPv6 frame is NOT_IPV4
 
 They reach the switch only through P4Runtime (the driver) and self.target
 (mmaqm_base.TnaTarget: port shapers and register reads over BF Runtime), never
@@ -21,21 +28,27 @@ per slot leaves a shaped port, and the precondition is checked, so a model whose
 traffic manager does not hold packets skips with PRECONDITION MISSED rather than
 passing. The slots are 1 s long (the model forwards tens of packets per second).
 Registers are pipe 0's (every port here is in pipe 0; the reports return there).
+The IPv6 packets are test_ipv6's (mmaqm_base.packet6, forwarded6).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import time
+import zlib
 
 import ptf
 import ptf.testutils as tu
 from ptf.base_tests import BaseTest
 from scapy.layers.inet import IP
+from scapy.layers.inet6 import (IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, IPv6ExtHdrHopByHop,
+                                IPv6ExtHdrRouting)
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from mmaqm import p4constants as C
+from mmaqm import reconcile as R
 from mmaqm.algorithms import bfd_codec, upta
 from mmaqm.algorithms.bfd_codec import BfdMessage, FlowSpec
 from mmaqm.algorithms.fred import flow_hash
@@ -49,8 +62,8 @@ from mmaqm_oracle import upta_model
 
 import mmaqm_tofino as tofino
 from mmaqm_base import (CONFIG, OUT_PORT, PORTS, SRC_HOST_PORT, SWITCH, Counters, QueueTest,
-                        TnaTarget, burst_packet, forwarded, host_ip, host_mac,
-                        no_early_drop_max_p, packet, predict, router_mac)
+                        TnaTarget, burst_packet, forwarded, forwarded6, host_ip, host_mac, ip6,
+                        no_early_drop_max_p, packet, packet6, predict, router_mac)
 
 SKIP_ON_BMV2 = ("needs the Tofino model or a Tofino switch (run_ptf.py --target tna, "
                 "docs/tofino-model.md): it tests the TNA build's own mechanisms")
@@ -67,7 +80,21 @@ BASELINES = {
     "upta": {"algorithm": "UPTA", "queue_limit_pkts": 64, "upta_mode": "B",
              "upta_flow_slots": tna.TNA_UPTA_SLOTS_PER_PORT, "upta_k_shift": 10,
              "upta_tagged_loss_threshold": 0.12},
+    "fred": {"algorithm": "FRED", "queue_limit_pkts": 64, "min_th_pkts": 62, "max_th_pkts": 63,
+             "max_p": no_early_drop_max_p(62, 63), "ewma_weight": 1.0},
 }
+# The builds without IPv6 (p4src/tna/main.p4 defines MMAQM_HAS_IPV6 in every other
+# one; docs/ipv6.md, "On Tofino"): no IPv6 parser states and no ipv6_lpm table.
+IPV4_ONLY_VARIANTS = ("fred", "upta")
+IPV6_VARIANTS = tuple(v for v in BASELINES if v not in IPV4_ONLY_VARIANTS)
+
+
+def baseline_routes(table_aliases) -> list:
+    """ptf-config.yaml's routes that the loaded program can take: its IPv6 ones
+    only when the program has ipv6_lpm (not on the FRED and UPTA builds, where
+    the controller refuses them; docs/ipv6.md)."""
+    return [route for route in SWITCH.routes
+            if route.prefix.version == 4 or R.TABLE_ROUTES6 in table_aliases]
 
 
 class TnaTest(QueueTest):
@@ -99,7 +126,7 @@ class TnaTest(QueueTest):
         self.sw.install_classifier(CONFIG.classifier.tagged_dscp)
         # the departure reports' mirror session (and ChIPS's, none here): targets.tna
         self.sw.write([+to_finsy(s) for s in self.sw.clone_sessions(())])
-        for route in SWITCH.routes:
+        for route in baseline_routes(self.sw.table_aliases):
             self.sw.install_route(route.prefix, route.port, router_mac(route.port),
                                   route.next_hop_mac)
         self.target.set_queues(rates_pps={port: 0 for port in PORTS})
@@ -155,6 +182,32 @@ class TnaTest(QueueTest):
                 self.fail(f"port {port}: {self.port_departures(port)} departures, "
                           f"expected {count}")
             time.sleep(0.05)
+
+    # ---- one packet, its counters ---------------------------------------------
+    def check_routed6(self, pkt: Ether, cls: str) -> None:
+        """pkt leaves port 2 as routed6_bytes says (and as forwarded6, test_ipv6's),
+        counted as one arrival, admit and departure of class cls at v1model's
+        index (port * 4 + class), no drop, no discard."""
+        want = routed6_bytes(bytes(pkt))
+        self.assertEqual(bytes(forwarded6(pkt)), want, "the hand-worked rewrite")
+        before = self.counters()
+        self.send(pkt)
+        tu.verify_packet(self, Ether(want), OUT_PORT)
+        delta = self.wait_counter(lambda c: c.minus(before).departures).minus(before)
+        one = {C.class_index(OUT_PORT, C.CLASSES[cls]): 1}
+        self.assertEqual((delta.arrivals, delta.admits, delta.departures), (one, one, one), cls)
+        self.assertEqual((delta.drops, delta.discards), ({}, {}), cls)
+
+    def check_discarded(self, frame: Ether, reason: str, index: int) -> None:
+        """frame, sent from port 1, is one ingress discard of reason at index (the
+        hand-worked port * 8 + reason, checked against p4constants), nothing else
+        counted."""
+        self.assertEqual(C.discard_index(SRC_HOST_PORT, C.DISCARD_REASONS[reason]), index)
+        before = self.counters()
+        self.send(frame)
+        delta = self.wait_counter(lambda c: c.discards != before.discards).minus(before)
+        self.assertEqual(delta.discards, {index: 1}, reason)
+        self.assertEqual((delta.arrivals, delta.admits, delta.drops), ({}, {}, {}), reason)
 
 
 class TnaReportRoundTripTest(TnaTest):
@@ -274,7 +327,21 @@ def raw_clock_values(ts_us: int) -> list[int]:
     return [r for r in range(r0, r0 + 3) if tna.tna_ts_to_us(r) == ts_us]
 
 
-class TnaFlowReportDigestTest(TnaTest):
+class FlowReportCollector:
+    """Gathers the driver's flow reports (a TnaTest mixin)."""
+
+    async def gather(self, reports: list) -> None:
+        async for batch in self.sw.driver.flow_reports():
+            reports.extend(batch)
+
+    def wait_reports(self, reports: list, count: int, timeout_s: float) -> list:
+        deadline = time.monotonic() + timeout_s
+        while len(reports) < count and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return list(reports)
+
+
+class TnaFlowReportDigestTest(FlowReportCollector, TnaTest):
     """Flow reports (flow_report_tna.p4): the digest, the TNA clock in 1.024 us
     units, and the {signature, epoch} slots.
 
@@ -291,16 +358,6 @@ class TnaFlowReportDigestTest(TnaTest):
 
     VARIANTS = ("drop_tail",)
     MAX_SENT = 62          # 6 s of flow 0 at one packet per 100 ms
-
-    async def gather(self, reports: list) -> None:
-        async for batch in self.sw.driver.flow_reports():
-            reports.extend(batch)
-
-    def wait_reports(self, reports: list, count: int, timeout_s: float) -> list:
-        deadline = time.monotonic() + timeout_s
-        while len(reports) < count and time.monotonic() < deadline:
-            time.sleep(0.02)
-        return list(reports)
 
     def runTest(self) -> None:
         shift = CONFIG.active_flows.flow_epoch_shift
@@ -358,6 +415,8 @@ class TnaIpv4ChecksumTest(TnaTest):
     scapy's recomputation. By hand, for TTL 64 -> 63 (RFC 1624, eq. 3):
     HC' = ~(~HC + ~m + m'), m = ttl << 8 | proto: the TTL byte falls by 1, so the
     checksum rises by 0x0100 (end-around carry), which the test checks too."""
+
+    VARIANTS = ("drop_tail", "red", "upta")
 
     def runTest(self) -> None:
         for i, (kind, ttl) in enumerate((("tcp", 64), ("udp", 2), ("icmp", 17))):
@@ -434,4 +493,247 @@ class TnaBfdChecksumTest(TnaTest):
                 / IP(src=host_ip(BFD_DOMAIN_PORT, 9), dst=host_ip(OUT_PORT, 2), ttl=63, id=4,
                      proto=C.IP_PROTO_ICMP) / Raw(lowered))
         tu.verify_packet(self, Ether(bytes(want)), OUT_PORT)
+        tu.verify_no_other_packets(self)
+
+
+# ---------------------------------------------------------------- IPv6
+# docs/ipv6.md, "On Tofino". Packets from the host behind port 1 (2001:db8:1::2)
+# to the one behind port 2 (2001:db8:2::2), which ptf-config.yaml's
+# 2001:db8:2::/64 routes to port 2; packet6 builds them, as for test_ipv6 (its flow
+# label and payload carry seq; destination port DPORT6).
+DPORT6 = 2000
+IPV6_HOP_LIMIT_OFFSET = 14 + 7      # byte 7 of the fixed header (RFC 8200 §3)
+
+
+def mac_bytes(mac: str) -> bytes:
+    return bytes.fromhex(mac.replace(":", ""))
+
+
+def next_hop6(out_port: int) -> str:
+    """The next-hop MAC of ptf-config.yaml's IPv6 route to out_port."""
+    [mac] = [r.next_hop_mac for r in SWITCH.routes if r.prefix.version == 6 and r.port == out_port]
+    return mac
+
+
+def routed6_bytes(frame: bytes, out_port: int = OUT_PORT) -> bytes:
+    """What route6 makes of an IPv6 frame, by hand: destination MAC the route's
+    next hop, source MAC the router's on out_port, the hop limit one less; every
+    other byte as sent (IPv6 has no header checksum, and the hop limit is outside
+    the upper-layer checksums' pseudo-header, RFC 8200 §8.1)."""
+    out = bytearray(frame)
+    out[0:6] = mac_bytes(next_hop6(out_port))
+    out[6:12] = mac_bytes(router_mac(out_port))
+    out[IPV6_HOP_LIMIT_OFFSET] -= 1
+    return bytes(out)
+
+
+def tna_flow_signature6(src, dst, protocol: int, src_port: int, dst_port: int) -> int:
+    """flow_report_tna.p4's IPv6 flow signature: the CRC32 (zlib's, as for IPv4)
+    of the 37 bytes src(16) dst(16) protocol(1) src_port(2) dst_port(2), with the
+    full addresses (v1model hashes them folded to 4 bytes: fred.flow_key_bytes)."""
+    key = (ipaddress.IPv6Address(src).packed + ipaddress.IPv6Address(dst).packed
+           + protocol.to_bytes(1, "big") + src_port.to_bytes(2, "big")
+           + dst_port.to_bytes(2, "big"))
+    return zlib.crc32(key)
+
+
+class TnaIpv6RoutingTest(TnaTest):
+    """IPv6 routed by ipv6_lpm (routing.p4's route6) and counted at v1model's
+    indexes, on the IPv6 builds.
+
+    2001:db8:2::/64 -> port 2, next hop 02:00:00:00:02:01; the router's MAC on
+    port 2 is 02:00:00:00:00:02. From 2001:db8:1::2 on port 1 to 2001:db8:2::2,
+    under the build's baseline (which drops nothing here):
+      1. TCP, hop limit 64, no extension header: class TCP;
+      2. UDP, traffic class 0, hop limit 2 (the lowest that is forwarded):
+         class UNTAGGED;
+      3. TCP behind hop-by-hop and destination options (8 bytes each, Hdr Ext
+         Len 0): the parser's depth limit of 2; ip_keys' ipv6_keys2 takes the
+         protocol from the second header's next header: class TCP.
+    Each leaves port 2 byte for byte as sent, except bytes 0-11 (the MACs
+    above) and byte 21, the hop limit: 63, 1, 63 (routed6_bytes; test_ipv6's
+    forwarded6 agrees). Counters: one arrival, one admit and one departure at
+    port * 4 + class: TCP 2 * 4 + 0 = 8, UNTAGGED 2 * 4 + 2 = 10; no drop,
+    no discard."""
+
+    VARIANTS = IPV6_VARIANTS
+
+    @staticmethod
+    def frames() -> list[tuple[Ether, str]]:
+        return [(packet6("tcp", seq=1), "TCP"),
+                (packet6("udp", hlim=2, seq=2), "UNTAGGED"),
+                (packet6("tcp", ext=(IPv6ExtHdrHopByHop(), IPv6ExtHdrDestOpt()), seq=3), "TCP")]
+
+    def runTest(self) -> None:
+        self.assertEqual([C.class_index(OUT_PORT, C.CLASSES[c]) for c in ("TCP", "UNTAGGED")],
+                         [8, 10])
+        for pkt, cls in self.frames():
+            self.check_routed6(pkt, cls)
+        tu.verify_no_other_packets(self)
+
+
+class TnaIpv6HopLimitTest(TnaTest):
+    """Hop limit 1, then 0 (the parser's look-ahead at byte 7 of the fixed
+    header, state ipv6_hop_expired; RFC 8200 §3: a packet is discarded if its
+    hop limit was 0 or is decremented to 0): UDP to 2001:db8:2::2, which
+    ipv6_lpm routes, so the discard is the hop limit's and not NO_ROUTE's. Each:
+    one TTL_EXPIRED discard on port 1 at v1model's index 1 * 8 + 4 = 12, no
+    arrival, nothing forwarded."""
+
+    VARIANTS = IPV6_VARIANTS
+
+    @staticmethod
+    def frames() -> list[Ether]:
+        return [packet6("udp", hlim=1, seq=1), packet6("udp", hlim=0, seq=2)]
+
+    def runTest(self) -> None:
+        for frame in self.frames():
+            self.check_discarded(frame, "TTL_EXPIRED", 12)
+        tu.verify_no_other_packets(self)
+
+
+class TnaIpv6ExtensionLimitTest(TnaTest):
+    """A third skippable extension header is beyond the parser's depth of 2
+    (state ipv6_extension_limit; ingress_checks' first entry): TCP to
+    2001:db8:2::2 behind
+      1. hop-by-hop, destination options, routing (8 bytes each, Hdr Ext Len 0);
+      2. hop-by-hop, routing, a first fragment (offset 0, M 1, id 7).
+    Each: one IPV6_EXT_LIMIT discard (reason 7) on port 1 at 1 * 8 + 7 = 15, no
+    arrival, nothing forwarded. (Two headers are routed: TnaIpv6RoutingTest.)"""
+
+    VARIANTS = IPV6_VARIANTS
+
+    @staticmethod
+    def frames() -> list[Ether]:
+        return [packet6("tcp", seq=1, ext=(IPv6ExtHdrHopByHop(), IPv6ExtHdrDestOpt(),
+                                           IPv6ExtHdrRouting())),
+                packet6("tcp", seq=2, ext=(IPv6ExtHdrHopByHop(), IPv6ExtHdrRouting(),
+                                           IPv6ExtHdrFragment(offset=0, m=1, id=7)))]
+
+    def runTest(self) -> None:
+        for frame in self.frames():
+            self.check_discarded(frame, "IPV6_EXT_LIMIT", 15)
+        tu.verify_no_other_packets(self)
+
+
+class TnaIpv6TaggedTest(TnaTest):
+    """The classifier's IPv6 keys, copied by the stage-0 table ip_keys: the DSCP
+    (the traffic class's upper six bits) and the protocol after the extension
+    headers. ptf-config.yaml tags DSCP 46 and 34, UDP only (cbt §3). From port 1
+    to 2001:db8:2::2, hop limit 64:
+      1. UDP, traffic class 0xB8 (DSCP 46, ECN 0): TAGGED, index 2 * 4 + 1 = 9;
+      2. UDP behind a routing header with one address (Hdr Ext Len 2: 24 bytes,
+         a rest of 16, the most the TNA parser takes), traffic class 0x88 (DSCP
+         34): TAGGED (ipv6_keys1), index 9;
+      3. ICMPv6 echo request, traffic class 0xB8: UNTAGGED (not UDP), index 10.
+    Each is routed as in TnaIpv6RoutingTest (hop limit 63) and counted once
+    (arrival, admit, departure) at its index."""
+
+    VARIANTS = IPV6_VARIANTS
+
+    @staticmethod
+    def frames() -> list[tuple[Ether, str]]:
+        return [(packet6("udp", dscp=46, seq=1), "TAGGED"),
+                (packet6("udp", dscp=34, seq=2,
+                         ext=(IPv6ExtHdrRouting(addresses=["2001:db8::9"]),)), "TAGGED"),
+                (packet6("icmp", dscp=46, seq=3), "UNTAGGED")]
+
+    def runTest(self) -> None:
+        self.assertEqual([C.class_index(OUT_PORT, C.CLASSES[c]) for c in ("TAGGED", "UNTAGGED")],
+                         [9, 10])
+        self.assertTrue({46, 34} <= set(CONFIG.classifier.tagged_dscp))
+        for pkt, cls in self.frames():
+            self.check_routed6(pkt, cls)
+        tu.verify_no_other_packets(self)
+
+
+# the digest test's two flows: (kind, DSCP, source port, class)
+DIGEST_FLOWS6 = (("tcp", 0, 1000, "TCP"), ("udp", 46, 3000, "TAGGED"))
+
+
+class TnaIpv6FlowReportDigestTest(FlowReportCollector, TnaTest):
+    """An IPv6 flow's report (flow_report_tna.p4): the one digest with
+    ip_version 6 and the 128-bit addresses, and its {signature, epoch} slot.
+
+    DROP_TAIL, flow reports with flow_epoch_shift k = 17 (ptf-config.yaml). One
+    packet each of two flows 2001:db8:1::2 -> 2001:db8:2::2: TCP 1000 -> 2000,
+    and UDP 3000 -> 2000 with DSCP 46. Exactly two reports, naming port 2, class
+    TCP and TAGGED, and the keys (IPv6Address(2001:db8:1::2),
+    IPv6Address(2001:db8:2::2), 6 or 17, source port, 2000): the driver gives
+    IPv6Address addresses only for ip_version 6 (4 gives integers, and an
+    IPv4 report with an address above 32 bits, like any other version, is
+    dropped as malformed, which the test counts too). Each flow's slot
+    (signature & 0xFFFF; the two differ) holds {signature: the CRC32 of the 37
+    bytes of tna_flow_signature6, not v1model's folded one; epoch: the clock of
+    its report >> k}. Both packets leave port 2, routed."""
+
+    VARIANTS = ("drop_tail",)
+
+    @staticmethod
+    def frames() -> list[Ether]:
+        return [packet6(kind, dscp=dscp, sport=sport, seq=i + 1)
+                for i, (kind, dscp, sport, _) in enumerate(DIGEST_FLOWS6)]
+
+    @staticmethod
+    def flow_keys() -> dict[tuple, str]:
+        """{the flow key the driver reports: class} of each flow."""
+        src = ipaddress.IPv6Address(ip6(SRC_HOST_PORT))
+        dst = ipaddress.IPv6Address(ip6(OUT_PORT))
+        proto = {"tcp": C.IP_PROTO_TCP, "udp": C.IP_PROTO_UDP}
+        return {(src, dst, proto[kind], sport, DPORT6): cls
+                for kind, _, sport, cls in DIGEST_FLOWS6}
+
+    def runTest(self) -> None:
+        shift = CONFIG.active_flows.flow_epoch_shift
+        self.set_policy(OUT_PORT, {"algorithm": "DROP_TAIL", "queue_limit_pkts": 100},
+                        flow_epoch_shift=shift)
+        self.sw.enable_flow_reports()
+        keys = self.flow_keys()
+        slots = {key: tna_flow_signature6(*key) & (C.CONSTANTS["FLOW_SLOTS"] - 1) for key in keys}
+        self.assertEqual(len(set(slots.values())), len(keys), "one slot each")
+        malformed_before = self.sw.malformed.total
+        reports: list = []
+        collector = asyncio.run_coroutine_threadsafe(self.gather(reports), self.sw._loop)
+        try:
+            for pkt in self.frames():
+                self.send(pkt)
+            self.wait_reports(reports, len(keys), timeout_s=5)
+            time.sleep(0.5)                       # no third report may follow
+            got = list(reports)
+            self.assertEqual(len(got), len(keys), f"expected {len(keys)} reports, got {got}")
+            by_key = {r.flow_key: r for r in got}
+            self.assertEqual(set(by_key), set(keys))
+            for key, cls in keys.items():
+                rep = by_key[key]
+                self.assertIsInstance(rep.flow_key[0], ipaddress.IPv6Address, "ip_version 6")
+                self.assertEqual((rep.egress_port, rep.class_id), (OUT_PORT, C.CLASSES[cls]), key)
+                slot = self.target.read_register(tofino.FLOW_SLOTS_REGISTER, slots[key])
+                self.assertEqual(slot["signature"], tna_flow_signature6(*key), key)
+                self.assertIn(slot["epoch"],
+                              {r >> shift for r in raw_clock_values(rep.ingress_ts_us)}, key)
+            self.assertEqual(self.sw.malformed.total, malformed_before, "malformed reports")
+        finally:
+            collector.cancel()
+        for pkt in self.frames():
+            tu.verify_packet(self, Ether(routed6_bytes(bytes(pkt))), OUT_PORT)
+        tu.verify_no_other_packets(self)
+
+
+class TnaIpv6NotIpv4Test(TnaTest):
+    """The FRED and UPTA builds are IPv4-only (no IPv6 parser states, no
+    ipv6_lpm; docs/ipv6.md): the frames the IPv6 builds route, UDP and TCP from
+    2001:db8:1::2 to 2001:db8:2::2 with hop limit 64, are each one NOT_IPV4
+    discard on port 1 at 1 * 8 + 0 = 8 (ingress_checks' last entry), no arrival,
+    nothing forwarded. The setup wrote the IPv4 routes only (baseline_routes)."""
+
+    VARIANTS = IPV4_ONLY_VARIANTS
+
+    @staticmethod
+    def frames() -> list[Ether]:
+        return [packet6("udp", seq=1), packet6("tcp", seq=2)]
+
+    def runTest(self) -> None:
+        self.assertNotIn(R.TABLE_ROUTES6, self.sw.table_aliases, "an IPv4-only build")
+        for frame in self.frames():
+            self.check_discarded(frame, "NOT_IPV4", 8)
         tu.verify_no_other_packets(self)

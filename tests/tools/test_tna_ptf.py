@@ -6,9 +6,12 @@ them), and test_tna's skips on BMv2 and on a build a test does not fit."""
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
+import re
 import sys
 import unittest
+import zlib
 from pathlib import Path
 
 import pytest
@@ -199,11 +202,26 @@ def run_setup(cls, params: dict) -> str:
     return str(skipped.value)
 
 
+TNA_TESTS = {"TnaReportRoundTripTest", "TnaCancelPathTest", "TnaCountersAtV1modelIndexesTest",
+             "TnaFlowReportDigestTest", "TnaIpv4ChecksumTest", "TnaBfdChecksumTest",
+             "TnaIpv6RoutingTest", "TnaIpv6HopLimitTest", "TnaIpv6ExtensionLimitTest",
+             "TnaIpv6TaggedTest", "TnaIpv6FlowReportDigestTest", "TnaIpv6NotIpv4Test"}
+
+
+def ptf_collected(module) -> dict[str, type]:
+    """The tests ptf collects from a module (ptf's load_test_modules: every
+    TestCase class in its namespace with a runTest)."""
+    return {k: v for k, v in vars(module).items()
+            if type(v) == type and issubclass(v, unittest.TestCase) and hasattr(v, "runTest")}
+
+
 def test_on_bmv2_every_tna_test_skips_before_touching_a_switch() -> None:
     test_tna = tna_test_module()
-    tests = [c for c in vars(test_tna).values()
-             if isinstance(c, type) and issubclass(c, test_tna.TnaTest) and "runTest" in vars(c)]
-    assert len(tests) == 6
+    collected = ptf_collected(test_tna)
+    # only test_tna's own (it shares mmaqm_base's IPv6 packets with test_ipv6)
+    assert set(collected) == TNA_TESTS
+    tests = list(collected.values())
+    assert all(issubclass(c, test_tna.TnaTest) for c in tests)
     for cls in tests:
         # no grpc_addr, no switch: a test that went further would fail, not skip
         assert "docs/tofino-model.md" in run_setup(cls, {"target": "bmv2"}), cls
@@ -241,3 +259,204 @@ def test_tna_target_pipeline_is_pis_device_data_beside_the_build(tmp_path, monke
     (build / "pipe" / "tofino.bin").unlink()
     with pytest.raises(FileNotFoundError, match="make build-tna TNA_VARIANTS=RED"):
         target.pipeline()
+
+
+# ---- the IPv6 tests (docs/ipv6.md, "On Tofino"), as far as they go without a model
+TNA_MAIN_P4 = REPO / "p4src" / "tna" / "main.p4"
+
+
+def p4info_aliases(fixture: str, kind: str) -> set[str]:
+    text = (FIXTURES / fixture).read_text()
+    return {b.split('alias: "', 1)[1].split('"', 1)[0] for b in text.split(f"\n{kind} {{")[1:]}
+
+
+def test_the_ipv6_tests_run_on_the_ipv6_builds_and_the_not_ipv4_test_on_the_others() -> None:
+    test_tna = tna_test_module()
+    # the builds without IPv6 are the ones main.p4 leaves MMAQM_HAS_IPV6 out of
+    source = TNA_MAIN_P4.read_text()
+    guard = source[:source.index("#define MMAQM_HAS_IPV6")].rsplit("#if ", 1)[1].split("\n")[0]
+    assert sorted(n.lower() for n in re.findall(r"!defined\(MMAQM_TNA_(\w+)\)", guard)) \
+        == sorted(test_tna.IPV4_ONLY_VARIANTS) == ["fred", "upta"]
+    assert test_tna.IPV6_VARIANTS == ("drop_tail", "red")
+    # ... and the compiler's P4Infos say so: no ipv6_lpm in FRED's and UPTA's
+    ipv4_only = {f: p4info_aliases(f, "tables") for f in ("tna-fred.p4info.txtpb",
+                                                          "tna-upta.p4info.txtpb")}
+    dual = {f: p4info_aliases(f, "tables") for f in ("tna-red.p4info.txtpb",
+                                                     "tna-dcbt.p4info.txtpb")}
+    assert all("ipv6_lpm" not in a and "ipv4_lpm" in a for a in ipv4_only.values())
+    assert all("ipv6_lpm" in a for a in dual.values())
+    # the setup writes the IPv6 routes only where the program has ipv6_lpm
+    v4 = [r for r in test_tna.SWITCH.routes if r.prefix.version == 4]
+    assert len(v4) == 4 and len(test_tna.SWITCH.routes) == 8
+    for aliases in ipv4_only.values():
+        assert test_tna.baseline_routes(aliases) == v4
+    for aliases in dual.values():
+        assert test_tna.baseline_routes(aliases) == list(test_tna.SWITCH.routes)
+    # each test names the builds it runs on
+    for name in ("TnaIpv6RoutingTest", "TnaIpv6HopLimitTest", "TnaIpv6ExtensionLimitTest",
+                 "TnaIpv6TaggedTest"):
+        assert run_setup(getattr(test_tna, name), {"target": "tna", "tna_variant": "fred"}) \
+            == "needs the drop_tail or red build (tna_variant=...); this run loads fred", name
+    assert run_setup(test_tna.TnaIpv6FlowReportDigestTest,
+                     {"target": "tna", "tna_variant": "upta"}).startswith(
+                         "needs the drop_tail build")
+    assert run_setup(test_tna.TnaIpv6NotIpv4Test, {"target": "tna", "tna_variant": "drop_tail"}) \
+        == "needs the fred or upta build (tna_variant=...); this run loads drop_tail"
+    # the IPv4 checksum test keeps its three builds (FRED's baseline is new)
+    assert test_tna.TnaIpv4ChecksumTest.VARIANTS == ("drop_tail", "red", "upta")
+
+
+def test_the_fred_builds_baseline_policy_fits_its_p4info() -> None:
+    import finsy as fy
+    from mmaqm.config import parse_policy
+    from mmaqm.encoding import policy_action
+    from mmaqm.p4rt.codec import TABLE_POLICY, check_action
+    test_tna = tna_test_module()
+    action = policy_action(parse_policy(test_tna.BASELINES["fred"]), policy_epoch=1,
+                           flow_epoch_shift=0)
+    assert action.name == "fred"
+    check_action(fy.P4Schema(FIXTURES / "tna-fred.p4info.txtpb"), TABLE_POLICY, action)
+    tna.TARGET.check_action(action)
+
+
+IPV6_EXT = (0, 43, 44, 60)      # hop-by-hop, routing, fragment, destination options
+
+
+def ipv6_chain(frame: bytes) -> tuple[list[int], list[bytes]]:
+    """(the next-header chain from the fixed header, each extension header's bytes)."""
+    from scapy.layers.inet6 import IPv6
+    from scapy.layers.l2 import Ether
+    ip = Ether(frame)[IPv6]
+    chain, headers, layer = [ip.nh], [], ip.payload
+    while chain[-1] in IPV6_EXT:
+        chain.append(layer.nh)
+        size = 8 if chain[-2] == 44 else 8 + 8 * layer.len
+        headers.append(bytes(layer)[:size])
+        layer = layer.payload
+    return chain, headers
+
+
+def classify(protocol: int, dscp: int) -> str:
+    """The class the controller's classifier entries give (ternary, highest
+    priority first; UNTAGGED the default)."""
+    from mmaqm import p4constants as C
+    from mmaqm import reconcile as R
+    test_tna = tna_test_module()
+    keys = {"ip_proto": protocol, "dscp": dscp}
+    hits = [e for e in R.classifier_entries(test_tna.CONFIG.classifier.tagged_dscp)
+            if all(keys[k] & mask == value for k, (value, mask) in dict(e.match).items())]
+    if not hits:
+        return "UNTAGGED"
+    best = max(hits, key=lambda e: e.priority)
+    return C.CLASS_NAMES[dict(best.params)["class_id"]]
+
+
+def check_ipv6_frame(frame: bytes, *, hlim: int, tc: int, chain: list[int]) -> None:
+    """The frame is an IPv6 packet from the host behind port 1 to 2001:db8:2::2,
+    with this hop limit, traffic class and next-header chain, its payload length
+    the rest of the frame."""
+    from scapy.layers.inet6 import IPv6
+    from scapy.layers.l2 import Ether
+    pkt = Ether(frame)
+    assert (pkt.src, pkt.dst, pkt.type) == ("02:00:00:00:01:01", "02:00:00:00:00:01", 0x86DD)
+    ip = pkt[IPv6]
+    assert (ip.version, ip.src, ip.dst) == (6, "2001:db8:1::2", "2001:db8:2::2")
+    assert (ip.hlim, ip.tc, ip.plen) == (hlim, tc, len(frame) - 14 - 40)
+    assert ipv6_chain(frame)[0] == chain
+
+
+def routed_port(dst: str) -> int:
+    test_tna = tna_test_module()
+    [route] = [r for r in test_tna.SWITCH.routes
+               if r.prefix.version == 6 and ipaddress.IPv6Address(dst) in r.prefix]
+    return route.port
+
+
+def test_the_ipv6_routing_and_tagged_tests_send_what_their_docstrings_say() -> None:
+    from mmaqm import p4constants as C
+    test_tna = tna_test_module()
+    assert routed_port("2001:db8:2::2") == 2 and routed_port("2001:db8:1::2") == 1
+    assert [C.class_index(2, C.CLASSES[c]) for c in ("TCP", "TAGGED", "UNTAGGED")] == [8, 9, 10]
+    cases = [(test_tna.TnaIpv6RoutingTest, [(64, 0, [6]), (2, 0, [17]), (64, 0, [0, 60, 6])]),
+             (test_tna.TnaIpv6TaggedTest, [(64, 0xB8, [17]), (64, 0x88, [43, 17]),
+                                            (64, 0xB8, [58])])]
+    max_rest_bytes = int(re.search(r"#define IPV6_EXT_MAX_REST_BITS (\d+)",
+                                   TNA_MAIN_P4.read_text()).group(1)) // 8
+    for cls, want in cases:
+        frames = cls.frames()
+        assert len(frames) == len(want)
+        for (pkt, klass), (hlim, tc, chain) in zip(frames, want):
+            frame = bytes(pkt)
+            check_ipv6_frame(frame, hlim=hlim, tc=tc, chain=chain)
+            # the class the docstring names is the classifier's for (protocol, DSCP)
+            assert classify(chain[-1], tc >> 2) == klass, (cls.__name__, chain, tc)
+            headers = ipv6_chain(frame)[1]
+            assert all(len(h) - 8 <= max_rest_bytes for h in headers)
+            # by hand: the MACs and the hop limit change, nothing else
+            routed = test_tna.routed6_bytes(frame)
+            assert [i for i in range(len(frame)) if routed[i] != frame[i]] == \
+                [i for i in range(12) if routed[i] != frame[i]] + [21]
+            assert routed[:12] == bytes.fromhex("020000000201" "020000000002")
+            assert routed[21] == hlim - 1
+            assert routed == bytes(test_tna.forwarded6(pkt))      # test_ipv6's expectation
+    # the depth-2 case: two 8-byte headers; the tagged test's routing header: 24
+    # bytes (Hdr Ext Len 2), the longest rest (16 bytes) the TNA parser takes
+    routing_frames = test_tna.TnaIpv6RoutingTest.frames()
+    assert [len(h) for h in ipv6_chain(bytes(routing_frames[2][0]))[1]] == [8, 8]
+    [rh] = ipv6_chain(bytes(test_tna.TnaIpv6TaggedTest.frames()[1][0]))[1]
+    assert (len(rh), rh[1], len(rh) - 8) == (24, 2, max_rest_bytes)
+
+
+def test_the_ipv6_discard_tests_send_what_their_docstrings_say() -> None:
+    from scapy.layers.inet6 import IPv6ExtHdrFragment
+    from scapy.layers.l2 import Ether
+    from mmaqm import p4constants as C
+    test_tna = tna_test_module()
+    reasons = C.DISCARD_REASONS
+    assert (reasons["TTL_EXPIRED"], reasons["IPV6_EXT_LIMIT"], reasons["NOT_IPV4"]) == (4, 7, 0)
+    assert [C.discard_index(1, reasons[r]) for r in ("TTL_EXPIRED", "IPV6_EXT_LIMIT",
+                                                     "NOT_IPV4")] == [12, 15, 8]
+    hop = [bytes(f) for f in test_tna.TnaIpv6HopLimitTest.frames()]
+    for frame, hlim in zip(hop, (1, 0), strict=True):
+        check_ipv6_frame(frame, hlim=hlim, tc=0, chain=[17])
+    ext = [bytes(f) for f in test_tna.TnaIpv6ExtensionLimitTest.frames()]
+    for frame, chain in zip(ext, ([0, 60, 43, 6], [0, 43, 44, 6]), strict=True):
+        check_ipv6_frame(frame, hlim=64, tc=0, chain=chain)
+        headers = ipv6_chain(frame)[1]
+        assert [len(h) for h in headers] == [8, 8, 8]       # Hdr Ext Len 0 each
+        assert len(headers) > 2                              # beyond the depth of 2
+    frag = Ether(ext[1])[IPv6ExtHdrFragment]
+    assert (frag.offset, frag.m, frag.id) == (0, 1, 7)
+    not_ipv4 = [bytes(f) for f in test_tna.TnaIpv6NotIpv4Test.frames()]
+    for frame, chain in zip(not_ipv4, ([17], [6]), strict=True):
+        check_ipv6_frame(frame, hlim=64, tc=0, chain=chain)
+
+
+def test_the_ipv6_digest_test_expects_the_tna_signature_of_its_flows() -> None:
+    from scapy.layers.inet6 import IPv6
+    from scapy.layers.l2 import Ether
+    from mmaqm import p4constants as C
+    from mmaqm.algorithms.fred import flow_hash
+    test_tna = tna_test_module()
+    cls = test_tna.TnaIpv6FlowReportDigestTest
+    keys = cls.flow_keys()
+    src, dst = ipaddress.IPv6Address("2001:db8:1::2"), ipaddress.IPv6Address("2001:db8:2::2")
+    assert keys == {(src, dst, 6, 1000, 2000): "TCP", (src, dst, 17, 3000, 2000): "TAGGED"}
+    for pkt, (key, klass) in zip(cls.frames(), keys.items(), strict=True):
+        frame = bytes(pkt)
+        ip = Ether(frame)[IPv6]
+        l4 = ip.payload
+        assert (ipaddress.IPv6Address(ip.src), ipaddress.IPv6Address(ip.dst), ip.nh,
+                l4.sport, l4.dport) == key
+        check_ipv6_frame(frame, hlim=64, tc=0xB8 if klass == "TAGGED" else 0, chain=[key[2]])
+        assert classify(key[2], ip.tc >> 2) == klass
+    # the signature by hand: 37 bytes, full addresses
+    tcp = (src, dst, 6, 1000, 2000)
+    by_hand = bytes.fromhex("20010db8000100000000000000000002" "20010db8000200000000000000000002"
+                            "06" "03e8" "07d0")
+    assert len(by_hand) == 37
+    assert test_tna.tna_flow_signature6(*tcp) == zlib.crc32(by_hand)
+    sigs = {key: test_tna.tna_flow_signature6(*key) for key in keys}
+    assert all(sig != flow_hash(*key) for key, sig in sigs.items())    # not v1model's fold
+    slots = {sig & (C.CONSTANTS["FLOW_SLOTS"] - 1) for sig in sigs.values()}
+    assert len(slots) == 2 and C.CONSTANTS["FLOW_SLOTS"] == 1 << 16
