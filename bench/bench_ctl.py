@@ -132,31 +132,35 @@ def check_forwarded6(frame: bytes, got: bytes, expect: dict) -> list[str]:
     return problems
 
 
+def _forwarded(args: argparse.Namespace, frame: bytes, ethertype: int, ours) -> "bytes | None":
+    """Send frame on tx-if until a frame of ethertype that ours(data) accepts arrives on
+    rx-if (outgoing copies ignored), or args.timeout passes: the frame, or None."""
+    rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ethertype))
+    rx.bind((args.rx_if, 0))
+    rx.settimeout(0.2)
+    tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+    tx.bind((args.tx_if, 0))
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline:
+        tx.send(frame)
+        try:
+            while True:
+                data, addr = rx.recvfrom(65535)
+                if addr[2] != socket.PACKET_OUTGOING and ours(data):
+                    return data
+        except TimeoutError:
+            continue
+    return None
+
+
 def _verify(args: argparse.Namespace) -> dict:
     """Send the bench frame and check what the switch forwards on rx-if."""
     frame = bytes.fromhex(args.frame_hex)
     expect = json.loads(args.expect)
     if int.from_bytes(frame[12:14], "big") == ETHERTYPE_IPV6:
         return _verify6(args, frame, expect)
-    rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETHERTYPE_IPV4))
-    rx.bind((args.rx_if, 0))
-    rx.settimeout(0.2)
-    tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
-    tx.bind((args.tx_if, 0))
-    deadline = time.monotonic() + args.timeout
-    got = None
-    while got is None and time.monotonic() < deadline:
-        tx.send(frame)
-        try:
-            while True:
-                data, addr = rx.recvfrom(65535)
-                if addr[2] == socket.PACKET_OUTGOING:
-                    continue
-                if len(data) >= 34 and data[23] == 17 and data[26:34] == frame[26:34]:
-                    got = data
-                    break
-        except TimeoutError:
-            continue
+    got = _forwarded(args, frame, ETHERTYPE_IPV4,
+                     lambda d: len(d) >= 34 and d[23] == 17 and d[26:34] == frame[26:34])
     if got is None:
         return {"ok": False, "why": f"nothing forwarded to {args.rx_if} in {args.timeout} s"}
     problems = []
@@ -180,26 +184,9 @@ def _verify(args: argparse.Namespace) -> dict:
 
 def _verify6(args: argparse.Namespace, frame: bytes, expect: dict) -> dict:
     """_verify for an IPv6/UDP frame (next header UDP, no extension header)."""
-    rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETHERTYPE_IPV6))
-    rx.bind((args.rx_if, 0))
-    rx.settimeout(0.2)
-    tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
-    tx.bind((args.tx_if, 0))
-    deadline = time.monotonic() + args.timeout
-    got = None
-    while got is None and time.monotonic() < deadline:
-        tx.send(frame)
-        try:
-            while True:
-                data, addr = rx.recvfrom(65535)
-                if addr[2] == socket.PACKET_OUTGOING:
-                    continue
-                if len(data) >= IPV6_UDP + 8 and data[20] == 17 \
-                        and data[IPV6_UDP:IPV6_UDP + 8] == frame[IPV6_UDP:IPV6_UDP + 8]:
-                    got = data
-                    break
-        except TimeoutError:
-            continue
+    got = _forwarded(args, frame, ETHERTYPE_IPV6,
+                     lambda d: len(d) >= IPV6_UDP + 8 and d[20] == 17
+                     and d[IPV6_UDP:IPV6_UDP + 8] == frame[IPV6_UDP:IPV6_UDP + 8])
     if got is None:
         return {"ok": False, "why": f"nothing forwarded to {args.rx_if} in {args.timeout} s"}
     problems = check_forwarded6(frame, got, expect)
