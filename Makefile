@@ -23,7 +23,7 @@ DEB_PACKAGES := python3 python3-venv python3-dev gcc libc6-dev make ca-certifica
                 libnetfilter-queue-dev libmnl-dev
 
 .PHONY: help deps deps-apt deps-venv lock check-toolchain build test test-unit test-ptf clean \
-        ns3-deps ns3-feng
+        ns3-deps
 
 help:
 	@echo "make deps         install Debian packages + .venv, verify the P4 toolchain"
@@ -54,8 +54,8 @@ help:
 	@echo "make soak         10 min of mixed traffic, policy changes every 30 s; queues end empty (needs root)"
 	@echo "                  (options: make soak SOAK_ARGS='--duration-s 60 --policy-interval-s 10 --restart-switch')"
 	@echo "make ns3-deps     install the ns3 wheel (requirements-ns3.txt, ~70 MB) into .venv"
-	@echo "make ns3-feng     the feng scenario in ns-3 (3 queues x 2 TCP models x 5 seeds, ~2 min):"
-	@echo "                  docs/ns3/feng.json + docs/ns3/feng.md (docs/ns3.md; NS3_ARGS='--seeds 3')"
+	@echo "make ns3-PAPER    one paper's scenario in ns-3 (PAPER: feng; every queue x 2 TCP models x seeds):"
+	@echo "                  docs/ns3/PAPER.json + the table in docs/ns3/PAPER.md (docs/ns3.md; NS3_ARGS='--seeds 3')"
 	@echo "make mutants      mutation testing (tools/mutants.yaml; needs root, ~1 min a mutant)"
 	@echo "make clean        remove build/ and results/"
 
@@ -94,8 +94,9 @@ $(VENV)/.ns3-installed: requirements-ns3.txt | $(VENV)/.installed
 	$(PY) -m pip install -q --no-deps --require-hashes -r requirements-ns3.txt
 	touch $@
 
-ns3-feng: ns3-deps
-	$(PY) tools/ns3_feng.py run $(NS3_ARGS)
+# One paper's scenario in ns-3: tools/ns3_<paper>.py run (docs/ns3/<paper>.md).
+ns3-%: ns3-deps
+	$(PY) tools/ns3_$*.py run $(NS3_ARGS)
 
 # The lock: pip-compile (pip-tools, its version pinned here) resolves requirements.in
 # and writes requirements.txt with every transitive package pinned and hashed. Pins

@@ -5,9 +5,10 @@ models (docs/ns3.md).
 
     tools/ns3_feng.py build          compile tools/ns3sim/feng.cc against the ns3 wheel
     tools/ns3_feng.py run            build, run 3 queues x 2 TCP models x --seeds,
-                                     write docs/ns3/feng.json and docs/ns3/feng.md
-    tools/ns3_feng.py table          re-render docs/ns3/feng.md (and docs/ns3.md's
-                                     table) from docs/ns3/feng.json
+                                     write docs/ns3/feng.json and the table in
+                                     docs/ns3/feng.md
+    tools/ns3_feng.py table          re-render docs/ns3/feng.md's table from
+                                     docs/ns3/feng.json
 
 The scenario's numbers come from the BMv2 experiment's own files (topologies/topos/
 feng-fig1.json, scenarios/feng-fig2.yaml, policies/feng.yaml); the metrics are computed
@@ -19,14 +20,12 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import importlib.util
 import json
 import math
 import os
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
@@ -37,60 +36,27 @@ sys.path.insert(0, str(REPO / "topologies"))
 from mmaqm_exp import metrics  # noqa: E402
 from mmaqm_exp.analysis import BW_WINDOWS_S, MIN_BW_WINDOWS, SMOOTHING_WINDOWS_S  # noqa: E402
 
-SOURCE = REPO / "tools" / "ns3sim" / "feng.cc"
-BINARY = REPO / "build" / "ns3" / "feng"
+sys.path.insert(0, str(REPO / "tools"))
+import ns3common  # noqa: E402
+from ns3common import ConfigError, cell as _cell, ns3_dirs, spread  # noqa: E402,F401
+
 TOPOLOGY = REPO / "topologies" / "topos" / "feng-fig1.json"
 SCENARIO = REPO / "topologies" / "scenarios" / "feng-fig2.yaml"
 POLICIES = REPO / "topologies" / "policies" / "feng.yaml"
 COMPARISON = REPO / "docs" / "paper-comparison.yaml"
 OUT_JSON = REPO / "docs" / "ns3" / "feng.json"
-OUT_TABLE = REPO / "docs" / "ns3" / "feng.md"
-DOC_PAGE = REPO / "docs" / "ns3.md"
-TABLE_BEGIN, TABLE_END = "<!-- ns3-table:feng -->", "<!-- /ns3-table:feng -->"
+DOC_PAGE = REPO / "docs" / "ns3" / "feng.md"
 
 ALGORITHMS = ("DROP_TAIL", "RED", "RED_50KB")
 TCP_MODELS = ("LinuxReno", "NewReno")
-NS3_LIBS = ("applications", "internet", "traffic-control", "point-to-point", "network", "core")
-NS3_VERSION = "3.44"
+NS3_VERSION = ns3common.NS3_VERSION
 DEFAULT_SEEDS = 5
 START_SPREAD_MS = 10.0  #: flows start uniformly in [0, 10) ms (seeded); BMv2's start within ~1 ms
 
 
-class ConfigError(Exception):
-    """A configuration problem (exit 2)."""
-
-
-# ---------------------------------------------------------------------------
-# Build
-# ---------------------------------------------------------------------------
-
-
-def ns3_dirs() -> tuple[Path, Path]:
-    """The installed ns3 wheel's include and lib directories (ConfigError if absent)."""
-    spec = importlib.util.find_spec("ns3")
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigError("the ns3 wheel is not installed in this Python (make ns3-deps)")
-    for loc in spec.submodule_search_locations:
-        inc, lib = Path(loc) / "include", Path(loc) / "lib64"
-        if (inc / "ns3" / "core-module.h").is_file() and \
-                (lib / f"libns{NS3_VERSION}-core.so").is_file():
-            return inc, lib
-    raise ConfigError(f"ns3 package at {list(spec.submodule_search_locations)} has no "
-                      f"include/ns3/core-module.h or lib64/libns{NS3_VERSION}-core.so")
-
-
 def build(force: bool = False) -> Path:
-    """Compile feng.cc (only if the binary is older than the source)."""
-    inc, lib = ns3_dirs()
-    if not force and BINARY.is_file() and BINARY.stat().st_mtime >= SOURCE.stat().st_mtime:
-        return BINARY
-    BINARY.parent.mkdir(parents=True, exist_ok=True)
-    cmd = ["g++", "-std=c++20", "-O2", "-Wall", f"-I{inc}", str(SOURCE), "-o", str(BINARY),
-           f"-L{lib}", f"-Wl,-rpath,{lib}", *[f"-lns{NS3_VERSION}-{m}" for m in NS3_LIBS]]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"build failed: {' '.join(cmd)}\n{r.stderr[-4000:]}")
-    return BINARY
+    """Compile tools/ns3sim/feng.cc (only if a source is newer than the binary)."""
+    return ns3common.build("feng", force)
 
 
 # ---------------------------------------------------------------------------
@@ -142,23 +108,12 @@ def run_one(binary: Path, args: Mapping[str, Any], tcp: str, seed: int,
     a = dict(args, tcp=tcp, seed=seed)
     if duration_s is not None:
         a["durationS"] = duration_s
-    with tempfile.TemporaryDirectory() as td:
-        out = Path(td) / "raw.json"
-        cmd = [str(binary), *[f"--{k}={v}" for k, v in a.items()], f"--out={out}"]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} exited {r.returncode}: {r.stderr[-2000:]}")
-        return json.loads(out.read_text())
+    return ns3common.run_binary(binary, a)
 
 
 # ---------------------------------------------------------------------------
 # Metrics (summary.json's names)
 # ---------------------------------------------------------------------------
-
-#: ns-3 queue-disc drop reasons -> the project's counter names
-DROP_REASONS = {"Queue disc limit exceeded": "QUEUE_LIMIT", "Dropped by internal queue": "QUEUE_LIMIT",
-                "Unforced drop": "RED_EARLY", "Forced drop": "RED_FORCED"}
-
 
 def summarize(raw: Mapping[str, Any]) -> dict[str, Any]:
     """One run's metrics, named as in the BMv2 summary.json: flows.<i>.bandwidth_variation
@@ -182,12 +137,7 @@ def summarize(raw: Mapping[str, Any]) -> dict[str, Any]:
                              "std_kbps": [round(metrics.bandwidth_variation(samples, w, 0.0, dur)
                                                 .std_bps / 1e3, 3) for w in ws]}}
     b = raw["bottleneck"]
-    drops: dict[str, int] = {}
-    for reason, n in b["drops"].items():
-        key = DROP_REASONS.get(reason)
-        if key is None:
-            raise RuntimeError(f"unknown ns-3 drop reason {reason!r}")
-        drops[key] = drops.get(key, 0) + int(n)
+    drops = ns3common.drop_counts(b["drops"])
     q = [float(x) for x in raw["queue_pkts"]]
     return {"queue": raw["queue"], "tcp": raw["tcp"], "seed": raw["seed"], "duration_s": dur,
             "segment_bytes": raw["segment_bytes"], "params": raw["params"], "flows": flows,
@@ -218,14 +168,6 @@ def run_metrics(flows: Sequence[Mapping[str, Any]], loss: Optional[float], queue
             "var_8s_kbps": m("8s", "std_kbps") if all("8s" in f["bandwidth_variation"] for f in flows) else None,
             "loss_pct": None if loss is None else 100 * loss, "queue_mean_pkts": queue_mean,
             "queue_std_pkts": queue_std, "smoothing_to_droptail_s": smooth}
-
-
-def spread(xs: Sequence[Optional[float]]) -> Optional[dict[str, float]]:
-    """Median and range of a metric over runs (None if any run lacks it)."""
-    if not xs or any(x is None for x in xs):
-        return None
-    return {"median": round(statistics.median(xs), 3), "min": round(min(xs), 3),
-            "max": round(max(xs), 3), "n": len(xs)}
 
 
 def ns3_aggregate(summaries: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -302,19 +244,6 @@ PAPER = {("var_0.1s_kbps", "DROP_TAIL"): "≈ 800 kbit/s",
          ("smoothing_to_droptail_s", "RED"): "≈ 0.9 s"}
 
 
-def _num(v: float, nd: int) -> str:
-    return f"{v:,.{nd}f}".replace(",", " ")
-
-
-def _cell(sp: Optional[Mapping[str, float]], nd: int, unit: str) -> str:
-    if sp is None:
-        return "—"
-    med, lo, hi = (_num(sp[k], nd) for k in ("median", "min", "max"))
-    if sp["n"] == 1 or lo == hi:
-        return f"{med} {unit}"
-    return f"{med} [{lo}–{hi}] {unit}"
-
-
 def render_table(results: Mapping[str, Any]) -> str:
     """The Markdown table of docs/ns3/feng.md (and docs/ns3.md) from feng.json."""
     ns3, bm = results["ns3"], results["bmv2"]
@@ -339,14 +268,8 @@ def render_table(results: Mapping[str, Any]) -> str:
 
 
 def write_table(results: Mapping[str, Any]) -> None:
-    table = render_table(results)
-    OUT_TABLE.write_text("# ns-3 reference of the feng scenario (generated by tools/ns3_feng.py)\n\n"
-                         + table)
-    if DOC_PAGE.is_file():
-        text = DOC_PAGE.read_text()
-        a, b = text.find(TABLE_BEGIN), text.find(TABLE_END)
-        if a >= 0 and b > a:
-            DOC_PAGE.write_text(text[:a + len(TABLE_BEGIN)] + "\n" + table + text[b:])
+    """Put the table into docs/ns3/feng.md between its markers."""
+    ns3common.splice_table(DOC_PAGE, "feng", render_table(results))
 
 
 # ---------------------------------------------------------------------------
@@ -368,11 +291,7 @@ def cmd_run(seeds: int, duration_s: Optional[float]) -> dict[str, Any]:
                       f"{s['queue_occupancy']['mean_pkts']:.1f} pkts", file=sys.stderr)
     return {"schema": "mmaqm-ns3-feng/1", "ns3_version": NS3_VERSION, "seeds": seeds,
             "scenario": {"common": common, "queues": per},
-            "tcp_models": {
-                "LinuxReno": "TcpLinuxReno, SACK, timestamps, initial window 10, delayed ACK "
-                             "(2 segments, 40 ms), min RTO 200 ms",
-                "NewReno": "TcpNewReno, no SACK, no timestamps, initial window 1, an ACK per "
-                           "segment, min RTO 200 ms"},
+            "tcp_models": dict(ns3common.TCP_MODELS),
             "runs": summaries, "ns3": ns3_aggregate(summaries), "bmv2": bmv2_aggregate(feng_runs())}
 
 

@@ -15,6 +15,8 @@
 #include "ns3/ppp-header.h"
 #include "ns3/traffic-control-module.h"
 
+#include "mmaqm_ns3.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -129,43 +131,9 @@ main(int argc, char* argv[])
     RngSeedManager::SetSeed(1);
     RngSeedManager::SetRun(seed);
 
-    // TCP profiles. Both send 1000-byte IP packets and are capped at maxWindowPkts
-    // segments by the receiver window; both use a 200 ms minimum RTO.
-    uint32_t segBytes;
-    if (tcp == "LinuxReno")
-    {
-        // Linux-like: Reno as Linux counts it, SACK, timestamps (12 option bytes),
-        // initial window 10, delayed ACKs (every 2nd segment) with Linux's 40 ms
-        // minimum delayed-ACK timeout (TCP_ATO_MIN; ns-3's default is 200 ms).
-        Config::SetDefault("ns3::TcpL4Protocol::SocketType", StringValue("ns3::TcpLinuxReno"));
-        Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(true));
-        Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(true));
-        Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(10));
-        Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(2));
-        Config::SetDefault("ns3::TcpSocket::DelAckTimeout", TimeValue(MilliSeconds(40)));
-        segBytes = packetBytes - 20 - 20 - 12;
-    }
-    else
-    {
-        // The papers' ns-2 kind: NewReno, no SACK, no timestamps, initial window 1,
-        // an ACK for every segment (ns-2's TCPSink).
-        Config::SetDefault("ns3::TcpL4Protocol::SocketType", StringValue("ns3::TcpNewReno"));
-        Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(false));
-        Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(false));
-        Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(1));
-        Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(1));
-        segBytes = packetBytes - 20 - 20;
-    }
-    Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(segBytes));
-    // The window clamp (as the BMv2 harness's receive-window clamp): the advertised
-    // window never exceeds maxWindowPkts segments; the receive buffer itself is large,
-    // so out-of-order segments do not shrink the window further (as in Linux).
-    Config::SetDefault("ns3::TcpSocketBase::WindowScaling", BooleanValue(false));
-    Config::SetDefault("ns3::TcpSocketBase::MaxWindowSize",
-                       UintegerValue(std::min<uint32_t>(maxWindowPkts * segBytes, 65535)));
-    Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(1 << 20));
-    Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(1 << 20));
-    Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MilliSeconds(200)));
+    // The TCP model (mmaqm_ns3.h): both send packetBytes IP packets, capped at
+    // maxWindowPkts segments by the receiver window.
+    uint32_t segBytes = mmaqm::ApplyTcpModel(tcp, packetBytes, maxWindowPkts);
 
     // Parse again so that explicit --ns3::Class::Attribute=value overrides win over
     // the profile (used to isolate which difference matters).
@@ -195,30 +163,20 @@ main(int argc, char* argv[])
     InternetStackHelper stack;
     stack.Install(nodes);
 
+    // The queue disc with policies/feng.yaml's numbers (mmaqm_ns3.h): RED with no
+    // gentle and no wait, as our RED there; idle decay at the link rate (ns's RED).
+    mmaqm::QueueSpec qs;
+    qs.kind = queue;
+    qs.limitPkts = limitPkts;
+    qs.minThPkts = minThPkts;
+    qs.maxThPkts = maxThPkts;
+    qs.maxP = maxP;
+    qs.qW = qW;
+    qs.meanPktBytes = packetBytes;
+    qs.linkMbps = bottleneckMbps;
+    qs.linkDelayMs = bottleneckDelayMs;
     TrafficControlHelper tch;
-    std::string limit = std::to_string(limitPkts) + "p";
-    if (queue == "fifo")
-    {
-        tch.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", StringValue(limit));
-    }
-    else
-    {
-        // RED (Floyd & Jacobson 1993) with policies/feng.yaml's numbers: max_p = 1/LInterm;
-        // no gentle, no wait (as our RED there); idle decay at the link rate (ns's RED).
-        tch.SetRootQueueDisc("ns3::RedQueueDisc",
-                             "MaxSize", StringValue(limit),
-                             "MinTh", DoubleValue(minThPkts),
-                             "MaxTh", DoubleValue(maxThPkts),
-                             "LInterm", DoubleValue(1.0 / maxP),
-                             "QW", DoubleValue(qW),
-                             "Gentle", BooleanValue(false),
-                             "Wait", BooleanValue(false),
-                             "UseEcn", BooleanValue(false),
-                             "UseHardDrop", BooleanValue(true),
-                             "MeanPktSize", UintegerValue(packetBytes),
-                             "LinkBandwidth", DataRateValue(DataRate(bottleneckMbps * 1e6)),
-                             "LinkDelay", TimeValue(MilliSeconds(bottleneckDelayMs)));
-    }
+    mmaqm::SetRootQueueDisc(tch, qs);
     // Only r1's egress toward r2 is the bottleneck queue.
     QueueDiscContainer qdiscs = tch.Install(d12.Get(0));
     Ptr<QueueDisc> qd = qdiscs.Get(0);
@@ -259,7 +217,6 @@ main(int argc, char* argv[])
     Simulator::Stop(Seconds(durationS));
     Simulator::Run();
 
-    const QueueDisc::Stats& st = qd->GetStats();
     std::ofstream f(out);
     f.precision(9);
     f << "{\n  \"schema\": \"mmaqm-ns3-feng-raw/1\",\n";
@@ -296,21 +253,9 @@ main(int argc, char* argv[])
     {
         f << (b ? "," : "") << g_queuePkts[b];
     }
-    f << "],\n  \"bottleneck\": {\"arrivals\": " << st.nTotalReceivedPackets
-      << ", \"drops_total\": " << st.nTotalDroppedPackets;
-    f << ", \"drops\": {";
-    bool first = true;
-    for (const auto& [reason, n] : st.nDroppedPacketsBeforeEnqueue)
-    {
-        f << (first ? "" : ", ") << "\"" << reason << "\": " << n;
-        first = false;
-    }
-    for (const auto& [reason, n] : st.nDroppedPacketsAfterDequeue)
-    {
-        f << (first ? "" : ", ") << "\"" << reason << "\": " << n;
-        first = false;
-    }
-    f << "}}\n}\n";
+    f << "],\n  \"bottleneck\": {";
+    mmaqm::WriteQueueDiscStats(f, qd);
+    f << "}\n}\n";
     f.close();
     Simulator::Destroy();
     return f ? 0 : 1;
