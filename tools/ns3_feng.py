@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """The feng scenario (feng section 3.1, Fig. 1; Fig. 2 and Fig. 3(a)) in ns-3, beside
-the BMv2 runs: an independent simulator with its own drop-tail and RED, under two TCP
-models (docs/ns3.md).
+the BMv2 runs: an independent simulator with its own drop-tail and RED, and FQ-CoDel as
+the flow-queuing baseline, under two TCP models (docs/ns3.md).
 
     tools/ns3_feng.py build          compile tools/ns3sim/feng.cc against the ns3 wheel
-    tools/ns3_feng.py run            build, run 3 queues x 2 TCP models x --seeds,
+    tools/ns3_feng.py run            build, run 4 queues x 2 TCP models x --seeds,
                                      write docs/ns3/feng.json and the table in
                                      docs/ns3/feng.md
     tools/ns3_feng.py table          re-render docs/ns3/feng.md's table from
@@ -47,7 +47,11 @@ COMPARISON = REPO / "docs" / "paper-comparison.yaml"
 OUT_JSON = REPO / "docs" / "ns3" / "feng.json"
 DOC_PAGE = REPO / "docs" / "ns3" / "feng.md"
 
-ALGORITHMS = ("DROP_TAIL", "RED", "RED_50KB")
+ALGORITHMS = ("DROP_TAIL", "RED", "RED_50KB")  #: the BMv2 experiment's policies
+#: ns-3 only: FQ-CoDel (ns-3's defaults) with drop-tail's buffer, the flow-queuing
+#: baseline a user would pick instead (the BMv2 runs have no counterpart)
+FQ_CODEL = "FQ_CODEL"
+NS3_QUEUES = (*ALGORITHMS, FQ_CODEL)
 TCP_MODELS = ("LinuxReno", "NewReno")
 NS3_VERSION = ns3common.NS3_VERSION
 DEFAULT_SEEDS = 5
@@ -99,6 +103,7 @@ def scenario_args() -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
                          "maxP": p["max_p"], "qW": p["ewma_weight"]}
         else:
             raise ConfigError(f"{name}: algorithm {p['algorithm']} has no ns-3 counterpart here")
+    per[FQ_CODEL] = {"queue": "fqcodel", "limitPkts": per["DROP_TAIL"]["limitPkts"]}
     return per, common
 
 
@@ -177,7 +182,7 @@ def ns3_aggregate(summaries: Sequence[Mapping[str, Any]]) -> dict[str, dict[str,
     out: dict[str, dict[str, Any]] = {}
     for tcp in TCP_MODELS:
         out[tcp] = {}
-        for algo in ALGORITHMS:
+        for algo in NS3_QUEUES:
             seeds = sorted(seed for (t, a, seed) in by if t == tcp and a == algo)
             per = []
             for seed in seeds:
@@ -245,19 +250,20 @@ PAPER = {("var_0.1s_kbps", "DROP_TAIL"): "≈ 800 kbit/s",
 
 
 def render_table(results: Mapping[str, Any]) -> str:
-    """The Markdown table of docs/ns3/feng.md (and docs/ns3.md) from feng.json."""
+    """The Markdown table of docs/ns3/feng.md from feng.json."""
     ns3, bm = results["ns3"], results["bmv2"]
     n_seeds = results["seeds"]
     head = (f"| metric (mean over the 4 flows) | queue | ns-3 TcpLinuxReno ({n_seeds} seeds) | "
             f"ns-3 TcpNewReno, ns-2 kind ({n_seeds} seeds) | BMv2, Linux TCP ({len(bm['runs'])} runs) | paper |")
     lines = [head, "|---|---|---:|---:|---:|---|"]
     for key, label, nd, unit in ROWS:
-        for algo in ALGORITHMS:
+        for algo in NS3_QUEUES:
             if key == "smoothing_to_droptail_s" and algo == "DROP_TAIL":
                 continue
+            bmv2 = bm["metrics"].get(algo)
             lines.append(f"| {label} | {algo} | {_cell(ns3['LinuxReno'][algo].get(key), nd, unit)} | "
                          f"{_cell(ns3['NewReno'][algo].get(key), nd, unit)} | "
-                         f"{_cell(bm['metrics'][algo].get(key), nd, unit)} | "
+                         f"{_cell(bmv2.get(key), nd, unit) if bmv2 else 'no BMv2 counterpart'} | "
                          f"{PAPER.get((key, algo), '')} |")
     lines.append("")
     lines.append("Median [range]. Variation: the population standard deviation of a flow's "
@@ -279,7 +285,7 @@ def cmd_run(seeds: int, duration_s: Optional[float]) -> dict[str, Any]:
     binary = build()
     per, common = scenario_args()
     summaries = []
-    for algo in ALGORITHMS:
+    for algo in NS3_QUEUES:
         for tcp in TCP_MODELS:
             for seed in range(1, seeds + 1):
                 raw = run_one(binary, {**common, **per[algo]}, tcp, seed, duration_s)

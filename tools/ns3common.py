@@ -87,11 +87,15 @@ def run_binary(binary: Path, args: Mapping[str, Any]) -> dict[str, Any]:
         return json.loads(out.read_text())
 
 
+#: how ns-3 prefixes a reason reported by a child queue disc (FQ-CoDel's per-flow CoDel)
+CHILD_PREFIX = "(Dropped by child queue disc) "
+
+
 def drop_counts(drops: Mapping[str, int]) -> dict[str, int]:
     """A queue disc's drops by reason, under the project's counter names."""
     out: dict[str, int] = {}
     for reason, n in drops.items():
-        key = DROP_REASONS.get(reason)
+        key = DROP_REASONS.get(reason.removeprefix(CHILD_PREFIX))
         if key is None:
             raise RuntimeError(f"unknown ns-3 drop reason {reason!r}")
         out[key] = out.get(key, 0) + int(n)

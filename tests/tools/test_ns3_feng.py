@@ -40,7 +40,7 @@ def test_a_changed_number_changes_the_table():
 
 def test_ns3_aggregate_recomputes_from_the_committed_runs():
     assert ns3_feng.ns3_aggregate(RESULTS["runs"]) == RESULTS["ns3"]
-    assert len(RESULTS["runs"]) == (len(ns3_feng.ALGORITHMS) * len(ns3_feng.TCP_MODELS)
+    assert len(RESULTS["runs"]) == (len(ns3_feng.NS3_QUEUES) * len(ns3_feng.TCP_MODELS)
                                    * RESULTS["seeds"])
 
 
@@ -55,6 +55,8 @@ def test_scenario_arguments_come_from_the_bmv2_experiment_files():
     assert per["RED"] == {"queue": "red", "limitPkts": 20, "minThPkts": 5, "maxThPkts": 15,
                           "maxP": 0.1, "qW": 0.001953125}
     assert per["RED_50KB"]["limitPkts"] == 50 and per["RED_50KB"]["minThPkts"] == 20
+    # FQ-CoDel (ns-3 only) gets drop-tail's buffer
+    assert per["FQ_CODEL"] == {"queue": "fqcodel", "limitPkts": 20}
     assert (common["flows"], common["durationS"], common["bottleneckMbps"]) == (4, 64, 10)
     assert (common["accessDelayMs"], common["bottleneckDelayMs"]) == (2, 1)
     assert RESULTS["scenario"] == {"common": common, "queues": per}

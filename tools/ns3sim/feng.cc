@@ -1,6 +1,7 @@
 // feng section 3.1 (Fig. 1, Figs. 2-3(a)) in ns-3: N TCP connections n0 -> n5 over
-// a 10 Mbit/s bottleneck r1 -> r2, with ns-3's drop-tail (FifoQueueDisc) or RED
-// (RedQueueDisc) at r1's egress. An independent reference for the BMv2 experiment
+// a 10 Mbit/s bottleneck r1 -> r2, with ns-3's drop-tail (FifoQueueDisc), RED
+// (RedQueueDisc) or FQ-CoDel (FqCoDelQueueDisc) at r1's egress. An independent
+// reference for the BMv2 experiment
 // (topologies/topos/feng-fig1.json, scenarios/feng-fig2.yaml, policies/feng.yaml):
 // tools/ns3_feng.py passes those files' numbers as the arguments below.
 //
@@ -99,7 +100,7 @@ main(int argc, char* argv[])
     uint32_t seed = 1;
 
     CommandLine cmd(__FILE__);
-    cmd.AddValue("queue", "fifo (drop-tail) or red", queue);
+    cmd.AddValue("queue", "fifo (drop-tail), red or fqcodel", queue);
     cmd.AddValue("tcp", "LinuxReno or NewReno (see the runner for each profile)", tcp);
     cmd.AddValue("out", "output JSON path", out);
     cmd.AddValue("flows", "TCP connections n0 -> n5", flows);
@@ -119,12 +120,13 @@ main(int argc, char* argv[])
     cmd.AddValue("seed", "RngRun", seed);
     cmd.Parse(argc, argv);
 
-    if ((queue != "fifo" && queue != "red") || (tcp != "LinuxReno" && tcp != "NewReno") ||
+    if ((queue != "fifo" && queue != "red" && queue != "fqcodel") ||
+        (tcp != "LinuxReno" && tcp != "NewReno") ||
         flows == 0 || limitPkts == 0 || durationS <= 0 ||
         (queue == "red" && !(minThPkts < maxThPkts && maxThPkts <= limitPkts && maxP > 0 &&
                              maxP <= 1 && qW > 0 && qW < 1)))
     {
-        std::cerr << "feng: invalid arguments (queue fifo|red, tcp LinuxReno|NewReno, "
+        std::cerr << "feng: invalid arguments (queue fifo|red|fqcodel, tcp LinuxReno|NewReno, "
                      "0 < min_th < max_th <= limit, 0 < max_p <= 1, 0 < qW < 1)\n";
         return 2;
     }
