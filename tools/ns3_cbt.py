@@ -47,7 +47,12 @@ EXPERIMENT = "cbt-fig4"
 COMPARISON = REPO / "docs" / "paper-comparison.yaml"
 RESULTS = REPO / "docs" / "results"
 OUT_JSON = REPO / "docs" / "ns3" / "cbt.json"
+OUT_JSON_FULL = REPO / "docs" / "ns3" / "cbt-full.json"
 DOC_PAGE = REPO / "docs" / "ns3" / "cbt.md"
+#: the two schedules: the 46 s one the compared rows use, and the paper's 115 s
+SCHEDULES = {"scaled": {"experiment": "cbt-fig4", "json": OUT_JSON, "table": "cbt"},
+             "full": {"experiment": "cbt-fig4-full", "json": OUT_JSON_FULL, "table": "cbt-full"}}
+FULL_ROW = "full-run-tagged-loss"  #: the paper-comparison row whose runs are the 115 s BMv2 runs
 
 #: the queues ns-3 runs (its own queue discs), and the policy each takes its numbers from
 NS3_QUEUES = {"DROP_TAIL": "DROP_TAIL", "RED": "RED", "FQ_CODEL": "DROP_TAIL"}
@@ -58,6 +63,8 @@ NS3_VERSION = ns3common.NS3_VERSION
 DEFAULT_SEEDS = 5
 TCP_START_SPREAD_MS = 10.0  #: the 240 transfers start uniformly in [start, start + 10 ms) (seeded)
 LOSS_HOP = "r1:bottleneck"  #: the ns-3 summary's name of the bottleneck port
+#: how ns-3 prefixes the reason of a drop made by a child queue disc (FQ-CoDel's flow queues)
+CHILD_PREFIX = "(Dropped by child queue disc) "
 
 
 def build(force: bool = False) -> Path:
@@ -83,7 +90,8 @@ def experiment(name: str = EXPERIMENT) -> dict[str, Any]:
 
 
 def load_cbt_scenario(duration_s: Optional[float]):
-    """The cbt-fig4 scenario, scaled to duration_s (None: the file's own 115 s)."""
+    """The cbt-fig4 scenario, scaled to duration_s (None: the file's own 115 s; both
+    experiments use the same file)."""
     e = experiment()
     try:
         return load_scenario(e["scenario"], duration_s=duration_s)
@@ -105,12 +113,13 @@ def _red_args(p: Mapping[str, Any], bottleneck_mbps: float, packet_bytes: int) -
             "wait": str(bool(p.get("wait", False))).lower(), "redIdleLinkMbps": idle_mbps}
 
 
-def scenario_args(duration_s: Optional[float] = None) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+def scenario_args(duration_s: Optional[float] = None, exp: str = EXPERIMENT
+                  ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """Per ns-3 queue its arguments, and the common arguments, read from the BMv2
-    experiment's topology, scenario (scaled to the experiment's duration unless
-    duration_s is given) and policy files."""
-    e = experiment()
-    dur = float(duration_s if duration_s is not None else e["duration_s"])
+    experiment's topology, scenario (scaled to the experiment's duration, if it has
+    one, unless duration_s is given) and policy files."""
+    e = experiment(exp)
+    dur = duration_s if duration_s is not None else e.get("duration_s")
     try:
         topo = json.loads(e["topology"].read_text())
         pols = yaml.safe_load(e["policies"].read_text())
@@ -222,12 +231,22 @@ def _phase_block(fds, a: float, b: float, rate_kbps: float) -> dict[str, Any]:
     return out
 
 
+def drop_counts(drops: Mapping[str, int]) -> dict[str, int]:
+    """ns3common.drop_counts, with a child queue disc's reasons (FQ-CoDel's per-flow
+    CoDel) named as the child's own."""
+    out: dict[str, int] = {}
+    for reason, n in drops.items():
+        r = reason[len(CHILD_PREFIX):] if reason.startswith(CHILD_PREFIX) else reason
+        out[r] = out.get(r, 0) + int(n)
+    return ns3common.drop_counts(out)
+
+
 def _counts(counters: Mapping[str, Any], a: int, b: int) -> dict[str, Any]:
     """Arrivals and drops (project names) of each class over bins [a, b)."""
     out = {}
     for cls, c in counters.items():
         arrivals = sum(c["arrivals"][a:b])
-        drops = ns3common.drop_counts({r: sum(v[a:b]) for r, v in c["drops"].items()})
+        drops = drop_counts({r: sum(v[a:b]) for r, v in c["drops"].items()})
         tot = sum(drops.values())
         out[cls] = {"arrivals": arrivals, "drops": drops, "drops_total": tot,
                     "loss": round(tot / arrivals, 6) if arrivals else None}
@@ -279,7 +298,7 @@ def summarize(raw: Mapping[str, Any], sc) -> dict[str, Any]:
             "registers": {"phases": regs},
             "bottleneck": {"rate_pps": round(rate_kbps * 1e3 / 8 / int(raw["packet_bytes"]), 6),
                            "rate_kbps": rate_kbps, "arrivals": b["arrivals"],
-                           "drops_total": b["drops_total"], "drops": ns3common.drop_counts(b["drops"])}}
+                           "drops_total": b["drops_total"], "drops": drop_counts(b["drops"])}}
 
 
 # ---------------------------------------------------------------------------
@@ -294,6 +313,8 @@ ROWS: tuple[tuple[str, dict[str, Any], str, int, str, tuple[str, ...]], ...] = (
      Q4 + ("CBT_RED_TCP_ONLY",)),
     ("tagged_loss_blast_pct", {"fn": "class_loss_pct", "phase": "blast", "cls": "TAGGED"},
      "tagged loss at the bottleneck, blast phase", 1, "%", Q4),
+    ("tagged_loss_tcp_pct", {"fn": "class_loss_pct", "phase": "tcp", "cls": "TAGGED"},
+     "tagged loss at the bottleneck, TCP phase (before the blast)", 1, "%", Q4),
     ("tcp_loss_tcp_pct", {"fn": "class_loss_pct", "phase": "tcp", "cls": "TCP"},
      "TCP loss at the bottleneck, TCP phase (before the blast)", 1, "%", Q4),
     ("tcp_loss_blast_pct", {"fn": "class_loss_pct", "phase": "blast", "cls": "TCP"},
@@ -311,9 +332,9 @@ ROWS: tuple[tuple[str, dict[str, Any], str, int, str, tuple[str, ...]], ...] = (
     ("queue_blast_pkts", {"fn": "queue_mean_pkts", "phase": "blast"},
      "queue length, time-average, blast phase", 1, "pkts", Q4),
     ("red_avg_tcp_pkts", {"fn": "register", "phase": "tcp", "key": "red_avg_mean_pkts"},
-     "RED average (w_q 2⁻⁹ at each arrival), TCP phase", 1, "pkts", Q4),
+     "RED average (w_q 2⁻⁹ at each arrival), TCP phase", 1, "pkts", ("RED", "CBT_RED_ALL")),
     ("red_avg_blast_pkts", {"fn": "register", "phase": "blast", "key": "red_avg_mean_pkts"},
-     "RED average (w_q 2⁻⁹ at each arrival), blast phase", 1, "pkts", Q4),
+     "RED average (w_q 2⁻⁹ at each arrival), blast phase", 1, "pkts", ("RED", "CBT_RED_ALL")),
     ("queue_delay_blast_ms", {"fn": "queue_delay_ms", "phase": "blast"},
      "transit time of the mean queue at 1 250 pkt/s, blast phase", 1, "ms", Q4),
     ("tagged_queueing_blast_ms", {"fn": "tagged_queueing_ms", "phase": "blast"},
@@ -382,13 +403,21 @@ def bmv2_aggregate(runs: Sequence[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for algo in BMV2_ALGORITHMS:
         per = [compared(s) for s in (read_bmv2(r, algo) for r in runs) if s is not None]
+        if algo == "DROP_TAIL":     # its registers hold no RED average (always 0)
+            for p in per:
+                p.update({k: None for k in p if k.startswith("red_avg")})
         out[algo] = {k: _spread([p[k] for p in per]) for k in per[0]} if per else {}
     return {"runs": list(runs), "metrics": out}
 
 
-def cbt_runs() -> list[str]:
-    spec = yaml.safe_load(COMPARISON.read_text())
-    return list(spec["cbt"]["runs"])
+def cbt_runs(schedule: str = "scaled") -> list[str]:
+    """The archived BMv2 runs of a schedule: docs/paper-comparison.yaml's cbt runs (46 s),
+    or the runs of its full-length row (115 s)."""
+    spec = yaml.safe_load(COMPARISON.read_text())["cbt"]
+    if schedule == "scaled":
+        return list(spec["runs"])
+    (row,) = [r for r in spec["rows"] if r["id"] == FULL_ROW]
+    return list(row["runs"])
 
 
 # ---------------------------------------------------------------------------
@@ -418,8 +447,10 @@ def render_table(results: Mapping[str, Any]) -> str:
             cells.append(_cell(b.get(key), nd, unit, n_runs) if b else "—")
             lines.append(f"| {label} | {q} | {' | '.join(cells)} | {PAPER.get((key, q), '')} |")
     lines.append("")
-    lines.append(f"Median [range]. Schedule: cbt §4's 115 s scaled to {results['duration_s']:g} s "
-                 "(experiment cbt-fig4). ns-3 has no CBT (— in its columns) and BMv2 no "
+    sched = (f"cbt §4's 115 s scaled to {results['duration_s']:g} s"
+             if results["schedule"] == "scaled" else "cbt §4's full 115 s")
+    lines.append(f"Median [range]. Schedule: {sched} (experiment {results['experiment']}). "
+                 "ns-3 has no CBT (— in its columns) and BMv2 no "
                  f"FQ-CoDel. BMv2 runs: {', '.join(bm['runs'])}. Data: docs/ns3/cbt.json "
                  "(`tools/ns3_cbt.py run`).")
     return "\n".join(lines) + "\n"
@@ -427,15 +458,16 @@ def render_table(results: Mapping[str, Any]) -> str:
 
 def write_table(results: Mapping[str, Any]) -> None:
     """Put the table into docs/ns3/cbt.md between its markers."""
-    ns3common.splice_table(DOC_PAGE, "cbt", render_table(results))
+    ns3common.splice_table(DOC_PAGE, SCHEDULES[results["schedule"]]["table"], render_table(results))
 
 
 # ---------------------------------------------------------------------------
 
 
-def cmd_run(seeds: int, duration_s: Optional[float] = None) -> dict[str, Any]:
+def cmd_run(seeds: int, schedule: str = "scaled") -> dict[str, Any]:
     binary = build()
-    per, common = scenario_args(duration_s)
+    exp = SCHEDULES[schedule]["experiment"]
+    per, common = scenario_args(exp=exp)
     sc = load_cbt_scenario(common["durationS"])
     summaries = []
     for q in NS3_QUEUES:
@@ -451,34 +483,41 @@ def cmd_run(seeds: int, duration_s: Optional[float] = None) -> dict[str, Any]:
                       f"TCP {c['tcp_kbps_blast']} kbit/s in the blast, queue "
                       f"{c['queue_blast_pkts']} pkts", file=sys.stderr)
     return {"schema": "mmaqm-ns3-cbt/1", "ns3_version": NS3_VERSION, "seeds": seeds,
-            "duration_s": common["durationS"],
+            "schedule": schedule, "experiment": exp, "duration_s": common["durationS"],
             "scenario": {"common": common, "queues": per,
                          "initial_window": {t: tcp_model_args(t, common["durationS"])["initCwndPkts"]
                                             for t in TCP_MODELS}},
             "tcp_models": dict(ns3common.TCP_MODELS),
-            "runs": summaries, "ns3": ns3_aggregate(summaries), "bmv2": bmv2_aggregate(cbt_runs())}
+            "runs": summaries, "ns3": ns3_aggregate(summaries), "bmv2": bmv2_aggregate(cbt_runs(schedule))}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("command", choices=("build", "run", "table"))
     ap.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, help="seeds per configuration")
-    ap.add_argument("--out", type=Path, default=OUT_JSON, help="results JSON (run)")
+    ap.add_argument("--schedule", choices=sorted(SCHEDULES), default="scaled",
+                    help="scaled: cbt-fig4's 46 s (the compared rows'); full: the paper's 115 s")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="results JSON (run; default docs/ns3/cbt.json or cbt-full.json)")
     a = ap.parse_args(argv)
+    default_out = SCHEDULES[a.schedule]["json"]
+    out = a.out or default_out
     try:
         if a.command == "build":
             print(build(force=True))
         elif a.command == "run":
             if a.seeds < 1:
                 raise ConfigError("--seeds must be >= 1")
-            res = cmd_run(a.seeds)
-            a.out.parent.mkdir(parents=True, exist_ok=True)
-            a.out.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
-            if a.out.resolve() == OUT_JSON.resolve():
+            res = cmd_run(a.seeds, a.schedule)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
+            if out.resolve() == default_out.resolve():
                 write_table(res)
             print(render_table(res))
         else:
-            write_table(json.loads(OUT_JSON.read_text()))
+            for sch in SCHEDULES.values():
+                if sch["json"].is_file():
+                    write_table(json.loads(sch["json"].read_text()))
     except ConfigError as e:
         print(f"ns3-cbt: {e}", file=sys.stderr)
         return 2

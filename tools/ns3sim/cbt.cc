@@ -452,6 +452,16 @@ main(int argc, char* argv[])
     g_qd->TraceConnectWithoutContext("DropBeforeEnqueue", MakeCallback(&CountDrop));
     g_qd->TraceConnectWithoutContext("DropAfterDequeue", MakeCallback(&CountDrop));
     Simulator::Schedule(Seconds(0), &Sample);
+    // At the stop the BMv2 harness aborts every transfer (tcpbulk: SO_LINGER 0, an RST),
+    // so data still in the send buffers never leaves; BulkSend's Stop closes gracefully
+    // and would send it all. Here r1 drops whatever tcp1 sends from the stop on.
+    Ptr<NetDevice> r1FromTcp1 = left[0].Get(1);
+    Simulator::Schedule(Seconds(tcpStopS), [r1FromTcp1]() {
+        Ptr<RateErrorModel> em = CreateObject<RateErrorModel>();
+        em->SetAttribute("ErrorUnit", StringValue("ERROR_UNIT_PACKET"));
+        em->SetAttribute("ErrorRate", DoubleValue(1.0));
+        r1FromTcp1->SetAttribute("ReceiveErrorModel", PointerValue(em));
+    });
 
     Simulator::Stop(Seconds(durationS));
     Simulator::Run();
