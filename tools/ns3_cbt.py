@@ -7,8 +7,12 @@ simulator with its own drop-tail, RED and FQ-CoDel, under two TCP models (docs/n
     tools/ns3_cbt.py run             build, run 3 queues x 2 TCP models x --seeds on the
                                      46 s schedule of experiment cbt-fig4, write
                                      docs/ns3/cbt.json and the table in docs/ns3/cbt.md
-    tools/ns3_cbt.py table           re-render docs/ns3/cbt.md's table from
-                                     docs/ns3/cbt.json
+    tools/ns3_cbt.py table           re-render docs/ns3/cbt.md's tables from
+                                     docs/ns3/cbt.json and cbt-full.json
+    tools/ns3_cbt.py aggregate       recompute those JSONs' aggregates from their runs
+                                     and the archived BMv2 runs (after a change of
+                                     ROWS), then re-render
+    --schedule full                  the paper's 115 s (cbt-fig4-full) instead of 46 s
 
 The scenario's numbers come from the BMv2 experiment's own files (topologies/
 experiments.yaml's cbt-fig4: topos/cbt-two-lan.json, scenarios/cbt-fig4.yaml scaled to
@@ -335,6 +339,10 @@ ROWS: tuple[tuple[str, dict[str, Any], str, int, str, tuple[str, ...]], ...] = (
      "RED average (w_q 2⁻⁹ at each arrival), TCP phase", 1, "pkts", ("RED", "CBT_RED_ALL")),
     ("red_avg_blast_pkts", {"fn": "register", "phase": "blast", "key": "red_avg_mean_pkts"},
      "RED average (w_q 2⁻⁹ at each arrival), blast phase", 1, "pkts", ("RED", "CBT_RED_ALL")),
+    ("tcp_forced_blast_pct", {"fn": "class_drop_reason_pct", "phase": "blast", "cls": "TCP",
+                              "reason": "RED_FORCED"},
+     "TCP's forced drops (RED average ≥ max_th) over its arrivals, blast phase", 1, "%",
+     ("RED", "CBT_RED_ALL")),
     ("queue_delay_blast_ms", {"fn": "queue_delay_ms", "phase": "blast"},
      "transit time of the mean queue at 1 250 pkt/s, blast phase", 1, "ms", Q4),
     ("tagged_queueing_blast_ms", {"fn": "tagged_queueing_ms", "phase": "blast"},
@@ -493,7 +501,7 @@ def cmd_run(seeds: int, schedule: str = "scaled") -> dict[str, Any]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=("build", "run", "table"))
+    ap.add_argument("command", choices=("build", "run", "table", "aggregate"))
     ap.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, help="seeds per configuration")
     ap.add_argument("--schedule", choices=sorted(SCHEDULES), default="scaled",
                     help="scaled: cbt-fig4's 46 s (the compared rows'); full: the paper's 115 s")
@@ -515,9 +523,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 write_table(res)
             print(render_table(res))
         else:
-            for sch in SCHEDULES.values():
-                if sch["json"].is_file():
-                    write_table(json.loads(sch["json"].read_text()))
+            for name, sch in SCHEDULES.items():
+                if not sch["json"].is_file():
+                    continue
+                res = json.loads(sch["json"].read_text())
+                if a.command == "aggregate":
+                    res["ns3"] = ns3_aggregate(res["runs"])
+                    res["bmv2"] = bmv2_aggregate(cbt_runs(name))
+                    sch["json"].write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
+                write_table(res)
     except ConfigError as e:
         print(f"ns3-cbt: {e}", file=sys.stderr)
         return 2

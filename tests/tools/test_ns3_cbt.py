@@ -19,6 +19,9 @@ import ns3common
 from mmaqm_exp.scenario import parse_scenario
 
 RESULTS = json.loads(ns3_cbt.OUT_JSON.read_text())
+RESULTS_FULL = json.loads(ns3_cbt.OUT_JSON_FULL.read_text())
+BOTH = pytest.mark.parametrize("schedule,results", [("scaled", RESULTS), ("full", RESULTS_FULL)],
+                               ids=["46s", "115s"])
 
 
 def _ns3_or_skip():
@@ -30,9 +33,12 @@ def _ns3_or_skip():
         pytest.skip("g++ not found: the ns-3 scenario is compiled C++")
 
 
-def test_page_table_is_the_rendering_of_the_json():
+@BOTH
+def test_page_table_is_the_rendering_of_the_json(schedule, results):
+    assert results["schedule"] == schedule
     page = ns3_cbt.DOC_PAGE.read_text()
-    assert ns3common.marked_table(page, "cbt") == ns3_cbt.render_table(RESULTS).strip()
+    table = ns3_cbt.SCHEDULES[schedule]["table"]
+    assert ns3common.marked_table(page, table) == ns3_cbt.render_table(results).strip()
 
 
 def test_a_changed_number_changes_the_table():
@@ -44,11 +50,13 @@ def test_a_changed_number_changes_the_table():
     assert ns3_cbt.render_table(bad) != ns3_cbt.render_table(RESULTS)
 
 
-def test_ns3_aggregate_recomputes_from_the_committed_runs():
-    assert ns3_cbt.ns3_aggregate(RESULTS["runs"]) == RESULTS["ns3"]
-    assert len(RESULTS["runs"]) == (len(ns3_cbt.NS3_QUEUES) * len(ns3_cbt.TCP_MODELS)
-                                   * RESULTS["seeds"])
-    assert RESULTS["seeds"] >= 3
+@BOTH
+def test_ns3_aggregate_recomputes_from_the_committed_runs(schedule, results):
+    assert ns3_cbt.ns3_aggregate(results["runs"]) == results["ns3"]
+    assert len(results["runs"]) == (len(ns3_cbt.NS3_QUEUES) * len(ns3_cbt.TCP_MODELS)
+                                    * results["seeds"])
+    assert results["seeds"] >= 3
+    assert {s["duration_s"] for s in results["runs"]} == {results["duration_s"]}
 
 
 def test_a_changed_run_changes_the_aggregate():
@@ -58,9 +66,10 @@ def test_a_changed_run_changes_the_aggregate():
     assert ns3_cbt.ns3_aggregate(runs) != RESULTS["ns3"]
 
 
-def test_bmv2_column_recomputes_from_the_archived_runs():
-    assert RESULTS["bmv2"]["runs"] == ns3_cbt.cbt_runs()
-    assert ns3_cbt.bmv2_aggregate(RESULTS["bmv2"]["runs"]) == RESULTS["bmv2"]
+@BOTH
+def test_bmv2_column_recomputes_from_the_archived_runs(schedule, results):
+    assert results["bmv2"]["runs"] == ns3_cbt.cbt_runs(schedule)
+    assert ns3_cbt.bmv2_aggregate(results["bmv2"]["runs"]) == results["bmv2"]
 
 
 def test_bmv2_column_is_the_paper_comparison_rows():
@@ -95,6 +104,12 @@ def test_scenario_arguments_come_from_the_bmv2_experiment_files():
     assert ns3_cbt.tcp_model_args("NewReno") == {"initCwndPkts": 1}
     assert RESULTS["scenario"]["common"] == common and RESULTS["scenario"]["queues"] == per
     assert RESULTS["duration_s"] == 46
+    # the paper's own schedule: experiment cbt-fig4-full
+    per_f, full = ns3_cbt.scenario_args(exp="cbt-fig4-full")
+    assert per_f == per and full["durationS"] == 115
+    assert (full["tcpStartS"], full["tcpStopS"], full["blastStartS"], full["blastStopS"]) == \
+        (20, 95, 50, 95)
+    assert RESULTS_FULL["scenario"]["common"] == full
 
 
 def test_red_policy_options_reach_ns3():
