@@ -445,7 +445,7 @@ def render_table(results: Mapping[str, Any]) -> str:
     ns3, bm = results["ns3"], results["bmv2"]
     n_seeds, n_runs = results["seeds"], len(bm["runs"])
     head = (f"| metric | queue | ns-3 TcpLinuxReno ({n_seeds} seeds) | ns-3 TcpNewReno "
-            f"({n_seeds} seeds) | BMv2, Linux TCP ({n_runs} runs) | paper |")
+            f"({n_seeds} seeds) | BMv2, Linux TCP ({n_runs} run{'s' if n_runs != 1 else ''}) | paper |")
     lines = [head, "|---|---|---:|---:|---:|---|"]
     for key, _spec, label, nd, unit, queues in ROWS:
         for q in queues:
@@ -459,8 +459,9 @@ def render_table(results: Mapping[str, Any]) -> str:
              if results["schedule"] == "scaled" else "cbt §4's full 115 s")
     lines.append(f"Median [range]. Schedule: {sched} (experiment {results['experiment']}). "
                  "ns-3 has no CBT (— in its columns) and BMv2 no "
-                 f"FQ-CoDel. BMv2 runs: {', '.join(bm['runs'])}. Data: docs/ns3/cbt.json "
-                 "(`tools/ns3_cbt.py run`).")
+                 f"FQ-CoDel. BMv2 runs: {', '.join(bm['runs'])}. Data: "
+                 f"docs/ns3/{SCHEDULES[results['schedule']]['json'].name} (`tools/ns3_cbt.py run"
+                 f"{'' if results['schedule'] == 'scaled' else ' --schedule full'}`).")
     return "\n".join(lines) + "\n"
 
 
