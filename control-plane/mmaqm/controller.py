@@ -371,8 +371,11 @@ class SwitchController(FlowReportLoop, McdtPeriods, StatsLoop, OccupancyAudit):
         # ChIPS's slot sessions (and on Tofino the departure reports' session)
         clones = self.driver.clone_sessions(port for port, policy in sorted(sw.policies.items())
                                             if policy.plugin.needs_cut_in_sessions)
-        return R.SwitchState(digests=(R.flow_digest_config(
-            digest=self.driver.flow_digest),), clone_sessions=tuple(clones),
+        digests = [R.flow_digest_config(digest=self.driver.flow_digest)]
+        # the digests a switch loop reads (C-UPTA's probe specs)
+        digests += [R.flow_digest_config(digest=name) for loop in self.loops.values()
+                    for name in getattr(loop, "digests", lambda: ())()]
+        return R.SwitchState(digests=tuple(digests), clone_sessions=tuple(clones),
                              entries=tuple(entries))
 
     def policy_action(self, port: int, policy_epoch: int | None = None) -> PolicyAction:

@@ -108,6 +108,8 @@ DEFINES_CONSTANTS: dict[str, int] = {
     "BFD_REPORT_TTL": 64,
     "BFD_SEQ_VALID": 65536,
     "FLOW_DIGEST_RECEIVER": 1,
+    "BFD_SPEC_DIGEST_RECEIVER": 2,
+    "BFD_REPORT_DIGEST_RECEIVER": 3,
 }
 
 # defines.p4: every `enum bit<N> name { MEMBER = VALUE, ... }`.

@@ -137,6 +137,9 @@ QUEUE_COUNTERS = {  # P4 counter name -> reading key (aqm.p4, occupancy.p4)
     "queue_ecn_marks": "ecn_marks",
 }
 CHIPS_COUNTER = "chips_events"         # chips.p4: ChIPS on/off, cut-ins, slots, per port
+# upta.p4/main.p4: QoS Probes and Reports that reached a port's AQM (per egress port),
+# counted among its UNTAGGED arrivals: the routers' control traffic, not a host's
+BFD_COUNTER = "bfd_arrivals"
 
 
 def chips_indexes(ports: Iterable[int]) -> list[int]:
@@ -265,7 +268,8 @@ def sample_indexes(ports: Iterable[int]) -> dict[str, list[int]]:
     these ports, their ingress discards, and (TNA) the frames of other pipes' ports."""
     ports = list(ports)
     return {**counter_indexes(ports), DISCARD_COUNTER: discard_indexes(ports),
-            CHIPS_COUNTER: chips_indexes(ports), OTHER_PIPE_COUNTER: other_pipe_indexes()}
+            CHIPS_COUNTER: chips_indexes(ports), OTHER_PIPE_COUNTER: other_pipe_indexes(),
+            BFD_COUNTER: ports}
 
 
 def counter_sample(t_ns: int, switch: str, ports: Iterable[int],
@@ -287,4 +291,8 @@ def counter_sample(t_ns: int, switch: str, ports: Iterable[int],
         # TNA: frames from ports outside pipe 0, by pipe ({} on v1model)
         "other_pipe_discards": {str(pipe): n for pipe, n in
                                 other_pipe_discards(values.get(OTHER_PIPE_COUNTER, {})).items()},
+        # a program with the counter (UPTA's BFD): per port; else no key
+        **({"bfd_arrivals": {str(p): int(values[BFD_COUNTER][p].packets) for p in ports
+                             if p in values[BFD_COUNTER]}}
+           if values.get(BFD_COUNTER) else {}),
     }

@@ -22,7 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mmaqm import p4constants as C
-from mmaqm.algorithms.bfd_codec import (BFD_HEADER_BYTES, ICMP_QOS_PROBE, ICMP_QOS_REPORT,
+from mmaqm.algorithms.bfd_codec import (BFD_HEADER_BYTES, FLOW_SPEC_S_BIT, ICMP_QOS_PROBE,
+                                        ICMP_QOS_REPORT,
                                         BfdMessage, FlowSpec)
 from mmaqm.algorithms.upta import (BFD_PATHS, FS_INFINITE, MAX_K_SHIFT, MODE_C, MODE_P, MODES,
                                    Q16_ONE, Q_FIELD_MAX, RATE_FRAC_BITS, STATE_I, STATE_U,
@@ -168,6 +169,28 @@ def report_for(probe: bytes) -> bytes:
     if msg.icmp_type != ICMP_QOS_PROBE:
         raise ValueError("only a QoS Probe is answered")
     return BfdMessage(ICMP_QOS_REPORT, msg.identifier, msg.sequence, msg.fs_u, msg.fs_i).pack()
+
+
+def spec_digest(probe: bytes, egress_port: int, *, mode: int,
+                from_cpu: bool = False) -> dict[str, int] | None:
+    """The bfd_spec_digest_t a probe leaving ``egress_port`` (a ``upta`` port in
+    ``mode``) sends to the controller (upta §5.3.2: core routers need the specs' S
+    bits for N and M, eqs. 18-19): only at a mode-C port, not for the ingress
+    edge's own probe (from the controller's port), and only with 1..4 specs. The
+    members the P4 fills; a member of an absent spec is left out (unspecified)."""
+    msg = BfdMessage.unpack(probe)
+    if msg.icmp_type != ICMP_QOS_PROBE:
+        raise ValueError("only a QoS Probe carries specs")
+    if mode != MODE_C or from_cpu or not msg.specs:
+        return None
+    out = {"egress_port": egress_port, "identifier": msg.identifier,
+           "sequence": msg.sequence, "spec_count": len(msg.specs)}
+    for i, spec in enumerate(msg.specs):
+        flags = FLOW_SPEC_S_BIT if spec.intelligible else 0
+        out.update({f"src_addr{i}": spec.src_addr, f"dst_addr{i}": spec.dst_addr,
+                    f"src_port{i}": spec.src_port, f"dst_port{i}": spec.dst_port,
+                    f"protocol{i}": spec.protocol, f"flags{i}": flags})
+    return out
 
 
 # ---------------------------------------------------------------- reference model

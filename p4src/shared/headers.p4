@@ -114,6 +114,53 @@ header bfd_spec_t {
     bit<16>     reserved;
 }
 
+// C-UPTA core (upta §5.3.2: the Flow Specs' S bits are "necessary for fairshare
+// estimation at intermediate routers", eqs. 18-19): the specs of a QoS Probe that
+// left through a mode-C port, for that router's controller to count the U flows
+// in N and M although the ingress edge drops their packets. spec_count specs (1..4)
+// in spec 0..spec_count-1 (the parser fills the stack from 0); the other spec
+// members are unspecified. Plain bit<> fields, as flow_digest_t.
+struct bfd_spec_digest_t {
+    port_t      egress_port;
+    bit<16>     identifier;   // the probe's BFD path id
+    bit<16>     sequence;
+    bit<8>      spec_count;
+    ipv4_addr_t src_addr0;
+    ipv4_addr_t dst_addr0;
+    l4_port_t   src_port0;
+    l4_port_t   dst_port0;
+    bit<8>      protocol0;
+    bit<8>      flags0;       // bit 7: S (1 I flow, 0 U flow)
+    ipv4_addr_t src_addr1;
+    ipv4_addr_t dst_addr1;
+    l4_port_t   src_port1;
+    l4_port_t   dst_port1;
+    bit<8>      protocol1;
+    bit<8>      flags1;       // bit 7: S (1 I flow, 0 U flow)
+    ipv4_addr_t src_addr2;
+    ipv4_addr_t dst_addr2;
+    l4_port_t   src_port2;
+    l4_port_t   dst_port2;
+    bit<8>      protocol2;
+    bit<8>      flags2;       // bit 7: S (1 I flow, 0 U flow)
+    ipv4_addr_t src_addr3;
+    ipv4_addr_t dst_addr3;
+    l4_port_t   src_port3;
+    l4_port_t   dst_port3;
+    bit<8>      protocol3;
+    bit<8>      flags3;       // bit 7: S (1 I flow, 0 U flow)
+}
+
+// C-UPTA ingress edge (upta §5.3.3): a QoS Report it accepted, whose path minima
+// (eqs. 23-24) upta_path now applies: for the controller's log (the path registers
+// cannot be read over BMv2's P4Runtime).
+struct bfd_report_digest_t {
+    bit<16>     identifier;   // the BFD path id
+    bit<16>     sequence;
+    bit<32>     fs_u;         // alpha_min
+    bit<32>     fs_i;         // alpha'_min
+}
+
 struct headers_t {
     ethernet_t ethernet;
     ipv4_t     ipv4;

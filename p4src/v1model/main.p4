@@ -103,6 +103,15 @@ control MmaqmIngress(inout headers_t hdr,
                     aqm.apply(hdr, meta, standard_metadata);
                     if (!meta.aqm_applied) {
                         discard(DISCARD_NO_POLICY);
+#ifdef MMAQM_HAS_UPTA
+                    } else if (hdr.bfd.isValid()) {
+                        // A QoS Probe or Report (upta §5.3): the routers' control
+                        // traffic, classified UNTAGGED like any ICMP, counted apart
+                        // (the hosts' UNTAGGED arrivals = the class's minus these).
+                        // No flow report: it is no flow, and a C-UPTA core digests a
+                        // probe's specs (upta.p4; BMv2 sends one digest per packet).
+                        bfd_arrivals.count(meta.port_index);
+#endif
                     } else {
                         flow_report.apply(hdr, meta, standard_metadata);
                     }

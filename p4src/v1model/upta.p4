@@ -49,6 +49,9 @@ register<bit<32>>(NUM_PORTS * UPTA_SLOTS_PER_PORT) upta_sig;             // crc3
 counter(NUM_PORTS * UPTA_SLOTS_PER_PORT, CounterType.packets_and_bytes) upta_flow_bytes;
 // Index port * NUM_UPTA_EVENTS + UPTA_EVENT_*.
 counter(NUM_PORTS * NUM_UPTA_EVENTS, CounterType.packets) upta_events;
+// QoS Probes and Reports that reached a port's AQM (index: the egress port), whatever
+// its algorithm: among that port's UNTAGGED arrivals (main.p4), not a host's packets.
+counter(NUM_PORTS, CounterType.packets) bfd_arrivals;
 
 // drop_prob = 1 - fs/R > x/2^16, cross-multiplied (exact in bit<64>).
 // fs = UPTA_FS_NONE never exceeds: R (2^16 - x) <= (2^32 - 1) 2^16.
@@ -215,6 +218,8 @@ control BfdEndpoint(inout headers_t hdr, inout local_metadata_t meta,
             upta_path_fs_u.write(path, hdr.bfd.fs_u);
             upta_path_fs_i.write(path, hdr.bfd.fs_i);
             consume(UPTA_EVENT_REPORT_ACCEPTED);
+            digest<bfd_report_digest_t>(BFD_REPORT_DIGEST_RECEIVER, {
+                hdr.bfd.identifier, hdr.bfd.sequence, hdr.bfd.fs_u, hdr.bfd.fs_i });
         } else {
             consume(UPTA_EVENT_REPORT_STALE);
         }
@@ -353,7 +358,8 @@ control Upta(inout headers_t hdr, inout local_metadata_t meta,
     // queue limit applies; a probe leaving through this port has its path minima
     // lowered to the port's shares (eqs. 25-26) with the ICMP checksum updated
     // incrementally (RFC 1624 eqn. 3, HC' = ~(~HC + ~m + m'), for the four changed
-    // words; mmaqm.algorithms.upta.lower_probe).
+    // words; mmaqm.algorithms.upta.lower_probe); at a mode-C port its flow specs
+    // are digested (bfd_spec_digest_t, mmaqm_oracle.upta_model.spec_digest).
     @hidden
     action upta_bfd_transit() {
         queue_arrival();
@@ -374,6 +380,26 @@ control Upta(inout headers_t hdr, inout local_metadata_t meta,
             hdr.bfd.fs_u = new_u;
             hdr.bfd.fs_i = new_i;
             upta_events.count(meta.port_index * NUM_UPTA_EVENTS + UPTA_EVENT_PROBE_LOWERED);
+            // C-UPTA core (§5.3.2): the specs' S bits go to this router's controller,
+            // which counts the U flows in N and M (eqs. 18-19) although their packets
+            // no longer arrive; not for the ingress edge's own probes (from_cpu: its
+            // controller wrote the specs), nor for a probe without specs.
+            bit<8> spec_count = (bit<8>)(bit<1>)hdr.bfd_specs[0].isValid()
+                                + (bit<8>)(bit<1>)hdr.bfd_specs[1].isValid()
+                                + (bit<8>)(bit<1>)hdr.bfd_specs[2].isValid()
+                                + (bit<8>)(bit<1>)hdr.bfd_specs[3].isValid();
+            if (meta.policy.upta_mode == UPTA_MODE_C && !meta.upta_from_cpu && spec_count != 0) {
+                digest<bfd_spec_digest_t>(BFD_SPEC_DIGEST_RECEIVER, {
+                meta.routed_port, hdr.bfd.identifier, hdr.bfd.sequence, spec_count,
+                hdr.bfd_specs[0].src_addr, hdr.bfd_specs[0].dst_addr, hdr.bfd_specs[0].src_port,
+                hdr.bfd_specs[0].dst_port, hdr.bfd_specs[0].protocol, hdr.bfd_specs[0].flags,
+                hdr.bfd_specs[1].src_addr, hdr.bfd_specs[1].dst_addr, hdr.bfd_specs[1].src_port,
+                hdr.bfd_specs[1].dst_port, hdr.bfd_specs[1].protocol, hdr.bfd_specs[1].flags,
+                hdr.bfd_specs[2].src_addr, hdr.bfd_specs[2].dst_addr, hdr.bfd_specs[2].src_port,
+                hdr.bfd_specs[2].dst_port, hdr.bfd_specs[2].protocol, hdr.bfd_specs[2].flags,
+                hdr.bfd_specs[3].src_addr, hdr.bfd_specs[3].dst_addr, hdr.bfd_specs[3].src_port,
+                hdr.bfd_specs[3].dst_port, hdr.bfd_specs[3].protocol, hdr.bfd_specs[3].flags });
+            }
         }
     }
 

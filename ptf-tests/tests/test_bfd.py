@@ -14,6 +14,7 @@ the upta_events deltas and ends with verify_no_other_packets.
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import ptf.testutils as tu
@@ -25,12 +26,13 @@ from mmaqm import bmv2_tm
 from mmaqm import p4constants as C
 from mmaqm.algorithms import bfd_codec
 from mmaqm.algorithms import upta
+from mmaqm.algorithms import upta_control
 from mmaqm.algorithms.bfd_codec import BfdMessage, FlowSpec
 from mmaqm.config import parse_policy
 from mmaqm.encoding import PolicyAction, policy_action
 from mmaqm_oracle import upta_model
 
-from mmaqm_base import MmaqmTest, host_ip, host_mac, router_mac
+from mmaqm_base import CONFIG, MmaqmTest, host_ip, host_mac, router_mac
 
 LOCAL = "10.255.0.1"
 EDGE_PORT, UPTA_PORT, DOMAIN_PORT, CPU_PORT = 1, 2, 3, 4
@@ -66,12 +68,14 @@ class BfdTest(MmaqmTest):
         self.sw.install_upta_edge_port(CPU_PORT, cpu=True)
         self.upta_policy(FS_I, FS_U)
 
-    def upta_policy(self, fs_i: int, fs_u: int, mode: str = "B") -> PolicyAction:
+    def upta_policy(self, fs_i: int, fs_u: int, mode: str = "B",
+                    flow_epoch_shift: int = 0) -> PolicyAction:
         raw = {"algorithm": "UPTA", "queue_limit_pkts": 64, "upta_mode": mode,
                "upta_flow_slots": 4096, "upta_k_shift": 10, "upta_tagged_loss_threshold": 0.12}
         action = policy_action(parse_policy(raw),
                                policy_epoch=self.sw.next_policy_epoch(UPTA_PORT),
-                               flow_epoch_shift=0).with_params(**upta.share_params(fs_i, fs_u))
+                               flow_epoch_shift=flow_epoch_shift).with_params(
+                                   **upta.share_params(fs_i, fs_u))
         self.sw.write_port_policy(UPTA_PORT, action)
         return action
 
@@ -283,3 +287,157 @@ class BfdReportTest(BfdTest):
                 self.assertEqual(drops, {want: 1})
             time.sleep(0.01)
         tu.verify_no_other_packets(self)
+
+
+class BfdCoreSpecDigestTest(BfdTest):
+    """A C-UPTA core's digest of a passing probe's Flow Specs (§5.3.2: the S bits are
+    "necessary for fairshare estimation at intermediate routers", eqs. 18-19): port 2
+    in mode C with FS_U 2 700, FS_I 2 900.
+      1. a probe from a domain port (3) to a host behind port 2, path 5, sequence 12,
+         fields (5 000, 5 000), the three SPECS (one U, two I) -> forwarded lowered to
+         (2 700, 2 900), PROBE_LOWERED 1 on port 2, and exactly one bfd_spec_digest_t:
+         egress_port 2, identifier 5, sequence 12, spec_count 3, each spec's 5-tuple
+         and flags (0x00 U, 0x80 I) = upta_model.spec_digest;
+      2. the switch's own probe (from the controller's port 4, path 6): PROBE_SENT,
+         lowered, no digest (its controller wrote the specs);
+      3. a probe without specs from port 3: lowered, no digest;
+      4. port 2 back in mode B, the probe of 1 again: lowered, no digest.
+    Nothing else is forwarded, the probes raise no flow report (one digest per
+    packet on BMv2; a probe is no flow), and bfd_arrivals counts the four on port 2
+    (the routers' control traffic, apart from the hosts' UNTAGGED arrivals)."""
+
+    async def gather(self, out: list) -> None:
+        async for batch in self.sw.driver.digest_items(self.sw.driver.bfd_spec_digest):
+            out.extend(batch)
+
+    def digests_after(self, frame: Ether, in_port: int, want_events: dict, out: list,
+                      wait_s: float = 0.5) -> list:
+        """Send; the events must be want_events; the digests that arrived meanwhile."""
+        n = len(out)
+        self.send_and_count(frame, in_port, want_events)
+        time.sleep(wait_s)      # the digest's max_timeout is 10 ms
+        return out[n:]
+
+    def runTest(self) -> None:
+        if self.sw.driver.bfd_spec_digest is None:
+            self.fail("the program has no bfd_spec_digest_t")
+        # flow reports on: a probe must not raise one
+        shift = CONFIG.active_flows.flow_epoch_shift
+        self.upta_policy(FS_I, FS_U, mode="C", flow_epoch_shift=shift)
+        self.sw.enable_digest(self.sw.driver.bfd_spec_digest)
+        self.sw.enable_flow_reports()
+        flows: list = []
+        got: list = []
+        arrivals_before = self.bfd_arrivals()
+        collector = asyncio.run_coroutine_threadsafe(self.gather(got), self.sw._loop)
+        flow_collector = asyncio.run_coroutine_threadsafe(self.gather_flows(flows),
+                                                          self.sw._loop)
+        try:
+            probe = BfdMessage(bfd_codec.ICMP_QOS_PROBE, 5, 12, 5000, 5000, SPECS).pack()
+            frame = bfd_frame(DOMAIN_PORT, host_ip(DOMAIN_PORT, 9), host_ip(UPTA_PORT, 9), probe)
+            want = upta_model.spec_digest(probe, UPTA_PORT, mode=upta.MODE_C)
+            self.assertEqual(want["spec_count"], 3)
+            self.assertEqual([want[f"flags{i}"] for i in range(3)], [0x00, 0x80, 0x80])
+            digests = self.digests_after(frame, DOMAIN_PORT, {(UPTA_PORT, "PROBE_LOWERED"): 1}, got)
+            tu.verify_packet(self, routed(frame, UPTA_PORT,
+                                          upta_model.lower_probe(probe, FS_U, FS_I)), UPTA_PORT)
+            self.assertEqual(len(digests), 1, digests)
+            self.assertEqual({k: digests[0][k] for k in want}, want)
+            self.assertEqual(upta_control.decode_spec_digest(digests[0]).specs, SPECS)
+
+            self.assertIsNone(upta_model.spec_digest(
+                BfdMessage(bfd_codec.ICMP_QOS_PROBE, 6, 3, NONE, NONE, SPECS).pack(), UPTA_PORT,
+                mode=upta.MODE_C, from_cpu=True))
+            own = BfdMessage(bfd_codec.ICMP_QOS_PROBE, 6, 3, NONE, NONE, SPECS).pack()
+            frame = bfd_frame(CPU_PORT, LOCAL, host_ip(UPTA_PORT, 9), own)
+            self.assertEqual(self.digests_after(frame, CPU_PORT, {
+                (CPU_PORT, "PROBE_SENT"): 1, (UPTA_PORT, "PROBE_LOWERED"): 1}, got), [])
+            tu.verify_packet(self, routed(frame, UPTA_PORT,
+                                          upta_model.lower_probe(own, FS_U, FS_I)), UPTA_PORT)
+
+            bare = BfdMessage(bfd_codec.ICMP_QOS_PROBE, 5, 13, 5000, 5000).pack()
+            self.assertIsNone(upta_model.spec_digest(bare, UPTA_PORT, mode=upta.MODE_C))
+            frame = bfd_frame(DOMAIN_PORT, host_ip(DOMAIN_PORT, 9), host_ip(UPTA_PORT, 9), bare)
+            self.assertEqual(self.digests_after(frame, DOMAIN_PORT,
+                                                {(UPTA_PORT, "PROBE_LOWERED"): 1}, got), [])
+            tu.verify_packet(self, routed(frame, UPTA_PORT,
+                                          upta_model.lower_probe(bare, FS_U, FS_I)), UPTA_PORT)
+
+            self.upta_policy(FS_I, FS_U, mode="B", flow_epoch_shift=shift)
+            self.assertIsNone(upta_model.spec_digest(probe, UPTA_PORT, mode=upta.MODE_B))
+            frame = bfd_frame(DOMAIN_PORT, host_ip(DOMAIN_PORT, 9), host_ip(UPTA_PORT, 9), probe)
+            self.assertEqual(self.digests_after(frame, DOMAIN_PORT,
+                                                {(UPTA_PORT, "PROBE_LOWERED"): 1}, got), [])
+            tu.verify_packet(self, routed(frame, UPTA_PORT,
+                                          upta_model.lower_probe(probe, FS_U, FS_I)), UPTA_PORT)
+            self.assertEqual(flows, [], "a probe raised a flow report")
+            # the four probes reached port 2's AQM: counted apart from the hosts'
+            # UNTAGGED arrivals (main.p4 bfd_arrivals, by egress port)
+            after = self.bfd_arrivals()
+            self.assertEqual({p: after[p] - arrivals_before[p] for p in after
+                              if after[p] != arrivals_before[p]}, {UPTA_PORT: 4})
+            tu.verify_no_other_packets(self)
+        finally:
+            collector.cancel()
+            flow_collector.cancel()
+
+    def bfd_arrivals(self) -> dict[int, int]:
+        values = self.sw.read_counter_indexes({"bfd_arrivals": [0, 1, 2, 3, 4]})["bfd_arrivals"]
+        return {p: values[p].packets if p in values else 0 for p in range(5)}
+
+    async def gather_flows(self, out: list) -> None:
+        async for batch in self.sw.driver.flow_reports():
+            out.extend(batch)
+
+
+class BfdReportDigestTest(BfdTest):
+    """The ingress edge tells its controller which report it accepted (§5.3.3; the
+    path registers cannot be read over BMv2's P4Runtime): the controller's probe on
+    path 9, sequence 300, then reports to 10.255.0.1 from domain port 3: sequence 299
+    (REPORT_STALE) and a wrong checksum (REPORT_MALFORMED) raise no digest; (2 650,
+    2 880) with sequence 300 -> REPORT_ACCEPTED and exactly one bfd_report_digest_t
+    {identifier 9, sequence 300, fs_u 2 650, fs_i 2 880} = the path registers."""
+
+    async def gather(self, out: list) -> None:
+        async for batch in self.sw.driver.digest_items(self.sw.driver.bfd_report_digest):
+            out.extend(batch)
+
+    def runTest(self) -> None:
+        if self.sw.driver.bfd_report_digest is None:
+            self.fail("the program has no bfd_report_digest_t")
+        self.sw.enable_digest(self.sw.driver.bfd_report_digest)
+        got: list = []
+        collector = asyncio.run_coroutine_threadsafe(self.gather(got), self.sw._loop)
+        try:
+            model = upta_model.BfdEndpoint()
+            probe = model.probe_template(9, 300)
+            frame = bfd_frame(CPU_PORT, LOCAL, host_ip(UPTA_PORT, 9), probe)
+            self.send_and_count(frame, CPU_PORT, {(CPU_PORT, "PROBE_SENT"): 1,
+                                                  (UPTA_PORT, "PROBE_LOWERED"): 1})
+            tu.verify_packet(self, routed(frame, UPTA_PORT,
+                                          upta_model.lower_probe(probe, FS_U, FS_I)), UPTA_PORT)
+            good = BfdMessage(bfd_codec.ICMP_QOS_REPORT, 9, 300, 2650, 2880).pack()
+            bad = bytearray(good)
+            bad[3] ^= 0x01
+            for report, event in ((BfdMessage(bfd_codec.ICMP_QOS_REPORT, 9, 299, 2650,
+                                              2880).pack(), "REPORT_STALE"),
+                                  (bytes(bad), "REPORT_MALFORMED")):
+                self.assertFalse(model.accept_report(report, from_edge_port=False))
+                self.send_and_count(bfd_frame(DOMAIN_PORT, host_ip(DOMAIN_PORT, 9), LOCAL,
+                                              report), DOMAIN_PORT, {(DOMAIN_PORT, event): 1})
+            time.sleep(0.5)
+            self.assertEqual(got, [])
+            self.assertTrue(model.accept_report(good, from_edge_port=False))
+            self.send_and_count(bfd_frame(DOMAIN_PORT, host_ip(DOMAIN_PORT, 9), LOCAL, good),
+                                DOMAIN_PORT, {(DOMAIN_PORT, "REPORT_ACCEPTED"): 1})
+            deadline = time.monotonic() + 3
+            while not got and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.3)
+            self.assertEqual(got, [{"identifier": 9, "sequence": 300, "fs_u": 2650,
+                                    "fs_i": 2880}])
+            self.assertEqual(self.path_registers(9), (2650, 2880, 0x10000 | 300))
+            self.assertEqual(model.path_shares(9), (2650, 2880))
+            tu.verify_no_other_packets(self)
+        finally:
+            collector.cancel()

@@ -521,7 +521,9 @@ def test_sample_stats_reads_every_port_in_one_request_and_has_this_shape() -> No
         "queue_arrivals": per_class, "queue_admits": per_class,
         "queue_departures": per_class, "queue_drops": drops, "queue_ecn_marks": ecn_marks,
         "ingress_discards": discards, "chips_events": chips_events,
-        "other_pipe_discards": [1, 2, 3]})]                # TNA: pipes 1..3 (TNA_PIPES 4)
+        "other_pipe_discards": [1, 2, 3],                  # TNA: pipes 1..3 (TNA_PIPES 4)
+        "bfd_arrivals": [1, 2, 3, 4, 5]})]                 # UPTA's BFD messages per port
+    assert "bfd_arrivals" not in sample       # the fake returns no such counter
     assert sample["ingress_discards"] == {"1": 0, "2": 0, "3": 3, "4": 0, "5": 0}
     assert sample["other_pipe_discards"] == {}   # this program has no such counter
 

@@ -271,7 +271,8 @@ def test_read_state_reads_everything_in_one_request_and_apply_writes_sends_each_
                 digests=(R.flow_digest_config(),), entries=(*R.classifier_entries([46]),
                                                             route, policy))))
             states.append(await d.read_state())
-            assert len(server.read_requests) == requests + 2   # entities, the digest
+            # entities, then each digest (flow, C-UPTA's probe specs and reports)
+            assert len(server.read_requests) == requests + 1 + len(d.switch.p4info.digests)
             writes = len(server.write_requests)
             await d.apply_writes(R.plan_writes(states[1], replace(states[1], entries=(
                 *R.classifier_entries([46]), moved))))
@@ -579,7 +580,8 @@ def test_ipv6_flow_reports_decode_to_ipv6_addresses_and_never_meet_ipv4_ones(
         FlowReport(2, 0, (v6("2001:db8:1::2"), v6("2001:db8:2::2"), 6, 1000, 2000), 42),
         FlowReport(2, 0, (v6("::10.0.1.2"), v6("::10.0.2.2"), 6, 1000, 2000), 42)]
     assert received[1] == [FlowReport(2, 0, (0x0A000102, 0x0A000202, 6, 1000, 2000), 42)]
-    [digest_id] = [d.preamble.id for d in server.p4info.digests]
+    [digest_id] = [d.preamble.id for d in server.p4info.digests
+                   if d.preamble.alias == "flow_digest_t"]
     assert server.digest_acks == [(digest_id, 3), (digest_id, 4), (digest_id, 5)]
     table = ActiveFlowTable()
     for report in (r for lst in received for r in lst):

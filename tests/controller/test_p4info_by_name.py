@@ -127,7 +127,7 @@ def exercise(p4info: Path, device_config: Path, switch_drop_index: int = 63):
                 reports = d.flow_reports()
                 next_list = asyncio.ensure_future(anext(reports))
                 await asyncio.sleep(0.05)
-                server.send_digest(next(iter(server.p4info.digests)).preamble.alias,
+                server.send_digest(d.flow_digest,
                                    [FLOW], list_id=3)
                 received = await next_list
                 await reports.aclose()

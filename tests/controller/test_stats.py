@@ -137,3 +137,17 @@ def test_chips_summary_hand_computed() -> None:
         "port 2 ChIPS: on for 90.0 % of admits, tagged/other enqueue ratio 0.200, cut-ins 12, "
         "slots left 11, tagged FIFO (queue <= average) 3\n")
     assert format_chips({}) == ""
+
+
+def test_counter_sample_carries_bfd_arrivals_only_where_the_program_counts_them() -> None:
+    """bfd_arrivals (upta.p4: QoS Probes and Reports per egress port, among the
+    UNTAGGED arrivals) is read in the sample's one request; a program without the
+    counter (the read returns {} for it) gives no key, so the UDP delivery check
+    knows it cannot subtract them."""
+    from mmaqm import stats
+    from mmaqm.driver import CounterValue
+    assert stats.sample_indexes([2, 3])[stats.BFD_COUNTER] == [2, 3]
+    empty = {name: {} for name in stats.sample_indexes([2, 3])}
+    assert "bfd_arrivals" not in stats.counter_sample(0, "r2", [2, 3], empty)
+    values = {**empty, stats.BFD_COUNTER: {2: CounterValue(5, 0), 3: CounterValue(37, 0)}}
+    assert stats.counter_sample(0, "r2", [2, 3], values)["bfd_arrivals"] == {"2": 5, "3": 37}

@@ -159,6 +159,47 @@ def test_remote_useless_window_and_local_arrivals():
     assert ru.last_seen == {}
 
 
+def test_remote_u_flows_in_eqs_18_19_by_hand():
+    """A core on l5 (C = 3.5 Mbit/s, T = K): TCP 1.25 and background 9.375 Mbit/s
+    arrive, the video is U at the ingress (a probe's spec, no packets here).
+    Without it: N = 2, C/N = 1.75: S = 1 (TCP), alpha = alpha' = (3.5 - 1.25)/1 =
+    2.25 Mbit/s. With it (eqs. 18-19, §5.3.2): N = 3, C/N = 1.1667: S = 0 (the U
+    flow is never in S), M = 1: alpha = 3.5/3 = 1.1667, alpha' = 3.5/2 = 1.75 Mbit/s."""
+    T = 0.131072
+    arrivals = {1: round(1.25e6 * T / 8), 2: round(9.375e6 * T / 8)}   # 20 480, 153 600
+    settings = UC.PortSettings(capacity_bps=3.5e6, mode=U.MODE_C)
+    alone = UC.port_interval(settings, arrivals, (), interval_s=T)
+    assert (alone.shares.n, alone.shares.s, alone.shares.m) == (2, 1, 0)
+    assert alone.shares.alpha == pytest.approx(2.25e6, rel=1e-6)
+    assert alone.shares.alpha_prime == pytest.approx(2.25e6, rel=1e-6)
+    both = UC.port_interval(settings, arrivals, (), interval_s=T, remote_useless=1)
+    assert (both.shares.n, both.shares.s, both.shares.m) == (3, 0, 1)
+    assert both.shares.alpha == pytest.approx(3.5e6 / 3)
+    assert both.shares.alpha_prime == pytest.approx(1.75e6)
+    # in the data plane's unit (bytes per K * 16): fs_U 305 835, fs_I 458 752
+    assert (both.params["fs_u_scaled"], both.params["fs_i_scaled"]) == (305835, 458752)
+
+
+def test_decode_spec_digest():
+    """bfd_spec_digest_t members -> the specs (S bit = flags bit 7); bad members raise."""
+    members = {"egress_port": 3, "identifier": 1, "sequence": 8, "spec_count": 2,
+               "src_addr0": VIDEO_KEY[0], "dst_addr0": VIDEO_KEY[1], "src_port0": 40000,
+               "dst_port0": 5001, "protocol0": 17, "flags0": 0x00,
+               "src_addr1": 1, "dst_addr1": 2, "src_port1": 3, "dst_port1": 4,
+               "protocol1": 6, "flags1": 0x80,
+               # spec 2 and 3: unspecified, ignored
+               "src_addr2": 99, "flags2": 0x80}
+    d = UC.decode_spec_digest(members)
+    assert (d.egress_port, d.identifier, d.sequence) == (3, 1, 8)
+    assert d.specs == (spec(), B.FlowSpec(1, 2, 3, 4, 6, True))
+    for bad in ({"spec_count": 0}, {"spec_count": 5}, {"src_port0": 1 << 16},
+                {"egress_port": 512}):
+        with pytest.raises(ValueError):
+            UC.decode_spec_digest({**members, **bad})
+    with pytest.raises(ValueError, match="no member"):
+        UC.decode_spec_digest({k: v for k, v in members.items() if k != "flags1"})
+
+
 def test_remote_useless_an_i_spec_withdraws_the_flow():
     ru = UC.RemoteUseless(window_s=1.0)
     ru.observe(spec(), 0.0)

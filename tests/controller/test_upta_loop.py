@@ -180,8 +180,8 @@ def test_core_counts_probe_specs_of_flows_that_no_longer_arrive():
 
     async def go():
         await ctl.loops["UPTA"].read_port(PORT)
-        ctl.loops["UPTA"].observe_probe_specs([B.FlowSpec(VIDEO_KEY[0], VIDEO_KEY[1], VIDEO_KEY[3],
-                                                 VIDEO_KEY[4], 17, False)])
+        assert ctl.loops["UPTA"].observe_probe_specs(PORT, [B.FlowSpec(
+            VIDEO_KEY[0], VIDEO_KEY[1], VIDEO_KEY[3], VIDEO_KEY[4], 17, False)])
         drv.add(TCP_KEY, 40)
         drv.add(BG_KEY, 300)
         clock.t += T
@@ -192,6 +192,128 @@ def test_core_counts_probe_specs_of_flows_that_no_longer_arrive():
     assert (sh.n, sh.s, sh.m) == (3, 0, 1)
     assert (drv.writes[-1][1].params["fs_u_scaled"],
             drv.writes[-1][1].params["fs_i_scaled"]) == (305835, 458752)
+
+
+def video_digest(port: int = PORT, **override) -> dict[str, int]:
+    """A bfd_spec_digest_t naming the video as U (its members as the driver yields them)."""
+    d = {"egress_port": port, "identifier": 1, "sequence": 8, "spec_count": 1,
+         "src_addr0": VIDEO_KEY[0], "dst_addr0": VIDEO_KEY[1], "src_port0": VIDEO_KEY[3],
+         "dst_port0": VIDEO_KEY[4], "protocol0": 17, "flags0": 0}
+    d.update(override)
+    return d
+
+
+class SpecDriver(FakeDriver):
+    """A driver whose program digests probe specs: yields the given lists once."""
+
+    bfd_spec_digest = "bfd_spec_digest_t"
+    flow_digest = "flow_digest_t"
+
+    def route_entries(self, entry):
+        return [entry]
+
+    def range_entries(self, port, action):
+        return []
+
+    def clone_sessions(self, ports):
+        return []
+
+    def __init__(self, lists) -> None:
+        super().__init__()
+        self.lists = lists
+
+    async def digest_items(self, alias):
+        assert alias == self.bfd_spec_digest
+        for one in self.lists:
+            yield one
+        await asyncio.sleep(3600)
+
+
+def test_core_reads_the_data_planes_spec_digests_per_port():
+    """receive_probe_specs: a digest of a probe that left through the mode-C port 3
+    puts the video in port 3's N and M (fs_U 305 835, fs_I 458 752 as above); one for
+    port 2 (no upta port here) and a malformed one (spec_count 0) change nothing."""
+    cfg = config("C")
+    drv = SpecDriver([[video_digest(port=2), video_digest(spec_count=0)], [video_digest()]])
+    ctl = SwitchController(cfg, cfg.switches["r5"], drv, clock_ms=lambda: 0.0)
+    loop = ctl.loops["UPTA"]
+    clock = Clock()
+    loop.clock_s = clock
+    ctl.epochs.update({2: 776, PORT: 777})
+    for key in (TCP_KEY, VIDEO_KEY, BG_KEY):
+        ctl.flows.observe(PORT, 2, key, 0.0)
+    assert loop.digests() == ["bfd_spec_digest_t"]
+    assert "bfd_spec_digest_t" in {d.digest for d in ctl.desired_state().digests}
+
+    async def go():
+        await loop.read_port(PORT)
+        task = asyncio.create_task(loop.receive_probe_specs())
+        await asyncio.sleep(0.01)
+        task.cancel()
+        drv.add(TCP_KEY, 40)
+        drv.add(BG_KEY, 300)
+        clock.t += T
+        await loop.update_port(PORT)
+
+    run_async(go())
+    assert loop.spec_digests == 2          # the malformed one is not counted
+    sh = loop.last[PORT].shares
+    assert (sh.n, sh.s, sh.m) == (3, 0, 1)
+    assert (drv.writes[-1][1].params["fs_u_scaled"],
+            drv.writes[-1][1].params["fs_i_scaled"]) == (305835, 458752)
+
+
+def test_remote_u_flow_lasts_two_probe_intervals_at_the_core():
+    """A probe's U flow counts for REMOTE_USELESS_INTERVALS = 2 * 4 T after the probe
+    (probes every 4 T): still in M at 8 T, gone after."""
+    ctl, drv, clock = controller("C")
+    loop = ctl.loops["UPTA"]
+    assert UC.REMOTE_USELESS_INTERVALS == 2 * UC.PROBE_EVERY_INTERVALS == 8
+    assert loop.remote[PORT].window_s == pytest.approx(8 * T)
+    assert not loop.observe_probe_specs(2, [])          # not a mode-C port
+    assert loop.digests() == []                         # FakeDriver: no spec digest
+
+    async def go():
+        await loop.read_port(PORT)
+        loop.observe_probe_specs(PORT, [UC.useless_specs([VIDEO_KEY])[0]])
+        ms = []
+        for k in range(1, 10):
+            drv.add(TCP_KEY, 40)
+            drv.add(BG_KEY, 300)
+            clock.t = 100.0 + k * T - 0.001
+            await loop.update_port(PORT)
+            ms.append(loop.last[PORT].shares.m)
+        return ms
+
+    assert run_async(go()) == [1] * 8 + [0]
+
+
+def test_c_upta_infers_u_only_for_flows_entering_at_an_edge_port():
+    """Without register reads the controller applies Fig. 7 itself (infer_useless); in
+    mode C only to flows at their ingress edge (§5.2; upta.p4 tests only packets from
+    edge ports): the video at 3.5 Mbit/s against fs_I 1.75 (p = 0.5 > q 0.12) is U
+    when its source 10.0.2.1 is behind edge port 2, never when it is not (a core)."""
+    for edge_ports, want in (([2], True), ([], False)):
+        cfg = parse_config({"switches": {"r5": {
+            "p4runtime_addr": "127.0.0.1:9563",
+            "ports": {p: {"mac": f"02:01:00:00:05:0{p}"} for p in (2, 3)},
+            "routes": [{"prefix": "10.0.4.1/32", "port": 3, "next_hop_mac": "02:01:00:00:06:02"},
+                       {"prefix": "10.0.2.0/24", "port": 2, "next_hop_mac": "02:01:00:00:04:03"}],
+            "bfd": {"router_addr": "10.255.0.5", "edge_ports": edge_ports},
+            "policies": {"default": {"algorithm": "DROP_TAIL", "queue_limit_pkts": 1000},
+                         PORT: {"algorithm": "UPTA", "capacity_mbps": 3.5, "upta_mode": "C",
+                                "queue_limit_pkts": 100, "upta_flow_slots": SLOTS,
+                                "upta_tagged_loss_threshold": 0.12}}}}})
+        ctl = SwitchController(cfg, cfg.switches["r5"], FakeDriver(), clock_ms=lambda: 0.0)
+        loop = ctl.loops["UPTA"]
+        ctl.flows.observe(PORT, 1, VIDEO_KEY, 0.0)          # class 1: TAGGED
+        loop.shares_bps[PORT] = (1.75e6, 1.75e6)
+        slot = UC.flow_slot(VIDEO_KEY, SLOTS)
+        assert loop.enters_at_edge(VIDEO_KEY) is want
+        got = loop.infer_useless(PORT, {slot: round(3.5e6 * T / 8)}, T)
+        assert got == ({slot} if want else set()), edge_ports
+    assert UC.route_port(cfg.switches["r5"].routes, IP("10.0.2.7")) == 2
+    assert UC.route_port(cfg.switches["r5"].routes, IP("10.0.9.1")) is None
 
 
 def test_ingress_edge_sends_one_probe_per_path_with_its_u_flows():

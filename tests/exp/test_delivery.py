@@ -238,3 +238,34 @@ def test_c_uptas_bfd_ports_leave_the_untagged_class_unchecked_and_the_tagged_che
         ("r2", 3, "TAGGED"): {"sent_pkts": 150, "send_errors_pkts": 0, "streams": ["video"]},
     }
     assert ("r2", 3, "UNTAGGED") in analysis.udp_expected_arrivals(streams)
+
+
+def test_bfd_probes_and_reports_are_not_counted_as_the_hosts_untagged_arrivals():
+    """A program that counts the QoS Probes and Reports reaching each port's AQM
+    (bfd_arrivals, upta §5.3) has them left out of the UNTAGGED arrivals: the
+    background's 700 packets and 37 BFD messages at r2 port 3 (the class counter's
+    737) check exactly (difference 0, bfd_pkts 37); the TAGGED class is untouched.
+    Without the subtraction the same samples gave the false "37 packets too many"."""
+    def sample(t_s, untagged, tagged, bfd):
+        s = _sample("r2", t_s, {(3, "UNTAGGED"): untagged, (3, "TAGGED"): tagged})
+        s["bfd_arrivals"] = {"3": bfd, "2": 5}
+        return s
+    samples = [sample(-1.0, 10, 0, 4), sample(11.0, 10 + 700 + 37, 150, 4 + 37)]
+    assert analysis.samples_count_bfd(samples)
+    assert not analysis.samples_count_bfd(SAMPLES)
+    expected = {("r2", 3, "UNTAGGED"): {"sent_pkts": 700, "send_errors_pkts": 0,
+                                        "streams": ["background"]},
+                ("r2", 3, "TAGGED"): {"sent_pkts": 150, "send_errors_pkts": 0,
+                                      "streams": ["video"]}}
+    check = analysis.udp_arrival_check(expected, samples, T0, T0 + 10 * S)
+    untagged, tagged = check["checks"]
+    assert (untagged["arrivals_pkts"], untagged["difference_pkts"], untagged["bfd_pkts"]) \
+        == (700, 0, 37)
+    assert (tagged["arrivals_pkts"], tagged["difference_pkts"]) == (150, 0)
+    assert "bfd_pkts" not in tagged
+    assert analysis.udp_arrival_warnings(check) == []
+    for s in samples:
+        del s["bfd_arrivals"]
+    old = analysis.udp_arrival_check(expected, samples, T0, T0 + 10 * S)
+    assert old["checks"][0]["difference_pkts"] == -37
+    assert analysis.udp_arrival_warnings(old)

@@ -37,8 +37,15 @@ The same traffic under C-UPTA (policy C_UPTA; BFD, upta §5.3, docs/upta-plan.md
      the most at R5; the ingress edge R2 drops 67-76 % of the background). They do drop:
      the ingress edge enforces path minima up to a probe interval old, while the cores'
      shares move every interval with the measured rates.
-Not checked on the chain: the reports' field values (BMv2's P4Runtime server cannot
-read the path registers; PTF test_bfd checks eqs. 25-26 byte-exact per hop).
+  8. the reports' field values (eqs. 23-26): every report an ingress edge accepted
+     (its bfd_report_digest_t, logged as an "upta_report" event) carries, for U and
+     I, a path minimum that is one of the shares the path's upta ports had within the
+     2 s before it (their "upta_interval" events; a probe and its report take up to
+     about a second on the loaded chain), no larger than the smallest share any of
+     them kept over that time and no smaller than the smallest they had; alpha_min <=
+     alpha'_min; and some report carried a share below "none" (the path's shares
+     reached the ingress while the traffic ran). PTF test_bfd checks eqs. 25-26
+     byte-exact per hop.
 """
 
 from __future__ import annotations
@@ -54,7 +61,8 @@ from mmt_testenv import TOPO, require_kept_up
 from mmaqm_exp import upta_tables
 from mmaqm_exp.experiment import DEFAULT_BMV2_JSON, run_experiment
 from mmaqm_exp.network import missing_prereqs
-from mmaqm_exp.topology import load_topology
+from mmaqm_exp.topology import bfd_plan, load_topology
+from mmaqm.algorithms.upta import FS_INFINITE
 
 TOPOLOGY = TOPO / "topos" / "upta-fig1.json"
 SCENARIO = TOPO / "scenarios" / "upta-chain-smoke.yaml"
@@ -231,3 +239,57 @@ def test_c_upta_cores_drop_only_to_their_local_fair_share(c_run):
         if fair > CORE_FAIR_SHARE_MAX[cls] * arrivals:
             over[(sw, cls)] = f"{fair} of {arrivals} ({fair / arrivals:.1%})"
     assert not over, f"cores dropped beyond {CORE_FAIR_SHARE_MAX} of arrivals: {over}"
+
+
+REPORT_WINDOW_NS = 2_000_000_000     # a probe's round trip on the loaded chain, with margin
+
+
+def _path_hops(topo, plans, switch, path):
+    """The (switch, port)s a path's probe leaves through, from its ingress edge to the
+    hop before its egress edge (which answers instead of routing it)."""
+    addr = {name: p.router_addr for name, p in plans.items()}
+    hops, cur, port = [], switch, path.port
+    while True:
+        hops.append((cur, port))
+        cur = topo.switches[cur].ports[port].peer
+        if addr[cur] == path.egress_addr:
+            return hops
+        port = plans[cur].router_routes[f"{path.egress_addr}/32"]
+
+
+def _in_force(series, t0_ns, t1_ns):
+    """A port's share values in force at some time in [t0, t1]: the last logged before
+    t0 (FS_INFINITE before the first: initial_params) and every one logged in between."""
+    before = [v for t, v in series if t <= t0_ns]
+    return {before[-1] if before else FS_INFINITE} | {v for t, v in series if t0_ns < t <= t1_ns}
+
+
+def test_c_upta_reports_carry_the_path_minima(c_run):
+    run_dir, _ = c_run
+    topo = load_topology(TOPOLOGY)
+    plans = bfd_plan(topo)
+    with upta_tables._open(run_dir / "share_events.jsonl") as f:
+        events = [json.loads(line) for line in f]
+    shares = {}          # (switch, port) -> {"u": [(t, fs_u)], "i": [(t, fs_i)]}
+    for e in events:
+        if e.get("event") == "upta_interval":
+            s = shares.setdefault((e["switch"], int(e["port"])), {"u": [], "i": []})
+            s["u"].append((e["t_ns"], e["fs_u_scaled"]))
+            s["i"].append((e["t_ns"], e["fs_i_scaled"]))
+    reports = [e for e in events if e.get("event") == "upta_report"]
+    assert {e["switch"] for e in reports} == set(EDGE_ROUTERS), "an ingress edge logged no report"
+    learnt = 0
+    for r in reports:
+        path = next(p for p in plans[r["switch"]].paths if p.path_id == r["path"])
+        hops = [h for h in _path_hops(topo, plans, r["switch"], path) if h in shares]
+        assert hops, r
+        assert r["fs_u_scaled"] <= r["fs_i_scaled"], r      # alpha <= alpha' at every hop
+        for field in ("u", "i"):
+            got = r[f"fs_{field}_scaled"]
+            vals = [_in_force(shares[h][field], r["t_ns"] - REPORT_WINDOW_NS, r["t_ns"])
+                    for h in hops]
+            assert got in set().union(*vals), (r, field, hops, vals)
+            assert min(min(v) for v in vals) <= got <= min(max(v) for v in vals), \
+                (r, field, hops, vals)
+        learnt += r["fs_u_scaled"] < FS_INFINITE
+    assert learnt > 0, "no report carried a share: the ingress edges never learnt a path minimum"

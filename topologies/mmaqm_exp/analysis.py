@@ -600,8 +600,21 @@ def udp_expected_arrivals(streams: Sequence[UdpStream],
 
 
 def _arrivals(sample: Mapping[str, Any], port: int, cls: str) -> int:
-    return sum(int(r["arrivals"]["packets"]) for r in sample.get("readings", [])
-               if int(r["port"]) == port and r["class"] == cls)
+    """The hosts' arrivals of a class at a port: the class counter's, less (UNTAGGED) the
+    QoS Probes and Reports the routers sent through it (the sample's bfd_arrivals, a
+    program with C-UPTA's BFD; upta §5.3), which no host sent."""
+    n = sum(int(r["arrivals"]["packets"]) for r in sample.get("readings", [])
+            if int(r["port"]) == port and r["class"] == cls)
+    return n - _bfd_arrivals(sample, port) if cls == "UNTAGGED" else n
+
+
+def _bfd_arrivals(sample: Mapping[str, Any], port: int) -> int:
+    return int(sample.get("bfd_arrivals", {}).get(str(port), 0))
+
+
+def samples_count_bfd(samples: Sequence[Mapping[str, Any]]) -> bool:
+    """Every sample carries the switch's BFD arrivals (the program counts them)."""
+    return bool(samples) and all("bfd_arrivals" in s for s in samples)
 
 
 def _discards(sample: Mapping[str, Any]) -> int:
@@ -614,7 +627,8 @@ def udp_arrival_check(expected: Mapping[tuple[str, int, str], Mapping[str, Any]]
     """Per expected (switch, port, class): the UDP packets sent against the AQM
     arrivals that switch counted between its last sample at or before baseline_t_ns
     (before the first packet) and its first sample at or after final_t_ns (the
-    network drained). difference_pkts = sent - arrivals; discards_before_aqm_pkts are that
+    network drained). UNTAGGED arrivals leave out the QoS Probes and Reports the switch
+    counted (bfd_pkts, _arrivals). difference_pkts = sent - arrivals; discards_before_aqm_pkts are that
     switch's ingress discards over the same samples (every class and port: the
     counter has no class)."""
     rows = []
@@ -629,6 +643,8 @@ def udp_arrival_check(expected: Mapping[tuple[str, int, str], Mapping[str, Any]]
         else:
             b, a = before[-1], after[0]
             arrivals = _arrivals(a, port, cls) - _arrivals(b, port, cls)
+            if cls == "UNTAGGED":     # the routers' probes and reports, left out of arrivals
+                row["bfd_pkts"] = _bfd_arrivals(a, port) - _bfd_arrivals(b, port)
             row.update(checked=True, arrivals_pkts=arrivals, difference_pkts=e["sent_pkts"] - arrivals,
                        discards_before_aqm_pkts=_discards(a) - _discards(b),
                        samples_t_ns=[b["t_ns"], a["t_ns"]])

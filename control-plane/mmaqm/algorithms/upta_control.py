@@ -15,7 +15,8 @@ Per interval T (= K, §5.3.3) and per port:
    IP bytes = delta bytes - 14 * delta packets (the counter counts Ethernet frames,
    the estimator IP datagrams); a slot with no arrival is idle and not counted;
 2. the U flows: slots the data plane reported in state U, plus (C-UPTA core) the
-   U flows listed by the probes of the last 2T whose packets no longer arrive;
+   U flows listed by the probes of the last REMOTE_USELESS_INTERVALS T whose packets
+   no longer arrive (the data plane digests a passing probe's specs, bfd_spec_digest_t);
 3. alpha, alpha' by :func:`upta.interval_shares` (N, S, M as Fig. 7 counts them);
 4. the action parameters (:func:`upta.action_params`) with fs_U = alpha,
    fs_I = alpha'.
@@ -34,7 +35,18 @@ from . import bfd_codec, upta
 
 ETH_HEADER_BYTES = 14          # the counter counts frames; lambda counts IP bytes (plan §2)
 ROUTER_ADDR_FMT = "10.255.0.{k}"   # plan §1.7: one /32 per router, k = switch index + 1
-REMOTE_USELESS_INTERVALS = 2   # a probe's U flow counts at a core for 2 T (plan §2 step 2)
+# Probes go out every PROBE_EVERY_INTERVALS intervals, not every T (the paper's T = K,
+# §5.3.3): the data plane accepts only the report of a path's LAST probe (upta.p4
+# accept_report), and on the Fig. 1 chain a probe queues behind four full 100-packet
+# queues (l2-l5: 85 + 95 + 105 + 117 ms), so with one probe per T = 131 ms every report
+# under load came back after the next probe and was refused (REPORT_STALE), and the
+# ingress edges never learnt a path minimum while the traffic ran (measured, R2's
+# upta_path registers over Thrift). 4 T = 524 ms exceeds that round trip.
+PROBE_EVERY_INTERVALS = 4
+# A probe's U flow counts at a core for two probe intervals after the probe passed
+# (§5.3.2's S bit; the paper's probes come every T, ours every PROBE_EVERY_INTERVALS T:
+# one late or lost probe does not drop the flow from N and M).
+REMOTE_USELESS_INTERVALS = 2 * PROBE_EVERY_INTERVALS
 PROBE_TTL = 64
 IPV4_HEADER_BYTES = 20
 IP_PROTO_ICMP = 1
@@ -151,6 +163,43 @@ class RemoteUseless:
         return sum(1 for key in self.last_seen if flow_slot(key, table_slots) not in active)
 
 
+@dataclass(frozen=True)
+class SpecDigest:
+    """One bfd_spec_digest_t (upta.p4): the specs of a probe that left through a
+    mode-C port of this router (§5.3.2)."""
+
+    egress_port: int
+    identifier: int
+    sequence: int
+    specs: tuple[bfd_codec.FlowSpec, ...]
+
+
+SPEC_DIGEST_FIELDS = ("src_addr", "dst_addr", "src_port", "dst_port", "protocol", "flags")
+
+
+def decode_spec_digest(members: Mapping[str, int]) -> SpecDigest:
+    """A bfd_spec_digest_t's members (name -> value) as a SpecDigest: spec_count
+    (1..BFD_MAX_SPECS) specs from spec 0; ValueError when a member is missing or out
+    of its range (a malformed digest changes nothing)."""
+    def get(name: str, hi: int) -> int:
+        if name not in members:
+            raise ValueError(f"bfd_spec_digest_t has no member {name!r}")
+        return check_int(name, members[name], 0, hi)
+    count = get("spec_count", 0xFF)
+    if not 1 <= count <= bfd_codec.BFD_MAX_SPECS:
+        raise ValueError(f"spec_count must be 1..{bfd_codec.BFD_MAX_SPECS}, got {count}")
+    specs = []
+    for i in range(count):
+        v = {f: get(f"{f}{i}", {"src_addr": 0xFFFFFFFF, "dst_addr": 0xFFFFFFFF,
+                                "src_port": 0xFFFF, "dst_port": 0xFFFF}.get(f, 0xFF))
+             for f in SPEC_DIGEST_FIELDS}
+        specs.append(bfd_codec.FlowSpec(v["src_addr"], v["dst_addr"], v["src_port"],
+                                        v["dst_port"], v["protocol"],
+                                        bool(v["flags"] & bfd_codec.FLOW_SPEC_S_BIT)))
+    return SpecDigest(get("egress_port", 0x1FF), get("identifier", 0xFFFF),
+                      get("sequence", 0xFFFF), tuple(specs))
+
+
 # ---------------------------------------------------------------- BFD at the ingress edge
 def router_address(switch_index: int) -> str:
     """Each router's own address (plan §1.7): 10.255.0.(index + 1)."""
@@ -210,6 +259,20 @@ def useless_specs(flows: Iterable[Sequence[int]]) -> list[bfd_codec.FlowSpec]:
     """U flows (5-tuples src, dst, protocol, sport, dport) as probe specs, S = 0, sorted."""
     return [bfd_codec.FlowSpec(src, dst, sport, dport, proto, False)
             for src, dst, proto, sport, dport in sorted(tuple(f) for f in flows)]
+
+
+def route_port(routes: Iterable[object], addr: int | ipaddress.IPv4Address
+               | ipaddress.IPv6Address) -> int | None:
+    """The port of the longest route prefix (config.Route: prefix, port) holding addr (an
+    int is IPv4); None without one."""
+    a = ipaddress.IPv4Address(addr) if isinstance(addr, int) else addr
+    best: tuple[int, int] | None = None
+    for r in routes:
+        prefix = r.prefix          # type: ignore[attr-defined]
+        if prefix.version == a.version and a in prefix \
+                and (best is None or prefix.prefixlen > best[0]):
+            best = (prefix.prefixlen, r.port)   # type: ignore[attr-defined]
+    return None if best is None else best[1]
 
 
 # ---------------------------------------------------------------- U states without register reads

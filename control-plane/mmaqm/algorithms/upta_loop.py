@@ -14,7 +14,9 @@ and the controller runs it beside its own loops. Every T = K, for every such por
    reads; BMv2's P4Runtime server does not ("Register reads are not supported yet"),
    and the plan's state digests are not in the P4 yet, so there the controller applies
    Fig. 7 itself to the measured rates (upta_control.infer_useless); C-UPTA cores add
-   the U specs of recent probes (``observe_probe_specs``, upta_control.RemoteUseless);
+   the U specs of recent probes that left through the port (the data plane's
+   bfd_spec_digest_t, ``receive_probe_specs`` -> ``observe_probe_specs``,
+   upta_control.RemoteUseless; upta §5.3.2);
 4. eqs. 18-19 -> the action's parameters, written (keeping the policy epoch) when
    they changed;
 5. C-UPTA ingress edges: one probe per BFD path (``bfd_paths``), its U flows as specs,
@@ -36,20 +38,14 @@ from typing import Any, Protocol
 
 from .. import p4constants as C
 from ..encoding import PolicyAction
+from ..fixedpoint import MASK32, check_int
 from . import bfd_codec, upta, upta_control
 
 LOG = logging.getLogger(__name__)
 COUNTER = "upta_flow_bytes"
 STATE_REGISTER = "upta_state"
 EVENTS_COUNTER = "upta_events"
-# Probes go out every PROBE_EVERY_INTERVALS intervals, not every T (the paper's T = K,
-# §5.3.3): the data plane accepts only the report of a path's LAST probe (upta.p4
-# accept_report), and on the Fig. 1 chain a probe queues behind four full 100-packet
-# queues (l2-l5: 85 + 95 + 105 + 117 ms), so with one probe per T = 131 ms every report
-# under load came back after the next probe and was refused (REPORT_STALE), and the
-# ingress edges never learnt a path minimum while the traffic ran (measured, R2's
-# upta_path registers over Thrift). 4 T = 524 ms exceeds that round trip.
-PROBE_EVERY_INTERVALS = 4
+PROBE_EVERY_INTERVALS = upta_control.PROBE_EVERY_INTERVALS   # (why: upta_control)
 
 
 class UptaHost(Protocol):
@@ -101,9 +97,13 @@ class UptaLoop:
         self.shares_bps: dict[int, tuple[float, float]] = {}   # port -> (fs_I, fs_U), bit/s
         self.useless: dict[int, set[int]] = {p: set() for p in self.settings}
         self.last: dict[int, upta_control.IntervalResult] = {}
-        k = max((s.k_shift for s in self.settings.values()), default=upta.DEFAULT_K_SHIFT)
-        self.remote = upta_control.RemoteUseless(
-            window_s=upta_control.REMOTE_USELESS_INTERVALS * upta.k_us(k) / 1e6)
+        # per mode-C port: the U flows of the probes that left through it (§5.3.2)
+        self.remote: dict[int, upta_control.RemoteUseless] = {
+            port: upta_control.RemoteUseless(
+                window_s=upta_control.REMOTE_USELESS_INTERVALS * s.interval_s)
+            for port, s in self.settings.items() if s.mode == upta.MODE_C}
+        self.spec_digests = 0                  # bfd_spec_digest_t received
+        self.reports_accepted = 0              # bfd_report_digest_t received
         self.router_addr = router_addr
         self.bfd_paths = list(bfd_paths)
         self.sequence: dict[int, int] = {}     # path id -> next sequence number
@@ -164,20 +164,34 @@ class UptaLoop:
             return set()
         t = max(elapsed, 1e-3)
         rates = {slot: b * 8 / t for slot, b in arrivals.items() if b}
+        # C-UPTA: only a flow at its ingress edge can be U here (upta.p4 tests only
+        # packets from edge ports; §5.2: "UPTA is needed at the ingress router only");
+        # a core's U flows are the probes' (observe_probe_specs)
         thresholds = {upta_control.flow_slot(key, s.table_slots): s.tagged_q
                       for key in self.host.flows.flow_keys(port)
-                      if self.host.flows.flow_class(port, key) == C.CLASS_TAGGED}
+                      if self.host.flows.flow_class(port, key) == C.CLASS_TAGGED
+                      and (s.mode != upta.MODE_C or self.enters_at_edge(key))}
         fs_i, fs_u = self.shares_bps.get(port, (math.inf, math.inf))
         return upta_control.infer_useless(rates, thresholds, self.useless[port], fs_i, fs_u)
+
+    def enters_at_edge(self, flow_key: tuple) -> bool:
+        """The flow's source is behind one of this switch's edge ports (its route, longest
+        prefix; upta_control.route_port): this switch is the flow's ingress edge."""
+        bfd = getattr(self.host.switch, "bfd", None)
+        if bfd is None:
+            return False
+        port = upta_control.route_port(self.host.switch.routes, flow_key[0])
+        return port is not None and port in bfd.edge_ports
 
     async def update_port(self, port: int) -> bool:
         """One interval of one port; True when the entry was rewritten."""
         s = self.settings[port]
         arrivals, useless, elapsed = await self.read_port(port)
         remote = 0
-        if s.mode == upta.MODE_C:
-            remote = self.remote.count(self.clock_s(), [a for a, b in arrivals.items() if b],
-                                       s.table_slots)
+        if port in self.remote:
+            remote = self.remote[port].count(self.clock_s(),
+                                             [a for a, b in arrivals.items() if b],
+                                             s.table_slots)
         result = upta_control.port_interval(s, arrivals, useless,
                                             interval_s=max(elapsed, 1e-3),
                                             remote_useless=remote)
@@ -199,11 +213,31 @@ class UptaLoop:
                   "fs_i_scaled": result.params["fs_i_scaled"], "written": changed})
         return changed
 
-    def observe_probe_specs(self, specs: Iterable[bfd_codec.FlowSpec]) -> None:
-        """A core's digest of a passing probe's specs (plan §1.7 "Per hop")."""
+    def observe_probe_specs(self, port: int, specs: Iterable[bfd_codec.FlowSpec]) -> bool:
+        """The specs of a probe that left through ``port`` (a core's bfd_spec_digest_t,
+        §5.3.2): its U flows count in that port's N and M (eqs. 18-19) for
+        REMOTE_USELESS_INTERVALS T; an I spec withdraws its flow. False (ignored) when
+        the port is not a mode-C port of this switch."""
+        remote = self.remote.get(port)
+        if remote is None:
+            return False
         now = self.clock_s()
         for spec in specs:
-            self.remote.observe(spec, now)
+            remote.observe(spec, now)
+        return True
+
+    async def receive_probe_specs(self) -> None:
+        """Forever: the switch's bfd_spec_digest_t lists (driver.digest_items), each
+        digest to observe_probe_specs; a malformed one is logged and changes nothing."""
+        async for members_list in self.host.driver.digest_items(self.host.driver.bfd_spec_digest):
+            for members in members_list:
+                try:
+                    d = upta_control.decode_spec_digest(members)
+                except ValueError as err:
+                    LOG.warning("%s: malformed bfd_spec_digest_t: %s", self.host.switch.name, err)
+                    continue
+                self.spec_digests += 1
+                self.observe_probe_specs(d.egress_port, d.specs)
 
     def path_useless_flows(self, path: upta_control.BfdPath) -> list[tuple[int, ...]]:
         """U flows leaving on the path's port, by 5-tuple (the reported flows whose slot
@@ -258,17 +292,70 @@ class UptaLoop:
         sink = self.host.event_sink
         if sink is not None and getattr(self.host.switch, "bfd", None) is not None:
             sink({"event": "upta_bfd", "t_ns": time.time_ns(), "switch": self.host.switch.name,
-                  "probes_sent": sent, "events": await self.bfd_events()})
+                  "probes_sent": sent, "spec_digests": self.spec_digests,
+                  "reports_digested": self.reports_accepted,
+                  "events": await self.bfd_events()})
         return changed
 
     def port_inputs(self, port: int) -> dict[str, Any]:
         """What this loop feeds into the port's action (algorithms.PortInputs)."""
         return {"upta_shares_bps": self.shares_bps.get(port)}
 
+    async def receive_reports(self) -> None:
+        """Forever: the reports this ingress edge accepted (bfd_report_digest_t, §5.3.3),
+        each logged as an "upta_report" event: the path minima (eqs. 23-24) the data
+        plane now applies to the path (upta_path)."""
+        async for members_list in self.host.driver.digest_items(
+                self.host.driver.bfd_report_digest):
+            for m in members_list:
+                try:
+                    report = {"path": check_int("identifier", m["identifier"], 0, 0xFFFF),
+                              "sequence": check_int("sequence", m["sequence"], 0, 0xFFFF),
+                              "fs_u_scaled": check_int("fs_u", m["fs_u"], 0, MASK32),
+                              "fs_i_scaled": check_int("fs_i", m["fs_i"], 0, MASK32)}
+                except (KeyError, ValueError) as err:
+                    LOG.warning("%s: malformed bfd_report_digest_t: %s",
+                                self.host.switch.name, err)
+                    continue
+                self.reports_accepted += 1
+                sink = self.host.event_sink
+                if sink is not None:
+                    sink({"event": "upta_report", "t_ns": time.time_ns(),
+                          "switch": self.host.switch.name, **report})
+
+    def receives_probe_specs(self) -> bool:
+        """A mode-C port here and a program that digests probe specs."""
+        return bool(self.remote) and getattr(self.host.driver, "bfd_spec_digest", None) is not None
+
+    def receives_reports(self) -> bool:
+        """An ingress edge (BFD paths) and a program that digests accepted reports."""
+        return bool(self.bfd_paths) and self.router_addr is not None \
+            and getattr(self.host.driver, "bfd_report_digest", None) is not None
+
+    def digests(self) -> list[str]:
+        """The digests this loop reads, for the controller to configure."""
+        return [name for name, on in ((getattr(self.host.driver, "bfd_spec_digest", None),
+                                       self.receives_probe_specs()),
+                                      (getattr(self.host.driver, "bfd_report_digest", None),
+                                       self.receives_reports())) if on]
+
     async def run(self) -> None:
-        """Every T, forever (the first read only starts the counts)."""
-        for port in self.settings:
-            await self.read_port(port)
-        while True:
-            await asyncio.sleep(self.period_s)
-            await self.step()
+        """Every T, forever (the first read only starts the counts); beside it, the
+        probe-spec digests of a switch with a mode-C port (receive_probe_specs)."""
+        readers = [asyncio.create_task(c()) for c, on in (
+            (self.receive_probe_specs, self.receives_probe_specs()),
+            (self.receive_reports, self.receives_reports())) if on]
+        try:
+            for port in self.settings:
+                await self.read_port(port)
+            while True:
+                await asyncio.sleep(self.period_s)
+                for task in readers:
+                    if task.done():
+                        task.result()
+                        raise RuntimeError(f"{self.host.switch.name}: a digest reader ended")
+                await self.step()
+        finally:
+            for task in readers:
+                task.cancel()
+            await asyncio.gather(*readers, return_exceptions=True)

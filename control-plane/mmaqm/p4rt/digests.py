@@ -122,6 +122,51 @@ class FlowReportStream:
             switch._stream_digest_message = finsy_handler
 
 
+    async def enable_digest(self, alias: str, *, max_list_size: int = 64,
+                            max_timeout_ms: int = 10) -> None:
+        """Configure another digest of the program (C-UPTA's bfd_spec_digest_t and
+        bfd_report_digest_t) as enable_flow_reports the flow digest."""
+        if self.switch.p4info.digests.get(alias) is None:
+            raise RuntimeError(f"the P4 program has no digest {alias!r}")
+        config = R.flow_digest_config(max_list_size, max_timeout_ms, digest=alias)
+        try:
+            await self.write([+to_finsy(config)])
+        except fy.P4ClientError as err:
+            if err.code != fy.GRPCStatusCode.UNKNOWN or not _already_exists(err):
+                raise
+            await self.write([~to_finsy(config)])
+
+    async def digest_items(self, alias: str) -> AsyncIterator[list[dict[str, int]]]:
+        """The lists of another digest of the program (not the flow digest: flow_reports),
+        each acknowledged, then its items as {member: value} (the caller checks them;
+        upta_control.decode_spec_digest). The digest's configuration is part of the
+        controller's desired state (controller.desired_state: the switch loops' digests)."""
+        digest = self.switch.p4info.digests.get(alias)
+        if digest is None:
+            raise RuntimeError(f"the P4 program has no digest {alias!r}")
+        if digest.id in self.digest_queues:
+            raise RuntimeError(f"the digest {alias!r} already has a reader")
+        type_spec = digest.type_spec
+        queue: asyncio.Queue = asyncio.Queue(DIGEST_QUEUE_LISTS)
+        self.digest_queues[digest.id] = queue
+        try:
+            while True:
+                digest_list = await queue.get()
+                await self.switch.write([fy.P4DigestListAck(alias, digest_list.list_id)])
+                out = []
+                for item in digest_list.data:
+                    try:
+                        value = type_spec.decode_data(item)
+                    except (ValueError, TypeError, KeyError) as err:
+                        self.malformed.add(f"malformed {alias}", str(err))
+                        continue
+                    if isinstance(value, dict):
+                        out.append({k: int(v) for k, v in value.items()})
+                    else:
+                        self.malformed.add(f"malformed {alias}", repr(value))
+                yield out
+        finally:
+            del self.digest_queues[digest.id]
 
 def _describe(names: list[str], members, values: list[int]) -> str:
     """A malformed flow report's members, each shortened."""

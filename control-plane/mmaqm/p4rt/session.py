@@ -149,7 +149,7 @@ class P4RuntimeSession:
         self._reader: fy.P4Client | None = None     # read_only's channel
         self.address = address
         self.require_primary = require_primary
-        self.digest_lists_dropped = 0    # flow digest lists dropped: the queue was full
+        self.digest_lists_dropped = 0    # digest lists dropped: the reader's queue was full
         self.connect_timeout_s = connect_timeout_s
         try:
             self.switch = fy.Switch(name, address, options)     # reads the P4Info
@@ -163,6 +163,13 @@ class P4RuntimeSession:
         # the bench's minimal router has none, and the controller then enables no reports
         self.flow_digest = (flow_digest_alias(self.switch.p4info)
                             if self.switch.p4info.digests else R.DIGEST_FLOW)
+        # C-UPTA's digests (upta.p4), where the program has them
+        self.bfd_spec_digest, self.bfd_report_digest = (
+            name if self.switch.p4info.digests.get(name) is not None else None
+            for name in (R.DIGEST_BFD_SPEC, R.DIGEST_BFD_REPORT))
+        # digest id -> the queue of its reader (digests.digest_items); the flow digest
+        # has its own (digests.flow_reports)
+        self.digest_queues: dict[int, asyncio.Queue] = {}
         self._open = False
         # finsy announces the pipeline ready (CHANNEL_READY) after its arbitration and,
         # when primary, its pipeline check or push (switch.py Switch._ready); it runs
@@ -202,7 +209,13 @@ class P4RuntimeSession:
             if kind == "arbitration":
                 await self.switch._arbitrator.update(self.switch, msg.arbitration)
             elif kind == "digest":
-                self.switch._stream_digest_message(msg)
+                queue = self.digest_queues.get(msg.digest.digest_id)
+                if queue is None:
+                    self.switch._stream_digest_message(msg)
+                elif queue.full():
+                    self.digest_lists_dropped += 1
+                else:
+                    queue.put_nowait(msg.digest)
             elif kind == "error":
                 self.malformed.add("stream error", f"{msg.error.canonical_code}: "
                                                    f"{msg.error.message}")
