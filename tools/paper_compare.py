@@ -578,19 +578,24 @@ def m_video_hop_arrival_mbps(runs: Summaries, algorithm: str, hop: str) -> str:
     return f"{rate_kbps * at['arrivals'] / hops[0]['arrivals'] / 1000:.2f} Mbit/s"
 
 
-def m_upta_interval(runs: Summaries, algorithm: str, switch: str, port: int, field: str,
-                    stat: str = "median") -> str:
+def m_upta_interval(runs: Summaries, algorithm: str, switch: "str | list[str]", port: int,
+                    field: str, stat: str = "median") -> str:
     """A field of UPTA's per-interval state at a router's egress port (the controller's
     upta_interval events, share_events.jsonl): its median or mean over the intervals
-    that have it; alpha_bps (the fair-share rate α) in Mbit/s, others as they are."""
+    with flows (n > 0) that have it; alpha_bps (the fair-share rate α) in Mbit/s, others
+    (s: the flows counted as unconstrained, S) as they are. A list of switches: "a / b"."""
+    if isinstance(switch, list):
+        return " / ".join(m_upta_interval(runs, algorithm, sw, port, field, stat)
+                          for sw in switch)
+    if stat not in ("median", "mean"):
+        raise CompareError(f"upta_interval stat is median or mean, not {stat!r}")
     path = Path(_summary(runs, algorithm)["_run_dir"]) / "share_events.jsonl"
     xs = [float(e[field]) for line in read_text(path).splitlines() if line.strip()
           for e in [json.loads(line)] if e.get("event") == "upta_interval"
-          and e.get("switch") == switch and e.get("port") == port and e.get(field) is not None]
+          and e.get("switch") == switch and e.get("port") == port and e.get("n")
+          and e.get(field) is not None]
     if not xs:
         raise CompareError(f"{algorithm}: no upta_interval {field} at {switch}:{port}")
-    if stat not in ("median", "mean"):
-        raise CompareError(f"upta_interval stat is median or mean, not {stat!r}")
     v = statistics.median(xs) if stat == "median" else statistics.fmean(xs)
     return f"{v / 1e6:.2f} Mbit/s" if field.endswith("_bps") else f"{v:.2f}"
 
