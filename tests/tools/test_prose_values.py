@@ -254,3 +254,48 @@ def test_fred_slots_metric() -> None:
         pc.m_fred_slots(runs, "RED", "samples")
     with pytest.raises(pc.CompareError, match="unknown fred_slots field"):
         pc.m_fred_slots(runs, "FRED", "flows")
+
+
+def test_tcp_end_and_class_drops_metrics() -> None:
+    tcp = {"snd_mss": 460, "snd_cwnd": 30, "rtt_us": 168468}
+    runs = {"FS": {"flows": {"1": {"kind": "tcp", "tcp": tcp}, "2": {"kind": "cbr"}},
+                   "switch": {"ports": {
+                       "r2:3": {"switch": "r2", "run": {"TCP": {"drops": {"QUEUE_LIMIT": 179}}}},
+                       "r2:1": {"switch": "r2", "run": {"TCP": {"drops": {"QUEUE_LIMIT": 1}}}},
+                       "r5:3": {"switch": "r5", "run": {"TCP": {"drops": {"QUEUE_LIMIT": 3}}}}}}}}
+    assert pc.m_tcp_end(runs, "FS", "rtt_ms") == "168 ms"
+    assert pc.m_tcp_end(runs, "FS", "cwnd_pkts") == "30 pkts"
+    assert pc.m_tcp_end(runs, "FS", "window_mbps") == "0.66 Mbit/s"   # 30 x 460 B / 168 ms
+    with pytest.raises(pc.CompareError, match="unknown tcp_end field"):
+        pc.m_tcp_end(runs, "FS", "rto_ms")
+    assert pc.m_class_drops_pkts(runs, "FS", "TCP", "QUEUE_LIMIT", "r2") == "180 pkts"
+    assert pc.m_class_drops_pkts(runs, "FS", "TCP", "QUEUE_LIMIT") == "183 pkts"
+    assert pc.m_class_drops_pkts(runs, "FS", "TCP", "UPTA_FAIR_SHARE") == "0 pkts"
+    with pytest.raises(pc.CompareError, match="no counters of switch 'r9'"):
+        pc.m_class_drops_pkts(runs, "FS", "TCP", "QUEUE_LIMIT", "r9")
+
+
+def test_upta_interval_and_mcdt_threshold_sum_metrics(tmp_path) -> None:
+    events = [{"event": "upta_interval", "switch": "r2", "port": 3, "n": 0, "s": 0,
+               "alpha_bps": None},                              # no flows: left out
+              {"event": "upta_interval", "switch": "r2", "port": 3, "n": 3, "s": 1,
+               "alpha_bps": 1.9e6},
+              {"event": "upta_interval", "switch": "r2", "port": 3, "n": 3, "s": 2,
+               "alpha_bps": 2.1e6},
+              {"event": "upta_interval", "switch": "r2", "port": 3, "n": 3, "s": 2,
+               "alpha_bps": 1.5e6},
+              {"event": "upta_interval", "switch": "r3", "port": 3, "n": 2, "s": 1,
+               "alpha_bps": 1.0e6},
+              {"event": "mcdt_push", "t_ns": 1_500_000_000, "th_pkts": {"TCP": 60, "TAGGED": 39}},
+              {"event": "mcdt_push", "t_ns": 2_500_000_000, "th_pkts": {"TCP": 50, "TAGGED": 50}},
+              {"event": "mcdt_push", "t_ns": 12_000_000_000, "th_pkts": {"TCP": 1, "TAGGED": 1}}]
+    (tmp_path / "share_events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    runs = {"A": {"_run_dir": str(tmp_path), "t0_ns": 0,
+                  "scenario": {"phases": [{"name": "p1", "start_s": 0, "end_s": 10}]}}}
+    assert pc.m_upta_interval(runs, "A", "r2", 3, "alpha_bps") == "1.90 Mbit/s"
+    assert pc.m_upta_interval(runs, "A", "r2", 3, "s", "mean") == "1.67"
+    assert pc.m_upta_interval(runs, "A", ["r2", "r3"], 3, "s", "mean") == "1.67 / 1.00"
+    with pytest.raises(pc.CompareError, match="no upta_interval alpha_bps at r4:3"):
+        pc.m_upta_interval(runs, "A", "r4", 3, "alpha_bps")
+    assert pc.m_mcdt_threshold_pkts(runs, "A", "p1", "ALL") == "99.5 pkts"
+    assert pc.m_mcdt_threshold_pkts(runs, "A", "p1", "TCP") == "55.0 pkts"
