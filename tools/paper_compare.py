@@ -1308,7 +1308,8 @@ def check_prose(texts: Mapping[Path, str], allowlist: Mapping[str, Any]) -> list
 # <!-- run-table:NAME --> markers and must equal its rendering, as the paper tables do.
 # NAME: {runs: [...], corner: "...", columns: [{header, args}], rows: [{label, args}],
 #        decimals: N (optional)}; a cell is the metric of row args updated by column args,
-#        in every run, joined by " / "; `decimals` reformats each number.
+#        in every run, joined by " / "; `decimals` reformats each number. A run may be a
+#        list of folders, one measurement whose algorithms ran apart (load_run).
 RUN_TABLES = REPO / "docs" / "run-tables.yaml"
 
 
