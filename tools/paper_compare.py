@@ -45,6 +45,7 @@ from typing import Any, Callable, Mapping, Optional
 
 import yaml
 from archive_run import read_text  # noqa: E402
+from ns3common import cell as ns3_cell, num as ns3_num  # noqa: E402
 from mmaqm.config import load_yaml  # noqa: E402
 
 from mmaqm_exp import report  # noqa: E402
@@ -468,7 +469,7 @@ def m_class_arrival_share_pct(runs: Summaries, algorithm: str, phase: str, cls: 
 
 def m_mcdt_threshold_pkts(runs: Summaries, algorithm: str, phase: str, cls: str) -> str:
     """MCDT's class threshold, mean over the controller's pushes (share_events.jsonl,
-    mcdt_push) within the phase, packets."""
+    mcdt_push) within the phase, packets; cls ALL: the classes' thresholds added up."""
     s = _summary(runs, algorithm)
     ph = next((p for p in s["scenario"]["phases"] if p["name"] == phase), None)
     if ph is None:
@@ -476,7 +477,8 @@ def m_mcdt_threshold_pkts(runs: Summaries, algorithm: str, phase: str, cls: str)
     lo = s["t0_ns"] + ph["start_s"] * 1e9
     hi = s["t0_ns"] + ph["end_s"] * 1e9
     path = Path(s["_run_dir"]) / "share_events.jsonl"
-    ths = [e["th_pkts"][cls] for line in read_text(path).splitlines() if line.strip()
+    ths = [sum(e["th_pkts"].values()) if cls == "ALL" else e["th_pkts"][cls]
+           for line in read_text(path).splitlines() if line.strip()
            for e in [json.loads(line)] if e.get("event") == "mcdt_push" and lo <= e["t_ns"] < hi]
     if not ths:
         raise CompareError(f"{algorithm} {phase}: no mcdt_push events")
@@ -512,7 +514,118 @@ def m_flow_lag_ms(runs: Summaries, algorithm: str, cls: str, direction: str, at_
     return f"{float(hits[0]['lag_ms']):.0f} ms"
 
 
+def m_tcp_end(runs: Summaries, algorithm: str, field: str) -> str:
+    """The TCP flows' state at the end of the run (the senders' tcp_info in summary.json
+    flows[].tcp), one value per TCP flow: rtt_ms, cwnd_pkts, or window_mbps (the
+    congestion window's payload per RTT, cwnd x MSS / RTT)."""
+    tcp = [f["tcp"] for f in _summary(runs, algorithm)["flows"].values()
+           if f["kind"] == "tcp" and f.get("tcp")]
+    if not tcp:
+        raise CompareError(f"{algorithm}: no TCP flow with tcp_info")
+    if field == "rtt_ms":
+        return " / ".join(f"{t['rtt_us'] / 1000:.0f} ms" for t in tcp)
+    if field == "cwnd_pkts":
+        return " / ".join(f"{t['snd_cwnd']} pkts" for t in tcp)
+    if field == "window_mbps":
+        return " / ".join(f"{t['snd_cwnd'] * t['snd_mss'] * 8 / t['rtt_us']:.2f} Mbit/s"
+                          for t in tcp)
+    raise CompareError(f"unknown tcp_end field {field!r}; known: rtt_ms, cwnd_pkts, "
+                       f"window_mbps")
+
+
+def m_class_drops_pkts(runs: Summaries, algorithm: str, cls: str, reason: str,
+                       switch: Optional[str] = None) -> str:
+    """A class's drops of one reason over the run, packets, at every port of one switch
+    or (switch omitted) of every switch (summary.json switch.ports, counters)."""
+    ports = [p for p in _summary(runs, algorithm)["switch"]["ports"].values()
+             if switch is None or p["switch"] == switch]
+    if not ports:
+        raise CompareError(f"{algorithm}: no counters of switch {switch!r}")
+    n = sum(int((p["run"].get(cls) or {}).get("drops", {}).get(reason, 0)) for p in ports)
+    return f"{_fmt(n, 0)} pkts"
+
+
+def m_video_drops_pkts(runs: Summaries, algorithm: str) -> str:
+    """upta: the video's drops along its path, packets (every reason, every hop)."""
+    hops = [h for h in _video_hops(runs, algorithm) if h.get("arrivals") is not None]
+    if not hops:
+        raise CompareError(f"{algorithm}: no video counts")
+    return f"{_fmt(sum(sum(h['drops'].values()) for h in hops), 0)} pkts"
+
+
+def m_video_useless_pkts(runs: Summaries, algorithm: str) -> str:
+    """upta: video packets sent over a link and dropped further on, summed over the links
+    (mmaqm_exp.upta_tables.run_numbers: the hops' departures minus the delivered
+    packets' own crossings)."""
+    hops = [h for h in _video_hops(runs, algorithm) if h.get("arrivals") is not None]
+    if not hops:
+        raise CompareError(f"{algorithm}: no video counts")
+    return _fmt(sum(h["departures"] for h in hops) - hops[-1]["departures"] * len(hops), 0)
+
+
+def m_video_hop_arrival_mbps(runs: Summaries, algorithm: str, hop: str) -> str:
+    """upta: the rate at which the video arrives at a router of its path, Mbit/s: its
+    sending rate (its flows' rate_kbps) times the share of its packets that reach the
+    router (arrivals there over arrivals at the first router, counters)."""
+    from mmaqm_exp import upta_tables
+    s = _summary(runs, algorithm)
+    hops = [h for h in _video_hops(runs, algorithm) if h.get("arrivals")]
+    at = next((h for h in hops if h["switch"] == hop), None)
+    rate_kbps = sum(float(f.get("rate_kbps") or 0) for f in s["flows"].values()
+                    if f["src"] == upta_tables.VIDEO_SRC)
+    if at is None or not rate_kbps:
+        raise CompareError(f"{algorithm}: no video counts at {hop} or no video rate")
+    return f"{rate_kbps * at['arrivals'] / hops[0]['arrivals'] / 1000:.2f} Mbit/s"
+
+
+def m_upta_interval(runs: Summaries, algorithm: str, switch: "str | list[str]", port: int,
+                    field: str, stat: str = "median") -> str:
+    """A field of UPTA's per-interval state at a router's egress port (the controller's
+    upta_interval events, share_events.jsonl): its median or mean over the intervals
+    with flows (n > 0) that have it; alpha_bps (the fair-share rate α) in Mbit/s, others
+    (s: the flows counted as unconstrained, S) as they are. A list of switches: "a / b"."""
+    if isinstance(switch, list):
+        return " / ".join(m_upta_interval(runs, algorithm, sw, port, field, stat)
+                          for sw in switch)
+    if stat not in ("median", "mean"):
+        raise CompareError(f"upta_interval stat is median or mean, not {stat!r}")
+    path = Path(_summary(runs, algorithm)["_run_dir"]) / "share_events.jsonl"
+    xs = [float(e[field]) for line in read_text(path).splitlines() if line.strip()
+          for e in [json.loads(line)] if e.get("event") == "upta_interval"
+          and e.get("switch") == switch and e.get("port") == port and e.get("n")
+          and e.get(field) is not None]
+    if not xs:
+        raise CompareError(f"{algorithm}: no upta_interval {field} at {switch}:{port}")
+    v = statistics.median(xs) if stat == "median" else statistics.fmean(xs)
+    return f"{v / 1e6:.2f} Mbit/s" if field.endswith("_bps") else f"{v:.2f}"
+
+
+def m_fred_slots(runs: Summaries, algorithm: str, field: str) -> str:
+    """FRED's flow-slot collisions at the bottleneck, from the controller's samples
+    (summary switch.fred_slots, analysis.fred_slot_summary): peak_flows, peak_sharing,
+    samples, or sharing_pct (the share of the active flows that shared a slot, over all
+    samples)."""
+    fs = (_summary(runs, algorithm).get("switch") or {}).get("fred_slots")
+    if not fs:
+        raise CompareError(f"{algorithm}: no fred_slots in the summary (not FRED?)")
+    if field == "sharing_pct":
+        if fs.get("sharing_fraction") is None:
+            raise CompareError(f"{algorithm}: no active flow in any sample")
+        return f"{100 * float(fs['sharing_fraction']):.2f} %"
+    if field not in ("peak_flows", "peak_sharing", "samples"):
+        raise CompareError(f"unknown fred_slots field {field!r}; known: peak_flows, "
+                           f"peak_sharing, samples, sharing_pct")
+    return _fmt(float(fs[field]), 0)
+
+
 METRICS: dict[str, Metric] = {
+    "fred_slots": m_fred_slots,
+    "tcp_end": m_tcp_end,
+    "class_drops_pkts": m_class_drops_pkts,
+    "video_drops_pkts": m_video_drops_pkts,
+    "video_useless_pkts": m_video_useless_pkts,
+    "upta_interval": m_upta_interval,
+    "video_hop_arrival_mbps": m_video_hop_arrival_mbps,
     "udp_delay_ms": m_udp_delay_ms,
     "idle_pct": m_idle_pct,
     "tcp_queue_pkts": m_tcp_queue_pkts,
@@ -931,11 +1044,14 @@ def check_words(text: str, page: str, computed: Mapping[str, str], write: bool =
 #   <!-- value:PAPER/ROW-ID[ OPTIONS] -->TEXT<!-- /value -->       a paper-comparison row's
 #       mmaqm cell without its run count: "356 [353–358] kbit/s"
 #   <!-- value:run-table/NAME/ROW/COL[ OPTIONS] -->TEXT<!-- /value -->   a run-table cell
-#       (ROW and COL count from 1, the label column not counted): "0.98 / 0.97"
+#       (ROW and COL count from 1, the label column not counted): "0.98 / 0.97"; COL *:
+#       the row's cells together (with median or range: across the row)
+#   <!-- value:ns3/PAPER/KEY/...[ OPTIONS] -->TEXT<!-- /value -->   an ns-3 reference
+#       number of docs/ns3/PAPER.json (ns3_text): "738 [719–771] kbit/s"
 # OPTIONS, in any order: #N (the N-th value of a cell "a / b / c", from 1), median or
 # range (of a row's cell: its median, or its range over the runs; of a run-table cell: of
 # its values), .N (N decimals), bare (the number(s) without the unit).
-VALUE_SPAN = re.compile(r"<!-- value:([\w.-]+(?:/[\w.-]+)+)((?: [^\s>]+)*) -->(.*?)<!-- /value -->",
+VALUE_SPAN = re.compile(r"<!-- value:([\w.-]+(?:/[\w.*-]+)+)((?: [^\s>]+)*) -->(.*?)<!-- /value -->",
                         re.S)
 _POSITION = re.compile(rf"^(?P<pre>.*?)(?P<med>{NUMBER.pattern})"
                        rf"(?: \[(?P<lo>{NUMBER.pattern})–(?P<hi>{NUMBER.pattern})\])?"
@@ -962,8 +1078,62 @@ def _row_core(r: Mapping[str, Any]) -> str:
     return cell[:cut]
 
 
+# <!-- value:ns3/PAPER/KEY[/KEY...][ OPTIONS] -->: a number of the ns-3 reference runs
+# (docs/ns3.md), at that JSON path in docs/ns3/PAPER.json (keys, or list indices counted
+# from 0). A spread {median, min, max, n} (ns3common.spread) renders as the ns-3 tables'
+# cells, "738 [719–771] kbit/s"; a plain number as itself. The unit and the default
+# decimals follow the name of the path's last key that has a suffix of NS3_UNITS; the
+# options are a paper row's (median, range, #N, .N, bare).
+NS3_DIR = REPO / "docs" / "ns3"
+NS3_UNITS = (("_kbps", "kbit/s", 0), ("_mbps", "Mbit/s", 2), ("_pct", "%", 1),
+             ("_pkts", "pkts", 1), ("_ms", "ms", 1), ("_s", "s", 2))
+
+
+def _ns3_unit(keys: list[str]) -> tuple[str, Optional[int]]:
+    for k in reversed(keys):
+        for suffix, unit, nd in NS3_UNITS:
+            if k.endswith(suffix):
+                return unit, nd
+    return "", None
+
+
+@functools.lru_cache(maxsize=64)
+def _ns3_json(path: str, mtime_ns: int, size: int) -> Any:
+    return json.loads(Path(path).read_text())
+
+
+def ns3_text(key: str, nd: Optional[int] = None, ns3_dir: Path = NS3_DIR) -> str:
+    """What the ns-3 value at key (ns3/PAPER/KEY/...) renders as (a spread: its cell)."""
+    parts = key.split("/")
+    if len(parts) < 3 or parts[0] != "ns3":
+        raise CompareError(f"{key}: not ns3/PAPER/KEY[/KEY...] of docs/ns3/PAPER.json")
+    f = ns3_dir / f"{parts[1]}.json"
+    if not f.is_file():
+        raise CompareError(f"{key}: no {f.name} in {ns3_dir}")
+    st = f.stat()
+    node = _ns3_json(str(f.resolve()), st.st_mtime_ns, st.st_size)
+    for i, k in enumerate(parts[2:]):
+        if isinstance(node, dict) and k in node:
+            node = node[k]
+        elif isinstance(node, list) and k.isdigit() and int(k) < len(node):
+            node = node[int(k)]
+        else:
+            raise CompareError(f"{key}: {f.name} has no {k!r} at /{'/'.join(parts[2:2 + i])}")
+    unit, default_nd = _ns3_unit(parts[2:])
+    if isinstance(node, dict) and {"median", "min", "max"} <= set(node):
+        spread = {"n": 0, **node}
+        return ns3_cell(spread, nd if nd is not None else default_nd or 0, unit).rstrip()
+    if isinstance(node, bool) or not isinstance(node, (int, float)):
+        raise CompareError(f"{key}: {f.name} holds {type(node).__name__} there, not a number "
+                           f"or a spread {{median, min, max}}")
+    if nd is None:
+        nd = default_nd if default_nd is not None else 0 if isinstance(node, int) else 3
+    return (ns3_num(float(node), nd) + (f" {unit}" if unit else ""))
+
+
 def span_text(key: str, options: list[str], rows: Mapping[str, Mapping[str, Any]],
-              tables: Mapping[str, Any], results: Path = RESULTS) -> str:
+              tables: Mapping[str, Any], results: Path = RESULTS,
+              ns3_dir: Path = NS3_DIR) -> str:
     """What a value span with this key and these options must say."""
     pos, form, nd, bare = None, "cell", None, False
     for o in options:
@@ -980,14 +1150,18 @@ def span_text(key: str, options: list[str], rows: Mapping[str, Mapping[str, Any]
     if key.startswith("run-table/"):
         parts = key.split("/")
         if len(parts) != 4 or parts[1] not in tables or not parts[2].isdigit() \
-                or not parts[3].isdigit():
+                or not (parts[3].isdigit() or parts[3] == "*"):
             raise CompareError(f"{key}: not run-table/NAME/ROW/COL of docs/run-tables.yaml")
         cells = run_table_cells(tables[parts[1]], results)
-        i, j = int(parts[2]) - 1, int(parts[3]) - 1
-        if not (0 <= i < len(cells) and 0 <= j < len(cells[i])):
+        i, j = int(parts[2]) - 1, (-1 if parts[3] == "*" else int(parts[3]) - 1)
+        if not (0 <= i < len(cells) and (parts[3] == "*" or 0 <= j < len(cells[i]))):
             raise CompareError(f"{key}: the table has {len(cells)} rows of "
                                f"{len(cells[0]) if cells else 0} columns")
-        values = _positions(cells[i][j])
+        # COL *: every cell of the row, one value list (a median or range across the row)
+        values = [v for c in (cells[i] if parts[3] == "*" else [cells[i][j]])
+                  for v in _positions(c)]
+    elif key.startswith("ns3/"):
+        values = _positions(ns3_text(key, nd, ns3_dir))
     else:
         if key not in rows:
             raise CompareError(f"{key}: no such row in docs/paper-comparison.yaml")
@@ -1027,7 +1201,7 @@ def span_text(key: str, options: list[str], rows: Mapping[str, Mapping[str, Any]
 
 def check_values(text: str, page: str, rows: Mapping[str, Mapping[str, Any]],
                  tables: Mapping[str, Any], results: Path = RESULTS, write: bool = False,
-                 partial: bool = False) -> tuple[str, list[str]]:
+                 partial: bool = False, ns3_dir: Path = NS3_DIR) -> tuple[str, list[str]]:
     """Each value span must say what its row or run-table cell renders; --write updates
     the spans. partial: a check with part of the spec, which skips the spans of papers
     it does not hold."""
@@ -1036,10 +1210,11 @@ def check_values(text: str, page: str, rows: Mapping[str, Mapping[str, Any]],
 
     def span(m: "re.Match[str]") -> str:
         key, options, said = m.group(1), m.group(2).split(), m.group(3)
-        if partial and not key.startswith("run-table/") and key.split("/")[0] not in papers:
+        if partial and not key.startswith(("run-table/", "ns3/")) \
+                and key.split("/")[0] not in papers:
             return m.group(0)
         try:
-            want = span_text(key, options, rows, tables, results)
+            want = span_text(key, options, rows, tables, results, ns3_dir)
         except (CompareError, OSError, ValueError, KeyError) as e:
             problems.append(f"{page}: value span {key}: {e}")
             return m.group(0)
@@ -1107,6 +1282,9 @@ def check_prose(texts: Mapping[Path, str], allowlist: Mapping[str, Any]) -> list
         for k, why in (entries or {}).items():
             if not str(why or "").strip():
                 problems.append(f"prose-numbers.yaml: {name}: {k!r} has no reason")
+            elif str(why).lstrip().lower().startswith("unchecked"):
+                problems.append(f"prose-numbers.yaml: {name}: {k!r} is a run number left "
+                                f"unchecked; put it in a value span, or do not quote it")
     for page, text in texts.items():
         name = _page_name(page)
         if name not in PROSE_PAGES:
@@ -1130,7 +1308,8 @@ def check_prose(texts: Mapping[Path, str], allowlist: Mapping[str, Any]) -> list
 # <!-- run-table:NAME --> markers and must equal its rendering, as the paper tables do.
 # NAME: {runs: [...], corner: "...", columns: [{header, args}], rows: [{label, args}],
 #        decimals: N (optional)}; a cell is the metric of row args updated by column args,
-#        in every run, joined by " / "; `decimals` reformats each number.
+#        in every run, joined by " / "; `decimals` reformats each number. A run may be a
+#        list of folders, one measurement whose algorithms ran apart (load_run).
 RUN_TABLES = REPO / "docs" / "run-tables.yaml"
 
 
@@ -1146,7 +1325,8 @@ def run_table_cells(table: Mapping[str, Any], results: Path = RESULTS,
                     loaded: Optional[Mapping[str, Summaries]] = None) -> list[list[str]]:
     """The table's cells, row by row (without the label column): the metric in every run,
     joined by " / "."""
-    loaded = loaded if loaded is not None else {r: load_run(results, r) for r in table["runs"]}
+    loaded = loaded if loaded is not None else {_key(r): load_run(results, r)
+                                                for r in table["runs"]}
     out = []
     for row in table["rows"]:
         nd = row.get("decimals", table.get("decimals"))
@@ -1156,14 +1336,15 @@ def run_table_cells(table: Mapping[str, Any], results: Path = RESULTS,
             if "text" in spec:
                 cells.append(str(spec["text"]))
                 continue
-            cells.append(" / ".join(_decimals(value(loaded[r], spec), nd) for r in table["runs"]))
+            cells.append(" / ".join(_decimals(value(loaded[_key(r)], spec), nd)
+                                    for r in table["runs"]))
         out.append(cells)
     return out
 
 
 def render_run_table(table: Mapping[str, Any], results: Path = RESULTS,
                      base: str = "docs/results") -> str:
-    loaded = {r: load_run(results, r) for r in table["runs"]}
+    loaded = {_key(r): load_run(results, r) for r in table["runs"]}
     lines = ["| " + " | ".join([table.get("corner", "")] + [c["header"] for c in table["columns"]])
              + " |", "|---" + "|---:" * len(table["columns"]) + "|"]
     for row, cells in zip(table["rows"], run_table_cells(table, results, loaded)):
@@ -1172,10 +1353,12 @@ def render_run_table(table: Mapping[str, Any], results: Path = RESULTS,
             for spec in [{**row.get("args", {}), **col.get("args", {})}]}
     warned = [f"⚠ {r} {a}: {len(s['warnings'])} validity warning"
               f"{'s' if len(s['warnings']) != 1 else ''}"
-              for r in table["runs"] for a, s in loaded[r].items()
+              for r in map(_key, table["runs"]) for a, s in loaded[r].items()
               if a in used and s.get("warnings")]
     lines += ["", "; ".join(warned) + "."] if warned else []
-    lines += ["", "Data: " + ", ".join(f"[docs/results/{n}/]({base}/{n}/)" for n in table["runs"])
+    folders = list(dict.fromkeys(n for r in table["runs"]
+                                 for n in ([r] if isinstance(r, str) else r)))
+    lines += ["", "Data: " + ", ".join(f"[docs/results/{n}/]({base}/{n}/)" for n in folders)
               + " (`docs/run-tables.yaml`, rendered by `tools/paper_compare.py`)."]
     return "\n".join(lines)
 
@@ -1285,6 +1468,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--results", type=Path, default=RESULTS)
     ap.add_argument("--run-tables", type=Path, default=RUN_TABLES)
     ap.add_argument("--prose-numbers", type=Path, default=PROSE_NUMBERS)
+    ap.add_argument("--ns3", type=Path, default=NS3_DIR,
+                    help="the ns-3 references' JSON files (value spans ns3/PAPER/...)")
     ap.add_argument("--write", action="store_true", help="rewrite the tables in their pages")
     a = ap.parse_args(argv)
     try:   # the controller's strict loader: a duplicated key is an error, not "last wins"
@@ -1334,7 +1519,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                    for w in WORD_DEFINING_PAGES):
             new, value_problems = check_values(
                 new, _page_name(page), rows, tables, a.results, a.write,
-                partial=a.spec != SPEC)
+                partial=a.spec != SPEC, ns3_dir=a.ns3)
             problems += value_problems
         if a.write and new != texts_before[page]:
             page.write_text(new)

@@ -152,3 +152,22 @@ def test_an_algorithm_experiment_json_lists_without_its_folder_is_an_error(tmp_p
     shutil.rmtree(results / "upta-s6-20261125" / "B_UPTA")
     _, errors = check_results.scan_results(results)
     assert errors == ["upta-s6-20261125: experiment.json lists B_UPTA, which has no summary"]
+
+
+def test_a_changed_ns3_reference_number_fails_the_check(tmp_path: Path, capsys) -> None:
+    """The ns-3 references' numbers the prose quotes (value spans ns3/PAPER/...) are
+    checked too: one digit changed in docs/ns3/feng.json under a span fails the check."""
+    pages, results = _copy_docs(tmp_path)
+    ns3 = tmp_path / "docs" / "ns3"
+    shutil.copy(REPO / "docs" / "ns3" / "feng.json", ns3 / "feng.json")
+    spread = (data := _read(ns3 / "feng.json"))["ns3"]["LinuxReno"]["RED"]["var_1s_kbps"]
+    assert any("value:ns3/feng/ns3/LinuxReno/RED/var_1s_kbps" in p.read_text() for p in pages)
+    rc = paper_compare.main(["--results", str(results), "--ns3", str(ns3),
+                             "--pages", *map(str, pages)])
+    assert rc == 0, capsys.readouterr().err
+    spread["median"] = _one_digit_changed(spread["median"])
+    _write(ns3 / "feng.json", data)
+    rc = paper_compare.main(["--results", str(results), "--ns3", str(ns3),
+                             "--pages", *map(str, pages)])
+    err = capsys.readouterr().err
+    assert rc == 1 and "value span ns3/feng/ns3/LinuxReno/RED/var_1s_kbps" in err, err
