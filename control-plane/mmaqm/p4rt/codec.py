@@ -175,8 +175,17 @@ def _already_exists(err: fy.P4ClientError) -> bool:
 
 
 def describe_error(err: fy.P4ClientError) -> str:
-    """A P4ClientError in one line: the gRPC code and message (its str() is a repr)."""
-    return f"{err.code.name}: {err.message}".replace("\n", " ")
+    """A P4ClientError in one line (its str() is a repr): the gRPC code and message,
+    the request that failed (WriteRequest, ReadRequest, ...) and, for a Write, each
+    refused update's code and message."""
+    text = f"{err.code.name}: {err.message}"
+    operation = getattr(err, "_operation", "")
+    if operation:
+        text += f" ({operation}"
+        failed = [f"update {i}: {d.canonical_code.name} {d.message}".strip()
+                  for i, d in sorted((err.details or {}).items())]
+        text += (": " + "; ".join(failed[:3]) if failed else "") + ")"
+    return text.replace("\n", " ")
 
 
 

@@ -87,7 +87,7 @@ class FlowReportStream:
         try:
             while True:
                 digest_list = await queue.get()
-                await switch.write([fy.P4DigestListAck(self.flow_digest, digest_list.list_id)])
+                await self.send_stream(fy.P4DigestListAck(self.flow_digest, digest_list.list_id))
                 reports = []
                 for item in digest_list.data:
                     members = item.struct.members     # none when the item is not a struct
@@ -152,7 +152,7 @@ class FlowReportStream:
         try:
             while True:
                 digest_list = await queue.get()
-                await self.switch.write([fy.P4DigestListAck(alias, digest_list.list_id)])
+                await self.send_stream(fy.P4DigestListAck(alias, digest_list.list_id))
                 out = []
                 for item in digest_list.data:
                     try:

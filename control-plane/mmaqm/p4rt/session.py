@@ -170,6 +170,8 @@ class P4RuntimeSession:
         # digest id -> the queue of its reader (digests.digest_items); the flow digest
         # has its own (digests.flow_reports)
         self.digest_queues: dict[int, asyncio.Queue] = {}
+        # gRPC takes one write at a time on a stream; send_stream holds this lock
+        self._stream_write_lock = asyncio.Lock()
         self._open = False
         # finsy announces the pipeline ready (CHANNEL_READY) after its arbitration and,
         # when primary, its pipeline check or push (switch.py Switch._ready); it runs
@@ -431,6 +433,16 @@ class P4RuntimeSession:
     async def write(self, updates: Any) -> None:
         """finsy's Switch.write within request_timeout_s."""
         await self._request("Write", self.switch.write(updates))
+
+    async def send_stream(self, message: Any) -> None:
+        """One message on the P4Runtime stream (a PacketOut, a DigestListAck). gRPC
+        allows one write in flight per stream: a second task writing meanwhile (a
+        C-UPTA edge acks digests while it sends probes) fails with INTERNAL
+        ("Internal error from Core"), which ends the switch's controller, and BMv2
+        then stalls its pipeline on the digests nobody reads. So every stream write
+        of this session takes one lock."""
+        async with self._stream_write_lock:
+            await self.switch.write([message])
 
     async def modify(self, entities: Any) -> None:
         await self._request("Write", self.switch.modify(entities))

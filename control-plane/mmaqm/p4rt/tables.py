@@ -78,8 +78,8 @@ class TableWrites:
         metadata = packet_out_metadata(self.switch.p4info.p4info,
                                        self.target.packet_out_metadata(port))
         frame = b"\x02\x00\x00\x00\x00\x01" + b"\x02\x00\x00\x00\x00\x02" + b"\x08\x00" + datagram
-        await self.write([p4r.StreamMessageRequest(
-            packet=p4r.PacketOut(payload=frame, metadata=metadata))])
+        await self._request("Write", self.send_stream(p4r.StreamMessageRequest(
+            packet=p4r.PacketOut(payload=frame, metadata=metadata))))
 
     async def install_cut_in_slot_session(self, port: int) -> None:
         """The clone session of ChIPS's FIFO slot clones for one port (chips.p4):
