@@ -299,7 +299,7 @@ def test_compiled_scenario_short_run():
     # the queue disc's own counter also holds the last 0.5 s (the simulation runs on
     # so that packets in flight arrive); the per-class bins stop at the duration
     binned = sum(sum(b["arrivals"]) for b in raw["bottleneck_bins"].values())
-    assert binned > 5000 and binned <= raw["bottleneck"]["arrivals"] <= binned * 3.5 / 3.0
+    assert binned > 5000 and binned < raw["bottleneck"]["arrivals"] <= binned * 1.3
     # the full scenario's metrics over 3 s: its first phase's fairness and delay
     s = ns3_dcbt.summarize(raw, sc, 25000.0)
     assert 0.5 < s["phases"]["tcp+mm"]["jain"] <= 1.0
