@@ -49,13 +49,16 @@ OUT_JSON = REPO / "docs" / "ns3" / "dcbt.json"
 DOC_PAGE = REPO / "docs" / "ns3" / "dcbt.md"
 MM_APP_HEADER = ns3common.SIM_DIR / "mm_app.h"
 
-#: ns-3 queues: the policy file's entry each one takes its numbers from
-NS3_ALGORITHMS = ("DROP_TAIL", "RED", "FQ_CODEL")
+#: ns-3 queues: DROP_TAIL and RED as the experiment's policy file sets them, RED_WAIT
+#: as its wait variant (RED with ns-2's wait between early drops, the paper's RED)
+NS3_ALGORITHMS = ("DROP_TAIL", "RED", "RED_WAIT", "FQ_CODEL")
+WAIT_POLICIES = REPO / "topologies" / "policies" / "dcbt-fig7-wait.yaml"
+WAIT_SECTION = "dcbt-wait"  #: docs/paper-comparison.yaml: the wait runs' rows
 #: FQ-CoDel (ns-3's defaults) with the drop-tail policy's limit: the baseline a user would pick
 FQ_CODEL_LIMIT_FROM = "DROP_TAIL"
-#: BMv2 columns: our drop-tail and RED, and our D-CBT for reference
-BMV2_ALGORITHMS = ("DROP_TAIL", "RED", "DCBT")
-TABLE_ALGORITHMS = ("DROP_TAIL", "RED", "FQ_CODEL", "DCBT")
+#: BMv2 columns: our drop-tail and RED (RED_WAIT: the wait runs' RED), our D-CBT for reference
+BMV2_ALGORITHMS = ("DROP_TAIL", "RED", "RED_WAIT", "DCBT")
+TABLE_ALGORITHMS = ("DROP_TAIL", "RED", "RED_WAIT", "FQ_CODEL", "DCBT")
 TCP_MODELS = ("LinuxReno", "NewReno")
 NS3_VERSION = ns3common.NS3_VERSION
 DEFAULT_SEEDS = 5
@@ -105,6 +108,7 @@ def scenario_args() -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     try:
         topo = json.loads(topo_p.read_text())
         pols = yaml.safe_load(pol_p.read_text())
+        wait_pols = yaml.safe_load(WAIT_POLICIES.read_text())
     except (OSError, ValueError, yaml.YAMLError) as e:
         raise ConfigError(f"cannot read the dcbt-fig7 files: {e}") from e
     sc = load_dcbt_scenario()
@@ -155,8 +159,12 @@ def scenario_args() -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
               **tcp, **mm, **cbr, "startSpreadMs": START_SPREAD_MS}
     per: dict[str, dict[str, Any]] = {}
     for name in NS3_ALGORITHMS:
-        src = FQ_CODEL_LIMIT_FROM if name == "FQ_CODEL" else name
-        p = pols[src]
+        if name == "RED_WAIT":
+            p = wait_pols["RED"]
+            if not p.get("wait"):
+                raise ConfigError(f"{WAIT_POLICIES}: RED has no wait")
+        else:
+            p = pols[FQ_CODEL_LIMIT_FROM if name == "FQ_CODEL" else name]
         if name == "FQ_CODEL":
             per[name] = {"queue": "fqcodel", "limitPkts": p["queue_limit_pkts"]}
         elif p["algorithm"] == "DROP_TAIL":
@@ -364,15 +372,33 @@ def bmv2_run_metrics(s: Mapping[str, Any]) -> dict[str, Optional[float]]:
                        {n: occ[n]["total"] for n in phases}, port["phases"])
 
 
-def bmv2_aggregate(runs: Sequence[str]) -> dict[str, Any]:
-    """The same metrics from the archived BMv2 dcbt-fig7 runs (docs/results/<run>/)."""
-    per = {a: [bmv2_run_metrics(load_summary(r, a)) for r in runs] for a in BMV2_ALGORITHMS}
-    return {"runs": list(runs), "metrics": {a: _agg(per[a]) for a in BMV2_ALGORITHMS}}
+def bmv2_aggregate(runs: Sequence[str], wait_runs: Sequence[str]) -> dict[str, Any]:
+    """The same metrics from the archived BMv2 dcbt-fig7 runs (docs/results/<run>/); RED_WAIT
+    from the wait runs' RED (policies/dcbt-fig7-wait.yaml)."""
+    per = {}
+    for a in BMV2_ALGORITHMS:
+        if a == "RED_WAIT":
+            sums = [load_summary(r, "RED") for r in wait_runs]
+            if not all(s["policy"].get("wait") for s in sums):
+                raise ConfigError(f"a run of {list(wait_runs)} has RED without wait")
+        else:
+            sums = [load_summary(r, a) for r in runs]
+        per[a] = [bmv2_run_metrics(s) for s in sums]
+    return {"runs": list(runs), "wait_runs": list(wait_runs),
+            "metrics": {a: _agg(per[a]) for a in BMV2_ALGORITHMS}}
 
 
 def dcbt_runs() -> list[str]:
     spec = yaml.safe_load(COMPARISON.read_text())
     return list(spec["dcbt"]["runs"])
+
+
+def wait_runs() -> list[str]:
+    """The archived runs with ns-2's wait (docs/paper-comparison.yaml's dcbt-wait rows:
+    the runs its rows name besides the section's own, which are the runs without)."""
+    sec = yaml.safe_load(COMPARISON.read_text())[WAIT_SECTION]
+    own = set(sec["runs"])
+    return sorted({r for row in sec["rows"] for r in row.get("runs", []) if r not in own})
 
 
 # ---------------------------------------------------------------------------
@@ -430,7 +456,9 @@ def render_table(results: Mapping[str, Any]) -> str:
     lines.append("Median [range]. Periods as dcbt §6 (fair share per flow 714 / 675 / 373 kbit/s); "
                  "loss = drops / arrivals at r1's egress; delay: MM_APP packets sent in the period. "
                  "—: not run there (ns-3 has no D-CBT; the BMv2 runs have no FQ-CoDel). "
-                 f"BMv2 runs: {', '.join(bm['runs'])}. Data: docs/ns3/dcbt.json "
+                 "RED_WAIT: RED with ns-2's wait between early drops (policies/dcbt-fig7-wait.yaml). "
+                 f"BMv2 runs: {', '.join(bm['runs'])}; RED_WAIT: {', '.join(bm['wait_runs'])}. "
+                 "Data: docs/ns3/dcbt.json "
                  "(`tools/ns3_dcbt.py run`).")
     return "\n".join(lines) + "\n"
 
@@ -464,7 +492,8 @@ def cmd_run(seeds: int, duration_s: Optional[float]) -> dict[str, Any]:
     return {"schema": "mmaqm-ns3-dcbt/1", "ns3_version": NS3_VERSION, "seeds": seeds,
             "experiment": EXPERIMENT, "scenario": {"common": common, "queues": per},
             "tcp_models": dict(ns3common.TCP_MODELS),
-            "runs": summaries, "ns3": ns3_aggregate(summaries), "bmv2": bmv2_aggregate(dcbt_runs())}
+            "runs": summaries, "ns3": ns3_aggregate(summaries),
+            "bmv2": bmv2_aggregate(dcbt_runs(), wait_runs())}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -68,7 +68,9 @@ def test_a_changed_run_changes_the_aggregate():
 
 def test_bmv2_column_recomputes_from_the_archived_runs():
     assert RESULTS["bmv2"]["runs"] == ns3_dcbt.dcbt_runs()
-    assert ns3_dcbt.bmv2_aggregate(RESULTS["bmv2"]["runs"]) == RESULTS["bmv2"]
+    assert RESULTS["bmv2"]["wait_runs"] == ns3_dcbt.wait_runs()
+    assert len(RESULTS["bmv2"]["wait_runs"]) >= 3
+    assert ns3_dcbt.bmv2_aggregate(RESULTS["bmv2"]["runs"], RESULTS["bmv2"]["wait_runs"]) == RESULTS["bmv2"]
 
 
 def test_committed_runs_are_internally_consistent():
@@ -92,6 +94,7 @@ def test_scenario_arguments_come_from_the_bmv2_experiment_files():
     assert per["RED"] == {"queue": "red", "limitPkts": 60, "minThPkts": 5, "maxThPkts": 15,
                           "maxP": 0.1, "qW": 0.001953125, "gentle": "false", "wait": "false",
                           "idleDecay": "false"}
+    assert per["RED_WAIT"] == {**per["RED"], "wait": "true"}  # policies/dcbt-fig7-wait.yaml
     assert per["FQ_CODEL"] == {"queue": "fqcodel", "limitPkts": 60}
     assert common["groups"] == ("tcp:25:0:30:tcp1:tcp2;mmapp:10:0:30:mm1:mm2;"
                                 "cbr:2:10:30:cbr1:cbr2;tcp:30:20:30:tcp1:tcp2")
