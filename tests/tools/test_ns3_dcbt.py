@@ -21,7 +21,7 @@ import ns3common
 from mmaqm_exp import mmapp
 from mmaqm_exp.scenario import parse_scenario
 
-RESULTS = json.loads(ns3_dcbt.OUT_JSON.read_text()) if ns3_dcbt.OUT_JSON.exists() else {}
+RESULTS = json.loads(ns3_dcbt.OUT_JSON.read_text())
 
 
 def _ns3_or_skip():
@@ -74,15 +74,22 @@ def test_bmv2_column_recomputes_from_the_archived_runs():
 
 
 def test_committed_runs_are_internally_consistent():
+    cls = {str(f.flow_id): f.cls for f in ns3_dcbt.load_dcbt_scenario().flows}
     for s in RESULTS["runs"]:
         for name, ph in s["phases"].items():
             # Jain's index and the class averages recompute from the per-flow throughputs
-            thr = list(ph["per_flow_kbps"].values())
-            assert ph["jain"] == pytest.approx(ns3_dcbt.metrics.jain_index(thr), abs=2e-6)
-            assert sum(thr) == pytest.approx(ph["total_kbps"], abs=0.05 * len(thr))
+            thr = ph["per_flow_kbps"]
+            assert ph["jain"] == pytest.approx(ns3_dcbt.metrics.jain_index(list(thr.values())),
+                                               abs=2e-6)
+            avg = ns3_dcbt.metrics.class_average_per_flow_throughput(thr, {f: cls[f] for f in thr})
+            for c, v in ph["class_avg_per_flow_kbps"].items():
+                assert v == (None if c not in avg else pytest.approx(avg[c], abs=0.002)), (name, c)
+            assert sum(thr.values()) == pytest.approx(ph["total_kbps"], abs=0.05 * len(thr))
             assert ph["total_kbps"] <= 25000 * 1.01  # never above the bottleneck
             for c, blk in ph["bottleneck"].items():
                 assert blk["drops_total"] == sum(blk["drops"].values()) <= blk["arrivals"]
+                assert blk["loss"] == (round(blk["drops_total"] / blk["arrivals"], 6)
+                                       if blk["arrivals"] else None)
         run = s["run"]["bottleneck"]
         assert sum(b["arrivals"] for b in run.values()) <= s["bottleneck_totals"]["arrivals"]
 
