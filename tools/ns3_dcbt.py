@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import statistics
 import sys
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
@@ -31,7 +30,6 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "topologies"))
-sys.path.insert(0, str(REPO / "control-plane"))
 from mmaqm_exp import metrics  # noqa: E402
 from mmaqm_exp.analysis import FlowData, phase_flow_metrics, tcp_ip_bytes  # noqa: E402
 from mmaqm_exp.samples import RecvSample  # noqa: E402
