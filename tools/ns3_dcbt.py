@@ -57,7 +57,14 @@ FQ_CODEL_LIMIT_FROM = "DROP_TAIL"
 #: BMv2 columns: our drop-tail and RED (RED_WAIT: the wait runs' RED), our D-CBT for reference
 BMV2_ALGORITHMS = ("DROP_TAIL", "RED", "RED_WAIT", "DCBT")
 TABLE_ALGORITHMS = ("DROP_TAIL", "RED", "RED_WAIT", "FQ_CODEL", "DCBT")
-TCP_MODELS = ("LinuxReno", "NewReno")
+#: the two shared TCP models (docs/ns3.md) and a variant of the ns-2 kind: NewReno with a
+#: 1 s minimum RTO (RFC 2988's, ns-3's default) instead of 200 ms, the timer the blast
+#: period's RED results turn on
+TCP_MODELS = ("LinuxReno", "NewReno", "NewReno-RTO1s")
+#: variant -> (the shared model it starts from, attribute overrides)
+TCP_VARIANTS = {"NewReno-RTO1s": ("NewReno", {"ns3::TcpSocketBase::MinRto": "1s"})}
+TCP_HEADERS = {"LinuxReno": "ns-3 TcpLinuxReno", "NewReno": "ns-3 TcpNewReno, ns-2 kind",
+               "NewReno-RTO1s": "ns-3 TcpNewReno, min RTO 1 s"}
 NS3_VERSION = ns3common.NS3_VERSION
 DEFAULT_SEEDS = 5
 START_SPREAD_MS = 10.0  #: every flow starts uniformly in [start, start + 10 ms) (seeded)
@@ -185,11 +192,15 @@ def scenario_args() -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
 
 def run_one(binary: Path, args: Mapping[str, Any], tcp: str, seed: int,
             duration_s: Optional[float] = None) -> dict[str, Any]:
-    """Run the compiled scenario once; return its raw JSON."""
-    a = dict(args, tcp=tcp, seed=seed)
+    """Run the compiled scenario once with TCP model (or variant) ``tcp``; return its raw
+    JSON, whose "tcp" is ``tcp``."""
+    base, extra = TCP_VARIANTS.get(tcp, (tcp, {}))
+    a = dict(args, tcp=base, seed=seed, **extra)
     if duration_s is not None:
         a["durationS"] = duration_s
-    return ns3common.run_binary(binary, a)
+    raw = ns3common.run_binary(binary, a)
+    raw["tcp"] = tcp
+    return raw
 
 
 # ---------------------------------------------------------------------------
@@ -437,9 +448,10 @@ def render_table(results: Mapping[str, Any]) -> str:
     """The Markdown table of docs/ns3/dcbt.md from dcbt.json."""
     ns3, bm = results["ns3"], results["bmv2"]
     n = results["seeds"]
-    lines = [f"| metric | period | queue | ns-3 TcpLinuxReno ({n} seeds) | "
-             f"ns-3 TcpNewReno, ns-2 kind ({n} seeds) | BMv2, Linux TCP ({len(bm['runs'])} runs) "
-             "| paper |", "|---|---|---|---:|---:|---:|---|"]
+    lines = ["| metric | period | queue | "
+             + " | ".join(f"{TCP_HEADERS[t]} ({n} seeds)" for t in TCP_MODELS)
+             + f" | BMv2, Linux TCP ({len(bm['runs'])} runs) | paper |",
+             "|---|---|---|" + "---:|" * (len(TCP_MODELS) + 1) + "---|"]
     for key, label, nd, unit, phases in ROWS:
         for ph in phases:
             k = f"{key}@{ph}"
@@ -448,7 +460,7 @@ def render_table(results: Mapping[str, Any]) -> str:
                          else "—" for t in TCP_MODELS]
                 b = (_cell(bm["metrics"][algo].get(k), nd, unit).rstrip()
                      if algo in BMV2_ALGORITHMS else "—")
-                lines.append(f"| {label} | {PHASE_LABELS[ph]} | {algo} | {cells[0]} | {cells[1]} | "
+                lines.append(f"| {label} | {PHASE_LABELS[ph]} | {algo} | {' | '.join(cells)} | "
                              f"{b} | {PAPER.get((key, ph, algo), '')} |")
     lines.append("")
     lines.append("Median [range]. Periods as dcbt §6 (fair share per flow 714 / 675 / 373 kbit/s); "
@@ -489,7 +501,9 @@ def cmd_run(seeds: int, duration_s: Optional[float]) -> dict[str, Any]:
                       + " kbit/s", file=sys.stderr, flush=True)
     return {"schema": "mmaqm-ns3-dcbt/1", "ns3_version": NS3_VERSION, "seeds": seeds,
             "experiment": EXPERIMENT, "scenario": {"common": common, "queues": per},
-            "tcp_models": dict(ns3common.TCP_MODELS),
+            "tcp_models": {**ns3common.TCP_MODELS,
+                           "NewReno-RTO1s": ns3common.TCP_MODELS["NewReno"].replace(
+                               "min RTO 200 ms", "min RTO 1 s")},
             "runs": summaries, "ns3": ns3_aggregate(summaries),
             "bmv2": bmv2_aggregate(dcbt_runs(), wait_runs())}
 
