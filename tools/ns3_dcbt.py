@@ -5,7 +5,7 @@ RED and FQ-CoDel, under two TCP models, and the harness's MM_APP ported to ns-3
 (tools/ns3sim/mm_app.h) (docs/ns3.md, docs/ns3/dcbt.md).
 
     tools/ns3_dcbt.py build          compile tools/ns3sim/dcbt.cc against the ns3 wheel
-    tools/ns3_dcbt.py run            build, run 4 queues x 2 TCP models x --seeds, write
+    tools/ns3_dcbt.py run            build, run 4 queues x 3 TCP models x --seeds, write
                                      docs/ns3/dcbt.json and the table in docs/ns3/dcbt.md
     tools/ns3_dcbt.py table          re-render docs/ns3/dcbt.md's table from
                                      docs/ns3/dcbt.json
