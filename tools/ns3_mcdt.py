@@ -407,18 +407,29 @@ def _agg(per: Sequence[Mapping[str, Optional[float]]], ids: Sequence[str]) -> di
     return out
 
 
-def ns3_aggregate(scenario_runs: Sequence[Mapping[str, Any]], phases: Sequence[str]) -> dict[str, Any]:
-    """Per TCP model and queue, median [range] over seeds of every metric; a seed's
-    propagation floor is over its three queues, as a BMv2 run's over its algorithms."""
+def per_run_metrics(scenario_runs: Sequence[Mapping[str, Any]], phases: Sequence[str]) -> list[dict[str, Any]]:
+    """Every metric of every ns-3 run (queue, TCP model, seed); a seed's propagation floor
+    is over its three queues, as a BMv2 run's over its algorithms."""
     ids = all_metric_ids(phases)
-    by = {(s["tcp"], s["seed"]): {} for s in scenario_runs}
+    by: dict[tuple[str, int], dict[str, Any]] = {}
     for s in scenario_runs:
-        by[(s["tcp"], s["seed"])][s["algorithm"]] = s
+        by.setdefault((s["tcp"], s["seed"]), {})[s["algorithm"]] = s
+    return [{"queue": s["algorithm"], "tcp": s["tcp"], "seed": s["seed"],
+             "metrics": run_metrics(by[(s["tcp"], s["seed"])], s["algorithm"], ids)}
+            for s in scenario_runs]
+
+
+def ns3_aggregate(per_run: Sequence[Mapping[str, Any]], phases: Sequence[str]) -> dict[str, Any]:
+    """Per TCP model and queue, median [range] over seeds of every metric (per_run_metrics)."""
+    ids = all_metric_ids(phases)
     out: dict[str, Any] = {}
     for tcp in TCP_MODELS:
-        seeds = sorted(seed for (t, seed) in by if t == tcp)
-        out[tcp] = {q: _agg([run_metrics(by[(tcp, seed)], q, ids) for seed in seeds], ids)
-                    for q in QUEUES if seeds}
+        out[tcp] = {}
+        for q in QUEUES:
+            runs = sorted((r for r in per_run if r["tcp"] == tcp and r["queue"] == q),
+                          key=lambda r: r["seed"])
+            if runs:
+                out[tcp][q] = _agg([r["metrics"] for r in runs], ids)
     return out
 
 
@@ -537,9 +548,10 @@ def cmd_run(seeds: int, scenarios: Sequence[str]) -> dict[str, Any]:
                     print(f"ns3-mcdt: {scen} {q} {tcp} seed {seed}: loss TCP "
                           f"{class_loss_pct({q: s}, q, 'run', 'TCP'):.1f} %, total "
                           f"{total_loss_pct({q: s}, q, 'run'):.1f} %", file=sys.stderr)
+        per_run = per_run_metrics(summaries, names)
         out["scenarios"][scen] = {
             "scenario": {"title": title, "common": common, "queues": per, "phases": phases},
-            "runs": summaries, "ns3": ns3_aggregate(summaries, names),
+            "runs": summaries, "run_metrics": per_run, "ns3": ns3_aggregate(per_run, names),
             "bmv2": bmv2_aggregate(comparison_runs(scen), names)}
     return out
 
