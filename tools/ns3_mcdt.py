@@ -23,7 +23,9 @@ import argparse
 import gzip
 import json
 import statistics
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
@@ -143,13 +145,28 @@ def scenario_args(name: str) -> tuple[dict[str, dict[str, Any]], dict[str, Any],
     return per, common, phases
 
 
+#: a 50 s run takes about 5 s; far beyond this the simulation has stopped advancing
+#: (docs/ns3/mcdt.md: mm_app.h's timeout re-arm)
+RUN_TIMEOUT_S = 300
+
+
 def run_one(binary: Path, args: Mapping[str, Any], tcp: str, seed: int,
-            duration_s: Optional[float] = None) -> dict[str, Any]:
-    """Run the compiled scenario once; return its raw JSON."""
+            duration_s: Optional[float] = None, timeout_s: float = RUN_TIMEOUT_S) -> dict[str, Any]:
+    """Run the compiled scenario once; return its raw JSON (ns3common.run_binary, with a
+    time limit: RuntimeError when the simulation does not finish)."""
     a = dict(args, tcp=tcp, seed=seed)
     if duration_s is not None:
         a["durationS"] = duration_s
-    return ns3common.run_binary(binary, a)
+    with tempfile.TemporaryDirectory() as td:
+        out = Path(td) / "raw.json"
+        cmd = [str(binary), *[f"--{k}={v}" for k, v in a.items()], f"--out={out}"]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"{' '.join(cmd)} did not finish in {timeout_s} s") from None
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} exited {r.returncode}: {r.stderr[-2000:]}")
+        return json.loads(out.read_text())
 
 
 # ---------------------------------------------------------------------------

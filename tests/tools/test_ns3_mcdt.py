@@ -247,3 +247,11 @@ def test_compiled_scenario_rejects_bad_arguments():
         r = subprocess.run([str(binary), *bad, "--durationS=1", "--out=/dev/null"],
                            capture_output=True, text=True)
         assert r.returncode == 2 and "invalid arguments" in r.stderr, bad
+
+
+def test_a_simulation_that_does_not_finish_is_an_error():
+    _ns3_or_skip()
+    binary = ns3_mcdt.build()
+    per, common, _phases = ns3_mcdt.scenario_args("mcdt-s2")
+    with pytest.raises(RuntimeError, match="did not finish"):
+        ns3_mcdt.run_one(binary, {**common, **per["DROP_TAIL"]}, "NewReno", 1, timeout_s=0.05)
