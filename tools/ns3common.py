@@ -57,13 +57,14 @@ def ns3_dirs() -> tuple[Path, Path]:
 
 
 def build(name: str, force: bool = False) -> Path:
-    """Compile tools/ns3sim/<name>.cc into build/ns3/<name> (only if it or the common
-    header is newer than the binary)."""
+    """Compile tools/ns3sim/<name>.cc into build/ns3/<name> (only if it or a header of
+    tools/ns3sim is newer than the binary)."""
     inc, lib = ns3_dirs()
     source, binary = SIM_DIR / f"{name}.cc", BUILD_DIR / name
     if not source.is_file():
         raise ConfigError(f"no scenario {source}")
-    newest = max(source.stat().st_mtime, COMMON_HEADER.stat().st_mtime)
+    # the scenario and every header of tools/ns3sim (mmaqm_ns3.h, mm_app.h, ...)
+    newest = max(p.stat().st_mtime for p in (source, *SIM_DIR.glob("*.h")))
     if not force and binary.is_file() and binary.stat().st_mtime >= newest:
         return binary
     binary.parent.mkdir(parents=True, exist_ok=True)

@@ -48,6 +48,7 @@
 #include "ns3/network-module.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -457,7 +458,10 @@ class MmAppSender : public Application
         }
         Simulator::Cancel(m_timeoutEvent);
         double now = Simulator::Now().GetSeconds();
-        m_timeoutEvent = Simulator::Schedule(Seconds(std::max(0.0, m_fc.TimeoutDue() - now)),
+        // Rounded up to whole nanoseconds: rounded down, the timeout fires just before
+        // it is due, finds nothing to do and re-arms itself at 0 ns forever.
+        double delayS = std::max(0.0, m_fc.TimeoutDue() - now);
+        m_timeoutEvent = Simulator::Schedule(NanoSeconds(int64_t(std::ceil(delayS * 1e9))),
                                              &MmAppSender::OnTimeout, this);
     }
 
