@@ -8,6 +8,8 @@ every router, under two TCP models (docs/ns3.md, docs/ns3/upta.md).
     tools/ns3_upta.py run            build, run 6 scenarios x 4 queues x 2 TCP models x
                                      --seeds, write docs/ns3/upta.json and the table in
                                      docs/ns3/upta.md
+    tools/ns3_upta.py bmv2           recompute the BMv2 columns of docs/ns3/upta.json from
+                                     the archived runs (after new runs are archived)
     tools/ns3_upta.py table          re-render docs/ns3/upta.md's table from
                                      docs/ns3/upta.json
 
@@ -22,8 +24,8 @@ simulation failed.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
-import statistics
 import sys
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
@@ -34,6 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "topologies"))
 sys.path.insert(0, str(REPO / "control-plane"))
 from mmaqm_exp import upta_tables  # noqa: E402
+from mmaqm_exp.topology import load_topology  # noqa: E402
 
 sys.path.insert(0, str(REPO / "tools"))
 import ns3common  # noqa: E402
@@ -201,6 +204,20 @@ def check_counts(raw: Mapping[str, Any]) -> None:
                                f"{got} != the queue disc's {want}")
 
 
+#: the prefix ns-3 gives a drop that a child queue disc (FQ-CoDel's per-flow CoDel) made
+CHILD_DROP_PREFIX = "(Dropped by child queue disc) "
+
+
+def _own_reasons(drops: Mapping[str, int]) -> dict[str, int]:
+    """Drops by reason with a child queue disc's reason under its own name (CoDel's
+    "Target exceeded drop" inside FQ-CoDel)."""
+    out: dict[str, int] = {}
+    for reason, n in drops.items():
+        r = reason.removeprefix(CHILD_DROP_PREFIX)
+        out[r] = out.get(r, 0) + int(n)
+    return out
+
+
 def flow_hops(raw: Mapping[str, Any], flow: str, dst: str) -> list[dict[str, Any]]:
     """A flow's counts at each router of its path, as mmaqm_exp.upta_tables.per_hop
     gives them from the BMv2 counters: switch, arrivals, departures, drops by reason
@@ -208,7 +225,7 @@ def flow_hops(raw: Mapping[str, Any], flow: str, dst: str) -> list[dict[str, Any
     rows = []
     for p in _path_ports(raw, dst):
         c = p["flows"][flow]
-        drops = {k: v for k, v in ns3common.drop_counts(c["drops"]).items() if v}
+        drops = {k: v for k, v in ns3common.drop_counts(_own_reasons(c["drops"])).items() if v}
         rows.append({"switch": p["switch"], "arrivals": c["arrivals"], "departures": c["departures"],
                      "drops": drops,
                      "loss": sum(drops.values()) / c["arrivals"] if c["arrivals"] else None})
@@ -281,48 +298,60 @@ def ns3_aggregate(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------
 
 
-def bmv2_runs() -> dict[str, list[str]]:
-    """Per scenario the archived FAIR_SHARE runs of its Table 4 row (t4-wfq-sK), and
-    for Table 1 those of t1-hop-loss (docs/paper-comparison.yaml)."""
+def bmv2_runs() -> dict[str, dict[str, list[str]]]:
+    """Per table block the archived runs of the compared upta rows (docs/paper-comparison.yaml):
+    scenario k: FAIR_SHARE of Table 4's t4-wfq-sK, B_UPTA of Fig. 18's fig18-b-sK; Table 1
+    ("t1"): FAIR_SHARE of t1-hop-loss, B_UPTA of fig12-b-upta."""
     rows = {r["id"]: r for r in yaml.safe_load(COMPARISON.read_text())["upta"]["rows"]}
-    out = {str(k): list(rows[f"t4-wfq-s{k}"]["runs"]) for k in SCENARIOS}
-    out["t1"] = list(rows["t1-hop-loss"]["runs"])
+    out = {str(k): {"FAIR_SHARE": list(rows[f"t4-wfq-s{k}"]["runs"]),
+                    "B_UPTA": list(rows[f"fig18-b-s{k}"]["runs"])} for k in SCENARIOS}
+    out["t1"] = {"FAIR_SHARE": list(rows["t1-hop-loss"]["runs"]),
+                 "B_UPTA": list(rows["fig12-b-upta"]["runs"])}
     return out
 
 
-def _bmv2_one(run_dir: Path) -> dict[str, Any]:
-    hops = upta_tables.per_hop(run_dir)
+def _bmv2_one(run_dir: Path, topo) -> dict[str, Any]:
+    """One archived BMv2 run's numbers: τ, the video's losses (mmaqm_exp.upta_tables),
+    and TCP's drops on its path from the summary's per-port counts."""
+    hops = upta_tables.per_hop(run_dir, topo)
     nums = upta_tables.run_numbers(run_dir, hops)
+    gz = run_dir / "summary.json.gz"
+    summary = json.loads(gzip.decompress(gz.read_bytes()) if gz.is_file()
+                         else (run_dir / "summary.json").read_text())
+    ports = summary["switch"]["ports"]
+    tcp = [ports[f"{sw}:{port}"]["run"]["TCP"] for sw, port in topo.switch_hops(TCP_SRC, TCP_DST)]
+    drops = sum(int(c["drops_total"]) for c in tcp)
     return {"tcp_mbps": round(nums["tcp_bps"] / 1e6, 6),
             "video_e2e_loss_pct": None if nums["video_e2e_loss"] is None else round(100 * nums["video_e2e_loss"], 4),
             "video_hop_loss_pct": [None if h.get("loss") is None else round(100 * h["loss"], 4) for h in hops],
+            "tcp_drops": drops,
+            "tcp_loss_pct": round(100 * drops / tcp[0]["arrivals"], 4) if tcp[0]["arrivals"] else None,
             "warnings": len(nums["warnings"])}
 
 
-def bmv2_aggregate(runs: Mapping[str, Sequence[str]]) -> dict[str, Any]:
-    """Per scenario and algorithm (FAIR_SHARE, B_UPTA where the run has it), median
-    [range] over the archived runs (docs/results/<run>/<ALGORITHM>/), with the runs
+def bmv2_aggregate(runs: Mapping[str, Mapping[str, Sequence[str]]]) -> dict[str, Any]:
+    """Per block and algorithm, median [range] over the archived runs
+    (docs/results/<run>/<ALGORITHM>/, read with mmaqm_exp.upta_tables), with the runs
     whose summaries carry validity warnings named."""
-    out: dict[str, Any] = {"runs": {k: list(v) for k, v in runs.items()}, "metrics": {}}
-    for key, names in runs.items():
+    out: dict[str, Any] = {"runs": {k: {a: list(r) for a, r in v.items()} for k, v in runs.items()},
+                           "metrics": {}}
+    topo = load_topology(TOPOLOGY)
+    for key, by_algo in runs.items():
         out["metrics"][key] = {}
-        for algo in BMV2_ALGORITHMS:
+        for algo, names in by_algo.items():
             per, warned = [], []
             for run in names:
                 d = REPO / "docs" / "results" / run / algo
-                if not d.is_dir():
-                    continue
                 if not (d / "summary.json.gz").is_file() and not (d / "summary.json").is_file():
                     raise ConfigError(f"{d}: no summary.json(.gz)")
-                one = _bmv2_one(d)
+                one = _bmv2_one(d, topo)
                 per.append(one)
                 if one["warnings"]:
                     warned.append(run)
-            if per:
-                agg = _agg(per)
-                agg["runs"] = len(per)
-                agg["warned_runs"] = warned
-                out["metrics"][key][algo] = agg
+            agg = _agg(per)
+            agg["runs"] = len(per)
+            agg["warned_runs"] = warned
+            out["metrics"][key][algo] = agg
     return out
 
 
@@ -402,7 +431,7 @@ def render_table(results: Mapping[str, Any]) -> str:
              f"ns-3 TcpNewReno ({n_seeds} seeds) | BMv2 FAIR_SHARE | BMv2 B_UPTA | max-min (fluid) | paper (WFQ) |",
              "|---|---|---|---:|---:|---:|---:|---:|---|"]
 
-    def block(metric: str, k: int, key: str, fmt, paper: str, bm_key: str, fluid: str = "") -> None:
+    def block(metric: str, k: int, fmt, paper: str, bm_key: str, fluid: str = "") -> None:
         for i, q in enumerate(QUEUES):
             a = ns3[str(k)][q]
             bm = [_bm(results, bm_key, algo) for algo in BMV2_ALGORITHMS]
@@ -415,17 +444,12 @@ def render_table(results: Mapping[str, Any]) -> str:
         return lambda a: "—" if a is None else cell(a.get(key), nd, unit)
 
     for k in SCENARIOS:
-        block("Table 4: TCP throughput τ", k, "tcp_mbps", scalar("tcp_mbps", 3, "Mbit/s"),
+        block("Table 4: TCP throughput τ", k, scalar("tcp_mbps", 3, "Mbit/s"),
               f"{PAPER_TAU[k]:.2f} Mbit/s", str(k), f"{num(results['fluid_tcp_mbps'][str(k)], 3)} Mbit/s")
-    block("Table 1: the video's end-to-end loss", 6, "video_e2e_loss_pct",
-          scalar("video_e2e_loss_pct", 1, "%"), PAPER_E2E, "t1")
-    block("Table 1: the video's local loss at R1 / R2 / R3 / R4 / R5 / R6 / R7", 6, "video_hop_loss_pct",
-          lambda a: "—" if a is None else hop_cell(a.get("video_hop_loss_pct")), PAPER_HOPS, "t1")
+    block("Table 1: the video's end-to-end loss", 6, scalar("video_e2e_loss_pct", 1, "%"), PAPER_E2E, "t1")
+    block("Table 1: the video's local loss at R1 / R2 / R3 / R4 / R5 / R6 / R7", 6, lambda a: "—" if a is None else hop_cell(a.get("video_hop_loss_pct")), PAPER_HOPS, "t1")
     for k in (1, 6):
-        block("TCP's loss (drops on the path / packets sent)", k, "tcp_loss_pct",
-              scalar("tcp_loss_pct", 2, "%"), "", "none")
-        block("TCP's RTO timeouts (entries into loss recovery)", k, "tcp_rtos",
-              scalar("tcp_rtos", 0, ""), "", "none")
+        block("TCP's loss (drops on the path / packets sent)", k, scalar("tcp_loss_pct", 2, "%"), "", str(k))
     lines.append("")
     bm_runs = results["bmv2"]["runs"]
     lines.append(
@@ -435,8 +459,8 @@ def render_table(results: Mapping[str, Any]) -> str:
         "stand-in for the paper's WFQ, B_UPTA for reference; ⚠n: n of the runs carry validity warnings. "
         "Max-min (fluid): TCP's max-min fair rate from the links and flows, time-averaged over the ON/OFF "
         "phases. Paper: Table 4 (simulation) and Table 1 (the paper's max-min calculation, §2). "
-        "BMv2 runs: " + "; ".join(f"{'scenario ' + k if k != 't1' else 'Table 1'}: {', '.join(v)}"
-                                  for k, v in bm_runs.items())
+        "BMv2 runs: " + "; ".join(f"{'scenario ' + k if k != 't1' else 'Table 1'} {algo}: {', '.join(v)}"
+                                  for k, by in bm_runs.items() for algo, v in by.items())
         + ". Data: docs/ns3/upta.json (`tools/ns3_upta.py run`).")
     return "\n".join(lines) + "\n"
 
@@ -475,7 +499,7 @@ def cmd_run(seeds: int, scenarios: Sequence[int], queues: Sequence[str]) -> dict
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=("build", "run", "table"))
+    ap.add_argument("command", choices=("build", "run", "bmv2", "table"))
     ap.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, help="seeds per configuration")
     ap.add_argument("--out", type=Path, default=OUT_JSON, help="results JSON (run)")
     a = ap.parse_args(argv)
@@ -491,6 +515,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if a.out == OUT_JSON:
                 write_table(res)
             print(render_table(res))
+        elif a.command == "bmv2":
+            res = json.loads(OUT_JSON.read_text())
+            res["bmv2"] = bmv2_aggregate(bmv2_runs())
+            OUT_JSON.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
+            write_table(res)
         else:
             write_table(json.loads(OUT_JSON.read_text()))
     except ConfigError as e:
