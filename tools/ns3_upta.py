@@ -2,10 +2,11 @@
 """The upta scenarios (upta §6–7.3, the seven-router Fig. 1 chain, scenarios 1–6) in ns-3,
 beside the BMv2 runs: an independent simulator with its own drop-tail, RED, FQ-CoDel and
 FQ (FQ-CoDel's flow queuing with CoDel off, the closest ns-3 has to the paper's WFQ) at
-every router, under two TCP models (docs/ns3.md, docs/ns3/upta.md).
+every router, and our FAIR_SHARE scheme rebuilt in ns-3 (FAIR_SHARE_NS3: the scheme
+without the BMv2 harness), under two TCP models (docs/ns3.md, docs/ns3/upta.md).
 
     tools/ns3_upta.py build          compile tools/ns3sim/upta.cc against the ns3 wheel
-    tools/ns3_upta.py run            build, run 6 scenarios x 4 queues x 2 TCP models x
+    tools/ns3_upta.py run            build, run 6 scenarios x 5 queues x 2 TCP models x
                                      --seeds, write docs/ns3/upta.json and the table in
                                      docs/ns3/upta.md
     tools/ns3_upta.py bmv2           recompute the BMv2 columns of docs/ns3/upta.json from
@@ -51,7 +52,8 @@ DOC_PAGE = REPO / "docs" / "ns3" / "upta.md"
 
 SCENARIOS = (1, 2, 3, 4, 5, 6)
 #: the ns-3 queue discs at every router's egress toward the next router
-QUEUES = {"DROP_TAIL": "fifo", "RED": "red", "FQ_CODEL": "fqcodel", "FQ": "fq"}
+QUEUES = {"DROP_TAIL": "fifo", "RED": "red", "FQ_CODEL": "fqcodel", "FQ": "fq",
+          "FAIR_SHARE_NS3": "fairshare"}
 TCP_MODELS = ("LinuxReno", "NewReno")
 BMV2_ALGORITHMS = ("FAIR_SHARE", "B_UPTA")
 NS3_VERSION = ns3common.NS3_VERSION
@@ -208,13 +210,25 @@ def check_counts(raw: Mapping[str, Any]) -> None:
 CHILD_DROP_PREFIX = "(Dropped by child queue disc) "
 
 
+#: the drop reason of upta.cc's FairShareQueueDisc (our FAIR_SHARE scheme) -> the
+#: project's counter name
+FAIR_SHARE_REASONS = {"Fair share drop": "UPTA_FAIR_SHARE"}
+
+
 def _own_reasons(drops: Mapping[str, int]) -> dict[str, int]:
-    """Drops by reason with a child queue disc's reason under its own name (CoDel's
-    "Target exceeded drop" inside FQ-CoDel)."""
+    """Drops by reason under the project's counter names: a child queue disc's reason
+    under its own name (CoDel's "Target exceeded drop" inside FQ-CoDel), the
+    FairShareQueueDisc's by FAIR_SHARE_REASONS, the rest by ns3common.drop_counts."""
+    ns3_named: dict[str, int] = {}
     out: dict[str, int] = {}
     for reason, n in drops.items():
         r = reason.removeprefix(CHILD_DROP_PREFIX)
-        out[r] = out.get(r, 0) + int(n)
+        if r in FAIR_SHARE_REASONS:
+            out[FAIR_SHARE_REASONS[r]] = out.get(FAIR_SHARE_REASONS[r], 0) + int(n)
+        else:
+            ns3_named[r] = ns3_named.get(r, 0) + int(n)
+    for k, v in ns3common.drop_counts(ns3_named).items():
+        out[k] = out.get(k, 0) + v
     return out
 
 
@@ -225,7 +239,7 @@ def flow_hops(raw: Mapping[str, Any], flow: str, dst: str) -> list[dict[str, Any
     rows = []
     for p in _path_ports(raw, dst):
         c = p["flows"][flow]
-        drops = {k: v for k, v in ns3common.drop_counts(_own_reasons(c["drops"])).items() if v}
+        drops = {k: v for k, v in _own_reasons(c["drops"]).items() if v}
         rows.append({"switch": p["switch"], "arrivals": c["arrivals"], "departures": c["departures"],
                      "drops": drops,
                      "loss": sum(drops.values()) / c["arrivals"] if c["arrivals"] else None})
@@ -406,7 +420,8 @@ PHI = {1: "0.133", 2: "0.267", 3: "0.4", 4: "0.533", 5: "0.667", 6: "1.0"}
 PAPER_TAU = {1: 1.62, 2: 1.52, 3: 1.44, 4: 1.37, 5: 1.31, 6: 1.16}
 PAPER_E2E = "33.5 %"
 PAPER_HOPS = "0 / 9.1 / 10 / 9.1 / 10 / 0 / 0 %"
-QUEUE_LABEL = {"DROP_TAIL": "drop-tail", "RED": "RED", "FQ_CODEL": "FQ-CoDel", "FQ": "FQ (DRR, CoDel off)"}
+QUEUE_LABEL = {"DROP_TAIL": "drop-tail", "RED": "RED", "FQ_CODEL": "FQ-CoDel", "FQ": "FQ (DRR, CoDel off)",
+               "FAIR_SHARE_NS3": "our FAIR_SHARE scheme, rebuilt in ns-3"}
 
 
 def hop_cell(sps: Optional[Sequence[Optional[Mapping[str, float]]]]) -> str:

@@ -101,22 +101,25 @@ def _raw(ports):
 
 
 def test_summarize_hand_worked():
-    # a three-router chain: the video loses 10 of 100 at r2 (local 10 %), 9 of 90 at r3
-    # (10 %), nothing at r3 -> d2: end to end 1 - 81 / 100 = 19 %. TCP: 2 of 200 sent.
+    # a three-router chain: the video loses 10 of 100 at r2 (local 10 %), 9 of 90 at
+    # r3 -> d2 (10 %): end to end 1 - 81 / 100 = 19 %. TCP: 2 of 200 sent.
     e = {}
     ports = [_port("r1", "r2", {"tcp": (200, 200, e), "video": (100, 100, e), "bg": (0, 0, e)}),
              _port("r2", "r3", {"tcp": (200, 198, {"Queue disc limit exceeded": 2}),
                                 "video": (100, 90, {"Queue disc limit exceeded": 10}),
                                 "bg": (50, 40, {"Overlimit drop": 10})}),
              _port("r3", "d1", {"tcp": (198, 198, e), "video": (0, 0, e), "bg": (0, 0, e)}),
-             _port("r3", "d2", {"tcp": (0, 0, e), "video": (90, 81, {"Unforced drop": 9}), "bg": (0, 0, e)})]
+             _port("r3", "d2", {"tcp": (0, 0, e), "bg": (0, 0, e),
+                                "video": (90, 81, {"Unforced drop": 5, "Fair share drop": 3,
+                                                   "(Dropped by child queue disc) Target exceeded drop": 1})})]
     s = ns3_upta.summarize(_raw(ports))
     # 20 bins of 5 120 B over 2 s: 102 400 B * 8 / 2 s = 0.4096 Mbit/s
     assert s["tcp_mbps"] == 0.4096
     assert s["video_hop_loss_pct"] == [0.0, 10.0, 10.0]
     assert [h["switch"] for h in s["video_hops"]] == ["r1", "r2", "r3"]
     assert s["video_hops"][1]["drops"] == {"QUEUE_LIMIT": 10}
-    assert s["video_hops"][2]["drops"] == {"RED_EARLY": 9}
+    # ns-3's reasons under the project's names; our scheme's and a child CoDel's too
+    assert s["video_hops"][2]["drops"] == {"RED_EARLY": 5, "UPTA_FAIR_SHARE": 3, "CODEL": 1}
     assert s["video_e2e_loss_pct"] == 19.0
     assert (s["tcp_drops"], s["tcp_loss_pct"]) == (2, 1.0)
     assert (s["tcp_max_cwnd_pkts"], s["tcp_recoveries"], s["tcp_rtos"]) == (10.0, 3, 1)
@@ -155,6 +158,21 @@ def test_compiled_scenario_short_run():
     assert s["video_hop_loss_pct"][0] == 0.0 and 5 < s["video_e2e_loss_pct"] < 60
     # the background fills l2 ... l5: at most l5's rate arrives at d3
     assert 0.5 < s["bg_rx_mbps"] <= 3.5 * 1.001
+
+
+def test_compiled_fair_share_scheme_drops_to_the_share():
+    _ns3_or_skip()
+    binary = ns3_upta.build()
+    args = {**ns3_upta.scenario_args(6), **ns3_upta.queue_args("FAIR_SHARE_NS3", 100)}
+    raw = ns3_upta.run_one(binary, args, "NewReno", 1, duration_s=2.0)
+    s = ns3_upta.summarize(raw)
+    r2 = next(p for p in raw["ports"] if (p["switch"], p["to"]) == ("r2", "r3"))
+    bg = r2["flows"]["bg"]
+    # the 10 Mbit/s background meets l2 (4.8 Mbit/s): after the first interval (131 ms)
+    # R2 drops it to its share, most of it by the scheme, not by the full FIFO
+    assert bg["drops"].get("Fair share drop", 0) > bg["drops"].get("Queue disc limit exceeded", 0)
+    assert bg["departures"] * 512 * 8 / 2.0 <= 4.8e6 * 1.001
+    assert 0.3 < s["tcp_mbps"] <= 3.5
 
 
 def test_compiled_scenario_rejects_bad_arguments():

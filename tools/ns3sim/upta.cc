@@ -1,8 +1,8 @@
 // upta sections 6-7 (Fig. 1) in ns-3: the seven-router chain R1 ... R7, a greedy TCP
 // flow s1 -> d1 and the video s2 -> d2 (CBR UDP) from R1 to R7, and the ON-OFF background
 // s3 -> d3 (CBR UDP while ON) from R2 to R6, with the same queue disc (ns-3's drop-tail,
-// RED, FQ-CoDel, or FQ = FQ-CoDel's DRR with CoDel off) at every router's egress toward
-// the next router. An independent reference for the BMv2 experiments upta-s1 ... upta-s6
+// RED, FQ-CoDel, or FQ = FQ-CoDel's DRR with CoDel off; or our FAIR_SHARE scheme rebuilt
+// in ns-3, FairShareQueueDisc below) at every router's egress toward the next router. An independent reference for the BMv2 experiments upta-s1 ... upta-s6
 // (topologies/topos/upta-fig1.json, scenarios/upta-sK.yaml, policies/upta.yaml):
 // tools/ns3_upta.py passes those files' numbers as the arguments below.
 //
@@ -22,6 +22,7 @@
 #include "mmaqm_ns3.h"
 
 #include <cmath>
+#include <limits>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -258,6 +259,155 @@ ParsePeriods(const std::string& s)
     return out;
 }
 
+// FAIR_SHARE as the BMv2 runs emulate the paper's WFQ (docs/algorithms/upta.md), rebuilt
+// here to separate the scheme from the harness: ONE FIFO of limitPkts packets per port;
+// each arriving packet of a flow is dropped with probability max(0, 1 - fs / R), R the
+// flow's arrival rate by CSFQ's exponential average (K), fs = alpha of eq. 18 (N flows
+// seen in the interval, S of them below C / N, alpha = (C - their sum) / (N - S)),
+// recomputed every T = K from the bytes that arrived (dropped ones included), as the
+// controller does but without its read latency. No U state (no loss threshold).
+// A flow is its (source, destination, protocol): one flow per host pair here.
+class FairShareQueueDisc : public QueueDisc
+{
+  public:
+    static constexpr const char* FAIR_SHARE_DROP = "Fair share drop";
+    static constexpr const char* LIMIT_DROP = "Queue disc limit exceeded";
+
+    static TypeId GetTypeId()
+    {
+        static TypeId tid =
+            TypeId("ns3::MmaqmFairShareQueueDisc")
+                .SetParent<QueueDisc>()
+                .SetGroupName("TrafficControl")
+                .AddConstructor<FairShareQueueDisc>()
+                .AddAttribute("MaxSize", "the FIFO's limit", QueueSizeValue(QueueSize("100p")),
+                              MakeQueueSizeAccessor(&QueueDisc::SetMaxSize, &QueueDisc::GetMaxSize),
+                              MakeQueueSizeChecker())
+                .AddAttribute("CapacityBps", "C of eq. 18: the link's rate of IP bits",
+                              DoubleValue(1e6), MakeDoubleAccessor(&FairShareQueueDisc::m_capacityBps),
+                              MakeDoubleChecker<double>(1))
+                .AddAttribute("K", "rate-estimation constant and share interval T = K",
+                              TimeValue(MicroSeconds(131072)), MakeTimeAccessor(&FairShareQueueDisc::m_k),
+                              MakeTimeChecker());
+        return tid;
+    }
+
+    FairShareQueueDisc()
+        : QueueDisc(QueueDiscSizePolicy::SINGLE_INTERNAL_QUEUE)
+    {
+        m_uniform = CreateObject<UniformRandomVariable>();
+    }
+
+  private:
+    struct Flow
+    {
+        double rateBps = 0;
+        Time last;
+        bool seen = false;
+        uint64_t intervalBytes = 0;
+    };
+
+    bool DoEnqueue(Ptr<QueueDiscItem> item) override
+    {
+        Ptr<Ipv4QueueDiscItem> ip = DynamicCast<Ipv4QueueDiscItem>(item);
+        if (ip)
+        {
+            const Ipv4Header& h = ip->GetHeader();
+            uint64_t key = (uint64_t(h.GetSource().Get()) << 32) ^ (uint64_t(h.GetDestination().Get()) << 8) ^
+                           h.GetProtocol();
+            Flow& f = m_flows[key];
+            double bytes = item->GetSize();
+            Time now = Simulator::Now();
+            if (!f.seen)
+            {
+                f.seen = true;
+                f.rateBps = 0;
+            }
+            else
+            {
+                double t = (now - f.last).GetSeconds();
+                double k = m_k.GetSeconds();
+                double e = std::exp(-t / k);
+                // CSFQ (Stoica et al.): R = (1 - e^{-T/K}) l / T + e^{-T/K} R_old
+                f.rateBps = t > 0 ? (1 - e) * bytes * 8 / t + e * f.rateBps : f.rateBps + bytes * 8 / k;
+            }
+            f.last = now;
+            f.intervalBytes += uint64_t(bytes);
+            if (std::isfinite(m_fs) && f.rateBps > m_fs && m_uniform->GetValue() < 1 - m_fs / f.rateBps)
+            {
+                DropBeforeEnqueue(item, FAIR_SHARE_DROP);
+                return false;
+            }
+        }
+        if (GetCurrentSize() + item > GetMaxSize())
+        {
+            DropBeforeEnqueue(item, LIMIT_DROP);
+            return false;
+        }
+        return GetInternalQueue(0)->Enqueue(item);
+    }
+
+    Ptr<QueueDiscItem> DoDequeue() override
+    {
+        return GetInternalQueue(0)->Dequeue();
+    }
+
+    bool CheckConfig() override
+    {
+        if (GetNQueueDiscClasses() > 0 || GetNPacketFilters() > 0)
+        {
+            return false;
+        }
+        if (GetNInternalQueues() == 0)
+        {
+            AddInternalQueue(CreateObjectWithAttributes<DropTailQueue<QueueDiscItem>>(
+                "MaxSize", QueueSizeValue(GetMaxSize())));
+        }
+        return GetNInternalQueues() == 1;
+    }
+
+    void InitializeParams() override
+    {
+        Simulator::Schedule(m_k, &FairShareQueueDisc::Interval, this);
+    }
+
+    // Fig. 7 "on est_timer expiration" with eq. 18 (mmaqm.algorithms.upta.fairshares).
+    void Interval()
+    {
+        double t = m_k.GetSeconds();
+        std::vector<double> rates;
+        for (auto& [key, f] : m_flows)
+        {
+            if (f.intervalBytes)
+            {
+                rates.push_back(f.intervalBytes * 8.0 / t);
+            }
+            f.intervalBytes = 0;
+        }
+        double n = rates.size();
+        double sum = 0;
+        int s = 0;
+        for (double r : rates)
+        {
+            if (r < m_capacityBps / n)
+            {
+                ++s;
+                sum += r;
+            }
+        }
+        m_fs = (n - s > 0) ? (m_capacityBps - sum) / (n - s) : std::numeric_limits<double>::infinity();
+        Simulator::Schedule(m_k, &FairShareQueueDisc::Interval, this);
+    }
+
+    double m_capacityBps = 1e6;
+    Time m_k;
+    double m_fs = std::numeric_limits<double>::infinity();
+    std::map<uint64_t, Flow> m_flows;
+    Ptr<UniformRandomVariable> m_uniform;
+};
+
+NS_OBJECT_ENSURE_REGISTERED(FairShareQueueDisc);
+
 // FQ: FQ-CoDel's flow queuing alone, the closest ns-3 has to the paper's WFQ: DRR over
 // per-flow queues, CoDel never drops (target and interval far beyond the run), and on
 // overflow one packet (not a batch of up to 64) from the longest queue.
@@ -302,7 +452,8 @@ main(int argc, char* argv[])
     uint32_t seed = 1;
 
     CommandLine cmd(__FILE__);
-    cmd.AddValue("queue", "fifo (drop-tail), red, fqcodel or fq (DRR, CoDel off)", queue);
+    cmd.AddValue("queue", "fifo (drop-tail), red, fqcodel, fq (DRR, CoDel off) or fairshare "
+                 "(our FAIR_SHARE scheme)", queue);
     cmd.AddValue("tcp", "LinuxReno or NewReno (mmaqm_ns3.h)", tcp);
     cmd.AddValue("out", "output JSON path", out);
     cmd.AddValue("chainMbps", "l1 ... l6 rates, Mbit/s of IP packets, comma-separated", chainMbpsS);
@@ -344,7 +495,8 @@ main(int argc, char* argv[])
         return 2;
     }
     const uint32_t nRouters = chainMbps.size() + 1;
-    bool ok = (queue == "fifo" || queue == "red" || queue == "fqcodel" || queue == "fq") &&
+    bool ok = (queue == "fifo" || queue == "red" || queue == "fqcodel" || queue == "fq" ||
+               queue == "fairshare") &&
               (tcp == "LinuxReno" || tcp == "NewReno") && nRouters >= 3 &&
               chainDelayMs.size() == chainMbps.size() && limitPkts > 0 && durationS > 0 &&
               packetBytes > 60 && accessMbps > 0 && videoKbps > 0 && bgKbps > 0 &&
@@ -359,7 +511,7 @@ main(int argc, char* argv[])
         ok = ok && 0 <= a && a < b && b <= durationS;
     }
     mmaqm::QueueSpec qs;
-    qs.kind = queue == "fq" ? "fqcodel" : queue;
+    qs.kind = (queue == "fq" || queue == "fairshare") ? "fqcodel" : queue; // validated apart
     qs.limitPkts = limitPkts;
     qs.minThPkts = minThPkts;
     qs.maxThPkts = maxThPkts;
@@ -369,7 +521,7 @@ main(int argc, char* argv[])
     ok = ok && mmaqm::ValidQueueSpec(qs);
     if (!ok)
     {
-        std::cerr << "upta: invalid arguments (queue fifo|red|fqcodel|fq, tcp LinuxReno|NewReno, "
+        std::cerr << "upta: invalid arguments (queue fifo|red|fqcodel|fq|fairshare, tcp LinuxReno|NewReno, "
                      "chainMbps and chainDelayMs of equal length >= 2, rates > 0, "
                      "1 <= bgInRouter < bgOutRouter <= routers, ON periods within the run, "
                      "0 < min_th < max_th <= limit, 0 < max_p <= 1, 0 < qW < 1)\n";
@@ -468,6 +620,13 @@ main(int argc, char* argv[])
     {
         PointToPointHelper h = link(chainMbps[i], chainDelayMs[i]);
         NetDeviceContainer d = h.Install(routers.Get(i), routers.Get(i + 1));
+        if (queue == "fairshare")
+        {
+            studied = TrafficControlHelper();
+            studied.SetRootQueueDisc("ns3::MmaqmFairShareQueueDisc", "MaxSize",
+                                     StringValue(std::to_string(limitPkts) + "p"), "CapacityBps",
+                                     DoubleValue(chainMbps[i] * 1e6));
+        }
         if (queue == "red")
         {
             // RED's idle decay at this link's rate (mmaqm_ns3.h sets it from qs)
