@@ -474,8 +474,10 @@ def render_table(results: Mapping[str, Any]) -> str:
         "stand-in for the paper's WFQ, B_UPTA for reference; ⚠n: n of the runs carry validity warnings. "
         "Max-min (fluid): TCP's max-min fair rate from the links and flows, time-averaged over the ON/OFF "
         "phases. Paper: Table 4 (simulation) and Table 1 (the paper's max-min calculation, §2). "
-        "BMv2 runs: " + "; ".join(f"{'scenario ' + k if k != 't1' else 'Table 1'} {algo}: {', '.join(v)}"
-                                  for k, by in bm_runs.items() for algo, v in by.items())
+        "BMv2 runs: " + "; ".join(f"{'scenario ' + k if k != 't1' else 'Table 1'} {algo}: "
+                                  f"{', '.join(bm_runs[k][algo])}"
+                                  for k in [*map(str, SCENARIOS), "t1"] if k in bm_runs
+                                  for algo in BMV2_ALGORITHMS if algo in bm_runs[k])
         + ". Data: docs/ns3/upta.json (`tools/ns3_upta.py run`).")
     return "\n".join(lines) + "\n"
 
