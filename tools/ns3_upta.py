@@ -259,7 +259,8 @@ def summarize(raw: Mapping[str, Any]) -> dict[str, Any]:
     """One run's metrics under the compared rows' names: tcp_mbps (TCP's received IP
     bytes × 8 / the run's duration), the video's local loss per router and end-to-end
     loss, and for attribution TCP's drops per router, its loss, its sender's largest
-    window and its entries into fast recovery and RTO loss recovery."""
+    window, its smoothed RTT (time-weighted mean from the first sample) and its entries
+    into fast recovery and RTO loss recovery."""
     check_counts(raw)
     dur = float(raw["duration_s"])
     video = flow_hops(raw, "video", VIDEO_DST)
@@ -278,12 +279,13 @@ def summarize(raw: Mapping[str, Any]) -> dict[str, Any]:
             "tcp_hops": tcp, "tcp_drops": tcp_drops,
             "tcp_loss_pct": round(100 * tcp_drops / tcp_sent, 4) if tcp_sent else None,
             "tcp_max_cwnd_pkts": round(raw["tcp_sender"]["max_cwnd_bytes"] / raw["segment_bytes"], 1),
+            "tcp_srtt_mean_ms": round(float(raw["tcp_sender"]["srtt_mean_ms"]), 2),
             "tcp_recoveries": int(cs.get("CA_RECOVERY", 0)), "tcp_rtos": int(cs.get("CA_LOSS", 0))}
 
 
 #: the scalar metrics aggregated over seeds (and the per-hop list video_hop_loss_pct)
 SCALARS = ("tcp_mbps", "video_e2e_loss_pct", "video_rx_mbps", "bg_rx_mbps", "tcp_loss_pct",
-           "tcp_drops", "tcp_max_cwnd_pkts", "tcp_recoveries", "tcp_rtos")
+           "tcp_drops", "tcp_max_cwnd_pkts", "tcp_srtt_mean_ms", "tcp_recoveries", "tcp_rtos")
 
 
 def _agg(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -465,6 +467,7 @@ def render_table(results: Mapping[str, Any]) -> str:
     block("Table 1: the video's local loss at R1 / R2 / R3 / R4 / R5 / R6 / R7", 6, lambda a: "—" if a is None else hop_cell(a.get("video_hop_loss_pct")), PAPER_HOPS, "t1")
     for k in (1, 6):
         block("TCP's loss (drops on the path / packets sent)", k, scalar("tcp_loss_pct", 2, "%"), "", str(k))
+        block("TCP's smoothed RTT, time-weighted mean", k, scalar("tcp_srtt_mean_ms", 0, "ms"), "", "none")
     lines.append("")
     bm_runs = results["bmv2"]["runs"]
     lines.append(

@@ -96,7 +96,8 @@ def _raw(ports):
             "segment_bytes": 472, "tcp_start_s": 0.0,
             "params": {"packet_bytes": 512},
             "tcp_rx_bytes_ip": [5120] * 20, "rx_pkts": {"tcp": 200, "video": 80, "bg": 40},
-            "tcp_sender": {"max_cwnd_bytes": 4720, "cong_state_entries": {"CA_RECOVERY": 3, "CA_LOSS": 1}},
+            "tcp_sender": {"max_cwnd_bytes": 4720, "srtt_mean_ms": 12.345, "srtt_max_ms": 20,
+                           "cong_state_entries": {"CA_RECOVERY": 3, "CA_LOSS": 1}},
             "ports": ports}
 
 
@@ -123,6 +124,7 @@ def test_summarize_hand_worked():
     assert s["video_e2e_loss_pct"] == 19.0
     assert (s["tcp_drops"], s["tcp_loss_pct"]) == (2, 1.0)
     assert (s["tcp_max_cwnd_pkts"], s["tcp_recoveries"], s["tcp_rtos"]) == (10.0, 3, 1)
+    assert s["tcp_srtt_mean_ms"] == 12.35
     # 80 video packets of 512 B over 2 s
     assert s["video_rx_mbps"] == pytest.approx(80 * 512 * 8 / 2 / 1e6)
 

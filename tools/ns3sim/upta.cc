@@ -174,6 +174,30 @@ OnCwnd(uint32_t, uint32_t cwnd)
     g_maxCwndBytes = std::max(g_maxCwndBytes, cwnd);
 }
 
+// TCP's smoothed RTT, time-weighted over the run (from its first sample)
+double g_srttWeighted = 0; // s * s
+double g_srttSince = -1;   // s
+double g_srttNow = 0;      // s
+double g_srttMax = 0;      // s
+double g_srttFirst = -1;   // s: the first sample's time
+
+void
+OnSrtt(Time, Time now)
+{
+    double t = Simulator::Now().GetSeconds();
+    if (g_srttSince >= 0)
+    {
+        g_srttWeighted += g_srttNow * (t - g_srttSince);
+    }
+    else
+    {
+        g_srttFirst = t;
+    }
+    g_srttSince = t;
+    g_srttNow = now.GetSeconds();
+    g_srttMax = std::max(g_srttMax, g_srttNow);
+}
+
 void
 OnCongState(TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t now)
 {
@@ -187,6 +211,7 @@ ConnectTcpTraces(uint32_t nodeId)
                        "/$ns3::TcpL4Protocol/SocketList/0/";
     Config::ConnectWithoutContext(base + "CongestionWindow", MakeCallback(&OnCwnd));
     Config::ConnectWithoutContext(base + "CongState", MakeCallback(&OnCongState));
+    Config::ConnectWithoutContext(base + "RTT", MakeCallback(&OnSrtt));
 }
 
 // A constant-bit-rate UDP source (the BMv2 harness's cbr flows): one payloadBytes
@@ -705,7 +730,13 @@ main(int argc, char* argv[])
     {
         f << (i ? ", " : "") << "\"" << kFlowName[i] << "\": " << g_rxPkts[i];
     }
-    f << "},\n  \"tcp_sender\": {\"max_cwnd_bytes\": " << g_maxCwndBytes << ", \"cong_state_entries\": {";
+    double srttEnd = Simulator::Now().GetSeconds();
+    double srttMean = (g_srttFirst >= 0 && srttEnd > g_srttFirst)
+                          ? (g_srttWeighted + g_srttNow * (srttEnd - g_srttSince)) / (srttEnd - g_srttFirst)
+                          : 0;
+    f << "},\n  \"tcp_sender\": {\"max_cwnd_bytes\": " << g_maxCwndBytes
+      << ", \"srtt_mean_ms\": " << 1e3 * srttMean << ", \"srtt_max_ms\": " << 1e3 * g_srttMax
+      << ", \"cong_state_entries\": {";
     bool first = true;
     for (const auto& [state, n] : g_congStates)
     {
