@@ -54,7 +54,7 @@ help:
 	@echo "make soak         10 min of mixed traffic, policy changes every 30 s; queues end empty (needs root)"
 	@echo "                  (options: make soak SOAK_ARGS='--duration-s 60 --policy-interval-s 10 --restart-switch')"
 	@echo "make ns3-deps     install the ns3 wheel (requirements-ns3.txt, ~70 MB) into .venv"
-	@echo "make ns3-PAPER    one paper's scenario in ns-3 (PAPER: feng; every queue x 2 TCP models x seeds):"
+	@echo "make ns3-PAPER    one paper's scenario in ns-3 (PAPER: feng, dcbt, cbt, mcdt, upta; queues x TCP models x seeds):"
 	@echo "                  docs/ns3/PAPER.json + the table in docs/ns3/PAPER.md (docs/ns3.md; NS3_ARGS='--seeds 3')"
 	@echo "make mutants      mutation testing (tools/mutants.yaml; needs root, ~1 min a mutant)"
 	@echo "make clean        remove build/ and results/"

@@ -1051,7 +1051,7 @@ def check_words(text: str, page: str, computed: Mapping[str, str], write: bool =
 # OPTIONS, in any order: #N (the N-th value of a cell "a / b / c", from 1), median or
 # range (of a row's cell: its median, or its range over the runs; of a run-table cell: of
 # its values), .N (N decimals), bare (the number(s) without the unit).
-VALUE_SPAN = re.compile(r"<!-- value:([\w.-]+(?:/[\w.*-]+)+)((?: [^\s>]+)*) -->(.*?)<!-- /value -->",
+VALUE_SPAN = re.compile(r"<!-- value:([\w.-]+(?:/[\w.*@+-]+)+)((?: [^\s>]+)*) -->(.*?)<!-- /value -->",
                         re.S)
 _POSITION = re.compile(rf"^(?P<pre>.*?)(?P<med>{NUMBER.pattern})"
                        rf"(?: \[(?P<lo>{NUMBER.pattern})–(?P<hi>{NUMBER.pattern})\])?"
@@ -1091,8 +1091,9 @@ NS3_UNITS = (("_kbps", "kbit/s", 0), ("_mbps", "Mbit/s", 2), ("_pct", "%", 1),
 
 def _ns3_unit(keys: list[str]) -> tuple[str, Optional[int]]:
     for k in reversed(keys):
+        name = k.split("@")[0]          # a metric of a period: "delay_mean_ms@blast"
         for suffix, unit, nd in NS3_UNITS:
-            if k.endswith(suffix):
+            if name.endswith(suffix):
                 return unit, nd
     return "", None
 
