@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import math
 from typing import Any
 
 import pytest
@@ -314,6 +315,46 @@ def test_c_upta_infers_u_only_for_flows_entering_at_an_edge_port():
         assert got == ({slot} if want else set()), edge_ports
     assert UC.route_port(cfg.switches["r5"].routes, IP("10.0.2.7")) == 2
     assert UC.route_port(cfg.switches["r5"].routes, IP("10.0.9.1")) is None
+
+
+def test_c_upta_edge_infers_u_with_its_paths_reported_minima():
+    """At a C-UPTA ingress edge the data plane judges an edge flow against the smaller of
+    the port's shares and its path's reported minima (upta.p4, eqs. 23-24), so the
+    controller's inference must too: the video at 3.5 Mbit/s, no local share (the port
+    is not congested), is I until a report of its path (10.0.5.0/24 -> path 1) brings
+    fs 1.75 Mbit/s (p = 0.5 > q 0.12), then U; a report of the other path changes
+    nothing; minima of 0 mean none."""
+    cfg = parse_config({"switches": {"r1": {
+        "p4runtime_addr": "127.0.0.1:9563",
+        "ports": {p: {"mac": f"02:01:00:00:05:0{p}"} for p in (2, 3)},
+        "routes": [{"prefix": "10.0.5.0/24", "port": 3, "next_hop_mac": "02:01:00:00:06:02"},
+                   {"prefix": "10.0.6.0/24", "port": 3, "next_hop_mac": "02:01:00:00:06:02"},
+                   {"prefix": "10.0.2.0/24", "port": 2, "next_hop_mac": "02:01:00:00:04:03"}],
+        "bfd": {"router_addr": "10.255.0.1", "edge_ports": [2],
+                "paths": [{"id": 0, "port": PORT, "egress_addr": "10.255.0.6",
+                           "prefixes": ["10.0.6.0/24"]},
+                          {"id": 1, "port": PORT, "egress_addr": "10.255.0.7",
+                           "prefixes": ["10.0.5.0/24"]}]},
+        "policies": {"default": {"algorithm": "DROP_TAIL", "queue_limit_pkts": 1000},
+                     PORT: {"algorithm": "UPTA", "capacity_mbps": 10, "upta_mode": "C",
+                            "queue_limit_pkts": 100, "upta_flow_slots": SLOTS,
+                            "upta_tagged_loss_threshold": 0.12}}}}})
+    ctl = SwitchController(cfg, cfg.switches["r1"], FakeDriver(), clock_ms=lambda: 0.0)
+    loop = ctl.loops["UPTA"]
+    ctl.flows.observe(PORT, 1, VIDEO_KEY, 0.0)          # class 1: TAGGED, to 10.0.5.1
+    loop.shares_bps[PORT] = (math.inf, math.inf)
+    slot = UC.flow_slot(VIDEO_KEY, SLOTS)
+    arrivals = {slot: round(3.5e6 * T / 8)}
+    assert loop.path_of(VIDEO_KEY) == 1 and loop.path_of(TCP_KEY) is None
+    assert loop.infer_useless(PORT, arrivals, T) == set()
+    fs = U.fs_to_scaled(1.75e6)
+    loop.observe_report(0, fs, fs)                      # the other path
+    assert loop.infer_useless(PORT, arrivals, T) == set()
+    loop.observe_report(1, fs, fs)
+    assert loop.path_minima_bps[1] == pytest.approx((1.75e6, 1.75e6), rel=1e-3)
+    assert loop.infer_useless(PORT, arrivals, T) == {slot}
+    loop.observe_report(1, 0, 0)                        # none
+    assert loop.infer_useless(PORT, arrivals, T) == set()
 
 
 def test_ingress_edge_sends_one_probe_per_path_with_its_u_flows():

@@ -30,6 +30,7 @@ also goes to the event sink ("upta_interval": N, S, M, alpha, alpha', the writes
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import math
 import time
@@ -103,6 +104,9 @@ class UptaLoop:
                 window_s=upta_control.REMOTE_USELESS_INTERVALS * s.interval_s)
             for port, s in self.settings.items() if s.mode == upta.MODE_C}
         self.spec_digests = 0                  # bfd_spec_digest_t received
+        # C-UPTA ingress edge: path id -> (fs_I, fs_U) bit/s of the last accepted report,
+        # the path minima (eqs. 23-24) its data plane applies to the path (upta_path)
+        self.path_minima_bps: dict[int, tuple[float, float]] = {}
         self.reports_accepted = 0              # bfd_report_digest_t received
         self.router_addr = router_addr
         self.bfd_paths = list(bfd_paths)
@@ -172,7 +176,49 @@ class UptaLoop:
                       if self.host.flows.flow_class(port, key) == C.CLASS_TAGGED
                       and (s.mode != upta.MODE_C or self.enters_at_edge(key))}
         fs_i, fs_u = self.shares_bps.get(port, (math.inf, math.inf))
-        return upta_control.infer_useless(rates, thresholds, self.useless[port], fs_i, fs_u)
+        if s.mode != upta.MODE_C or not self.path_minima_bps:
+            return upta_control.infer_useless(rates, thresholds, self.useless[port], fs_i, fs_u)
+        # C-UPTA ingress edge: a flow's shares are the smaller of the port's and its
+        # path's reported minima, as the data plane applies them (upta.p4, eqs. 23-24)
+        by_shares: dict[tuple[float, float], dict[int, float]] = {}
+        for key in self.host.flows.flow_keys(port):
+            slot = upta_control.flow_slot(key, s.table_slots)
+            if slot not in thresholds:
+                continue
+            path_fs_i, path_fs_u = self.path_minima_bps.get(self.path_of(key), (math.inf, math.inf))
+            by_shares.setdefault((min(fs_i, path_fs_i), min(fs_u, path_fs_u)), {})[slot] = \
+                thresholds[slot]
+        out: set[int] = set()
+        for (flow_fs_i, flow_fs_u), group in by_shares.items():
+            out |= upta_control.infer_useless(rates, group, self.useless[port],
+                                              flow_fs_i, flow_fs_u)
+        return out
+
+    def path_of(self, flow_key: tuple) -> int | None:
+        """The BFD path of a flow's destination (the longest of the paths' prefixes, as
+        the data plane's upta_bfd_path); None outside every path."""
+        bfd = getattr(self.host.switch, "bfd", None)
+        if bfd is None:
+            return None
+        addr = flow_key[1]
+        a = ipaddress.IPv4Address(addr) if isinstance(addr, int) else addr
+        best: tuple[int, int] | None = None
+        for path in bfd.paths:
+            for prefix in path.prefixes:
+                if prefix.version == a.version and a in prefix \
+                        and (best is None or prefix.prefixlen > best[0]):
+                    best = (prefix.prefixlen, path.path_id)
+        return None if best is None else best[1]
+
+    def observe_report(self, path_id: int, fs_u_scaled: int, fs_i_scaled: int) -> None:
+        """An accepted report's path minima (scaled as the data plane holds them; 0 or
+        FS_INFINITE: none), kept in bit/s for infer_useless."""
+        port = next((p.port for p in self.bfd_paths if p.path_id == path_id), None)
+        k_shift = self.settings[port].k_shift if port in self.settings else upta.DEFAULT_K_SHIFT
+
+        def bps(v: int) -> float:
+            return math.inf if v in (0, upta.FS_INFINITE) else upta.rate_scaled_to_bps(v, k_shift)
+        self.path_minima_bps[path_id] = (bps(fs_i_scaled), bps(fs_u_scaled))
 
     def enters_at_edge(self, flow_key: tuple) -> bool:
         """The flow's source is behind one of this switch's edge ports (its route, longest
@@ -318,6 +364,7 @@ class UptaLoop:
                                 self.host.switch.name, err)
                     continue
                 self.reports_accepted += 1
+                self.observe_report(report["path"], report["fs_u_scaled"], report["fs_i_scaled"])
                 sink = self.host.event_sink
                 if sink is not None:
                     sink({"event": "upta_report", "t_ns": time.time_ns(),
