@@ -221,7 +221,9 @@ const bit<17> BFD_SEQ_VALID = 0x10000;         // upta_probe_seq holds BFD_SEQ_V
 
 // ---- digests
 const bit<32> FLOW_DIGEST_RECEIVER = 1;
+#ifdef MMAQM_USES_UPTA
 const bit<32> BFD_SPEC_DIGEST_RECEIVER = 2;   // upta.p4: a probe's specs at a C-UPTA core
 const bit<32> BFD_REPORT_DIGEST_RECEIVER = 3; // upta.p4: a report the ingress edge accepted
+#endif
 
 #endif
