@@ -67,8 +67,6 @@ NS3_VERSION = ns3common.NS3_VERSION
 DEFAULT_SEEDS = 5
 TCP_START_SPREAD_MS = 10.0  #: the 240 transfers start uniformly in [start, start + 10 ms) (seeded)
 LOSS_HOP = "r1:bottleneck"  #: the ns-3 summary's name of the bottleneck port
-#: how ns-3 prefixes the reason of a drop made by a child queue disc (FQ-CoDel's flow queues)
-CHILD_PREFIX = "(Dropped by child queue disc) "
 
 
 def build(force: bool = False) -> Path:
@@ -235,22 +233,12 @@ def _phase_block(fds, a: float, b: float, rate_kbps: float) -> dict[str, Any]:
     return out
 
 
-def drop_counts(drops: Mapping[str, int]) -> dict[str, int]:
-    """ns3common.drop_counts, with a child queue disc's reasons (FQ-CoDel's per-flow
-    CoDel) named as the child's own."""
-    out: dict[str, int] = {}
-    for reason, n in drops.items():
-        r = reason[len(CHILD_PREFIX):] if reason.startswith(CHILD_PREFIX) else reason
-        out[r] = out.get(r, 0) + int(n)
-    return ns3common.drop_counts(out)
-
-
 def _counts(counters: Mapping[str, Any], a: int, b: int) -> dict[str, Any]:
     """Arrivals and drops (project names) of each class over bins [a, b)."""
     out = {}
     for cls, c in counters.items():
         arrivals = sum(c["arrivals"][a:b])
-        drops = drop_counts({r: sum(v[a:b]) for r, v in c["drops"].items()})
+        drops = ns3common.drop_counts({r: sum(v[a:b]) for r, v in c["drops"].items()})
         tot = sum(drops.values())
         out[cls] = {"arrivals": arrivals, "drops": drops, "drops_total": tot,
                     "loss": round(tot / arrivals, 6) if arrivals else None}
@@ -302,7 +290,7 @@ def summarize(raw: Mapping[str, Any], sc) -> dict[str, Any]:
             "registers": {"phases": regs},
             "bottleneck": {"rate_pps": round(rate_kbps * 1e3 / 8 / int(raw["packet_bytes"]), 6),
                            "rate_kbps": rate_kbps, "arrivals": b["arrivals"],
-                           "drops_total": b["drops_total"], "drops": drop_counts(b["drops"])}}
+                           "drops_total": b["drops_total"], "drops": ns3common.drop_counts(b["drops"])}}
 
 
 # ---------------------------------------------------------------------------

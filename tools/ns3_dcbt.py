@@ -19,7 +19,6 @@ simulation failed.
 """
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import sys
@@ -73,8 +72,6 @@ START_SPREAD_MS = 10.0  #: every flow starts uniformly in [start, start + 10 ms)
 ACCESS_MBPS = 1000.0
 RUN = "run"  #: pseudo-phase: the whole scenario
 PHASE_LABELS = {"tcp+mm": "0–10 s", "blast": "10–20 s", "blast+tcp": "20–30 s", RUN: "0–30 s"}
-#: ns-3 drop reasons of a child queue disc (FQ-CoDel's per-flow CoDel) carry this prefix
-CHILD_DROP_PREFIX = "(Dropped by child queue disc) "
 
 
 def build(force: bool = False) -> Path:
@@ -208,16 +205,6 @@ def run_one(binary: Path, args: Mapping[str, Any], tcp: str, seed: int,
 # ---------------------------------------------------------------------------
 
 
-def drop_reason(reason: str) -> str:
-    """An ns-3 drop reason under the project's counter name (a child queue disc's
-    reason, FQ-CoDel's CoDel, carries a prefix)."""
-    r = reason[len(CHILD_DROP_PREFIX):] if reason.startswith(CHILD_DROP_PREFIX) else reason
-    key = ns3common.DROP_REASONS.get(r)
-    if key is None:
-        raise RuntimeError(f"unknown ns-3 drop reason {reason!r}")
-    return key
-
-
 def bottleneck_block(bins: Mapping[str, Any], bin_s: float, a_s: float, b_s: float
                      ) -> dict[str, Any]:
     """Per class: arrivals, drops by reason and the loss over the bins in [a_s, b_s),
@@ -229,7 +216,7 @@ def bottleneck_block(bins: Mapping[str, Any], bin_s: float, a_s: float, b_s: flo
         arr = sum(blk["arrivals"][lo:hi])
         drops: dict[str, int] = {}
         for reason, v in blk["drops"].items():
-            k = drop_reason(reason)
+            k = ns3common.drop_reason(reason)
             drops[k] = drops.get(k, 0) + sum(v[lo:hi])
         tot = sum(drops.values())
         out[c] = {"arrivals": arr, "drops": drops, "drops_total": tot,
@@ -509,32 +496,10 @@ def cmd_run(seeds: int, duration_s: Optional[float]) -> dict[str, Any]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=("build", "run", "table"))
-    ap.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, help="seeds per configuration")
-    ap.add_argument("--out", type=Path, default=OUT_JSON, help="results JSON (run)")
-    a = ap.parse_args(argv)
-    try:
-        if a.command == "build":
-            print(build(force=True))
-        elif a.command == "run":
-            if a.seeds < 1:
-                raise ConfigError("--seeds must be >= 1")
-            res = cmd_run(a.seeds, None)
-            a.out.parent.mkdir(parents=True, exist_ok=True)
-            a.out.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
-            if a.out == OUT_JSON:
-                write_table(res)
-            print(render_table(res))
-        else:
-            write_table(json.loads(OUT_JSON.read_text()))
-    except ConfigError as e:
-        print(f"ns3-dcbt: {e}", file=sys.stderr)
-        return 2
-    except RuntimeError as e:
-        print(f"ns3-dcbt: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return ns3common.cli("dcbt", __doc__, argv, build=build,
+                          run=lambda seeds: cmd_run(seeds, None),
+                          render_table=render_table, write_table=write_table,
+                          out_json=OUT_JSON, default_seeds=DEFAULT_SEEDS)
 
 
 if __name__ == "__main__":

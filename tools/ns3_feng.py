@@ -18,13 +18,9 @@ a file unreadable); 1: a build or a simulation failed.
 """
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
-import math
-import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
@@ -302,32 +298,10 @@ def cmd_run(seeds: int, duration_s: Optional[float]) -> dict[str, Any]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=("build", "run", "table"))
-    ap.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, help="seeds per configuration")
-    ap.add_argument("--out", type=Path, default=OUT_JSON, help="results JSON (run)")
-    a = ap.parse_args(argv)
-    try:
-        if a.command == "build":
-            print(build(force=True))
-        elif a.command == "run":
-            if a.seeds < 1:
-                raise ConfigError("--seeds must be >= 1")
-            res = cmd_run(a.seeds, None)
-            a.out.parent.mkdir(parents=True, exist_ok=True)
-            a.out.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
-            if a.out == OUT_JSON:
-                write_table(res)
-            print(render_table(res))
-        else:
-            write_table(json.loads(OUT_JSON.read_text()))
-    except ConfigError as e:
-        print(f"ns3-feng: {e}", file=sys.stderr)
-        return 2
-    except RuntimeError as e:
-        print(f"ns3-feng: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return ns3common.cli("feng", __doc__, argv, build=build,
+                          run=lambda seeds: cmd_run(seeds, None),
+                          render_table=render_table, write_table=write_table,
+                          out_json=OUT_JSON, default_seeds=DEFAULT_SEEDS)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ simulation failed.
 """
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import statistics
@@ -174,19 +173,6 @@ def run_one(binary: Path, args: Mapping[str, Any], tcp: str, seed: int,
 # ---------------------------------------------------------------------------
 
 
-#: what a classful queue disc (FQ-CoDel) puts before its child queue discs' drop reasons
-CHILD_DROP_PREFIX = "(Dropped by child queue disc) "
-
-
-def drop_counts(drops: Mapping[str, int]) -> dict[str, int]:
-    """ns3common.drop_counts, the child queue discs' reasons counted as their own."""
-    out: dict[str, int] = {}
-    for reason, n in drops.items():
-        for k, v in ns3common.drop_counts({reason.removeprefix(CHILD_DROP_PREFIX): n}).items():
-            out[k] = out.get(k, 0) + v
-    return out
-
-
 def _active(f: Mapping[str, Any], a: float, b: float) -> bool:
     return f["start_s"] < b and f["stop_s"] > a
 
@@ -247,7 +233,7 @@ def summarize(raw: Mapping[str, Any], phases: Sequence[Mapping[str, Any]]) -> di
         for c in CLASSES:
             r = cls_raw[c]
             arrivals = sum(r["arrivals"][k] for k in ks)
-            drops = drop_counts({reason: sum(v[k] for k in ks) for reason, v in r["drops"].items()})
+            drops = ns3common.drop_counts({reason: sum(v[k] for k in ks) for reason, v in r["drops"].items()})
             total = sum(drops.values())
             out[c] = {"arrivals": arrivals, "drops": drops, "drops_total": total,
                       "loss": round(total / arrivals, 6) if arrivals else None}
@@ -276,7 +262,7 @@ def summarize(raw: Mapping[str, Any], phases: Sequence[Mapping[str, Any]]) -> di
                                                         for n, a, b in spans + [("run", 0.0, dur)]}}},
         "bottleneck": {"rate_pps": rate_pps, "arrivals": bott["arrivals"],
                        "drops_total": bott["drops_total"],
-                       "drops": drop_counts(bott["drops"])},
+                       "drops": ns3common.drop_counts(bott["drops"])},
         "mmapp": mmapp_totals(raw.get("udp_senders", [])),
     }
 
@@ -574,32 +560,10 @@ def cmd_run(seeds: int, scenarios: Sequence[str]) -> dict[str, Any]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=("build", "run", "table"))
-    ap.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, help="seeds per configuration")
-    ap.add_argument("--out", type=Path, default=OUT_JSON, help="results JSON (run)")
-    a = ap.parse_args(argv)
-    try:
-        if a.command == "build":
-            print(build(force=True))
-        elif a.command == "run":
-            if a.seeds < 1:
-                raise ConfigError("--seeds must be >= 1")
-            res = cmd_run(a.seeds, SCENARIOS)
-            a.out.parent.mkdir(parents=True, exist_ok=True)
-            a.out.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
-            if a.out == OUT_JSON:
-                write_table(res)
-            print(render_table(res))
-        else:
-            write_table(json.loads(OUT_JSON.read_text()))
-    except ConfigError as e:
-        print(f"ns3-mcdt: {e}", file=sys.stderr)
-        return 2
-    except RuntimeError as e:
-        print(f"ns3-mcdt: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return ns3common.cli("mcdt", __doc__, argv, build=build,
+                          run=lambda seeds: cmd_run(seeds, SCENARIOS),
+                          render_table=render_table, write_table=write_table,
+                          out_json=OUT_JSON, default_seeds=DEFAULT_SEEDS)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ simulation failed.
 """
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import sys
@@ -206,30 +205,15 @@ def check_counts(raw: Mapping[str, Any]) -> None:
                                f"{got} != the queue disc's {want}")
 
 
-#: the prefix ns-3 gives a drop that a child queue disc (FQ-CoDel's per-flow CoDel) made
-CHILD_DROP_PREFIX = "(Dropped by child queue disc) "
-
-
 #: the drop reason of upta.cc's FairShareQueueDisc (our FAIR_SHARE scheme) -> the
 #: project's counter name
 FAIR_SHARE_REASONS = {"Fair share drop": "UPTA_FAIR_SHARE"}
 
 
 def _own_reasons(drops: Mapping[str, int]) -> dict[str, int]:
-    """Drops by reason under the project's counter names: a child queue disc's reason
-    under its own name (CoDel's "Target exceeded drop" inside FQ-CoDel), the
-    FairShareQueueDisc's by FAIR_SHARE_REASONS, the rest by ns3common.drop_counts."""
-    ns3_named: dict[str, int] = {}
-    out: dict[str, int] = {}
-    for reason, n in drops.items():
-        r = reason.removeprefix(CHILD_DROP_PREFIX)
-        if r in FAIR_SHARE_REASONS:
-            out[FAIR_SHARE_REASONS[r]] = out.get(FAIR_SHARE_REASONS[r], 0) + int(n)
-        else:
-            ns3_named[r] = ns3_named.get(r, 0) + int(n)
-    for k, v in ns3common.drop_counts(ns3_named).items():
-        out[k] = out.get(k, 0) + v
-    return out
+    """Drops by reason under the project's counter names, the FairShareQueueDisc's
+    (our FAIR_SHARE scheme) among them (ns3common.drop_counts)."""
+    return ns3common.drop_counts(drops, FAIR_SHARE_REASONS)
 
 
 def flow_hops(raw: Mapping[str, Any], flow: str, dst: str) -> list[dict[str, Any]]:
@@ -517,38 +501,18 @@ def cmd_run(seeds: int, scenarios: Sequence[int], queues: Sequence[str]) -> dict
             "runs": summaries, "ns3": ns3_aggregate(summaries), "bmv2": bmv2_aggregate(bmv2_runs())}
 
 
+def _refresh_bmv2(res: dict[str, Any]) -> dict[str, Any]:
+    """The `bmv2` command: the BMv2 columns again, from the runs the rows list now."""
+    res["bmv2"] = bmv2_aggregate(bmv2_runs())
+    return res
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=("build", "run", "bmv2", "table"))
-    ap.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, help="seeds per configuration")
-    ap.add_argument("--out", type=Path, default=OUT_JSON, help="results JSON (run)")
-    a = ap.parse_args(argv)
-    try:
-        if a.command == "build":
-            print(build(force=True))
-        elif a.command == "run":
-            if a.seeds < 1:
-                raise ConfigError("--seeds must be >= 1")
-            res = cmd_run(a.seeds, SCENARIOS, tuple(QUEUES))
-            a.out.parent.mkdir(parents=True, exist_ok=True)
-            a.out.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
-            if a.out == OUT_JSON:
-                write_table(res)
-            print(render_table(res))
-        elif a.command == "bmv2":
-            res = json.loads(OUT_JSON.read_text())
-            res["bmv2"] = bmv2_aggregate(bmv2_runs())
-            OUT_JSON.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
-            write_table(res)
-        else:
-            write_table(json.loads(OUT_JSON.read_text()))
-    except ConfigError as e:
-        print(f"ns3-upta: {e}", file=sys.stderr)
-        return 2
-    except RuntimeError as e:
-        print(f"ns3-upta: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return ns3common.cli("upta", __doc__, argv, build=build,
+                          run=lambda seeds: cmd_run(seeds, SCENARIOS, tuple(QUEUES)),
+                          render_table=render_table, write_table=write_table,
+                          out_json=OUT_JSON, default_seeds=DEFAULT_SEEDS,
+                          extra={"bmv2": _refresh_bmv2})
 
 
 if __name__ == "__main__":

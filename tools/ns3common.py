@@ -8,10 +8,12 @@ tools/ns3sim/mmaqm_ns3.h, their descriptions are TCP_MODELS and QUEUE_DISCS belo
 """
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import statistics
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
@@ -92,13 +94,22 @@ def run_binary(binary: Path, args: Mapping[str, Any]) -> dict[str, Any]:
 CHILD_PREFIX = "(Dropped by child queue disc) "
 
 
-def drop_counts(drops: Mapping[str, int]) -> dict[str, int]:
-    """A queue disc's drops by reason, under the project's counter names."""
+def drop_reason(reason: str, extra: Mapping[str, str] | None = None) -> str:
+    """One ns-3 drop reason under the project's counter name (a child queue disc's
+    reason under its own; extra: a scenario's own queue discs' reasons first)."""
+    r = reason.removeprefix(CHILD_PREFIX)
+    key = (extra or {}).get(r) or DROP_REASONS.get(r)
+    if key is None:
+        raise RuntimeError(f"unknown ns-3 drop reason {reason!r}")
+    return key
+
+
+def drop_counts(drops: Mapping[str, int], extra: Mapping[str, str] | None = None
+                ) -> dict[str, int]:
+    """A queue disc's drops by reason, under the project's counter names (drop_reason)."""
     out: dict[str, int] = {}
     for reason, n in drops.items():
-        key = DROP_REASONS.get(reason.removeprefix(CHILD_PREFIX))
-        if key is None:
-            raise RuntimeError(f"unknown ns-3 drop reason {reason!r}")
+        key = drop_reason(reason, extra)
         out[key] = out.get(key, 0) + int(n)
     return out
 
@@ -147,3 +158,43 @@ def splice_table(page: Path, name: str, table: str) -> None:
     if a < 0 or b < a:
         raise ConfigError(f"{page}: no {begin} … {end} markers")
     page.write_text(text[:a + len(begin)] + "\n" + table.rstrip("\n") + "\n" + text[b:])
+
+
+def cli(name: str, doc: str, argv: Optional[Sequence[str]], *, build: Any, run: Any,
+        render_table: Any, write_table: Any, out_json: Path, default_seeds: int,
+        extra: Optional[Mapping[str, Any]] = None) -> int:
+    """A reference runner's command line: build (compile), run (every configuration x
+    --seeds; writes the JSON and, at its default path, the page's table), table
+    (re-render the page's table from the JSON), and the runner's extra commands
+    ({name: function of the results}: what it returns is written back and rendered).
+    Exit 2: a configuration problem; 1: a build or a simulation failed."""
+    ap = argparse.ArgumentParser(prog=f"ns3_{name}.py", description=doc.split("\n\n")[0])
+    ap.add_argument("command", choices=("build", "run", *(extra or {}), "table"))
+    ap.add_argument("--seeds", type=int, default=default_seeds, help="seeds per configuration")
+    ap.add_argument("--out", type=Path, default=out_json, help="results JSON (run)")
+    a = ap.parse_args(argv)
+    try:
+        if a.command == "build":
+            print(build(force=True))
+        elif a.command == "run":
+            if a.seeds < 1:
+                raise ConfigError("--seeds must be >= 1")
+            res = run(a.seeds)
+            a.out.parent.mkdir(parents=True, exist_ok=True)
+            a.out.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
+            if a.out == out_json:
+                write_table(res)
+            print(render_table(res))
+        elif a.command == "table":
+            write_table(json.loads(out_json.read_text()))
+        else:
+            res = extra[a.command](json.loads(out_json.read_text()))
+            out_json.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
+            write_table(res)
+    except ConfigError as e:
+        print(f"ns3-{name}: {e}", file=sys.stderr)
+        return 2
+    except RuntimeError as e:
+        print(f"ns3-{name}: {e}", file=sys.stderr)
+        return 1
+    return 0

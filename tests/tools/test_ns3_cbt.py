@@ -242,8 +242,8 @@ def test_compiled_scenario_rejects_bad_arguments():
 
 
 def test_drop_reasons_of_fq_codels_flow_queues_are_named():
-    assert ns3_cbt.drop_counts({"(Dropped by child queue disc) Target exceeded drop": 3,
+    assert ns3common.drop_counts({"(Dropped by child queue disc) Target exceeded drop": 3,
                                 "Overlimit drop": 1, "Target exceeded drop": 2}) == \
         {"CODEL": 5, "QUEUE_LIMIT": 1}
     with pytest.raises(RuntimeError, match="unknown ns-3 drop reason"):
-        ns3_cbt.drop_counts({"(Dropped by child queue disc) Mystery": 1})
+        ns3common.drop_counts({"(Dropped by child queue disc) Mystery": 1})

@@ -177,10 +177,10 @@ def test_summarize_hand_worked():
 
 
 def test_drop_reasons_of_a_child_queue_disc_and_unknown_ones():
-    assert ns3_dcbt.drop_reason("(Dropped by child queue disc) Target exceeded drop") == "CODEL"
-    assert ns3_dcbt.drop_reason("Overlimit drop") == "QUEUE_LIMIT"
+    assert ns3common.drop_reason("(Dropped by child queue disc) Target exceeded drop") == "CODEL"
+    assert ns3common.drop_reason("Overlimit drop") == "QUEUE_LIMIT"
     with pytest.raises(RuntimeError, match="unknown ns-3 drop reason"):
-        ns3_dcbt.drop_reason("Mystery")
+        ns3common.drop_reason("Mystery")
 
 
 # ---------------------------------------------------------------------------

@@ -29,6 +29,7 @@ import math
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..fixedpoint import check_int
 from . import bfd_codec, upta
@@ -261,18 +262,24 @@ def useless_specs(flows: Iterable[Sequence[int]]) -> list[bfd_codec.FlowSpec]:
             for src, dst, proto, sport, dport in sorted(tuple(f) for f in flows)]
 
 
+def longest_prefix(entries: Iterable[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, Any]],
+                   addr: int | ipaddress.IPv4Address | ipaddress.IPv6Address) -> Any:
+    """The value of the longest (prefix, value) entry whose prefix holds addr (an int is
+    IPv4); None without one."""
+    a = ipaddress.IPv4Address(addr) if isinstance(addr, int) else addr
+    best: tuple[int, Any] | None = None
+    for prefix, value in entries:
+        if prefix.version == a.version and a in prefix \
+                and (best is None or prefix.prefixlen > best[0]):
+            best = (prefix.prefixlen, value)
+    return None if best is None else best[1]
+
+
 def route_port(routes: Iterable[object], addr: int | ipaddress.IPv4Address
                | ipaddress.IPv6Address) -> int | None:
     """The port of the longest route prefix (config.Route: prefix, port) holding addr (an
     int is IPv4); None without one."""
-    a = ipaddress.IPv4Address(addr) if isinstance(addr, int) else addr
-    best: tuple[int, int] | None = None
-    for r in routes:
-        prefix = r.prefix          # type: ignore[attr-defined]
-        if prefix.version == a.version and a in prefix \
-                and (best is None or prefix.prefixlen > best[0]):
-            best = (prefix.prefixlen, r.port)   # type: ignore[attr-defined]
-    return None if best is None else best[1]
+    return longest_prefix(((r.prefix, r.port) for r in routes), addr)  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------- U states without register reads

@@ -30,7 +30,6 @@ also goes to the event sink ("upta_interval": N, S, M, alpha, alpha', the writes
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import math
 import time
@@ -200,15 +199,9 @@ class UptaLoop:
         bfd = getattr(self.host.switch, "bfd", None)
         if bfd is None:
             return None
-        addr = flow_key[1]
-        a = ipaddress.IPv4Address(addr) if isinstance(addr, int) else addr
-        best: tuple[int, int] | None = None
-        for path in bfd.paths:
-            for prefix in path.prefixes:
-                if prefix.version == a.version and a in prefix \
-                        and (best is None or prefix.prefixlen > best[0]):
-                    best = (prefix.prefixlen, path.path_id)
-        return None if best is None else best[1]
+        return upta_control.longest_prefix(
+            ((prefix, path.path_id) for path in bfd.paths for prefix in path.prefixes),
+            flow_key[1])
 
     def observe_report(self, path_id: int, fs_u_scaled: int, fs_i_scaled: int) -> None:
         """An accepted report's path minima (scaled as the data plane holds them; 0 or
